@@ -1,0 +1,1 @@
+"""The agent edge: prompt, gateway client and the validated review it returns."""

@@ -1,0 +1,86 @@
+"""Diff analysis: which files changed, and which kernels they touch (pure)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from bot.errors import InputError
+
+
+class FileChange(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    old_path: str | None = None
+    added: int = 0
+    removed: int = 0
+    binary: bool = False
+    diff: str = ""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.path,) if self.old_path in (None, self.path) else (self.path, self.old_path)
+
+
+def _strip_prefix(path: str) -> str:
+    return path[2:] if path.startswith(("a/", "b/")) else path
+
+
+def parse_diff(text: str) -> list[FileChange]:
+    """Parse a `git diff` into one FileChange per file, renames included."""
+    try:
+        patch = PatchSet(text)
+    except UnidiffParseError as exc:
+        raise InputError(f"cannot parse the diff: {exc}") from exc
+    changes = []
+    for pf in patch:
+        source = None if pf.is_added_file else _strip_prefix(pf.source_file)
+        target = _strip_prefix(pf.source_file if pf.is_removed_file else pf.target_file)
+        changes.append(
+            FileChange(
+                path=target,
+                old_path=source,
+                added=pf.added,
+                removed=pf.removed,
+                binary=pf.is_binary_file,
+                diff=str(pf),
+            )
+        )
+    return changes
+
+
+@lru_cache(maxsize=256)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Translate a repository glob: `**` spans folders, `*` and `?` stay inside one."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(path: str, globs: list[str]) -> bool:
+    return any(glob_regex(g).match(path) for g in globs)
+
+
+def touching(changes: list[FileChange], globs: list[str]) -> list[FileChange]:
+    """The changes whose old or new path matches one of the globs."""
+    return [c for c in changes if any(matches(p, globs) for p in c.paths)]

@@ -1,0 +1,169 @@
+"""The gate: pure functions from measured evidence to verdicts and reasons."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot import stats
+from bot.manifest import Case, Constraints
+from bot.report import CaseReport, CaseStatus, KernelReport, Resource
+from bot.runner import CaseRun
+
+HEAD, BASE = "head", "base"
+SMEM_PER_BLOCK_LIMIT = 232_448  # bytes of shared memory one block may use on sm_90
+REGISTERS_PER_SM = 65_536
+
+
+class Policy(BaseModel):
+    """How the gate treats a latency comparison whose CI straddles the threshold."""
+
+    model_config = ConfigDict(frozen=True)
+
+    inconclusive: Literal["neutral", "fail"] = "neutral"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
+    """One case: correctness and stability of head, then latency of head against base."""
+    tol = case.tolerance or constraints.tolerance
+    report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
+    if run is None:
+        report.status, report.verdict = CaseStatus.skipped, "skipped"
+        report.reasons.append(skip_reason or "not run")
+        return report
+    head = run.checks.get(HEAD)
+    base = run.checks.get(BASE)
+    if head is not None:
+        report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
+    if run.status in (CaseStatus.timeout, CaseStatus.crashed):
+        report.status, report.verdict = run.status, "error"
+        who = run.failed_label or "the runner"
+        report.reasons.append(f"{who} {run.status.value}: {run.detail}")
+        return report
+    if head is None:
+        report.status, report.verdict = CaseStatus.crashed, "error"
+        report.reasons.append("head produced no result")
+        return report
+    if head.error:
+        report.status, report.verdict = CaseStatus.incorrect, "fail"
+        report.reasons.append(f"head raised or returned a bad output: {head.error}")
+        return report
+    if head.nan_inf:
+        report.status, report.verdict = CaseStatus.incorrect, "fail"
+        report.reasons.append("stability: output has NaN/Inf where the reference has none (or misses them)")
+    if head.max_abs_err is not None and head.max_abs_err > tol:
+        report.status, report.verdict = CaseStatus.incorrect, "fail"
+        report.reasons.append(f"correctness: max_abs_err {_fmt(head.max_abs_err)} > tolerance {_fmt(tol)}")
+    if report.verdict == "fail":
+        return report
+    if base is not None and (base.error or base.nan_inf or (base.max_abs_err or 0.0) > tol):
+        report.reasons.append("base is itself incorrect on this case; latency not compared")
+    _judge_latency(report, run, constraints.max_regression_pct)
+    return report
+
+
+def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float) -> None:
+    head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE)
+    report.stop_reason = run.stop_reason
+    if head_t is None:
+        return
+    report.p50_ms = stats.median(head_t.samples_ms)
+    report.samples = len(head_t.samples_ms)
+    if base_t is None:
+        return
+    report.base_p50_ms = stats.median(base_t.samples_ms)
+    report.base_samples = len(base_t.samples_ms)
+    ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
+    report.regression_pct = round((ratio - 1.0) * 100.0, 3)
+    report.ci95_pct = [round((low - 1.0) * 100.0, 3), round((high - 1.0) * 100.0, 3)]
+    verdict = stats.latency_verdict(low, high, max_regression_pct)
+    span = f"p50 {report.regression_pct:+.2f}% (95% CI {report.ci95_pct[0]:+.2f}%..{report.ci95_pct[1]:+.2f}%)"
+    if verdict == "fail":
+        report.verdict = "fail"
+        report.reasons.append(f"performance: {span} regresses more than {max_regression_pct:g}%")
+    elif verdict == "inconclusive":
+        report.verdict = "inconclusive"
+        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
+
+
+def resource_reasons(
+    head: list[Resource], base: list[Resource], constraints: Constraints, threads: dict[str, int] | None = None
+) -> tuple[list[str], list[str]]:
+    """(failures, notes) for ptxas resources of head against base."""
+    failures, notes = [], []
+    base_by_name = {r.function: r for r in base}
+    for r in head:
+        if r.spill_bytes > constraints.max_spill_bytes:
+            failures.append(
+                f"resource: {r.function} spills {r.spill_bytes} bytes "
+                f"(stores {r.spill_store_bytes} B, loads {r.spill_load_bytes} B)"
+            )
+        if r.smem_bytes > SMEM_PER_BLOCK_LIMIT:
+            failures.append(f"resource: {r.function} uses {r.smem_bytes} B shared memory > {SMEM_PER_BLOCK_LIMIT}")
+        block = (threads or {}).get(r.function)
+        if block and r.registers * block > REGISTERS_PER_SM:
+            failures.append(
+                f"resource: {r.function} needs {r.registers} registers x {block} threads > {REGISTERS_PER_SM}"
+            )
+        if (b := base_by_name.get(r.function)) is not None:
+            for field in ("registers", "smem_bytes", "stack_bytes"):
+                new, old = getattr(r, field), getattr(b, field)
+                if new > old:
+                    notes.append(f"{r.function}: {field} {old} -> {new}")
+    return failures, notes
+
+
+_ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
+
+
+def judge_kernel(
+    kernel: KernelReport,
+    static_findings: list[str],
+    cases: list[CaseReport],
+    constraints: Constraints,
+    policy: Policy,
+) -> KernelReport:
+    """Fold static findings, builds, resources and cases into the kernel's verdict."""
+    kernel.reasons.extend(static_findings)
+    kernel.cases = cases
+    if static_findings:
+        kernel.verdict = "fail"
+        return kernel
+    if kernel.build is not None and not kernel.build.ok:
+        kernel.verdict = "fail"
+        kernel.reasons.append("head does not build (see the build log)")
+        return kernel
+    if kernel.base_build is not None and not kernel.base_build.ok:
+        kernel.notes.append("base does not build: no latency or resource comparison")
+    if kernel.build is not None:
+        base_resources = kernel.base_build.resources if kernel.base_build else []
+        failures, notes = resource_reasons(kernel.build.resources, base_resources, constraints)
+        kernel.reasons.extend(failures)
+        kernel.notes.extend(notes)
+    worst = max((c.verdict for c in cases), key=_ORDER.__getitem__, default="skipped")
+    for c in cases:
+        if c.verdict in ("fail", "error"):
+            kernel.reasons.append(f"{c.name}: {c.verdict}")
+    if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
+        worst = "fail"
+    if worst == "inconclusive":
+        worst = "fail" if policy.inconclusive == "fail" else "pass"
+        kernel.notes.append(f"latency inconclusive on some cases (policy: {policy.inconclusive})")
+    if worst == "skipped":
+        kernel.notes.append("no case could run on this machine")
+    kernel.verdict = worst  # type: ignore[assignment]
+    return kernel
+
+
+def overall(kernels: list[KernelReport]) -> Literal["pass", "fail", "error"]:
+    verdicts = {k.verdict for k in kernels}
+    if "error" in verdicts:
+        return "error"
+    if "fail" in verdicts:
+        return "fail"
+    return "pass"

@@ -1,0 +1,189 @@
+"""Kernel manifests (`kernels/<name>/kernel.toml`), tunable configs and agent task files."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bot.errors import InputError
+
+KERNELS_DIR = "kernels"
+MANIFEST_NAME = "kernel.toml"
+
+
+class Domain(StrEnum):
+    deepgemm = "deepgemm"
+    flashmla = "flashmla"
+    v41_attention = "v41_attention"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BuildSpec(_Strict):
+    """How to build the kernel for one device with torch.utils.cpp_extension."""
+
+    sources: list[str] = Field(min_length=1)
+    cflags: list[str] = Field(default_factory=list)
+    cuda_cflags: list[str] = Field(default_factory=list)
+    entry: str = Field(description="function of the built extension that each case calls")
+
+
+class ReferenceSpec(_Strict):
+    module: str = "reference.py"
+    inputs: str = "make_inputs"
+    function: str = "reference"
+
+
+class Constraints(_Strict):
+    """Default gate thresholds of a kernel; a case may override the tolerance."""
+
+    tolerance: float = Field(1e-2, gt=0)
+    max_regression_pct: float = Field(3.0, ge=0)
+    max_spill_bytes: int = Field(0, ge=0)
+
+
+class Case(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    device: Literal["cpu", "cuda"] = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] = "bfloat16"
+    shape: dict[str, int] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
+    tolerance: float | None = Field(None, gt=0)
+    seed: int = 0
+
+
+class KernelManifest(_Strict):
+    """The contract of one kernel folder; see the README's "Kernel manifest"."""
+
+    name: str = Field(pattern=r"^[a-z0-9_]+$")
+    domain: Domain
+    description: str = ""
+    globs: list[str] = Field(min_length=1)
+    config: str = "tile_config.json"
+    task: str = "agent_task.json"
+    timeout_s: float = Field(180.0, gt=0)
+    tunables: dict[str, list[int | str]] = Field(default_factory=dict)
+    build: dict[Literal["cpu", "cuda"], BuildSpec]
+    reference: ReferenceSpec = ReferenceSpec()
+    constraints: Constraints = Constraints()
+    cases: list[Case] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_case_names(self) -> KernelManifest:
+        names = [case.name for case in self.cases]
+        if duplicates := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"duplicate case names: {', '.join(duplicates)}")
+        return self
+
+
+class Provider(_Strict):
+    base_url: str
+    api_key_env: str
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _is_a_variable_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*", value):
+            raise ValueError("must be the name of an environment variable (A-Z, 0-9, _), never a key")
+        return value
+
+
+REQUIRED_DENY = ("direct_production_db_access", "remote_shell_execution", "secret_exfiltration")
+
+
+class AgentTask(BaseModel):
+    """The users' structured task file (`agent_task.json`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(min_length=1)
+    provider: Provider
+    model: str = Field(min_length=1)
+    target: dict[str, Any]
+    constraints: dict[str, str]
+    acceptance_outputs: list[str]
+    deny: list[str]
+
+    @field_validator("deny")
+    @classmethod
+    def _denies_the_three(cls, value: list[str]) -> list[str]:
+        if missing := [d for d in REQUIRED_DENY if d not in value]:
+            raise ValueError(f"deny must list {', '.join(missing)}")
+        return value
+
+
+class Kernel(BaseModel):
+    """A manifest loaded from one tree, with its folder, tunable config and task."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    manifest: KernelManifest
+    folder: Path
+    config: dict[str, Any]
+    task: AgentTask | None
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+    return f"{where}: {err['msg']}"
+
+
+def load_task(path: Path) -> AgentTask:
+    try:
+        return AgentTask.model_validate(json.loads(path.read_text()))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from exc
+    except ValidationError as exc:
+        raise InputError(f"{path}: {_first_error(exc)}") from exc
+
+
+def load_kernel(folder: Path) -> Kernel:
+    """Load and validate `folder/kernel.toml` and the files it names."""
+    path = folder / MANIFEST_NAME
+    try:
+        manifest = KernelManifest.model_validate(tomllib.loads(path.read_text()))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+    except ValidationError as exc:
+        raise InputError(f"{path}: {_first_error(exc)}") from exc
+    if manifest.name != folder.name:
+        raise InputError(f"{path}: name {manifest.name!r} differs from its folder {folder.name!r}")
+    config_path = folder / manifest.config
+    try:
+        config = json.loads(config_path.read_text())
+    except OSError as exc:
+        raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{config_path}: not valid JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise InputError(f"{config_path}: must be a JSON object of tunables")
+    task_path = folder / manifest.task
+    task = load_task(task_path) if task_path.exists() else None
+    return Kernel(manifest=manifest, folder=folder, config=config, task=task)
+
+
+def discover(root: Path) -> dict[str, Kernel]:
+    """Every kernel under `root/kernels/*/kernel.toml`, by name."""
+    kernels: dict[str, Kernel] = {}
+    base = root / KERNELS_DIR
+    if not base.is_dir():
+        return kernels
+    for manifest in sorted(base.glob(f"*/{MANIFEST_NAME}")):
+        kernel = load_kernel(manifest.parent)
+        kernels[kernel.name] = kernel
+    return kernels

@@ -1,0 +1,81 @@
+"""Render reports and prompts from the Jinja templates in templates/ (pure, StrictUndefined)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bot.report import Report
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+REVIEW_MARKER = "<!-- opgate:review -->"
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
+_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
+_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
+
+
+def untrusted(text: Any) -> str:
+    """Agent or PR text made inert for a comment: no HTML, no images, links shown as text."""
+    s = str(text)
+    s = _IMAGE.sub(lambda m: f"[image: {m.group(1)}] ({m.group(2)})", s)
+    s = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", s)
+    s = _AUTOLINK.sub(lambda m: m.group(1), s)
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # A URL must not render as a link (no tracking pixels, no clickable bait): break the scheme.
+    s = re.sub(r"\b(https?)://", r"\1[:]//", s)
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def fence(text: Any) -> str:
+    """Untrusted text inside a code fence that it cannot close."""
+    s = str(text).replace("```", "`\u200b``")
+    return s
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} ms"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.2f}%"
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(untrusted=untrusted, fence=fence, num=num, ms=ms, pct=pct)
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}
+
+
+def render_comment(report: Report, *, unseen_files: list[str] | None = None) -> str:
+    """The review comment (what `--post` would post, and `comment.md`)."""
+    return render(
+        "comment.md.j2",
+        marker=REVIEW_MARKER,
+        r=report,
+        icons=ICONS,
+        unseen_files=unseen_files or [],
+    )

@@ -1,0 +1,119 @@
+"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = "opgate.report/1"
+
+
+class CaseStatus(StrEnum):
+    """What happened when a case ran (the measurement, not the judgement)."""
+
+    ok = "ok"
+    compile_fail = "compile_fail"
+    incorrect = "incorrect"
+    timeout = "timeout"
+    crashed = "crashed"
+    skipped = "skipped"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Resource(_Model):
+    """One compiled GPU function as ptxas reports it."""
+
+    function: str
+    registers: int
+    spill_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    smem_bytes: int = 0
+    stack_bytes: int = 0
+
+
+class Build(_Model):
+    ok: bool
+    seconds: float
+    cached: bool
+    device: Literal["cpu", "cuda"]
+    resources: list[Resource] = Field(default_factory=list)
+    key: str = ""
+    log_tail: str = ""
+
+
+class CaseReport(_Model):
+    name: str
+    device: Literal["cpu", "cuda"] = "cpu"
+    status: CaseStatus = CaseStatus.ok
+    max_abs_err: float | None = None
+    tolerance: float
+    nan_inf: bool = False
+    p50_ms: float | None = None
+    base_p50_ms: float | None = None
+    regression_pct: float | None = None
+    ci95_pct: list[float] | None = None
+    samples: int = 0
+    base_samples: int = 0
+    stop_reason: str | None = None
+    verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class KernelReport(_Model):
+    name: str
+    domain: str
+    changed: bool
+    verdict: Literal["pass", "fail", "skipped", "error"]
+    reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
+    build: Build | None = None
+    base_build: Build | None = None
+    cases: list[CaseReport] = Field(default_factory=list)
+
+
+class AgentReport(_Model):
+    status: Literal["ok", "offline", "skipped", "over_budget", "error"]
+    domain: str | None = None
+    model: str | None = None
+    reason: str = ""
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    risk_notes: list[str] = Field(default_factory=list)
+    candidate_patch: str | None = None
+    local_commands: list[str] = Field(default_factory=list)
+    expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+
+
+class Environment(_Model):
+    device: Literal["cpu", "cuda"]
+    gpu: str | None = None
+    torch: str | None = None
+    nvcc: str | None = None
+    python: str
+
+
+class Report(_Model):
+    schema_: Literal["opgate.report/1"] = Field(SCHEMA, alias="schema")
+    base_sha: str
+    head_sha: str
+    pr: int | None = None
+    verdict: Literal["pass", "fail", "error"]
+    kernels: list[KernelReport]
+    agents: list[AgentReport] = Field(default_factory=list)
+    agent: AgentReport
+    environment: Environment
+    created_at: str
+    opgate_version: str
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"

@@ -1,0 +1,284 @@
+"""`opgate review`: the flow of one review, from two revisions to report.json and comment.md."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import requests
+
+from bot import __version__, gitio
+from bot.agent.run import AgentFailed, ask
+from bot.build import Built, build
+from bot.changes import FileChange, parse_diff, touching
+from bot.environment import detect
+from bot.errors import InputError
+from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
+from bot.ledger import Ledger
+from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Kernel, load_kernel
+from bot.render import render_comment
+from bot.report import AgentReport, Build, CaseReport, CaseStatus, Environment, KernelReport, Report
+from bot.runner import CaseRun, run_case
+from bot.settings import Settings
+from bot.static import check_tunables
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    repo: Path
+    base: str
+    head: str
+    out: Path
+    offline: bool = False
+    pr: int | None = None
+    only_kernel: str | None = None
+
+
+@dataclass
+class ReviewOutcome:
+    report: Report
+    comment: str
+    report_path: Path
+    comment_path: Path
+    service_errors: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.report.verdict != "pass":
+            return 1
+        return 3 if self.service_errors else 0
+
+
+@dataclass
+class _Side:
+    """One revision checked out: its kernels, or the error that stopped a kernel loading."""
+
+    sha: str
+    tree: Path
+    kernels: dict[str, Kernel] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)
+
+
+def _load_side(sha: str, tree: Path) -> _Side:
+    side = _Side(sha=sha, tree=tree)
+    for manifest in sorted((tree / KERNELS_DIR).glob(f"*/{MANIFEST_NAME}")):
+        name = manifest.parent.name
+        try:
+            side.kernels[name] = load_kernel(manifest.parent)
+        except InputError as exc:
+            side.broken[name] = str(exc).replace(str(tree) + "/", "")
+    return side
+
+
+@contextlib.contextmanager
+def _checkouts(repo: Path, base: str, head: str) -> Iterator[tuple[_Side, _Side]]:
+    with gitio.worktree(repo, base) as base_tree, gitio.worktree(repo, head) as head_tree:
+        yield _load_side(base, base_tree), _load_side(head, head_tree)
+
+
+def _to_build(b: Built) -> Build:
+    return Build(
+        ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail
+    )
+
+
+class Reviewer:
+    """Holds what one review needs; `run` walks every kernel through the gates."""
+
+    def __init__(
+        self, request: ReviewRequest, settings: Settings, ledger: Ledger, session: requests.Session | None = None
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.ledger = ledger
+        self.session = session
+        self.env: Environment = detect()
+        self.policy = Policy()
+        self.agents: list[AgentReport] = []
+        self.unseen: list[str] = []
+        self.service_errors: list[str] = []
+
+    def run(self) -> ReviewOutcome:
+        req = self.request
+        repo = gitio.toplevel(req.repo)
+        base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
+        changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
+        kernels: list[KernelReport] = []
+        with _checkouts(repo, base_sha, head_sha) as (base, head):
+            names = sorted(set(base.kernels) | set(head.kernels) | set(base.broken) | set(head.broken))
+            if req.only_kernel is not None:
+                if req.only_kernel not in names:
+                    raise InputError(f"--kernel {req.only_kernel}: no such kernel (have: {', '.join(names)})")
+                names = [req.only_kernel]
+            for name in names:
+                kernels.append(self.review_kernel(name, base, head, changes))
+        report = Report(
+            base_sha=base_sha,
+            head_sha=head_sha,
+            pr=req.pr,
+            verdict=overall(kernels),
+            kernels=kernels,
+            agents=self.agents,
+            agent=_aggregate(self.agents),
+            environment=self.env,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            opgate_version=__version__,
+        )
+        return self.write(report)
+
+    def write(self, report: Report) -> ReviewOutcome:
+        out = self.request.out
+        out.mkdir(parents=True, exist_ok=True)
+        comment = render_comment(report, unseen_files=self.unseen)
+        report_path, comment_path = out / "report.json", out / "comment.md"
+        report_path.write_text(report.to_json())
+        comment_path.write_text(comment)
+        self.ledger.record_review(report)
+        return ReviewOutcome(report, comment, report_path, comment_path, self.service_errors)
+
+    # -- one kernel ---------------------------------------------------------------------------
+
+    def review_kernel(self, name: str, base: _Side, head: _Side, changes: list[FileChange]) -> KernelReport:
+        head_k, base_k = head.kernels.get(name), base.kernels.get(name)
+        globs = [g for k in (head_k, base_k) if k for g in k.manifest.globs] or [f"{KERNELS_DIR}/{name}/**"]
+        touched = touching(changes, globs)
+        domain = (head_k or base_k).manifest.domain.value if (head_k or base_k) else "unknown"
+        report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
+        if name in head.broken:
+            report.verdict = "fail"
+            report.reasons.append(f"invalid kernel definition: {head.broken[name]}")
+            return report
+        if head_k is None:
+            report.notes.append("kernel removed in head")
+            return report
+        if not touched:
+            return report
+        judge = base_k or head_k  # the base branch's manifest and reference judge the change
+        self._notes(report, touched, base_k, head_k)
+        self._ask_agent(head_k, touched, head.sha)
+        findings = check_tunables(head_k.config, judge.manifest.tunables, head_k.manifest.config)
+        if findings:
+            return judge_kernel(report, findings, [], judge.manifest.constraints, self.policy)
+        builds = self._build(head_k, base_k)
+        device = "cuda" if self.env.device == "cuda" and "cuda" in builds.get(HEAD, {}) else "cpu"
+        if (hb := builds.get(HEAD, {}).get(device)) is not None:
+            report.build = _to_build(hb)
+        if (bb := builds.get(BASE, {}).get(device)) is not None:
+            report.base_build = _to_build(bb)
+        cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
+        return judge_kernel(report, [], cases, judge.manifest.constraints, self.policy)
+
+    def _notes(self, report: KernelReport, touched: list[FileChange], base_k: Kernel | None, head_k: Kernel) -> None:
+        added = sum(c.added for c in touched)
+        removed = sum(c.removed for c in touched)
+        report.notes.append(f"rollback: {len(touched)} file(s), +{added}/-{removed} lines in this kernel")
+        if base_k is None:
+            report.notes.append("new kernel: judged by its own manifest and reference")
+            return
+        judged = {MANIFEST_NAME, base_k.manifest.reference.module}
+        prefix = f"{KERNELS_DIR}/{head_k.name}/"
+        for c in touched:
+            if c.path.removeprefix(prefix) in judged:
+                report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
+
+    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> None:
+        candidates = self.request.out / "agent_candidates"
+        try:
+            agent, unseen = ask(
+                kernel,
+                touched,
+                settings=self.settings,
+                ledger=self.ledger,
+                head_sha=head_sha,
+                pr=self.request.pr,
+                offline=self.request.offline,
+                candidates_dir=candidates,
+                session=self.session,
+            )
+        except AgentFailed as exc:
+            agent, unseen = exc.report, exc.unseen
+            self.service_errors.append(agent.reason)
+        self.agents.append(agent)
+        self.unseen.extend(unseen)
+
+    def _build(self, head_k: Kernel, base_k: Kernel | None) -> dict[str, dict[str, Built]]:
+        """Head (and base) builds for every device this machine can run."""
+        devices = ["cpu"] + (["cuda"] if self.env.device == "cuda" else [])
+        out: dict[str, dict[str, Built]] = {HEAD: {}, BASE: {}}
+        for label, k in ((BASE, base_k), (HEAD, head_k)):
+            if k is None:
+                continue
+            for device in devices:
+                spec = k.manifest.build.get(device)  # type: ignore[call-overload]
+                if spec is not None:
+                    out[label][device] = build(k.name, k.folder, spec, k.config, device, self.settings.build_dir)
+        return out
+
+    def _case(self, judge: Kernel, case: Case, builds: dict[str, dict[str, Built]]) -> CaseReport:
+        constraints = judge.manifest.constraints
+        if case.device == "cuda" and self.env.device != "cuda":
+            return judge_case(case, constraints, None, "needs a CUDA GPU; this machine has none")
+        head_b = builds[HEAD].get(case.device)
+        if head_b is None:
+            return judge_case(case, constraints, None, f"kernel.toml has no {case.device} build")
+        if not head_b.ok:
+            report = judge_case(case, constraints, None, "")
+            report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
+            return report
+        job_builds = []
+        base_b = builds[BASE].get(case.device)
+        if base_b is not None and base_b.ok:
+            job_builds.append(_job_build(BASE, base_b))
+        job_builds.append(_job_build(HEAD, head_b))
+        job = {
+            "kernel": judge.name,
+            "case": case.model_dump(),
+            "tolerance": case.tolerance or constraints.tolerance,
+            "reference": {
+                "path": str(judge.folder / judge.manifest.reference.module),
+                **judge.manifest.reference.model_dump(exclude={"module"}),
+            },
+            "builds": job_builds,
+            "measure": self.settings.measure.model_dump(),
+        }
+        timeout = self.settings.case_timeout_s or judge.manifest.timeout_s
+        log.info("running %s/%s on %s", judge.name, case.name, case.device)
+        result = judge_case(case, constraints, run_case(job, timeout))
+        if result.verdict == "inconclusive":
+            log.info("%s/%s inconclusive: measuring once more in a fresh process", judge.name, case.name)
+            result = judge_case(case, constraints, run_case(job, timeout))
+            result.reasons.append("re-measured once in a fresh process")
+        return result
+
+
+def _job_build(label: str, built: Built) -> dict[str, str]:
+    return {"label": label, "module": built.module, "so_path": built.so_path or "", "entry": built.entry}
+
+
+def _aggregate(agents: list[AgentReport]) -> AgentReport:
+    """The report's `agent` block: the sum over every domain asked in this review."""
+    if not agents:
+        return AgentReport(status="skipped", reason="no kernel changed")
+    statuses = [a.status for a in agents]
+    status = next((s for s in ("error", "over_budget", "ok", "offline") if s in statuses), "skipped")
+    return AgentReport(
+        status=status,  # type: ignore[arg-type]
+        domain=",".join(sorted({a.domain or "" for a in agents})),
+        model=",".join(sorted({a.model for a in agents if a.model})) or None,
+        reason="; ".join(a.reason for a in agents if a.reason),
+        requests=sum(a.requests for a in agents),
+        prompt_tokens=sum(a.prompt_tokens for a in agents),
+        completion_tokens=sum(a.completion_tokens for a in agents),
+        total_tokens=sum(a.total_tokens for a in agents),
+        risk_notes=[n for a in agents for n in a.risk_notes],
+        candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
+    )
+
+
+__all__ = ["CaseRun", "ReviewOutcome", "ReviewRequest", "Reviewer"]

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Create .venv in the checkout and install opgate with its test tools.
+# On a machine without an NVIDIA GPU the CPU build of torch is installed first, so the
+# `torch` requirement never pulls a multi-GB CUDA build. Override with OPGATE_TORCH_SPEC.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python="${PYTHON:-python3}"
+stamp=".venv/.opgate-setup"
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+  exit 0
+fi
+
+[[ -x .venv/bin/python ]] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+
+if [[ -n "${OPGATE_TORCH_SPEC:-}" ]]; then
+  torch_spec="$OPGATE_TORCH_SPEC"
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  torch_spec="torch"
+else
+  torch_spec="torch==2.13.0"   # the CPU build (a local wheel on our CI machines)
+fi
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  echo "setup: installing $torch_spec" >&2
+  "${pip[@]}" "$torch_spec"
+fi
+"${pip[@]}" -e ".[dev]"
+echo "$want" > "$stamp"

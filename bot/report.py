@@ -101,7 +101,7 @@ class Environment(_Model):
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

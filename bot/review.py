@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import requests
 
@@ -148,7 +149,8 @@ class Reviewer:
         head_k, base_k = head.kernels.get(name), base.kernels.get(name)
         globs = [g for k in (head_k, base_k) if k for g in k.manifest.globs] or [f"{KERNELS_DIR}/{name}/**"]
         touched = touching(changes, globs)
-        domain = (head_k or base_k).manifest.domain.value if (head_k or base_k) else "unknown"
+        known = head_k or base_k
+        domain = known.manifest.domain.value if known else "unknown"
         report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
         if name in head.broken:
             report.verdict = "fail"
@@ -209,13 +211,13 @@ class Reviewer:
 
     def _build(self, head_k: Kernel, base_k: Kernel | None) -> dict[str, dict[str, Built]]:
         """Head (and base) builds for every device this machine can run."""
-        devices = ["cpu"] + (["cuda"] if self.env.device == "cuda" else [])
+        devices: list[Literal["cpu", "cuda"]] = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
         out: dict[str, dict[str, Built]] = {HEAD: {}, BASE: {}}
         for label, k in ((BASE, base_k), (HEAD, head_k)):
             if k is None:
                 continue
             for device in devices:
-                spec = k.manifest.build.get(device)  # type: ignore[call-overload]
+                spec = k.manifest.build.get(device)
                 if spec is not None:
                     out[label][device] = build(k.name, k.folder, spec, k.config, device, self.settings.build_dir)
         return out

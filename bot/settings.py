@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,38 +63,37 @@ class Settings(BaseModel):
         return self.keys.get(variable) or None
 
 
+# Variable -> where its value goes in Settings (a dotted path).
+_FIELDS: dict[str, str] = {
+    "OPGATE_DATABASE_URL": "database_url",
+    "OPGATE_BUILD_DIR": "build_dir",
+    "OPGATE_CASE_TIMEOUT_S": "case_timeout_s",
+    "OPGATE_AGENT_TIMEOUT_S": "agent_timeout_s",
+    "TAOTOKEN_BASE_URL": "base_url_override",
+    "OPGATE_MEASURE_MAX_SECONDS": "measure.max_seconds",
+    "OPGATE_MEASURE_MIN_BLOCKS": "measure.min_blocks",
+    "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",
+    "OPGATE_MEASURE_TARGET_PCT": "measure.target_pct",
+}
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from the environment (or a given mapping, for tests)."""
     env = os.environ if env is None else env
-
-    def get(name: str) -> str | None:
-        value = env.get(name, "").strip()
-        return value or None
-
-    measure: dict[str, str] = {}
-    for field, var in (
-        ("max_seconds", "OPGATE_MEASURE_MAX_SECONDS"),
-        ("min_blocks", "OPGATE_MEASURE_MIN_BLOCKS"),
-        ("max_samples", "OPGATE_MEASURE_MAX_SAMPLES"),
-        ("target_pct", "OPGATE_MEASURE_TARGET_PCT"),
-    ):
-        if (value := get(var)) is not None:
-            measure[field] = value
-    raw: dict[str, object] = {"measure": measure}
-    if (value := get("OPGATE_DATABASE_URL")) is not None:
-        raw["database_url"] = value
-    if (value := get("OPGATE_BUILD_DIR")) is not None:
-        raw["build_dir"] = Path(value).expanduser()
-    if (value := get("OPGATE_CASE_TIMEOUT_S")) is not None:
-        raw["case_timeout_s"] = value
-    if (value := get("OPGATE_AGENT_TIMEOUT_S")) is not None:
-        raw["agent_timeout_s"] = value
-    if (value := get("TAOTOKEN_BASE_URL")) is not None:
-        raw["base_url_override"] = value
+    raw: dict[str, Any] = {"measure": {}}
+    for variable, path in _FIELDS.items():
+        value = env.get(variable, "").strip()
+        if not value:
+            continue
+        if variable == "OPGATE_BUILD_DIR":
+            value = str(Path(value).expanduser())
+        section, _, field = path.rpartition(".")
+        (raw[section] if section else raw)[field] = value
     raw["keys"] = {name: env[name] for name in KEY_VARIABLES if env.get(name, "").strip()}
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise InputError(f"bad setting {where}: {first['msg']}") from exc
+        path = ".".join(str(part) for part in first["loc"])
+        variable = next((v for v, p in _FIELDS.items() if p == path), path)
+        raise InputError(f"bad setting {variable}={env.get(variable, '')!r}: {first['msg']}") from exc

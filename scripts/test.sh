@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Quick start (b): set up .venv and run every check: ruff, mypy, the whole pytest suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/python -m pytest "$@"

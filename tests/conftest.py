@@ -1,0 +1,111 @@
+"""Shared fixtures: scratch git repositories holding real kernels, and the CLI run as a process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@dataclass
+class KernelRepo:
+    """A throwaway git repository with copies of the project's kernels; `base` is its first commit."""
+
+    path: Path
+    base: str
+
+    def edit(self, relpath: str, old: str, new: str) -> None:
+        target = self.path / relpath
+        text = target.read_text()
+        assert old in text, f"{old!r} not found in {relpath}"
+        target.write_text(text.replace(old, new, 1))
+
+    def write(self, relpath: str, text: str) -> None:
+        target = self.path / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+    def commit(self, message: str = "change") -> str:
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "-m", message)
+        return git(self.path, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def kernel_repo(tmp_path: Path) -> KernelRepo:
+    """A repository holding kernels/deepgemm_tile (the spine's kernel) and a README."""
+    return make_repo(tmp_path / "repo", ["deepgemm_tile"])
+
+
+def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@opgate.local")
+    git(path, "config", "user.name", "opgate tests")
+    for name in kernels:
+        shutil.copytree(KERNELS / name, path / "kernels" / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (path / "README.md").write_text("scratch repository for opgate tests\n")
+    repo = KernelRepo(path=path, base="")
+    repo.base = repo.commit("base")
+    return repo
+
+
+@pytest.fixture(scope="session")
+def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build cache for the whole session: an unchanged base is compiled once."""
+    return tmp_path_factory.mktemp("builds")
+
+
+@dataclass
+class Run:
+    code: int
+    stdout: str
+    stderr: str
+    out: Path
+
+    @property
+    def report(self) -> dict:
+        return json.loads((self.out / "report.json").read_text())
+
+    @property
+    def comment(self) -> str:
+        return (self.out / "comment.md").read_text()
+
+    def kernel(self, name: str) -> dict:
+        return next(k for k in self.report["kernels"] if k["name"] == name)
+
+
+@pytest.fixture
+def opgate(tmp_path: Path, build_dir: Path):
+    """Run the real CLI in a child process with a test environment; returns a Run."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> Run:
+        out = tmp_path / "out"
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}
+        full_env.update(
+            OPGATE_BUILD_DIR=str(build_dir),
+            OPGATE_DATABASE_URL=str(tmp_path / "ledger.sqlite"),
+            OPGATE_MEASURE_MAX_SECONDS="0.5",
+            OPGATE_CASE_TIMEOUT_S="60",
+        )
+        full_env.update(env or {})
+        argv = [sys.executable, "-m", "bot", *args]
+        if args and args[0] == "review" and "--out" not in args:
+            argv += ["--out", str(out)]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=full_env, cwd=tmp_path, timeout=timeout)
+        return Run(proc.returncode, proc.stdout, proc.stderr, out)
+
+    return run

@@ -1,0 +1,224 @@
+"""Pure parts of the spine: diff analysis, static checks, statistics, the gate, rendering, parsing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bot.agent.client import validate_base_url
+from bot.agent.review import AgentOutputError, parse_review
+from bot.changes import matches, parse_diff, touching
+from bot.errors import InputError
+from bot.gate import Policy, judge_case, judge_kernel, overall
+from bot.manifest import Case, Constraints
+from bot.redact import RedactingFilter, scrub
+from bot.render import untrusted
+from bot.report import CaseStatus, KernelReport, Resource
+from bot.runner import CaseRun, Check, Timing
+from bot.settings import load_settings
+from bot.static import check_tunables
+from bot.stats import latency_verdict, ratio_ci
+
+DIFF = """\
+diff --git a/kernels/deepgemm_tile/tile_config.json b/kernels/deepgemm_tile/tile_config.json
+index 1111111..2222222 100644
+--- a/kernels/deepgemm_tile/tile_config.json
++++ b/kernels/deepgemm_tile/tile_config.json
+@@ -1 +1 @@
+-{"tile_m": 128, "tile_n": 128, "tile_k": 64}
++{"tile_m": 96, "tile_n": 128, "tile_k": 64}
+diff --git a/old/place.cu b/kernels/flashmla_decode/place.cu
+similarity index 90%
+rename from old/place.cu
+rename to kernels/flashmla_decode/place.cu
+index 3333333..4444444 100644
+--- a/old/place.cu
++++ b/kernels/flashmla_decode/place.cu
+@@ -1,2 +1,3 @@
+ int a;
++int b;
+ int c;
+"""
+
+
+def test_diff_parsing_keeps_renames_and_line_counts():
+    changes = parse_diff(DIFF)
+    assert [c.path for c in changes] == ["kernels/deepgemm_tile/tile_config.json", "kernels/flashmla_decode/place.cu"]
+    assert (changes[0].added, changes[0].removed) == (1, 1)
+    assert changes[1].old_path == "old/place.cu" and changes[1].paths == (
+        "kernels/flashmla_decode/place.cu",
+        "old/place.cu",
+    )
+    # a rename out of an unrelated folder touches the kernel it lands in, and the old place's globs too
+    assert touching(changes, ["old/**"]) == [changes[1]]
+
+
+@pytest.mark.parametrize(
+    ("path", "glob", "hit"),
+    [
+        ("kernels/deepgemm_tile/gemm_cpu.cpp", "kernels/deepgemm_tile/**", True),
+        ("kernels/deepgemm_tile/sub/x.h", "kernels/deepgemm_tile/**", True),
+        ("kernels/deepgemm_tile_v2/x.h", "kernels/deepgemm_tile/**", False),
+        ("kernels/deepgemm_tile/sub/x.h", "kernels/deepgemm_tile/*.h", False),
+        ("kernels/deepgemm_tile/x.h", "kernels/deepgemm_tile/*.h", True),
+        ("common/include/mma.cuh", "**/*.cuh", True),
+        ("mma.cuh", "**/*.cuh", True),
+    ],
+)
+def test_globs_match_like_a_repository_glob(path, glob, hit):
+    assert matches(path, [glob]) is hit
+
+
+def test_static_check_names_the_parameter_and_the_allowed_set():
+    allowed = {"tile_m": [64, 128, 256], "tile_n": [64, 128, 256], "tile_k": [32, 64, 128]}
+    assert check_tunables({"tile_m": 128, "tile_n": 64, "tile_k": 32}, allowed, "tile_config.json") == []
+    findings = check_tunables({"tile_m": 96, "tile_n": 64, "tile_k": 32}, allowed, "tile_config.json")
+    assert findings == ["tile_config.json: tile_m=96 not in {64,128,256}"]
+    findings = check_tunables({"tile_m": 64, "tile_n": 64, "tile_kk": 32, "tile_k": True}, allowed, "c.json")
+    assert "c.json: unknown tunable 'tile_kk' (allowed: tile_k, tile_m, tile_n)" in findings
+    assert "c.json: tile_k=True not in {32,64,128}" in findings  # True == 1 must not sneak through
+
+
+def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(center * (1 + noise * rng.standard_normal(n)))
+
+
+def test_identical_distributions_do_not_fail_and_a_large_slowdown_does():
+    base = _samples(1.0, 60, 1)
+    same = _samples(1.0, 60, 2)
+    slow = _samples(1.10, 60, 3)
+    _, low, high = ratio_ci(same, base)
+    assert latency_verdict(low, high, 3.0) == "pass"
+    ratio, low, high = ratio_ci(slow, base)
+    assert ratio == pytest.approx(1.10, abs=0.01)
+    assert latency_verdict(low, high, 3.0) == "fail"
+    # a shift right at the threshold with few samples is neither proven good nor bad
+    assert latency_verdict(1.01, 1.05, 3.0) == "inconclusive"
+
+
+def test_the_bootstrap_is_seeded_and_reproducible():
+    a, b = _samples(1.0, 40, 5), _samples(1.02, 40, 6)
+    assert ratio_ci(b, a) == ratio_ci(b, a)
+
+
+CASE = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 8})
+LIMITS = Constraints()
+
+
+def test_gate_case_correctness_stability_and_latency():
+    ok = CaseRun(
+        status=CaseStatus.ok,
+        checks={"head": Check(label="head", max_abs_err=1e-4)},
+        timings={
+            "head": Timing(label="head", samples_ms=_samples(1.2, 30, 1)),
+            "base": Timing(label="base", samples_ms=_samples(1.0, 30, 2)),
+        },
+    )
+    slow = judge_case(CASE, LIMITS, ok)
+    assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +2")
+    wrong = judge_case(
+        CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.5)})
+    )
+    assert wrong.verdict == "fail" and wrong.status == CaseStatus.incorrect
+    assert wrong.reasons == ["correctness: max_abs_err 0.5 > tolerance 0.01"]
+    nan = judge_case(
+        CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.0, nan_inf=True)})
+    )
+    assert nan.verdict == "fail" and nan.nan_inf
+    crashed = judge_case(
+        CASE, LIMITS, CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
+    )
+    assert crashed.verdict == "error" and crashed.reasons == ["head crashed: killed by signal 11 (SIGSEGV)"]
+    skipped = judge_case(CASE, LIMITS, None, "needs a CUDA GPU")
+    assert skipped.verdict == "skipped" and skipped.status == CaseStatus.skipped
+
+
+def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
+    from bot.report import Build
+
+    spill = Resource(
+        function="gemm_kernel<128,128,64>", registers=255, spill_bytes=96, spill_store_bytes=48, spill_load_bytes=48
+    )
+    kernel = KernelReport(
+        name="k",
+        domain="deepgemm",
+        changed=True,
+        verdict="skipped",
+        build=Build(ok=True, seconds=1, cached=False, device="cuda", resources=[spill]),
+    )
+    judged = judge_kernel(kernel, [], [], LIMITS, Policy())
+    assert judged.verdict == "fail"
+    assert judged.reasons == ["resource: gemm_kernel<128,128,64> spills 96 bytes (stores 48 B, loads 48 B)"]
+    unsure = judge_case(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
+    neutral = judge_kernel(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
+        [],
+        [unsure],
+        LIMITS,
+        Policy(inconclusive="neutral"),
+    )
+    strict = judge_kernel(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
+        [],
+        [unsure],
+        LIMITS,
+        Policy(inconclusive="fail"),
+    )
+    assert (neutral.verdict, strict.verdict) == ("pass", "fail")
+    assert overall([neutral, strict]) == "fail" and overall([neutral]) == "pass"
+
+
+def test_untrusted_text_cannot_post_images_links_or_html():
+    text = "ok ![x](https://t.example/p.gif) [click](https://t.example/?utm_source=a) <img src=x> | cell"
+    out = untrusted(text)
+    assert "![" not in out and "<img" not in out and "](" not in out and "https://" not in out
+    assert "\\| cell" in out
+
+
+def test_agent_reply_parsing_accepts_a_fenced_object_and_rejects_the_rest():
+    review = parse_review('```json\n{"risk_notes": ["r"], "local_commands": [], "expected_metrics": {}}\n```')
+    assert review.risk_notes == ["r"] and review.candidate_patch is None
+    with pytest.raises(AgentOutputError, match="not valid JSON"):
+        parse_review("no")
+    with pytest.raises(AgentOutputError, match="risk_notes"):
+        parse_review('{"risk_notes": "one string"}')
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://taotoken.net/api?utm_source=x",
+        "https://taotoken.net/api?x=1",
+        "ftp://taotoken.net/api",
+        "https://user:pw@taotoken.net/api",
+        "taotoken.net/api",
+    ],
+)
+def test_gateway_base_url_must_be_bare(url):
+    with pytest.raises(InputError):
+        validate_base_url(url)
+
+
+def test_gateway_base_url_is_normalised():
+    assert validate_base_url("https://taotoken.net/api/") == "https://taotoken.net/api"
+
+
+def test_settings_reject_bad_numbers_with_the_setting_name():
+    with pytest.raises(InputError, match="OPGATE_MEASURE_MAX_SECONDS"):
+        load_settings({"OPGATE_MEASURE_MAX_SECONDS": "soon"})
+    settings = load_settings({"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "sk-123456789", "OPGATE_CASE_TIMEOUT_S": "5"})
+    assert settings.case_timeout_s == 5 and settings.key_for("TAOTOKEN_API_KEY_DEEPGEMM_AGENT") == "sk-123456789"
+    assert "sk-123456789" not in repr(settings)
+
+
+def test_secrets_are_scrubbed_from_text_and_log_records():
+    import base64
+    import logging
+
+    key = "sk-live-abcdef123456"
+    encoded = base64.b64encode(key.encode()).decode()
+    assert scrub(f"key={key} b64={encoded}", [key]) == "key=*** b64=***"
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "sending %s", (key,), None)
+    RedactingFilter([key]).filter(record)
+    assert record.getMessage() == "sending ***"

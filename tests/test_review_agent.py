@@ -1,0 +1,126 @@
+"""The agent path of `opgate review` against a local OpenAI-compatible server (pytest-httpserver)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from werkzeug import Request, Response
+
+pytestmark = pytest.mark.slow
+
+CANARY = "sk-canary-7f3a9c1e5b2d4f6a8c0e"
+CONFIG = "kernels/deepgemm_tile/tile_config.json"
+
+REVIEW_JSON = {
+    "candidate_patch": "--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n",
+    "risk_notes": ["tile_n=256 doubles the accumulator; watch ![pixel](https://evil.example/p.png) registers"],
+    "local_commands": ["opgate review --base main --head HEAD --offline"],
+    "expected_metrics": {"latency_p50_ms": 0.2, "max_abs_err": 0.001},
+}
+
+
+def completion(content: str, prompt: int = 1234, completion_tokens: int = 321) -> dict:
+    """A chat.completions body as the OpenAI API documents it."""
+    return {
+        "id": "chatcmpl-test-0001",
+        "object": "chat.completion",
+        "created": 1764460800,
+        "model": "deepseek-v4",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        },
+    }
+
+
+def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return Response(json.dumps(reply), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')  # fails statically: no build needed
+    head = kernel_repo.commit()
+    run = opgate(
+        "review",
+        "--repo",
+        str(kernel_repo.path),
+        "--base",
+        kernel_repo.base,
+        "--head",
+        head,
+        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
+    )
+    return run, seen, head
+
+
+def test_agent_usage_reaches_the_ledger_and_the_comment(opgate, kernel_repo, httpserver, tmp_path):
+    run, seen, head = run_with_agent(opgate, kernel_repo, httpserver, completion(json.dumps(REVIEW_JSON)))
+    assert run.code == 1, run.stderr  # the gate decides, whatever the agent says
+    assert len(seen) == 1
+    request = seen[0]
+    assert request.headers["Authorization"] == f"Bearer {CANARY}"
+    body = request.get_json()
+    assert body["model"] == "YOUR_MODEL_ID" and body["temperature"] == pytest.approx(0.1)
+    assert 'tile_m": 96' in body["messages"][1]["content"]  # the diff travels as data
+    agent = run.report["agent"]
+    assert agent["status"] == "ok" and agent["requests"] == 1
+    assert (agent["prompt_tokens"], agent["completion_tokens"], agent["total_tokens"]) == (1234, 321, 1555)
+    assert agent["risk_notes"] == REVIEW_JSON["risk_notes"]
+    assert "| **this review** | 1 | 1234 | 321 | 1555 |" in run.comment
+    assert "![pixel]" not in run.comment and "https://evil" not in run.comment  # no tracking image
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    db.row_factory = sqlite3.Row
+    row = dict(db.execute("SELECT * FROM operator_agent_usage").fetchone())
+    db.close()
+    assert row["task_id"] == "deepgemm_tile_acceptance_001" and row["model_name"] == "deepseek-v4"
+    assert (row["prompt_tokens"], row["completion_tokens"], row["total_tokens"]) == (1234, 321, 1555)
+    assert row["request_id"] == "chatcmpl-test-0001" and row["domain"] == "deepgemm"
+    assert row["head_sha"] == head and row["key_fingerprint"].startswith("sha256:")
+    for text in (run.stdout, run.stderr, run.comment, json.dumps(run.report), json.dumps(row)):
+        assert CANARY not in text
+    candidate = run.out / "agent_candidates" / f"{head[:12]}_deepgemm_tile.json"
+    assert json.loads(candidate.read_text())["expected_metrics"]["max_abs_err"] == 0.001
+
+
+def test_a_reply_that_is_not_json_is_an_agent_error_and_the_gates_still_decide(opgate, kernel_repo, httpserver):
+    run, _, head = run_with_agent(opgate, kernel_repo, httpserver, completion("Sure! The tile looks fine."))
+    assert run.code == 1
+    assert run.report["agent"]["status"] == "error"
+    assert "not valid JSON" in run.report["agent"]["reason"]
+    assert run.kernel("deepgemm_tile")["verdict"] == "fail"
+    assert run.report["agent"]["total_tokens"] == 1555  # the spend is still counted
+    kept = run.out / "agent_candidates" / f"{head[:12]}_deepgemm_tile.rejected.txt"
+    assert kept.read_text() == "Sure! The tile looks fine."
+
+
+def test_without_a_key_the_agent_is_offline_and_the_comment_says_which_variable(opgate, kernel_repo):
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", kernel_repo.commit())
+    assert run.report["agent"]["status"] == "offline"
+    assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.comment
+
+
+def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, kernel_repo):
+    kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "a note\n")  # touches the kernel, passes
+    head = kernel_repo.commit()
+    run = opgate(
+        "review",
+        "--repo",
+        str(kernel_repo.path),
+        "--base",
+        kernel_repo.base,
+        "--head",
+        head,
+        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": "http://127.0.0.1:9"},
+    )
+    assert run.code == 3, run.stdout + run.stderr
+    assert run.report["verdict"] == "pass" and run.report["agent"]["status"] == "error"
+    assert "unreachable" in run.report["agent"]["reason"]
+    assert CANARY not in run.stdout + run.stderr + run.comment

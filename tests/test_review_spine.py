@@ -1,0 +1,145 @@
+"""`opgate review` end to end on a scratch repository holding the real deepgemm_tile kernel."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from bot.report import Report
+
+pytestmark = pytest.mark.slow
+
+GEMM = "kernels/deepgemm_tile/gemm_cpu.cpp"
+CONFIG = "kernels/deepgemm_tile/tile_config.json"
+INNER = "crow[jj] += a_ip * brow[jj];"
+
+
+def review(opgate, repo, head: str, *extra: str, env=None):
+    return opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline", *extra, env=env)
+
+
+def test_comment_only_change_passes(opgate, kernel_repo):
+    kernel_repo.edit(
+        GEMM, "namespace deepgemm_tile {\nnamespace {", "namespace deepgemm_tile {\n// reviewed\nnamespace {"
+    )
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 0, run.stdout + run.stderr
+    assert "verdict PASS" in run.stdout
+    assert str(run.out / "report.json") in run.stdout and str(run.out / "comment.md") in run.stdout
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["changed"] and kernel["verdict"] == "pass"
+    cpu_cases = [c for c in kernel["cases"] if c["device"] == "cpu"]
+    assert cpu_cases and all(c["verdict"] in ("pass", "inconclusive") for c in cpu_cases)
+    for case in cpu_cases:
+        assert case["max_abs_err"] < 1e-3 and case["p50_ms"] > 0 and case["base_p50_ms"] > 0
+        assert case["samples"] >= 3 and case["ci95_pct"][0] <= case["ci95_pct"][1]
+    cuda = next(c for c in kernel["cases"] if c["device"] == "cuda")
+    assert cuda["verdict"] == "skipped" and "CUDA" in cuda["reasons"][0]
+    assert "✅ opgate: **pass**" in run.comment
+    Report.model_validate(run.report)  # the contract model accepts what was written
+
+
+def test_tunable_outside_the_allowed_set_fails_before_any_build(opgate, kernel_repo):
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 1
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "fail"
+    assert "tile_config.json: tile_m=96 not in {64,128,256}" in kernel["reasons"]
+    assert kernel["build"] is None and kernel["cases"] == []
+    assert "tile_m=96 not in {64,128,256}" in run.comment
+
+
+def test_broken_arithmetic_fails_on_correctness(opgate, kernel_repo):
+    kernel_repo.edit(GEMM, INNER, "crow[jj] += a_ip * brow[jj] * 1.001f;")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 1
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "fail"
+    case = next(c for c in kernel["cases"] if c["name"] == "square_512")
+    assert case["status"] == "incorrect" and case["max_abs_err"] > case["tolerance"]
+    assert any(r.startswith("correctness: max_abs_err") for r in case["reasons"])
+    assert case["p50_ms"] is None  # an incorrect kernel is not timed
+
+
+def test_nan_output_fails_on_stability(opgate, kernel_repo):
+    kernel_repo.edit(
+        GEMM,
+        "std::copy_n(acc.data() + ii * TN, cols, c + (i0 + ii) * n + j0);",
+        "std::copy_n(acc.data() + ii * TN, cols, c + (i0 + ii) * n + j0);\n"
+        "        if (i0 + ii == m - 1) c[(i0 + ii) * n + j0] = std::numeric_limits<float>::quiet_NaN();",
+    )
+    kernel_repo.edit(GEMM, "#include <algorithm>", "#include <algorithm>\n#include <limits>")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 1
+    case = run.kernel("deepgemm_tile")["cases"][0]
+    assert case["nan_inf"] is True and case["verdict"] == "fail"
+    assert any("NaN/Inf" in r for r in case["reasons"])
+
+
+def test_crashing_kernel_is_an_error_and_the_review_finishes(opgate, kernel_repo):
+    kernel_repo.edit(
+        GEMM,
+        "  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);",
+        "  std::abort();\n  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);",
+    )
+    kernel_repo.edit(GEMM, "#include <algorithm>", "#include <algorithm>\n#include <cstdlib>")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 1
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "error"
+    case = kernel["cases"][0]
+    assert case["status"] == "crashed" and case["verdict"] == "error"
+    assert "SIGABRT" in case["reasons"][0] and "head" in case["reasons"][0]
+    assert (run.out / "comment.md").exists()
+
+
+def test_hanging_kernel_times_out_and_the_review_finishes(opgate, kernel_repo):
+    kernel_repo.edit(
+        GEMM,
+        "  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);",
+        "  for (volatile int spin = 0;; spin = spin + 1) {}\n  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);",
+    )
+    run = review(opgate, kernel_repo, kernel_repo.commit(), env={"OPGATE_CASE_TIMEOUT_S": "20"})
+    assert run.code == 1
+    cases = [c for c in run.kernel("deepgemm_tile")["cases"] if c["device"] == "cpu"]
+    assert all(c["status"] == "timeout" and c["verdict"] == "error" for c in cases)
+    assert "timed out after 20 s during head check" in cases[0]["reasons"][0]
+
+
+def test_change_outside_every_kernel_builds_nothing_and_passes(opgate, kernel_repo):
+    kernel_repo.write("README.md", "docs only\n")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 0
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["changed"] is False and kernel["verdict"] == "skipped" and kernel["build"] is None
+    assert "no kernel changed" in run.stdout
+
+
+def test_verdict_is_recorded_in_the_ledger(opgate, kernel_repo, tmp_path):
+    kernel_repo.edit(CONFIG, '"tile_k": 64', '"tile_k": 48')
+    head = kernel_repo.commit()
+    run = review(opgate, kernel_repo, head)
+    assert run.code == 1
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    row = db.execute("SELECT head_sha, verdict FROM reviews").fetchone()
+    assert row == (head, "fail")
+    assert db.execute("SELECT kernel, verdict FROM verdicts").fetchall() == [("deepgemm_tile", "fail")]
+    db.close()
+
+
+def test_unknown_revision_is_bad_input_with_one_line(opgate, kernel_repo):
+    run = review(opgate, kernel_repo, "no-such-branch")
+    assert run.code == 2
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"opgate: error: unknown revision 'no-such-branch' in {kernel_repo.path}"
+    )
+    assert "Traceback" not in run.stderr
+
+
+def test_not_a_repository_is_bad_input(opgate, tmp_path):
+    (tmp_path / "plain").mkdir()
+    run = opgate("review", "--repo", str(tmp_path / "plain"), "--base", "a", "--head", "b")
+    assert run.code == 2 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("opgate: error: git rev-parse")

@@ -61,6 +61,7 @@ class CaseReport(_Model):
     samples: int = 0
     base_samples: int = 0
     stop_reason: str | None = None
+    attempts: int = Field(1, description="measurements in fresh processes (2 after an inconclusive first)")
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 

@@ -255,7 +255,7 @@ class Reviewer:
         if result.verdict == "inconclusive":
             log.info("%s/%s inconclusive: measuring once more in a fresh process", judge.name, case.name)
             result = judge_case(case, constraints, run_case(job, timeout))
-            result.reasons.append("re-measured once in a fresh process")
+            result.attempts = 2
         return result
 
 

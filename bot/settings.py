@@ -30,6 +30,15 @@ VARIABLES: dict[str, str] = {
 }
 
 KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
+# Secrets opgate does not use for the gateway but must never print.
+SCRUBBED_VARIABLES = (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "TAOTOKEN_API_KEY",
+    "TAOTOKEN_CODEX_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_API_KEY",
+)
 
 
 class MeasureSettings(BaseModel):
@@ -58,9 +67,15 @@ class Settings(BaseModel):
     measure: MeasureSettings = MeasureSettings()
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
+    extra_secrets: tuple[str, ...] = Field((), repr=False)
 
     def key_for(self, variable: str) -> str | None:
         return self.keys.get(variable) or None
+
+    def secrets(self) -> list[str]:
+        """Every secret value known to this process, for the log and output scrubbers."""
+        return [*self.keys.values(), *self.extra_secrets]
 
 
 # Variable -> where its value goes in Settings (a dotted path).
@@ -90,6 +105,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         section, _, field = path.rpartition(".")
         (raw[section] if section else raw)[field] = value
     raw["keys"] = {name: env[name] for name in KEY_VARIABLES if env.get(name, "").strip()}
+    raw["extra_secrets"] = tuple(env[n] for n in SCRUBBED_VARIABLES if env.get(n, "").strip())
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:

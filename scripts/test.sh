@@ -6,4 +6,5 @@ bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/opgate lint
 .venv/bin/python -m pytest "$@"

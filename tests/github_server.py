@@ -1,0 +1,1294 @@
+"""A local GitHub REST API (v3) for tests: real HTTP on 127.0.0.1, in-memory state, recorded requests.
+
+PyGithub talks to it exactly as it talks to api.github.com or a GitHub Enterprise Server
+(`base_url=server.base_url`; pass `prefix="/api/v3"` for the GHES layout). Payloads follow the
+examples on docs.github.com (REST v3) closely enough for PyGithub's parsers: every object carries
+`url`, `html_url`, `id`, `node_id`, `user{login,type}`, `created_at` and `updated_at`, and every URL
+in a payload or a `Link` header points back at this server.
+
+Supported endpoints (paths relative to the API root):
+
+    GET    /repos/{o}/{r}
+    GET    /repos/{o}/{r}/pulls/{n}                    (Accept: application/vnd.github.diff|patch -> text)
+    GET    /repos/{o}/{r}/pulls/{n}/files              (paginated)
+    GET    /repos/{o}/{r}/issues                       (state, labels, creator, sort, direction, since; paginated)
+    POST   /repos/{o}/{r}/issues
+    GET    /repos/{o}/{r}/issues/{n}
+    PATCH  /repos/{o}/{r}/issues/{n}
+    GET    /repos/{o}/{r}/issues/{n}/comments          (since; paginated)
+    POST   /repos/{o}/{r}/issues/{n}/comments
+    GET    /repos/{o}/{r}/issues/comments/{id}
+    PATCH  /repos/{o}/{r}/issues/comments/{id}
+    GET    /repos/{o}/{r}/issues/comments/{id}/reactions
+    POST   /repos/{o}/{r}/issues/comments/{id}/reactions
+    POST   /repos/{o}/{r}/statuses/{sha}
+    GET    /repos/{o}/{r}/commits/{ref}/statuses       (paginated, newest first)
+    GET    /repos/{o}/{r}/commits/{ref}/status         (combined status)
+    GET    /repos/{o}/{r}/collaborators/{user}/permission
+    GET    /search/issues?q=...                        (repo:, is:, type:, state:, label:, author:, in:title|body)
+
+Every request is recorded (`server.requests`); `server.fail(...)` makes the next N matching requests
+answer an error (or drop the connection), optionally after the request took effect. The
+`Authorization: token <t>` / `Bearer <t>` header is checked against `token` (401 otherwise).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import math
+import re
+import socket
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"
+DOCS = "https://docs.github.com/rest"
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+STATUS_STATES = ("error", "failure", "pending", "success")
+PERMISSIONS = {
+    "admin": {"admin": True, "maintain": True, "push": True, "triage": True, "pull": True},
+    "maintain": {"admin": False, "maintain": True, "push": True, "triage": True, "pull": True},
+    "write": {"admin": False, "maintain": False, "push": True, "triage": True, "pull": True},
+    "triage": {"admin": False, "maintain": False, "push": False, "triage": True, "pull": True},
+    "read": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": True},
+    "none": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": False},
+}
+_EPOCH = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def load_fixture(name: str, **substitutions: str) -> dict[str, Any]:
+    """An event file from tests/fixtures/github, with `@KEY@` placeholders replaced (e.g. head_sha=...)."""
+    text = (FIXTURES / name).read_text()
+    for key, value in substitutions.items():
+        text = text.replace(f"@{key.upper()}@", value)
+    return json.loads(text)
+
+
+def write_event(directory: Path, name: str, **substitutions: str) -> Path:
+    """Write a substituted fixture to `directory/name` and return its path (for --event / GITHUB_EVENT_PATH)."""
+    path = directory / name
+    path.write_text(json.dumps(load_fixture(name, **substitutions), indent=2))
+    return path
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class RecordedRequest:
+    """One request as the server saw it; `path` has neither the API prefix nor the query string."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # lower-case names
+    body: Any  # the JSON body, parsed; None when there was none
+    status: int | None = None  # what the server answered; None for a dropped connection
+
+    @property
+    def authorization(self) -> str | None:
+        return self.headers.get("authorization")
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+
+
+@dataclass
+class Fault:
+    path: str | re.Pattern[str]
+    method: str | None
+    status: int | None  # None: close the connection without an answer
+    times: int | None  # None: every matching request, for ever
+    after: bool  # let the request take effect first, then answer the fault
+    body: str | None
+    headers: dict[str, str]
+
+    def matches(self, method: str, path: str) -> bool:
+        if self.method is not None and self.method != method:
+            return False
+        if isinstance(self.path, re.Pattern):
+            return self.path.fullmatch(path) is not None
+        return self.path == path
+
+
+class _Drop(Exception):
+    """Close the connection without answering."""
+
+
+@dataclass
+class _Response:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.errors = status, message, errors
+
+
+def _not_found() -> ApiError:
+    return ApiError(404, "Not Found")
+
+
+def _invalid(resource: str, field_name: str, code: str = "invalid", message: str | None = None) -> ApiError:
+    error: dict[str, Any] = {"resource": resource, "code": code, "field": field_name}
+    if message:
+        error["message"] = message
+    return ApiError(422, "Validation Failed", [error])
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass
+class _Repo:
+    id: int
+    owner: str
+    name: str
+    private: bool
+    default_branch: str
+    created_at: str
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> issue record (PRs too)
+    labels: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower name -> label record
+    statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> status records, oldest first
+    permissions: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # lower login -> (perm, role)
+    next_number: int = 1
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+class FakeGitHub:
+    """The server. Use as a context manager (`with FakeGitHub() as gh:`) or call start()/close()."""
+
+    def __init__(
+        self,
+        token: str | None = "ghs_test_token_0123456789",
+        *,
+        prefix: str = "",
+        bot_login: str = "opgate[bot]",
+        bot_type: str = "Bot",
+    ) -> None:
+        self.token = token
+        self.prefix = prefix.rstrip("/")
+        self.bot_login, self.bot_type = bot_login, bot_type
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.RLock()
+        self._repos: dict[str, _Repo] = {}
+        self._forks: dict[str, _Repo] = {}
+        self._users: dict[str, dict[str, Any]] = {}
+        self._comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
+        self._faults: list[Fault] = []
+        self._ids = 1_000_000
+        self._tick = 0
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.user(bot_login, bot_type)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FakeGitHub:
+        if self._httpd is None:
+            self._httpd = _Server(("127.0.0.1", 0), _Handler, self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-github", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def close(self) -> None:
+        httpd, thread = self._httpd, self._thread
+        if httpd is None:
+            return
+        httpd.shutdown()  # stop accepting
+        httpd.close_connections()  # wake handlers blocked on kept-alive connections
+        httpd.server_close()  # close the listening socket, join the handler threads
+        if thread is not None:
+            thread.join(timeout=5)
+        self._httpd = self._thread = None
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def root_url(self) -> str:
+        """The host root, where `html_url`s live (like https://github.com or a GHES host)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The API root, for PyGithub's base_url and GITHUB_API_URL."""
+        return f"{self.root_url}{self.prefix}"
+
+    # ------------------------------------------------------------------ setup
+
+    def user(self, login: str, type: str = "User") -> dict[str, Any]:
+        """Make a user known (authors are made known automatically); returns its record."""
+        with self._lock:
+            key = login.lower()
+            if key not in self._users:
+                self._users[key] = {"login": login, "id": self._new_id(), "type": type}
+            return self._users[key]
+
+    def add_repo(self, full_name: str, *, private: bool = False, default_branch: str = "main") -> None:
+        owner, name = full_name.split("/")
+        with self._lock:
+            self.user(owner, "Organization")
+            self._repos[full_name.lower()] = _Repo(
+                id=self._new_id(),
+                owner=owner,
+                name=name,
+                private=private,
+                default_branch=default_branch,
+                created_at=self._now(),
+            )
+
+    def add_pull(
+        self,
+        full_name: str,
+        *,
+        head_sha: str,
+        base_sha: str,
+        number: int | None = None,
+        title: str = "Change a kernel",
+        body: str = "",
+        author: str = "contributor",
+        draft: bool = False,
+        state: str = "open",
+        merged: bool = False,
+        head_ref: str = "feature",
+        base_ref: str = "main",
+        head_repo: str | None = None,
+        files: Iterable[dict[str, Any]] = (),
+        diff: str | None = None,
+        labels: Iterable[str] = (),
+    ) -> int:
+        """A pull request (it is an issue too). `files` items: filename, status, additions, deletions, patch,
+        previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository."""
+        with self._lock:
+            repo = self._repo(full_name)
+            record = self._new_issue(repo, title, body, author, labels, number)
+            record["state"] = state
+            if state == "closed":
+                record["closed_at"] = self._now()
+            record["pull"] = {
+                "id": self._new_id(),
+                "draft": draft,
+                "merged": merged,
+                "merged_at": self._now() if merged else None,
+                "head": {"sha": head_sha, "ref": head_ref, "repo": head_repo or repo.full_name},
+                "base": {"sha": base_sha, "ref": base_ref},
+                "files": [self._file_record(f) for f in files],
+                "diff": diff,
+            }
+            return record["number"]
+
+    def add_issue(
+        self,
+        full_name: str,
+        title: str,
+        body: str = "",
+        *,
+        labels: Iterable[str] = (),
+        state: str = "open",
+        author: str | None = None,
+    ) -> int:
+        with self._lock:
+            repo = self._repo(full_name)
+            record = self._new_issue(repo, title, body, author or self.bot_login, labels, None)
+            if state == "closed":
+                record.update(state="closed", state_reason="completed", closed_at=self._now())
+            return record["number"]
+
+    def add_comment(self, full_name: str, number: int, body: str, *, author: str = "reviewer") -> int:
+        with self._lock:
+            repo = self._repo(full_name)
+            return self._new_comment(repo, self._issue(repo, number), body, self.user(author))["id"]
+
+    def set_permission(self, full_name: str, login: str, permission: str, role_name: str | None = "") -> None:
+        """Make `login` a collaborator. role_name "" (default) means the same as permission; None omits the
+        `role_name` field from answers (older GitHub Enterprise Server)."""
+        assert permission in PERMISSIONS, permission
+        with self._lock:
+            self.user(login)
+            self._repo(full_name).permissions[login.lower()] = (
+                permission,
+                permission if role_name == "" else role_name,
+            )
+
+    def fail(
+        self,
+        path: str | re.Pattern[str],
+        *,
+        status: int | None = 502,
+        times: int | None = 1,
+        method: str | None = None,
+        after: bool = False,
+        body: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """The next `times` requests (None: all) to `path` (API path without prefix or query, or a regex
+        matched in full) answer `status` (None: the connection is closed without an answer). With
+        after=True the request takes effect first (a write that succeeded but whose answer was lost)."""
+        with self._lock:
+            self._faults.append(Fault(path, method, status, times, after, body, dict(headers or {})))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    # ------------------------------------------------------------------ inspection
+
+    def requests_to(
+        self, method: str | None = None, path: str | re.Pattern[str] | None = None
+    ) -> list[RecordedRequest]:
+        with self._lock:
+            return [
+                r
+                for r in self.requests
+                if (method is None or r.method == method)
+                and (
+                    path is None
+                    or (path.fullmatch(r.path) is not None if isinstance(path, re.Pattern) else r.path == path)
+                )
+            ]
+
+    def writes(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.is_write]
+
+    def comments(self, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The comments on an issue or PR, oldest first, as API payloads."""
+        with self._lock:
+            repo = self._repo(full_name)
+            issue = self._issue(repo, number)
+            return [self._comment_payload(repo, c) for c in issue["comments"]]
+
+    def issues(self, full_name: str, *, include_pulls: bool = False) -> list[dict[str, Any]]:
+        with self._lock:
+            repo = self._repo(full_name)
+            return [
+                self._issue_payload(repo, i)
+                for i in sorted(repo.issues.values(), key=lambda i: i["number"])
+                if include_pulls or "pull" not in i
+            ]
+
+    def statuses(self, full_name: str, sha: str) -> list[dict[str, Any]]:
+        """The statuses set on `sha`, oldest first."""
+        with self._lock:
+            repo = self._repo(full_name)
+            return [self._status_payload(repo, s) for s in repo.statuses.get(sha, [])]
+
+    def reactions(self, comment_id: int) -> list[dict[str, Any]]:
+        with self._lock:
+            _, _, comment = self._comments[comment_id]
+            return [self._reaction_payload(r) for r in comment["reactions"]]
+
+    # ------------------------------------------------------------------ helpers: ids, clock, lookups
+
+    def _new_id(self) -> int:
+        self._ids += 1
+        return self._ids
+
+    def _now(self) -> str:
+        self._tick += 1
+        return (_EPOCH + timedelta(seconds=self._tick)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _repo(self, full_name: str) -> _Repo:
+        try:
+            return self._repos[full_name.lower()]
+        except KeyError:
+            raise _not_found() from None
+
+    @staticmethod
+    def _issue(repo: _Repo, number: int) -> dict[str, Any]:
+        try:
+            return repo.issues[number]
+        except KeyError:
+            raise _not_found() from None
+
+    def _label(self, repo: _Repo, name: str) -> dict[str, Any]:
+        key = name.lower()
+        if key not in repo.labels:
+            repo.labels[key] = {"id": self._new_id(), "name": name, "color": "ededed", "description": None}
+        return repo.labels[key]
+
+    def _new_issue(
+        self, repo: _Repo, title: str, body: str | None, author: str, labels: Iterable[str], number: int | None
+    ) -> dict[str, Any]:
+        if number is None:
+            number = repo.next_number
+        if number in repo.issues:
+            raise ValueError(f"#{number} exists in {repo.full_name}")
+        repo.next_number = max(repo.next_number, number + 1)
+        now = self._now()
+        record = {
+            "id": self._new_id(),
+            "number": number,
+            "title": title,
+            "body": body,
+            "user": self.user(author),
+            "labels": [self._label(repo, name) for name in labels],
+            "state": "open",
+            "state_reason": None,
+            "locked": False,
+            "comments": [],
+            "created_at": now,
+            "updated_at": now,
+            "closed_at": None,
+            "closed_by": None,
+        }
+        repo.issues[number] = record
+        return record
+
+    def _new_comment(self, repo: _Repo, issue: dict[str, Any], body: str, user: dict[str, Any]) -> dict[str, Any]:
+        now = self._now()
+        record: dict[str, Any] = {
+            "id": self._new_id(),
+            "body": body,
+            "user": user,
+            "created_at": now,
+            "updated_at": now,
+            "reactions": [],
+        }
+        issue["comments"].append(record)
+        issue["updated_at"] = now
+        self._comments[record["id"]] = (repo.full_name.lower(), issue["number"], record)
+        return record
+
+    def _file_record(self, f: dict[str, Any]) -> dict[str, Any]:
+        additions, deletions = int(f.get("additions", 1)), int(f.get("deletions", 0))
+        record = {
+            "sha": f.get("sha") or f"{self._new_id():040x}",
+            "filename": f["filename"],
+            "status": f.get("status", "modified"),
+            "additions": additions,
+            "deletions": deletions,
+            "changes": additions + deletions,
+            "patch": f.get("patch", "@@ -1 +1 @@\n-old\n+new"),
+        }
+        if f.get("previous_filename"):
+            record["previous_filename"] = f["previous_filename"]
+        return record
+
+    # ------------------------------------------------------------------ payloads
+
+    def _api(self, path: str) -> str:
+        return f"{self.base_url}{path}"
+
+    def _html(self, path: str) -> str:
+        return f"{self.root_url}{path}"
+
+    def _user_payload(self, user: dict[str, Any]) -> dict[str, Any]:
+        login = user["login"]
+        return {
+            "login": login,
+            "id": user["id"],
+            "node_id": _node_id("U", user["id"]),
+            "avatar_url": f"{self.root_url}/avatars/{quote(login)}",
+            "gravatar_id": "",
+            "url": self._api(f"/users/{quote(login)}"),
+            "html_url": self._html(f"/{quote(login)}"),
+            "type": user["type"],
+            "site_admin": False,
+        }
+
+    def _repo_payload(self, repo: _Repo | str) -> dict[str, Any]:
+        if isinstance(repo, str):  # a PR's head repository, possibly a fork we hold no state for
+            known = self._repos.get(repo.lower()) or self._forks.get(repo.lower())
+            if known is None:
+                owner, name = repo.split("/")
+                self.user(owner)
+                known = _Repo(self._new_id(), owner, name, private=False, default_branch="main", created_at=self._now())
+                self._forks[repo.lower()] = known
+            repo = known
+        api = self._api(f"/repos/{repo.full_name}")
+        payload = {
+            "id": repo.id,
+            "node_id": _node_id("R", repo.id),
+            "name": repo.name,
+            "full_name": repo.full_name,
+            "owner": self._user_payload(self._users[repo.owner.lower()]),
+            "private": repo.private,
+            "html_url": self._html(f"/{repo.full_name}"),
+            "description": None,
+            "fork": False,
+            "url": api,
+            "clone_url": self._html(f"/{repo.full_name}.git"),
+            "issues_url": api + "/issues{/number}",
+            "pulls_url": api + "/pulls{/number}",
+            "statuses_url": api + "/statuses/{sha}",
+            "collaborators_url": api + "/collaborators{/collaborator}",
+            "comments_url": api + "/comments{/number}",
+            "issue_comment_url": api + "/issues/comments{/number}",
+            "labels_url": api + "/labels{/name}",
+            "commits_url": api + "/commits{/sha}",
+            "default_branch": repo.default_branch,
+            "visibility": "private" if repo.private else "public",
+            "archived": False,
+            "disabled": False,
+            "has_issues": True,
+            "open_issues_count": sum(1 for i in repo.issues.values() if i["state"] == "open"),
+            "created_at": repo.created_at,
+            "updated_at": repo.created_at,
+            "pushed_at": repo.created_at,
+            "permissions": dict(PERMISSIONS["admin"]),
+        }
+        return payload
+
+    def _label_payload(self, repo: _Repo, label: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": label["id"],
+            "node_id": _node_id("LA", label["id"]),
+            "url": self._api(f"/repos/{repo.full_name}/labels/{quote(label['name'])}"),
+            "name": label["name"],
+            "description": label["description"],
+            "color": label["color"],
+            "default": False,
+        }
+
+    def _issue_payload(self, repo: _Repo, issue: dict[str, Any]) -> dict[str, Any]:
+        n = issue["number"]
+        api = self._api(f"/repos/{repo.full_name}/issues/{n}")
+        is_pull = "pull" in issue
+        payload: dict[str, Any] = {
+            "id": issue["id"],
+            "node_id": _node_id("PR" if is_pull else "I", issue["id"]),
+            "url": api,
+            "repository_url": self._api(f"/repos/{repo.full_name}"),
+            "labels_url": api + "/labels{/name}",
+            "comments_url": api + "/comments",
+            "events_url": api + "/events",
+            "html_url": self._html(f"/{repo.full_name}/{'pull' if is_pull else 'issues'}/{n}"),
+            "number": n,
+            "state": issue["state"],
+            "state_reason": issue["state_reason"],
+            "title": issue["title"],
+            "body": issue["body"],
+            "user": self._user_payload(issue["user"]),
+            "labels": [self._label_payload(repo, label) for label in issue["labels"]],
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "locked": issue["locked"],
+            "active_lock_reason": None,
+            "comments": len(issue["comments"]),
+            "closed_at": issue["closed_at"],
+            "closed_by": self._user_payload(issue["closed_by"]) if issue["closed_by"] else None,
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "author_association": "MEMBER",
+        }
+        if is_pull:
+            pulls = self._api(f"/repos/{repo.full_name}/pulls/{n}")
+            html = self._html(f"/{repo.full_name}/pull/{n}")
+            payload["pull_request"] = {
+                "url": pulls,
+                "html_url": html,
+                "diff_url": html + ".diff",
+                "patch_url": html + ".patch",
+                "merged_at": issue["pull"]["merged_at"],
+            }
+            payload["draft"] = issue["pull"]["draft"]
+        return payload
+
+    def _pull_payload(self, repo: _Repo, issue: dict[str, Any]) -> dict[str, Any]:
+        pull = issue["pull"]
+        n = issue["number"]
+        api = self._api(f"/repos/{repo.full_name}/pulls/{n}")
+        html = self._html(f"/{repo.full_name}/pull/{n}")
+        issue_api = self._api(f"/repos/{repo.full_name}/issues/{n}")
+        head_repo = self._repo_payload(pull["head"]["repo"])
+        base_repo = self._repo_payload(repo)
+        files = pull["files"]
+        return {
+            "url": api,
+            "id": pull["id"],
+            "node_id": _node_id("PR", pull["id"]),
+            "html_url": html,
+            "diff_url": html + ".diff",
+            "patch_url": html + ".patch",
+            "issue_url": issue_api,
+            "commits_url": api + "/commits",
+            "review_comments_url": api + "/comments",
+            "review_comment_url": self._api(f"/repos/{repo.full_name}/pulls/comments{{/number}}"),
+            "comments_url": issue_api + "/comments",
+            "statuses_url": self._api(f"/repos/{repo.full_name}/statuses/{pull['head']['sha']}"),
+            "number": n,
+            "state": issue["state"],
+            "locked": issue["locked"],
+            "title": issue["title"],
+            "user": self._user_payload(issue["user"]),
+            "body": issue["body"],
+            "labels": [self._label_payload(repo, label) for label in issue["labels"]],
+            "milestone": None,
+            "active_lock_reason": None,
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "closed_at": issue["closed_at"],
+            "merged_at": pull["merged_at"],
+            "merge_commit_sha": None,
+            "assignee": None,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "head": {
+                "label": f"{head_repo['owner']['login']}:{pull['head']['ref']}",
+                "ref": pull["head"]["ref"],
+                "sha": pull["head"]["sha"],
+                "user": head_repo["owner"],
+                "repo": head_repo,
+            },
+            "base": {
+                "label": f"{repo.owner}:{pull['base']['ref']}",
+                "ref": pull["base"]["ref"],
+                "sha": pull["base"]["sha"],
+                "user": base_repo["owner"],
+                "repo": base_repo,
+            },
+            "_links": {
+                "self": {"href": api},
+                "html": {"href": html},
+                "issue": {"href": issue_api},
+                "comments": {"href": issue_api + "/comments"},
+                "review_comments": {"href": api + "/comments"},
+                "commits": {"href": api + "/commits"},
+                "statuses": {"href": self._api(f"/repos/{repo.full_name}/statuses/{pull['head']['sha']}")},
+            },
+            "author_association": "CONTRIBUTOR",
+            "auto_merge": None,
+            "draft": pull["draft"],
+            "merged": pull["merged"],
+            "mergeable": None if pull["merged"] else True,
+            "rebaseable": None if pull["merged"] else True,
+            "mergeable_state": "clean",
+            "merged_by": None,
+            "comments": len(issue["comments"]),
+            "review_comments": 0,
+            "maintainer_can_modify": False,
+            "commits": 1,
+            "additions": sum(f["additions"] for f in files),
+            "deletions": sum(f["deletions"] for f in files),
+            "changed_files": len(files),
+        }
+
+    def _file_payload(self, repo: _Repo, pull: dict[str, Any], f: dict[str, Any]) -> dict[str, Any]:
+        head = pull["head"]["sha"]
+        name = quote(f["filename"])
+        return {
+            **{k: v for k, v in f.items()},
+            "blob_url": self._html(f"/{repo.full_name}/blob/{head}/{name}"),
+            "raw_url": self._html(f"/{repo.full_name}/raw/{head}/{name}"),
+            "contents_url": self._api(f"/repos/{repo.full_name}/contents/{name}?ref={head}"),
+        }
+
+    def _diff_text(self, pull: dict[str, Any]) -> str:
+        if pull["diff"] is not None:
+            return pull["diff"]
+        parts = []
+        for f in pull["files"]:
+            old = f.get("previous_filename", f["filename"])
+            parts.append(f"diff --git a/{old} b/{f['filename']}\n--- a/{old}\n+++ b/{f['filename']}\n{f['patch']}\n")
+        return "".join(parts)
+
+    def _comment_payload(self, repo: _Repo, comment: dict[str, Any], number: int | None = None) -> dict[str, Any]:
+        if number is None:
+            number = self._comments[comment["id"]][1]
+        cid = comment["id"]
+        is_pull = "pull" in repo.issues[number]
+        api = self._api(f"/repos/{repo.full_name}/issues/comments/{cid}")
+        counts = {content: 0 for content in REACTIONS}
+        for reaction in comment["reactions"]:
+            counts[reaction["content"]] += 1
+        return {
+            "id": cid,
+            "node_id": _node_id("IC", cid),
+            "url": api,
+            "html_url": self._html(f"/{repo.full_name}/{'pull' if is_pull else 'issues'}/{number}#issuecomment-{cid}"),
+            "body": comment["body"],
+            "user": self._user_payload(comment["user"]),
+            "created_at": comment["created_at"],
+            "updated_at": comment["updated_at"],
+            "issue_url": self._api(f"/repos/{repo.full_name}/issues/{number}"),
+            "author_association": "MEMBER" if comment["user"]["type"] == "Bot" else "CONTRIBUTOR",
+            "performed_via_github_app": None,
+            "reactions": {"url": api + "/reactions", "total_count": len(comment["reactions"]), **counts},
+        }
+
+    def _reaction_payload(self, reaction: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": reaction["id"],
+            "node_id": _node_id("REA", reaction["id"]),
+            "user": self._user_payload(reaction["user"]),
+            "content": reaction["content"],
+            "created_at": reaction["created_at"],
+        }
+
+    def _status_payload(self, repo: _Repo, status: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "url": self._api(f"/repos/{repo.full_name}/statuses/{status['sha']}"),
+            "avatar_url": f"{self.root_url}/avatars/{quote(status['creator']['login'])}",
+            "id": status["id"],
+            "node_id": _node_id("SC", status["id"]),
+            "state": status["state"],
+            "description": status["description"],
+            "target_url": status["target_url"],
+            "context": status["context"],
+            "created_at": status["created_at"],
+            "updated_at": status["created_at"],
+            "creator": self._user_payload(status["creator"]),
+        }
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> _Response:
+        """Answer one HTTP request (called from the handler threads). Raises _Drop to drop the connection."""
+        split = urlsplit(target)
+        path, query = split.path, parse_qs(split.query, keep_blank_values=True)
+        body: Any = None
+        if raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = None
+        with self._lock:
+            if not self.prefix:
+                api_path = path
+            elif path.startswith(self.prefix + "/"):
+                api_path = path[len(self.prefix) :]
+            else:
+                api_path = "(outside the API root) " + path  # matches no route: 404
+            record = RecordedRequest(method, api_path, query, headers, body)
+            self.requests.append(record)
+            fault = self._take_fault(method, api_path)
+            try:
+                if fault is not None and not fault.after:
+                    return self._fault_response(record, fault)
+                if not self._authorized(headers.get("authorization")):
+                    raise ApiError(401, "Bad credentials")
+                if raw and body is None:
+                    raise ApiError(400, "Problems parsing JSON")
+                response = self._route(method, api_path, query, headers, body)
+            except ApiError as exc:
+                payload: dict[str, Any] = {"message": exc.message, "documentation_url": DOCS, "status": str(exc.status)}
+                if exc.errors:
+                    payload["errors"] = exc.errors
+                response = self._json(exc.status, payload)
+            if fault is not None:
+                return self._fault_response(record, fault)
+            record.status = response.status
+            return response
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for fault in self._faults:
+            if fault.matches(method, path) and (fault.times is None or fault.times > 0):
+                if fault.times is not None:
+                    fault.times -= 1
+                return fault
+        return None
+
+    def _fault_response(self, record: RecordedRequest, fault: Fault) -> _Response:
+        if fault.status is None:
+            raise _Drop
+        record.status = fault.status
+        if fault.body is not None:
+            text = fault.body
+        elif fault.status >= 500:  # GitHub's front end answers gateway errors with HTML, not JSON
+            text = f"<html><body><h1>{fault.status} Server Error</h1>Unicorn!</body></html>"
+        else:
+            text = json.dumps({"message": "Injected fault", "documentation_url": DOCS, "status": str(fault.status)})
+        content_type = "application/json; charset=utf-8" if text.startswith("{") else "text/html; charset=utf-8"
+        return _Response(fault.status, text.encode(), {"Content-Type": content_type, **fault.headers})
+
+    def _authorized(self, header: str | None) -> bool:
+        if self.token is None:
+            return True
+        if not header:
+            return False
+        scheme, _, value = header.partition(" ")
+        return scheme.lower() in ("token", "bearer") and value.strip() == self.token
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> _Response:
+        return _Response(
+            status,
+            json.dumps(payload).encode(),
+            {"Content-Type": "application/json; charset=utf-8", **(headers or {})},
+        )
+
+    _ROUTES: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+        (method, re.compile(pattern), handler)
+        for method, pattern, handler in (
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)", "get_repo"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/files", "list_pull_files"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "list_issues"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "create_issue"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)", "get_issue"),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)", "edit_issue"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)/comments", "list_comments"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)/comments", "create_comment"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)", "get_comment"),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)", "edit_comment"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)/reactions", "list_reactions"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/comments/(?P<id>\d+)/reactions", "create_reaction"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/statuses/(?P<sha>[^/]+)", "create_status"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/statuses", "list_statuses"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/status", "combined_status"),
+            (
+                "GET",
+                r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/collaborators/(?P<user>[^/]+)/permission",
+                "get_permission",
+            ),
+            ("GET", r"/search/issues", "search_issues"),
+        )
+    )
+
+    def _route(
+        self, method: str, path: str, query: dict[str, list[str]], headers: dict[str, str], body: Any
+    ) -> _Response:
+        for route_method, pattern, name in self._ROUTES:
+            match = pattern.fullmatch(path)
+            if match and route_method == method:
+                params = {k: unquote(v) for k, v in match.groupdict().items()}
+                return getattr(self, f"_h_{name}")(params=params, query=query, headers=headers, body=body, path=path)
+        raise _not_found()
+
+    # ------------------------------------------------------------------ pagination
+
+    def _paged(
+        self, path: str, query: dict[str, list[str]], items: list[Any], *, wrap: dict[str, Any] | None = None
+    ) -> _Response:
+        try:
+            per_page = min(100, max(1, int(_first(query, "per_page") or 30)))
+            page = max(1, int(_first(query, "page") or 1))
+        except ValueError:
+            raise ApiError(422, "Invalid page parameters") from None
+        last = max(1, math.ceil(len(items) / per_page))
+        chunk = items[(page - 1) * per_page : page * per_page]
+
+        def link(to: int) -> str:
+            params = {k: v[-1] for k, v in query.items()}
+            params["page"] = str(to)
+            return f"{self._api(path)}?{urlencode(params)}"
+
+        rels = []
+        if page > 1:
+            rels += [f'<{link(page - 1)}>; rel="prev"', f'<{link(1)}>; rel="first"']
+        if page < last:
+            rels += [f'<{link(page + 1)}>; rel="next"', f'<{link(last)}>; rel="last"']
+        headers = {"Link": ", ".join(rels)} if rels else {}
+        payload: Any = chunk if wrap is None else {**wrap, "items": chunk}
+        return self._json(200, payload, headers)
+
+    # ------------------------------------------------------------------ handlers
+
+    def _h_get_repo(self, params: dict[str, str], **_: Any) -> _Response:
+        return self._json(200, self._repo_payload(self._repo(f"{params['o']}/{params['r']}")))
+
+    def _pull_record(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any]]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        issue = self._issue(repo, int(params["n"]))
+        if "pull" not in issue:
+            raise _not_found()
+        return repo, issue
+
+    def _h_get_pull(self, params: dict[str, str], headers: dict[str, str], **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        accept = headers.get("accept", "")
+        for kind in ("diff", "patch"):
+            if f"application/vnd.github.{kind}" in accept or f"application/vnd.github.v3.{kind}" in accept:
+                text = self._diff_text(issue["pull"])
+                return _Response(200, text.encode(), {"Content-Type": f"application/vnd.github.{kind}; charset=utf-8"})
+        return self._json(200, self._pull_payload(repo, issue))
+
+    def _h_list_pull_files(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        pull = issue["pull"]
+        return self._paged(path, query, [self._file_payload(repo, pull, f) for f in pull["files"]])
+
+    def _h_list_issues(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        state = _first(query, "state") or "open"
+        if state not in ("open", "closed", "all"):
+            raise _invalid("Issue", "state")
+        wanted = {name.strip().lower() for name in (_first(query, "labels") or "").split(",") if name.strip()}
+        creator = (_first(query, "creator") or "").lower()
+        since = _first(query, "since") or ""
+        items = [
+            issue
+            for issue in repo.issues.values()
+            if (state == "all" or issue["state"] == state)
+            and wanted <= {label["name"].lower() for label in issue["labels"]}
+            and (not creator or issue["user"]["login"].lower() == creator)
+            and (not since or issue["updated_at"] >= since)
+        ]
+        sort = _first(query, "sort") or "created"
+        key = {
+            "created": lambda i: (i["created_at"], i["number"]),
+            "updated": lambda i: (i["updated_at"], i["number"]),
+            "comments": lambda i: (len(i["comments"]), i["number"]),
+        }.get(sort)
+        if key is None:
+            raise _invalid("Issue", "sort")
+        items.sort(key=key, reverse=(_first(query, "direction") or "desc") == "desc")
+        return self._paged(path, query, [self._issue_payload(repo, i) for i in items])
+
+    def _labels_from(self, repo: _Repo, value: Any) -> list[dict[str, Any]]:
+        if not isinstance(value, list):
+            raise _invalid("Issue", "labels")
+        names = [v["name"] if isinstance(v, dict) else v for v in value]
+        if not all(isinstance(n, str) and n for n in names):
+            raise _invalid("Issue", "labels")
+        unique: dict[str, dict[str, Any]] = {}
+        for name in names:
+            unique.setdefault(name.lower(), self._label(repo, name))
+        return list(unique.values())
+
+    def _h_create_issue(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        if not isinstance(body, dict) or not isinstance(body.get("title"), str | int) or body.get("title") == "":
+            raise _invalid("Issue", "title", "missing_field")
+        text = body.get("body")
+        if text is not None and not isinstance(text, str):
+            raise _invalid("Issue", "body")
+        labels = body.get("labels", [])
+        issue = self._new_issue(repo, str(body["title"]), text, self.bot_login, [], None)
+        issue["labels"] = self._labels_from(repo, labels)
+        return self._json(
+            201,
+            self._issue_payload(repo, issue),
+            {"Location": self._api(f"/repos/{repo.full_name}/issues/{issue['number']}")},
+        )
+
+    def _h_get_issue(self, params: dict[str, str], **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        return self._json(200, self._issue_payload(repo, self._issue(repo, int(params["n"]))))
+
+    def _h_edit_issue(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        issue = self._issue(repo, int(params["n"]))
+        if not isinstance(body, dict):
+            raise _invalid("Issue", "body")
+        if "title" in body:
+            if not isinstance(body["title"], str) or not body["title"]:
+                raise _invalid("Issue", "title")
+            issue["title"] = body["title"]
+        if "body" in body:
+            if body["body"] is not None and not isinstance(body["body"], str):
+                raise _invalid("Issue", "body")
+            issue["body"] = body["body"]
+        if "labels" in body:
+            issue["labels"] = self._labels_from(repo, body["labels"])
+        if "state" in body:
+            state = body["state"]
+            if state not in ("open", "closed"):
+                raise _invalid("Issue", "state")
+            if state == "closed" and issue["state"] == "open":
+                issue.update(
+                    state="closed",
+                    state_reason=body.get("state_reason") or "completed",
+                    closed_at=self._now(),
+                    closed_by=self.user(self.bot_login),
+                )
+            elif state == "open" and issue["state"] == "closed":
+                issue.update(state="open", state_reason="reopened", closed_at=None, closed_by=None)
+        issue["updated_at"] = self._now()
+        return self._json(200, self._issue_payload(repo, issue))
+
+    def _h_list_comments(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        number = int(params["n"])
+        issue = self._issue(repo, number)
+        since = _first(query, "since") or ""
+        items = [c for c in issue["comments"] if not since or c["updated_at"] >= since]
+        return self._paged(path, query, [self._comment_payload(repo, c, number) for c in items])
+
+    def _h_create_comment(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        number = int(params["n"])
+        issue = self._issue(repo, number)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str) or not body["body"]:
+            raise _invalid("IssueComment", "body", "missing_field")
+        if len(body["body"]) > 65536:
+            raise _invalid("IssueComment", "body", "custom", "Body is too long (maximum is 65536 characters)")
+        if issue["locked"]:
+            raise ApiError(403, "Unable to create comment because issue is locked.")
+        comment = self._new_comment(repo, issue, body["body"], self.user(self.bot_login, self.bot_type))
+        payload = self._comment_payload(repo, comment, number)
+        return self._json(201, payload, {"Location": payload["url"]})
+
+    def _comment_record(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any]]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        found = self._comments.get(int(params["id"]))
+        if found is None or found[0] != repo.full_name.lower():
+            raise _not_found()
+        return repo, found[2]
+
+    def _h_get_comment(self, params: dict[str, str], **_: Any) -> _Response:
+        repo, comment = self._comment_record(params)
+        return self._json(200, self._comment_payload(repo, comment))
+
+    def _h_edit_comment(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, comment = self._comment_record(params)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str) or not body["body"]:
+            raise _invalid("IssueComment", "body", "missing_field")
+        if len(body["body"]) > 65536:
+            raise _invalid("IssueComment", "body", "custom", "Body is too long (maximum is 65536 characters)")
+        comment["body"] = body["body"]
+        comment["updated_at"] = self._now()
+        return self._json(200, self._comment_payload(repo, comment))
+
+    def _h_list_reactions(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        _repo, comment = self._comment_record(params)
+        return self._paged(path, query, [self._reaction_payload(r) for r in comment["reactions"]])
+
+    def _h_create_reaction(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        _repo, comment = self._comment_record(params)
+        content = body.get("content") if isinstance(body, dict) else None
+        if content not in REACTIONS:
+            raise _invalid("Reaction", "content")
+        me = self.user(self.bot_login, self.bot_type)
+        for reaction in comment["reactions"]:
+            if reaction["content"] == content and reaction["user"] is me:
+                return self._json(200, self._reaction_payload(reaction))
+        reaction = {"id": self._new_id(), "user": me, "content": content, "created_at": self._now()}
+        comment["reactions"].append(reaction)
+        return self._json(201, self._reaction_payload(reaction))
+
+    def _h_create_status(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        if not isinstance(body, dict) or body.get("state") not in STATUS_STATES:
+            raise _invalid("Status", "state")
+        description = body.get("description")
+        if description is not None and (not isinstance(description, str) or len(description) > 140):
+            raise _invalid("Status", "description", "custom", "description is too long (maximum is 140 characters)")
+        context = body.get("context") or "default"
+        status = {
+            "id": self._new_id(),
+            "sha": params["sha"],
+            "state": body["state"],
+            "description": description,
+            "target_url": body.get("target_url"),
+            "context": context,
+            "creator": self.user(self.bot_login, self.bot_type),
+            "created_at": self._now(),
+        }
+        repo.statuses.setdefault(params["sha"], []).append(status)
+        return self._json(201, self._status_payload(repo, status))
+
+    def _h_list_statuses(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        items = list(reversed(repo.statuses.get(params["ref"], [])))
+        return self._paged(path, query, [self._status_payload(repo, s) for s in items])
+
+    def _h_combined_status(self, params: dict[str, str], **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        latest: dict[str, dict[str, Any]] = {}
+        for status in repo.statuses.get(params["ref"], []):
+            latest[status["context"]] = status
+        states = {s["state"] for s in latest.values()}
+        if not latest or "pending" in states:
+            overall = "pending"
+        elif states & {"error", "failure"}:
+            overall = "failure"
+        else:
+            overall = "success"
+        api = self._api(f"/repos/{repo.full_name}/commits/{params['ref']}")
+        return self._json(
+            200,
+            {
+                "state": overall,
+                "statuses": [self._status_payload(repo, s) for s in latest.values()],
+                "sha": params["ref"],
+                "total_count": len(latest),
+                "repository": self._repo_payload(repo),
+                "commit_url": api,
+                "url": api + "/status",
+            },
+        )
+
+    def _h_get_permission(self, params: dict[str, str], **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        login = params["user"]
+        user = self._users.get(login.lower())
+        if user is None:
+            raise _not_found()
+        default = "read" if not repo.private else "none"
+        permission, role_name = repo.permissions.get(login.lower(), (default, default))
+        user_payload = {**self._user_payload(user), "permissions": dict(PERMISSIONS[permission])}
+        payload: dict[str, Any] = {"permission": permission, "user": user_payload}
+        if role_name is not None:
+            payload["role_name"] = role_name
+            user_payload["role_name"] = role_name
+        return self._json(200, payload)
+
+    def _h_search_issues(self, query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        q = _first(query, "q")
+        if not q:
+            raise _invalid("Search", "q", "missing")
+        qualifiers, terms = _parse_search(q)
+        repos = [self._repo(name) for name in qualifiers.get("repo", [])] or list(self._repos.values())
+        where = set(qualifiers.get("in", [])) or {"title", "body"}
+        hits: list[tuple[_Repo, dict[str, Any]]] = []
+        for repo in repos:
+            for issue in repo.issues.values():
+                if not _search_matches(issue, qualifiers, terms, where):
+                    continue
+                hits.append((repo, issue))
+        order = _first(query, "order") or "desc"
+        sort = _first(query, "sort")
+        key = "updated_at" if sort == "updated" else "created_at"
+        if sort:
+            hits.sort(key=lambda h: (h[1][key], h[1]["number"]), reverse=order == "desc")
+        items = [{**self._issue_payload(repo, issue), "score": 1.0} for repo, issue in hits]
+        return self._paged(path, query, items, wrap={"total_count": len(items), "incomplete_results": False})
+
+
+def _parse_search(q: str) -> tuple[dict[str, list[str]], list[str]]:
+    qualifiers: dict[str, list[str]] = {}
+    terms: list[str] = []
+    for m in re.finditer(r'(\w+):("[^"]*"|\S+)|"([^"]*)"|(\S+)', q):
+        if m.group(1):
+            qualifiers.setdefault(m.group(1).lower(), []).append(m.group(2).strip('"'))
+        else:
+            terms.append(m.group(3) if m.group(3) is not None else m.group(4))
+    return qualifiers, [t for t in terms if t]
+
+
+def _search_matches(issue: dict[str, Any], qualifiers: dict[str, list[str]], terms: list[str], where: set[str]) -> bool:
+    is_pull = "pull" in issue
+    kinds = {v.lower() for v in qualifiers.get("is", []) + qualifiers.get("type", [])}
+    if ("issue" in kinds and is_pull) or (kinds & {"pr", "pull-request"} and not is_pull):
+        return False
+    states = ({"open", "closed"} & kinds) | {v.lower() for v in qualifiers.get("state", [])}
+    if states and issue["state"] not in states:
+        return False
+    labels = {label["name"].lower() for label in issue["labels"]}
+    if any(v.lower() not in labels for v in qualifiers.get("label", [])):
+        return False
+    if any(v.lower() != issue["user"]["login"].lower() for v in qualifiers.get("author", [])):
+        return False
+    fields = [issue["title"] if "title" in where else "", (issue["body"] or "") if "body" in where else ""]
+    haystack = f" {_words(' '.join(fields))} "
+    return all(f" {_words(term)} " in haystack for term in terms)  # words and phrases, punctuation ignored
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _first(query: dict[str, list[str]], name: str) -> str | None:
+    values = query.get(name)
+    return values[-1] if values else None
+
+
+def _node_id(kind: str, number: int) -> str:
+    return f"{kind}_" + base64.b64encode(f"{kind}{number}".encode()).decode().rstrip("=")
+
+
+# --------------------------------------------------------------------------- HTTP plumbing
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = False  # joined by server_close()
+    block_on_close = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], app: FakeGitHub) -> None:
+        super().__init__(address, handler)
+        self.app = app
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            sockets = list(self._open)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "GitHub.com"
+    sys_version = ""
+    timeout = 30  # a stuck client cannot hold a handler thread for ever
+    disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms delayed-ACK stalls)
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def _dispatch(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            response = self.server.app.handle(self.command, self.path, headers, raw)
+        except _Drop:
+            self.close_connection = True
+            return
+        self.send_response(response.status)
+        for name, value in {
+            "X-GitHub-Media-Type": "github.v3; format=json",
+            "X-RateLimit-Limit": "5000",
+            "X-RateLimit-Remaining": "4999",
+            "X-RateLimit-Reset": "1714568400",
+            "X-RateLimit-Used": "1",
+            "X-RateLimit-Resource": "core",
+            "X-GitHub-Request-Id": f"FAKE:{id(response):X}",
+            **response.headers,
+        }.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _dispatch
+
+
+def iter_fixture_names() -> Iterator[str]:
+    yield from sorted(p.name for p in FIXTURES.glob("*.json"))
+
+
+__all__ = [
+    "FIXTURES",
+    "FakeGitHub",
+    "RecordedRequest",
+    "iter_fixture_names",
+    "load_fixture",
+    "write_event",
+]

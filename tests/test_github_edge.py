@@ -1,0 +1,446 @@
+"""bot.github against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bot.errors import InputError, ServiceError
+from bot.events import load_pull_request_event
+from bot.github import GitHubEdge
+from bot.render import REVIEW_MARKER
+from tests.github_server import FakeGitHub, iter_fixture_names, load_fixture, write_event
+
+REPO = "octo-org/kernels"
+TOKEN = "ghs_edgeTestToken0123456789abcdef"
+HEAD, BASE = "a1" * 20, "b2" * 20
+BOT = "opgate[bot]"
+
+
+class Sleeps(list[float]):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeGitHub]:
+    with FakeGitHub(TOKEN, bot_login=BOT) as gh:
+        gh.add_repo(REPO)
+        yield gh
+
+
+@pytest.fixture
+def sleeps() -> Sleeps:
+    return Sleeps()
+
+
+def make_edge(server: FakeGitHub, sleeps: Sleeps, **overrides: object) -> GitHubEdge:
+    options: dict[str, object] = {
+        "retries": 3,
+        "backoff_s": 0.01,
+        "max_backoff_s": 0.05,
+        "timeout_s": 5,
+        "seconds_between_requests": None,
+        "seconds_between_writes": None,
+        "sleep": sleeps,
+    }
+    options.update(overrides)
+    token = str(options.pop("token", TOKEN))
+    return GitHubEdge(server.base_url, token, REPO, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def edge(server: FakeGitHub, sleeps: Sleeps) -> Iterator[GitHubEdge]:
+    with make_edge(server, sleeps) as e:
+        yield e
+
+
+@pytest.fixture
+def pr(server: FakeGitHub) -> int:
+    return server.add_pull(
+        REPO,
+        number=42,
+        head_sha=HEAD,
+        base_sha=BASE,
+        author="alice-dev",
+        files=[
+            {"filename": "kernels/deepgemm_tile/kernel.cu", "additions": 10, "deletions": 4},
+            {"filename": "kernels/deepgemm_tile/new.cu", "status": "renamed", "previous_filename": "old.cu"},
+        ],
+    )
+
+
+def comment_writes(server: FakeGitHub) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in server.writes() if "/comments" in r.path]
+
+
+# ---------------------------------------------------------------------------- pull requests
+
+
+def test_pull_request_and_files(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    info = edge.pull_request(pr)
+    assert (info.number, info.state, info.draft, info.merged) == (42, "open", False, False)
+    assert (info.head_sha, info.base_sha, info.author) == (HEAD, BASE, "alice-dev")
+    assert (info.head_repo, info.base_repo, info.from_fork) == (REPO, REPO, False)
+    files = edge.changed_files(pr)
+    assert [f.filename for f in files] == ["kernels/deepgemm_tile/kernel.cu", "kernels/deepgemm_tile/new.cu"]
+    assert files[1].previous_filename == "old.cu" and files[1].status == "renamed"
+    assert {r.authorization for r in server.requests} == {f"token {TOKEN}"}
+
+
+def test_draft_pull_from_a_fork(edge: GitHubEdge, server: FakeGitHub) -> None:
+    n = server.add_pull(REPO, head_sha=HEAD, base_sha=BASE, draft=True, head_repo="alice-dev/kernels")
+    info = edge.pull_request(n)
+    assert info.draft and info.from_fork and info.head_repo == "alice-dev/kernels"
+
+
+def test_unknown_pull_request_is_a_service_error_without_retry(edge: GitHubEdge, server: FakeGitHub) -> None:
+    with pytest.raises(ServiceError, match="HTTP 404") as err:
+        edge.pull_request(999)
+    assert err.value.exit_code == 3
+    assert len(server.requests_to("GET", f"/repos/{REPO}/pulls/999")) == 1
+
+
+# ---------------------------------------------------------------------------- comments
+
+
+def test_upsert_creates_then_edits_the_same_comment(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    server.add_comment(REPO, pr, "LGTM, waiting for the bot", author="maint-bob")
+    first = edge.upsert_comment(pr, REVIEW_MARKER, f"{REVIEW_MARKER}\n## opgate: pass")
+    second = edge.upsert_comment(pr, REVIEW_MARKER, f"{REVIEW_MARKER}\n## opgate: fail")
+
+    assert first.created and not first.updated
+    assert second.id == first.id and not second.created and second.updated
+    assert comment_writes(server) == [
+        ("POST", f"/repos/{REPO}/issues/{pr}/comments"),
+        ("PATCH", f"/repos/{REPO}/issues/comments/{first.id}"),
+    ]
+    ours = [c for c in server.comments(REPO, pr) if REVIEW_MARKER in c["body"]]
+    assert len(ours) == 1 and ours[0]["body"].endswith("fail") and ours[0]["user"]["login"] == BOT
+    assert server.writes()[-1].body == {"body": f"{REVIEW_MARKER}\n## opgate: fail"}
+
+
+def test_upsert_with_an_unchanged_body_writes_nothing(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    edge.upsert_comment(pr, REVIEW_MARKER, "same")
+    again = edge.upsert_comment(pr, REVIEW_MARKER, "same")
+    assert not again.created and not again.updated
+    assert len(comment_writes(server)) == 1
+    assert server.comments(REPO, pr)[0]["body"] == f"{REVIEW_MARKER}\nsame"  # the marker is prepended
+
+
+def test_upsert_finds_the_marker_beyond_the_first_page(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    for i in range(130):
+        server.add_comment(REPO, pr, f"comment {i}", author="reviewer")
+    ours = server.add_comment(REPO, pr, f"{REVIEW_MARKER}\nold review", author=BOT)
+    for i in range(5):
+        server.add_comment(REPO, pr, f"later {i}", author="reviewer")
+
+    ref = edge.upsert_comment(pr, REVIEW_MARKER, f"{REVIEW_MARKER}\nnew review")
+
+    assert ref.id == ours and ref.updated
+    assert comment_writes(server) == [("PATCH", f"/repos/{REPO}/issues/comments/{ours}")]
+    pages = [r.query.get("page", ["1"])[0] for r in server.requests_to("GET", f"/repos/{REPO}/issues/{pr}/comments")]
+    assert pages == ["1", "2"]
+    assert sum(REVIEW_MARKER in c["body"] for c in server.comments(REPO, pr)) == 1
+
+
+def test_upsert_ignores_other_authors_when_the_bot_login_is_known(server: FakeGitHub, sleeps: Sleeps, pr: int) -> None:
+    server.add_comment(REPO, pr, f"{REVIEW_MARKER}\nan imitation", author="mallory")
+    server.add_comment(REPO, pr, f"quoting the bot: {REVIEW_MARKER}", author="reviewer")
+    with make_edge(server, sleeps, bot_login=BOT) as edge:
+        ref = edge.upsert_comment(pr, REVIEW_MARKER, "the review")
+    assert ref.created
+    bodies = [(c["user"]["login"], c["body"]) for c in server.comments(REPO, pr)]
+    assert bodies[-1] == (BOT, f"{REVIEW_MARKER}\nthe review")
+
+
+def test_an_oversized_body_is_cut_to_what_github_accepts(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    edge.upsert_comment(pr, REVIEW_MARKER, "x" * 70_000)
+    (body,) = [c["body"] for c in server.comments(REPO, pr)]
+    assert len(body) == 65_536 and body.startswith(REVIEW_MARKER) and body.endswith("characters)")
+
+
+def test_a_post_whose_answer_was_lost_is_not_duplicated(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    server.fail(f"/repos/{REPO}/issues/{pr}/comments", method="POST", status=502, after=True)
+    ref = edge.upsert_comment(pr, REVIEW_MARKER, "review")
+    assert [c["body"] for c in server.comments(REPO, pr)] == [f"{REVIEW_MARKER}\nreview"]
+    assert ref.id == server.comments(REPO, pr)[0]["id"]
+    assert [r.status for r in server.requests_to("POST")] == [502]  # the retry re-read and found it
+
+
+def test_reply_and_react(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    command = server.add_comment(REPO, pr, "/opgate review", author="maint-bob")
+    edge.react(command, "eyes")
+    edge.react(command, "eyes")  # GitHub answers 200 for a reaction already there
+    edge.react(command, "+1")
+    reply = edge.reply(pr, "Reviewing head `a1a1a1a1`.")
+    assert reply.created and reply.url.endswith(f"#issuecomment-{reply.id}")
+    assert [r["content"] for r in server.reactions(command)] == ["eyes", "+1"]
+    posts = server.requests_to("POST", re.compile(rf"/repos/{REPO}/issues/comments/\d+/reactions"))
+    assert [r.body for r in posts] == [{"content": "eyes"}, {"content": "eyes"}, {"content": "+1"}]
+    with pytest.raises(ValueError, match="unknown reaction"):
+        edge.react(command, "thumbsup")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- statuses and roles
+
+
+def test_statuses_are_recorded_with_a_short_description(edge: GitHubEdge, server: FakeGitHub) -> None:
+    edge.set_status(HEAD, "opgate/review", "pending", "building 2 kernels")
+    long = "deepgemm_tile: p50 +7.3% over the 5% budget on case m4096_n4096_k4096; " * 4
+    ref = edge.set_status(HEAD, "opgate/review", "failure", long, target_url="https://ci.example/run/7")
+
+    statuses = server.statuses(REPO, HEAD)
+    assert [(s["context"], s["state"]) for s in statuses] == [
+        ("opgate/review", "pending"),
+        ("opgate/review", "failure"),
+    ]
+    assert statuses[0]["description"] == "building 2 kernels"
+    assert len(statuses[1]["description"]) == 140 and statuses[1]["description"].endswith("…")
+    assert statuses[1]["target_url"] == "https://ci.example/run/7"
+    assert ref.state == "failure" and ref.description == statuses[1]["description"]
+    posted = server.requests_to("POST", f"/repos/{REPO}/statuses/{HEAD}")
+    assert "target_url" not in posted[0].body and posted[1].body["target_url"] == "https://ci.example/run/7"
+    with pytest.raises(ValueError, match="unknown status state"):
+        edge.set_status(HEAD, "opgate/review", "passed", "x")  # type: ignore[arg-type]
+
+
+def test_role_reads_role_name_and_falls_back_to_permission(edge: GitHubEdge, server: FakeGitHub) -> None:
+    server.set_permission(REPO, "maint-bob", "write", role_name="maintain")
+    server.set_permission(REPO, "old-admin", "admin", role_name=None)  # an older GHES: no role_name field
+    server.user("passer-by")
+    assert edge.role("maint-bob") == "maintain"
+    assert edge.role("old-admin") == "admin"
+    assert edge.role("passer-by") == "read"  # public repository, not a collaborator
+    assert edge.role("no-such-user") == "none"  # 404
+    assert len(server.requests_to("GET", f"/repos/{REPO}/collaborators/no-such-user/permission")) == 1
+
+
+# ---------------------------------------------------------------------------- issues
+
+
+def test_issue_upsert_does_not_duplicate(edge: GitHubEdge, server: FakeGitHub) -> None:
+    first = edge.upsert_issue("opgate nightly: regressions", "day 1", ["opgate", "perf"])
+    second = edge.upsert_issue("opgate nightly: regressions", "day 2", ["opgate", "perf"])
+    assert first.created and not second.created and second.updated and second.number == first.number
+    issues = [i for i in server.issues(REPO) if i["title"] == "opgate nightly: regressions"]
+    assert len(issues) == 1 and issues[0]["body"] == "day 2"
+    assert {label["name"] for label in issues[0]["labels"]} == {"opgate", "perf"}
+    assert [r.method for r in server.writes()] == ["POST", "PATCH"]
+
+
+def test_issue_upsert_edits_a_closed_issue_and_keeps_it_closed(edge: GitHubEdge, server: FakeGitHub) -> None:
+    server.add_issue(REPO, "opgate nightly: regressions (other)", labels=["opgate"])
+    n = server.add_issue(REPO, "opgate nightly: regressions", "old", labels=["opgate", "triaged"], state="closed")
+    server.add_pull(REPO, head_sha=HEAD, base_sha=BASE, title="opgate nightly: regressions", labels=["opgate"])
+
+    ref = edge.upsert_issue("opgate nightly: regressions", "new", ["opgate"])
+
+    assert (ref.number, ref.created, ref.state) == (n, False, "closed")
+    assert len([i for i in server.issues(REPO) if i["title"] == "opgate nightly: regressions"]) == 1
+    patch = server.requests_to("PATCH", f"/repos/{REPO}/issues/{n}")
+    assert [p.body for p in patch] == [{"body": "new"}]  # labels kept (nothing missing), state untouched
+
+    reopened = edge.upsert_issue("opgate nightly: regressions", "newer", ["opgate", "perf"], reopen=True)
+    assert reopened.state == "open"
+    issue = next(i for i in server.issues(REPO) if i["number"] == n)
+    assert {label["name"] for label in issue["labels"]} == {"opgate", "triaged", "perf"}
+
+
+def test_issue_upsert_without_labels_uses_search(edge: GitHubEdge, server: FakeGitHub) -> None:
+    n = server.add_issue(REPO, 'Flaky "case" in flashmla', state="closed")
+    server.add_issue(REPO, 'Flaky "case" in flashmla decode', state="open")
+    ref = edge.upsert_issue('Flaky "case" in flashmla', "seen again")
+    assert ref.number == n and not ref.created
+    assert len(server.requests_to("GET", "/search/issues")) == 1
+    assert server.requests_to("POST") == []
+
+
+# ---------------------------------------------------------------------------- failures and retries
+
+
+def test_a_502_is_retried_and_succeeds(edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps, pr: int) -> None:
+    server.fail(f"/repos/{REPO}/pulls/{pr}", status=502, times=2)
+    assert edge.pull_request(pr).head_sha == HEAD
+    assert [r.status for r in server.requests_to("GET", f"/repos/{REPO}/pulls/{pr}")] == [502, 502, 200]
+    assert sleeps == [0.01, 0.02]  # exponential backoff
+
+
+def test_a_dropped_connection_is_retried(edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps) -> None:
+    server.fail(f"/repos/{REPO}/statuses/{HEAD}", status=None, times=1)
+    edge.set_status(HEAD, "opgate/review", "success", "all gates pass")
+    assert [s["state"] for s in server.statuses(REPO, HEAD)] == ["success"]
+    assert len(sleeps) == 1
+
+
+def test_persistent_5xx_raises_service_error(edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps, pr: int) -> None:
+    server.fail(re.compile(rf"/repos/{REPO}/issues/{pr}/comments"), status=503, times=None)
+    with pytest.raises(ServiceError) as err:
+        edge.upsert_comment(pr, REVIEW_MARKER, "review")
+    assert err.value.exit_code == 3
+    assert "HTTP 503" in str(err.value) and "after 4 attempts" in str(err.value)
+    assert len(server.requests_to(path=f"/repos/{REPO}/issues/{pr}/comments")) == 4  # 1 + 3 retries
+    assert sleeps == [0.01, 0.02, 0.04]
+    assert server.requests_to("POST") == []
+
+
+def test_429_is_retried_honouring_retry_after_within_the_cap(
+    edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps
+) -> None:
+    server.fail(f"/repos/{REPO}/collaborators/maint-bob/permission", status=429, headers={"Retry-After": "60"})
+    server.set_permission(REPO, "maint-bob", "admin")
+    assert edge.role("maint-bob") == "admin"
+    assert sleeps == [0.05]  # Retry-After 60 s, capped by max_backoff_s
+
+
+def test_a_secondary_rate_limit_403_with_retry_after_is_retried(
+    edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps, pr: int
+) -> None:
+    server.fail(
+        f"/repos/{REPO}/issues/{pr}/comments",
+        method="POST",
+        status=403,
+        body='{"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}',
+        headers={"Retry-After": "0.03"},
+    )
+    assert edge.reply(pr, "hello").created
+    assert [r.status for r in server.requests_to("POST")] == [403, 201] and sleeps == [0.03]
+
+
+def test_a_422_says_what_github_refused(edge: GitHubEdge, server: FakeGitHub, pr: int) -> None:
+    with pytest.raises(ServiceError, match=r"HTTP 422 Validation Failed .*\[body: missing_field\]"):
+        edge.reply(pr, "")
+    assert len(server.requests_to("POST")) == 1
+
+
+def test_other_4xx_are_not_retried(edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps, pr: int) -> None:
+    server.fail(f"/repos/{REPO}/issues/{pr}/comments", method="POST", status=403)
+    with pytest.raises(ServiceError, match="HTTP 403"):
+        edge.reply(pr, "hello")
+    assert len(server.requests_to("POST")) == 1 and sleeps == []
+
+
+def test_401_fails_at_once_and_never_shows_the_token(
+    server: FakeGitHub, sleeps: Sleeps, pr: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    wrong = "ghp_wrongButSecretToken9876543210"
+    caplog.set_level(logging.DEBUG)
+    with make_edge(server, sleeps, token=wrong) as edge, pytest.raises(ServiceError) as err:
+        edge.upsert_comment(pr, REVIEW_MARKER, "review")
+    message = str(err.value)
+    assert "HTTP 401" in message and "Bad credentials" in message
+    assert wrong not in message and TOKEN not in message
+    assert wrong not in caplog.text
+    assert len(server.requests) == 1 and sleeps == []
+    assert server.requests[0].authorization == f"token {wrong}"
+
+
+def test_retry_warnings_do_not_show_the_token(
+    edge: GitHubEdge, server: FakeGitHub, pr: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.fail(f"/repos/{REPO}/pulls/{pr}", status=500)
+    edge.pull_request(pr)
+    assert "retry 1/3" in caplog.text and TOKEN not in caplog.text
+
+
+def test_an_unreachable_server_is_a_service_error(sleeps: Sleeps) -> None:
+    with FakeGitHub(TOKEN) as gone:
+        url = gone.base_url
+    edge = GitHubEdge(url, TOKEN, REPO, retries=1, backoff_s=0.0, sleep=sleeps, seconds_between_requests=None)
+    with edge, pytest.raises(ServiceError, match="connection failed"):
+        edge.role("anyone")
+    assert sleeps == [0.0]
+
+
+def test_settings_are_checked(server: FakeGitHub) -> None:
+    with pytest.raises(InputError, match="owner/name"):
+        GitHubEdge(server.base_url, TOKEN, "just-a-name")
+    with pytest.raises(InputError, match="token"):
+        GitHubEdge(server.base_url, " ", REPO)
+    with pytest.raises(InputError, match="http"):
+        GitHubEdge("ftp://example", TOKEN, REPO)
+    with pytest.raises(InputError, match="credentials") as err:
+        GitHubEdge(f"https://x:{TOKEN}@ghe.example/api/v3", TOKEN, REPO)
+    assert TOKEN not in str(err.value)
+
+
+# ---------------------------------------------------------------------------- the server itself
+
+
+def test_enterprise_layout_under_api_v3(sleeps: Sleeps) -> None:
+    with FakeGitHub(TOKEN, prefix="/api/v3", bot_login=BOT) as ghes:
+        ghes.add_repo(REPO)
+        n = ghes.add_pull(REPO, head_sha=HEAD, base_sha=BASE)
+        for i in range(120):
+            ghes.add_comment(REPO, n, f"c{i}")
+        ghes.set_permission(REPO, "maint-bob", "maintain")
+        with make_edge(ghes, sleeps) as edge:
+            assert edge.pull_request(n).base_sha == BASE
+            ref = edge.upsert_comment(n, REVIEW_MARKER, "x")
+            edge.react(ref.id, "rocket")
+            edge.set_status(HEAD, "opgate/review", "success", "ok")
+            assert edge.role("maint-bob") == "maintain"
+            assert edge.upsert_issue("nightly", "body", ["opgate"]).created
+        assert ref.created and [r["content"] for r in ghes.reactions(ref.id)] == ["rocket"]
+        assert all(r.status is not None and r.status < 400 for r in ghes.requests)
+        assert ghes.base_url.endswith("/api/v3")
+        assert len(ghes.requests_to("GET", f"/repos/{REPO}/issues/{n}/comments")) == 2  # followed the Link
+
+
+def test_server_diff_media_type_and_pagination_links(server: FakeGitHub, pr: int) -> None:
+    with requests.Session() as http:
+        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/vnd.github.diff"}
+        diff = http.get(f"{server.base_url}/repos/{REPO}/pulls/{pr}", headers=headers, timeout=5)
+        assert diff.status_code == 200 and diff.text.startswith("diff --git a/kernels/deepgemm_tile/kernel.cu")
+        page = http.get(
+            f"{server.base_url}/repos/{REPO}/pulls/{pr}/files",
+            params={"per_page": 1},
+            headers={"Authorization": f"token {TOKEN}"},
+            timeout=5,
+        )
+        assert page.links["next"]["url"].endswith("per_page=1&page=2") and "last" in page.links
+        denied = http.get(f"{server.base_url}/repos/{REPO}", timeout=5)
+        assert denied.status_code == 401 and denied.json()["message"] == "Bad credentials"
+
+
+# ---------------------------------------------------------------------------- event fixtures
+
+
+def test_event_fixtures(tmp_path: Path) -> None:
+    names = list(iter_fixture_names())
+    assert set(names) >= {
+        "pull_request.opened.json",
+        "pull_request.synchronize.json",
+        "pull_request.draft.json",
+        "issue_comment.created.json",
+        "issue_comment.edited.json",
+        "issue_comment.on_issue.json",
+        "schedule.json",
+    }
+    subs = {"head_sha": HEAD, "base_sha": BASE, "before_sha": "c3" * 20}
+    for name in names:
+        assert not re.search(r"@[A-Z_]+@", json.dumps(load_fixture(name, **subs))), name
+
+    for name, draft in [
+        ("pull_request.opened.json", False),
+        ("pull_request.synchronize.json", False),
+        ("pull_request.draft.json", True),
+    ]:
+        event = load_pull_request_event(write_event(tmp_path, name, **subs))
+        assert (event.number, event.head_sha, event.base_sha, event.pull_request.draft) == (42, HEAD, BASE, draft)
+    assert load_fixture("pull_request.synchronize.json", **subs)["before"] == "c3" * 20
+
+    created = load_fixture("issue_comment.created.json")
+    edited = load_fixture("issue_comment.edited.json")
+    on_issue = load_fixture("issue_comment.on_issue.json")
+    assert "pull_request" in created["issue"] and "pull_request" in edited["issue"]
+    assert "pull_request" not in on_issue["issue"]
+    assert edited["changes"]["body"]["from"] != edited["comment"]["body"]
+    assert load_fixture("schedule.json")["schedule"]

@@ -46,6 +46,19 @@ MIGRATIONS: list[tuple[int, str]] = [
             report_json TEXT NOT NULL
         );
         CREATE INDEX reviews_head ON reviews (head_sha);
+        CREATE TABLE acceptances (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            pr INTEGER NOT NULL,
+            head_sha TEXT NOT NULL,
+            login TEXT NOT NULL,
+            role TEXT NOT NULL,
+            kernels_json TEXT NOT NULL,
+            override INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            comment_id INTEGER NOT NULL UNIQUE
+        );
+        CREATE INDEX acceptances_pr ON acceptances (pr, head_sha);
         CREATE TABLE verdicts (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             review_id INTEGER NOT NULL REFERENCES reviews (id),
@@ -78,6 +91,20 @@ class UsageRow(BaseModel):
     created_at: str = ""
 
 
+class AcceptanceRow(BaseModel):
+    """One `/accept` that was granted, bound to the head SHA it was given for."""
+
+    pr: int
+    head_sha: str
+    login: str
+    role: str
+    kernels: list[str]
+    override: bool = False
+    reason: str = ""
+    comment_id: int
+    created_at: str = ""
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -88,6 +115,11 @@ def sqlite_path(url: str) -> Path:
     if "://" in url:
         raise InputError(f"OPGATE_DATABASE_URL {url.split('://')[0]}:// is not supported (use a SQLite path)")
     return Path(url)
+
+
+def open_ledger(url: str) -> Ledger:
+    """The ledger named by OPGATE_DATABASE_URL (a SQLite path or sqlite:///path)."""
+    return Ledger(sqlite_path(url))
 
 
 class Ledger:
@@ -158,6 +190,42 @@ class Ledger:
             self.db.execute("ROLLBACK")
             raise
         return review_id
+
+    def record_acceptance(self, row: AcceptanceRow) -> bool:
+        """Insert one acceptance; the same comment id twice is ignored (returns False)."""
+        cur = self.db.execute(
+            "INSERT INTO acceptances (created_at, pr, head_sha, login, role, kernels_json, override, reason,"
+            " comment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (comment_id) DO NOTHING",
+            (
+                row.created_at or now(),
+                row.pr,
+                row.head_sha,
+                row.login,
+                row.role,
+                json.dumps(row.kernels),
+                int(row.override),
+                row.reason,
+                row.comment_id,
+            ),
+        )
+        return cur.rowcount == 1
+
+    def acceptances(self, pr: int) -> list[AcceptanceRow]:
+        rows = self.db.execute("SELECT * FROM acceptances WHERE pr = ? ORDER BY id", (pr,)).fetchall()
+        return [
+            AcceptanceRow(
+                pr=r["pr"],
+                head_sha=r["head_sha"],
+                login=r["login"],
+                role=r["role"],
+                kernels=json.loads(r["kernels_json"]),
+                override=bool(r["override"]),
+                reason=r["reason"],
+                comment_id=r["comment_id"],
+                created_at=r["created_at"],
+            )
+            for r in rows
+        ]
 
     def latest_review(self, head_sha: str) -> Report | None:
         row = self.db.execute(

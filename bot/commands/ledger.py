@@ -6,7 +6,7 @@ import argparse
 import csv
 from pathlib import Path
 
-from bot.ledger import Ledger, UsageRow, sqlite_path
+from bot.ledger import UsageRow, open_ledger
 from bot.settings import Settings
 
 
@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    ledger = Ledger(sqlite_path(settings.database_url))
+    ledger = open_ledger(settings.database_url)
     try:
         rows = ledger.usage()
     finally:

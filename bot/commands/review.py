@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bot.errors import InputError
 from bot.events import load_pull_request_event
-from bot.ledger import Ledger, sqlite_path
+from bot.ledger import open_ledger
 from bot.review import Reviewer, ReviewRequest
 from bot.settings import Settings
 
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     request = ReviewRequest(
         repo=args.repo, base=base, head=head, out=args.out, offline=args.offline, pr=pr, only_kernel=args.only_kernel
     )
-    ledger = Ledger(sqlite_path(settings.database_url))
+    ledger = open_ledger(settings.database_url)
     try:
         outcome = Reviewer(request, settings, ledger).run()
     finally:

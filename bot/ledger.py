@@ -168,7 +168,7 @@ class Ledger:
 
     def usage(self) -> list[UsageRow]:
         rows = self.db.execute("SELECT * FROM operator_agent_usage ORDER BY id").fetchall()
-        return [UsageRow.model_validate({k: r[k] for k in r if k != "id"}) for r in rows]
+        return [UsageRow.model_validate({k: v for k, v in dict(r).items() if k != "id"}) for r in rows]
 
     def record_review(self, report: Report) -> int:
         self.db.execute("BEGIN IMMEDIATE")

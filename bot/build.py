@@ -104,7 +104,6 @@ def build(
         "cuda_cflags": spec.cuda_cflags + defines(config),
         "directory": str(directory.resolve()),
     }
-    log.info("building %s (%s)", module, device)
     started = time.perf_counter()
     try:
         proc = subprocess.run(

@@ -72,6 +72,10 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float) 
     report.stop_reason = run.stop_reason
     if head_t is None:
         return
+    if len(head_t.samples_ms) < 2 or (base_t is not None and len(base_t.samples_ms) < 2):
+        report.verdict = "inconclusive"
+        report.reasons.append("performance not judged: fewer than two valid timing samples (throttled GPU?)")
+        return
     report.p50_ms = stats.median(head_t.samples_ms)
     report.samples = len(head_t.samples_ms)
     if base_t is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from bot.errors import InputError
 from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
 from bot.ledger import Ledger
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Kernel, load_kernel
+from bot.progress import Steps
 from bot.render import render_comment
 from bot.report import AgentReport, Build, CaseReport, CaseStatus, Environment, KernelReport, Report
 from bot.runner import CaseRun, run_case
@@ -48,6 +50,7 @@ class ReviewOutcome:
     report_path: Path
     comment_path: Path
     service_errors: list[str] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -100,18 +103,33 @@ class Reviewer:
         self.ledger = ledger
         self.session = session
         self.env: Environment = detect()
-        self.policy = Policy()
+        self.policy = Policy(inconclusive=settings.inconclusive_policy)
+        self.phases: dict[str, float] = {}
+        self.steps = Steps()
         self.agents: list[AgentReport] = []
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
 
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Accumulate wall time per phase (benchmarks/overhead.py prints them)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
+
     def run(self) -> ReviewOutcome:
         req = self.request
-        repo = gitio.toplevel(req.repo)
-        base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
-        changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
+        with self.phase("git"):
+            repo = gitio.toplevel(req.repo)
+            base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
+            changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
         kernels: list[KernelReport] = []
-        with _checkouts(repo, base_sha, head_sha) as (base, head):
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.steps)
+            with self.phase("checkout"):
+                base, head = stack.enter_context(_checkouts(repo, base_sha, head_sha))
             names = sorted(set(base.kernels) | set(head.kernels) | set(base.broken) | set(head.broken))
             if req.only_kernel is not None:
                 if req.only_kernel not in names:
@@ -119,6 +137,8 @@ class Reviewer:
                 names = [req.only_kernel]
             for name in names:
                 kernels.append(self.review_kernel(name, base, head, changes))
+            with self.phase("checkout"):
+                stack.close()  # remove the worktrees
         report = Report(
             base_sha=base_sha,
             head_sha=head_sha,
@@ -131,7 +151,8 @@ class Reviewer:
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             opgate_version=__version__,
         )
-        return self.write(report)
+        with self.phase("report"):
+            return self.write(report)
 
     def write(self, report: Report) -> ReviewOutcome:
         out = self.request.out
@@ -141,7 +162,7 @@ class Reviewer:
         report_path.write_text(report.to_json())
         comment_path.write_text(comment)
         self.ledger.record_review(report)
-        return ReviewOutcome(report, comment, report_path, comment_path, self.service_errors)
+        return ReviewOutcome(report, comment, report_path, comment_path, self.service_errors, self.phases)
 
     # -- one kernel ---------------------------------------------------------------------------
 
@@ -163,17 +184,20 @@ class Reviewer:
             return report
         judge = base_k or head_k  # the base branch's manifest and reference judge the change
         self._notes(report, touched, base_k, head_k)
-        self._ask_agent(head_k, touched, head.sha)
+        with self.phase("agent"):
+            self._ask_agent(head_k, touched, head.sha)
         findings = check_tunables(head_k.config, judge.manifest.tunables, head_k.manifest.config)
         if findings:
             return judge_kernel(report, findings, [], judge.manifest.constraints, self.policy)
-        builds = self._build(head_k, base_k)
+        with self.phase("build"):
+            builds = self._build(head_k, base_k)
         device = "cuda" if self.env.device == "cuda" and "cuda" in builds.get(HEAD, {}) else "cpu"
         if (hb := builds.get(HEAD, {}).get(device)) is not None:
             report.build = _to_build(hb)
         if (bb := builds.get(BASE, {}).get(device)) is not None:
             report.base_build = _to_build(bb)
-        cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
+        with self.phase("run"):
+            cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
         return judge_kernel(report, [], cases, judge.manifest.constraints, self.policy)
 
     def _notes(self, report: KernelReport, touched: list[FileChange], base_k: Kernel | None, head_k: Kernel) -> None:
@@ -219,7 +243,8 @@ class Reviewer:
             for device in devices:
                 spec = k.manifest.build.get(device)
                 if spec is not None:
-                    out[label][device] = build(k.name, k.folder, spec, k.config, device, self.settings.build_dir)
+                    with self.steps.step(f"build {k.name} {label} ({device})"):
+                        out[label][device] = build(k.name, k.folder, spec, k.config, device, self.settings.build_dir)
         return out
 
     def _case(self, judge: Kernel, case: Case, builds: dict[str, dict[str, Built]]) -> CaseReport:
@@ -235,7 +260,9 @@ class Reviewer:
             return report
         job_builds = []
         base_b = builds[BASE].get(case.device)
-        if base_b is not None and base_b.ok:
+        # The same build key is the same binary: its latency cannot differ, so it is not timed again.
+        identical = base_b is not None and base_b.ok and base_b.key == head_b.key
+        if base_b is not None and base_b.ok and not identical:
             job_builds.append(_job_build(BASE, base_b))
         job_builds.append(_job_build(HEAD, head_b))
         job = {
@@ -248,13 +275,16 @@ class Reviewer:
             },
             "builds": job_builds,
             "measure": self.settings.measure.model_dump(),
+            "time": not identical,
         }
         timeout = self.settings.case_timeout_s or judge.manifest.timeout_s
-        log.info("running %s/%s on %s", judge.name, case.name, case.device)
-        result = judge_case(case, constraints, run_case(job, timeout))
-        if result.verdict == "inconclusive":
-            log.info("%s/%s inconclusive: measuring once more in a fresh process", judge.name, case.name)
+        with self.steps.step(f"run {judge.name}/{case.name} ({case.device})"):
             result = judge_case(case, constraints, run_case(job, timeout))
+        if identical:
+            result.stop_reason = "identical_build"
+        if result.verdict == "inconclusive":
+            with self.steps.step(f"re-measure {judge.name}/{case.name}: inconclusive, fresh process"):
+                result = judge_case(case, constraints, run_case(job, timeout))
             result.attempts = 2
         return result
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,6 +22,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",
     "OPGATE_AGENT_TIMEOUT_S": "gateway request timeout, seconds (default 120)",
+    "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit after a re-measure: neutral (default) or fail",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
     "TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "gateway key for the deepgemm domain",
     "TAOTOKEN_API_KEY_FLASHMLA_AGENT": "gateway key for the flashmla domain",
@@ -63,6 +64,7 @@ class Settings(BaseModel):
     build_dir: Path = Path("~/.cache/opgate/build").expanduser()
     case_timeout_s: float | None = None
     agent_timeout_s: float = 120.0
+    inconclusive_policy: Literal["neutral", "fail"] = "neutral"
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()
     # Key values by variable name; never printed (see bot.redact).
@@ -85,6 +87,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_CASE_TIMEOUT_S": "case_timeout_s",
     "OPGATE_AGENT_TIMEOUT_S": "agent_timeout_s",
     "TAOTOKEN_BASE_URL": "base_url_override",
+    "OPGATE_INCONCLUSIVE_POLICY": "inconclusive_policy",
     "OPGATE_MEASURE_MAX_SECONDS": "measure.max_seconds",
     "OPGATE_MEASURE_MIN_BLOCKS": "measure.min_blocks",
     "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",

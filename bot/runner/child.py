@@ -19,6 +19,8 @@ import torch
 
 from bot.stats import median_ci_halfwidth_pct, ratio_ci
 
+THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
+
 
 class Events:
     def __init__(self, path: str) -> None:
@@ -79,6 +81,15 @@ class Timer:
         if self.cuda:
             self.flush = torch.empty(self.L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
 
+    def sm_clock_mhz(self) -> float | None:
+        """The SM clock now (NVML through torch), or None where it cannot be read."""
+        if not self.cuda:
+            return None
+        try:
+            return float(torch.cuda.clock_rate())
+        except Exception:  # pynvml missing or NVML refused: record nothing rather than guess
+            return None
+
     def __call__(self, fn: Any) -> float:
         if self.cuda:
             self.flush.zero_()
@@ -113,11 +124,20 @@ def measure(fns: dict[str, Any], device: str, m: dict[str, Any], events: Events)
     per_block = max(1, min(50, int(20.0 / max(call_ms, 1e-3))))
     samples: dict[str, list[float]] = {lab: [] for lab in labels}
     blocks, started, stop = 0, time.perf_counter(), "max_samples"
+    clocks: list[float] = []
+    throttled = 0
     while True:
         order = labels if blocks % 2 == 0 else labels[::-1]
-        for lab in order:
-            samples[lab].extend(timer(fns[lab]) for _ in range(per_block))
+        block = {lab: [timer(fns[lab]) for _ in range(per_block)] for lab in order}
         blocks += 1
+        clock = timer.sm_clock_mhz()
+        if clock is not None:
+            clocks.append(clock)
+        if clock is not None and clock < THROTTLE_FRACTION * max(clocks):
+            throttled += 1  # the GPU slowed down during this block: its samples are not comparable
+        else:
+            for lab in labels:
+                samples[lab].extend(block[lab])
         n = min(len(s) for s in samples.values())
         if blocks >= m["min_blocks"] and n >= 5:
             if len(labels) == 2:
@@ -134,7 +154,9 @@ def measure(fns: dict[str, Any], device: str, m: dict[str, Any], events: Events)
         if time.perf_counter() - started >= m["max_seconds"]:
             stop = "max_seconds"
             break
-    events.emit("timing", samples_ms=samples, stop_reason=stop, blocks=blocks)
+    events.emit(
+        "timing", samples_ms=samples, stop_reason=stop, blocks=blocks, sm_clock_mhz=clocks, throttled_blocks=throttled
+    )
 
 
 def main(job_path: str) -> None:

@@ -14,7 +14,7 @@ from bot.errors import InputError
 # Every variable opgate reads, with its default and meaning. The README table and
 # .env.example are kept in step with this list (a test checks it).
 VARIABLES: dict[str, str] = {
-    "OPGATE_DATABASE_URL": "ledger location: a SQLite path or sqlite:///path (default reports/opgate.sqlite)",
+    "OPGATE_DATABASE_URL": "ledger: a SQLite path, sqlite:///path or postgresql://… (default reports/opgate.sqlite)",
     "OPGATE_BUILD_DIR": "build cache, one folder per content hash (default ~/.cache/opgate/build)",
     "OPGATE_CASE_TIMEOUT_S": "override every kernel's per-case timeout, seconds",
     "OPGATE_MEASURE_MAX_SECONDS": "timing cap per case and build, seconds (default 3)",
@@ -28,6 +28,23 @@ VARIABLES: dict[str, str] = {
     "TAOTOKEN_API_KEY_FLASHMLA_AGENT": "gateway key for the flashmla domain",
     "TAOTOKEN_API_KEY_V41_ATTENTION_AGENT": "gateway key for the v41_attention domain",
     "TAOTOKEN_API_KEY_CI_SUMMARY": "gateway key for CI summaries",
+    # Agent requests and token budgets (bot/agent, bot/budget.py).
+    "OPGATE_AGENT_WIRE": "gateway wire: openai (/v1/chat/completions, default) or anthropic (/v1/messages)",
+    "OPGATE_AGENT_MAX_TOKENS": "completion cap per agent request, tokens (default 2048)",
+    "OPGATE_AGENT_RETRIES": "retries after a 429 rate limit, 5xx/529 or a timeout (default 4)",
+    "OPGATE_AGENT_BACKOFF_S": "first retry pause, seconds; doubles per retry up to 30 s, with jitter (default 1)",
+    "OPGATE_BUDGET_WEEKLY_DEEPGEMM": "weekly token budget, deepgemm domain (default 500000)",
+    "OPGATE_BUDGET_WEEKLY_FLASHMLA": "weekly token budget, flashmla domain (default 800000)",
+    "OPGATE_BUDGET_WEEKLY_V41_ATTENTION": "weekly token budget, v41_attention domain (default 520000)",
+    "OPGATE_BUDGET_WEEKLY_CI_SUMMARY": "weekly token budget, CI summaries (default 200000)",
+    "OPGATE_BUDGET_REQUEST_DEEPGEMM": "prompt token budget per request, deepgemm domain (default 5000)",
+    "OPGATE_BUDGET_REQUEST_FLASHMLA": "prompt token budget per request, flashmla domain (default 6000)",
+    "OPGATE_BUDGET_REQUEST_V41_ATTENTION": "prompt token budget per request, v41_attention domain (default 8000)",
+    "OPGATE_BUDGET_REQUEST_CI_SUMMARY": "prompt token budget per request, CI summaries (default 12000)",
+    # GitHub (opgate summary --post).
+    "GITHUB_API_URL": "GitHub REST API root (default https://api.github.com; set by Actions)",
+    "GITHUB_TOKEN": "token for posting issues and comments (Actions' GITHUB_TOKEN)",
+    "GITHUB_REPOSITORY": "owner/name of the repository to post to (set by Actions)",
 }
 
 KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
@@ -55,6 +72,38 @@ class MeasureSettings(BaseModel):
     warmup_calls: int = 10
 
 
+class DomainTokens(BaseModel):
+    """A token count per agent domain (the three kernel domains and CI summaries)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    deepgemm: int = Field(gt=0)
+    flashmla: int = Field(gt=0)
+    v41_attention: int = Field(gt=0)
+    ci_summary: int = Field(gt=0)
+
+    def get(self, domain: str) -> int:
+        return int(getattr(self, domain))
+
+
+class WeeklyBudgets(DomainTokens):
+    """Tokens per domain per ISO week: the users' per-task totals × 25 task runs a week, rounded."""
+
+    deepgemm: int = Field(500_000, gt=0)  # 19,800 per DeepGEMM tile search
+    flashmla: int = Field(800_000, gt=0)  # 32,000 per FlashMLA mask-branch task
+    v41_attention: int = Field(520_000, gt=0)  # 20,800 per V4.1 split-K task
+    ci_summary: int = Field(200_000, gt=0)  # 7,500 per CI summary
+
+
+class RequestBudgets(DomainTokens):
+    """Prompt tokens per request: twice the users' average input per request, rounded."""
+
+    deepgemm: int = Field(5_000, gt=0)
+    flashmla: int = Field(6_000, gt=0)
+    v41_attention: int = Field(8_000, gt=0)
+    ci_summary: int = Field(12_000, gt=0)
+
+
 class Settings(BaseModel):
     """Everything configurable, resolved once."""
 
@@ -67,6 +116,15 @@ class Settings(BaseModel):
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()
+    agent_wire: Literal["openai", "anthropic"] = "openai"
+    agent_max_tokens: int = Field(2048, ge=16)
+    agent_retries: int = Field(4, ge=0, le=10)
+    agent_backoff_s: float = Field(1.0, ge=0)
+    budget_weekly: WeeklyBudgets = WeeklyBudgets()
+    budget_request: RequestBudgets = RequestBudgets()
+    github_api_url: str = "https://api.github.com"
+    github_repository: str | None = None
+    github_token: str | None = Field(None, repr=False)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
@@ -92,13 +150,22 @@ _FIELDS: dict[str, str] = {
     "OPGATE_MEASURE_MIN_BLOCKS": "measure.min_blocks",
     "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",
     "OPGATE_MEASURE_TARGET_PCT": "measure.target_pct",
+    "OPGATE_AGENT_WIRE": "agent_wire",
+    "OPGATE_AGENT_MAX_TOKENS": "agent_max_tokens",
+    "OPGATE_AGENT_RETRIES": "agent_retries",
+    "OPGATE_AGENT_BACKOFF_S": "agent_backoff_s",
+    **{f"OPGATE_BUDGET_WEEKLY_{d.upper()}": f"budget_weekly.{d}" for d in DomainTokens.model_fields},
+    **{f"OPGATE_BUDGET_REQUEST_{d.upper()}": f"budget_request.{d}" for d in DomainTokens.model_fields},
+    "GITHUB_API_URL": "github_api_url",
+    "GITHUB_REPOSITORY": "github_repository",
+    "GITHUB_TOKEN": "github_token",
 }
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Build Settings from the environment (or a given mapping, for tests)."""
     env = os.environ if env is None else env
-    raw: dict[str, Any] = {"measure": {}}
+    raw: dict[str, Any] = {"measure": {}, "budget_weekly": {}, "budget_request": {}}
     for variable, path in _FIELDS.items():
         value = env.get(variable, "").strip()
         if not value:

@@ -1,54 +1,183 @@
-"""The SQLite ledger: migrations, idempotent inserts, acceptances bound to a SHA."""
+"""The ledger on SQLite and on a real PostgreSQL server: migrations, idempotent inserts, acceptances, cache."""
 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
-from bot.ledger import AcceptanceRow, Ledger, UsageRow
+import pytest
+
+from bot.errors import InputError, ServiceError
+from bot.ledger import MIGRATIONS, AcceptanceRow, CachedReply, Ledger, UsageRow, open_ledger, sqlite_path
+from bot.ledger.db import TYPES, redact_url
+from tests.pg import Cluster, pg_cluster, pg_url  # noqa: F401  (fixtures)
+
+USERS_COLUMNS = {"task_id", "model_name", "prompt_tokens", "completion_tokens", "total_tokens", "created_at"}
+AUDIT_COLUMNS = {
+    "request_id",
+    "call_id",
+    "attempt",
+    "domain",
+    "key_fingerprint",
+    "pr",
+    "head_sha",
+    "status_code",
+    "error_type",
+    "latency_ms",
+    "cached",
+    "cached_tokens",
+    "reasoning_tokens",
+    "usage_source",
+    "estimated_prompt_tokens",
+    "estimate_ratio",
+}
 
 
-def _usage(request_id: str) -> UsageRow:
-    return UsageRow(
-        task_id="t",
-        model_name="m",
-        prompt_tokens=10,
-        completion_tokens=5,
-        total_tokens=15,
-        request_id=request_id,
-        domain="deepgemm",
-        key_fingerprint="sha256:abc",
-        pr=7,
-        head_sha="h" * 40,
-        status="ok",
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "l.sqlite")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def _usage(request_id: str, **overrides: object) -> UsageRow:
+    data: dict[str, object] = {
+        "task_id": "t",
+        "model_name": "m",
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "total_tokens": 15,
+        "request_id": request_id,
+        "domain": "deepgemm",
+        "key_fingerprint": "sha256:abc",
+        "pr": 7,
+        "head_sha": "h" * 40,
+        "status": "ok",
+    }
+    data.update(overrides)
+    return UsageRow.model_validate(data)
+
+
+def _columns(ledger: Ledger) -> set[str]:
+    if ledger.dialect == "sqlite":
+        return {r["name"] for r in ledger.db.rows("PRAGMA table_info(operator_agent_usage)")}
+    rows = ledger.db.rows(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'operator_agent_usage'"
     )
+    return {r["column_name"] for r in rows}
 
 
-def test_migrations_run_once_and_the_users_columns_exist(tmp_path):
-    path = tmp_path / "l.sqlite"
-    Ledger(path).close()
-    Ledger(path).close()  # reopening does not migrate twice
+def test_migrations_run_once_in_order_and_every_column_exists(url):
+    open_ledger(url).close()
+    with open_ledger(url) as ledger:  # reopening does not migrate twice
+        versions = [r["version"] for r in ledger.db.rows("SELECT version FROM schema_migrations ORDER BY version")]
+        assert versions == [v for v, _ in MIGRATIONS]
+        assert _columns(ledger) >= USERS_COLUMNS | AUDIT_COLUMNS
+
+
+def test_a_sqlite_ledger_from_before_migration_2_is_upgraded_in_place(tmp_path):
+    path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
-    assert db.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0] == 1
-    cols = {r[1] for r in db.execute("PRAGMA table_info(operator_agent_usage)")}
-    assert {"task_id", "model_name", "prompt_tokens", "completion_tokens", "total_tokens", "created_at"} <= cols
-    assert {"request_id", "domain", "key_fingerprint"} <= cols
-    db.close()
-
-
-def test_a_repeated_request_id_is_not_counted_twice(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
-    assert ledger.record_usage(_usage("req-1")) is True
-    assert ledger.record_usage(_usage("req-1")) is False
-    assert [r.request_id for r in ledger.usage()] == ["req-1"]
-    ledger.close()
-
-
-def test_acceptances_are_kept_per_pr_and_comment(tmp_path):
-    ledger = Ledger(tmp_path / "l.sqlite")
-    row = AcceptanceRow(
-        pr=7, head_sha="a" * 40, login="alice", role="maintain", kernels=["deepgemm_tile"], comment_id=99
+    db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+    for statement in filter(str.strip, MIGRATIONS[0][1].format(**TYPES["sqlite"]).split(";")):
+        db.execute(statement)
+    db.execute("INSERT INTO schema_migrations VALUES (1, 'then')")
+    db.execute(
+        "INSERT INTO operator_agent_usage (task_id, model_name, prompt_tokens, completion_tokens, total_tokens,"
+        " created_at, request_id, domain, key_fingerprint, pr, head_sha, status, usage_source)"
+        " VALUES ('t', 'm', 1, 2, 3, '2026-01-01T00:00:00+00:00', 'old-1', 'deepgemm', 'sha256:x', NULL, 'h', 'ok',"
+        " 'reported')"
     )
-    assert ledger.record_acceptance(row) and not ledger.record_acceptance(row)
-    assert [(a.login, a.kernels, a.head_sha) for a in ledger.acceptances(7)] == [("alice", ["deepgemm_tile"], "a" * 40)]
-    assert ledger.acceptances(8) == []
-    ledger.close()
+    db.commit()
+    db.close()
+    with Ledger(path) as ledger:
+        (row,) = ledger.usage()
+        assert (row.request_id, row.attempt, row.cached, row.total_tokens) == ("old-1", 1, False, 3)
+
+
+def test_a_repeated_request_id_is_not_counted_twice(url):
+    with open_ledger(url) as ledger:
+        assert ledger.record_usage(_usage("req-1")) is True
+        assert ledger.record_usage(_usage("req-1", total_tokens=999)) is False
+        assert [(r.request_id, r.total_tokens) for r in ledger.usage()] == [("req-1", 15)]
+
+
+def test_usage_rows_keep_every_audit_field_and_filter_by_domain_and_time(url):
+    with open_ledger(url) as ledger:
+        ledger.record_usage(
+            _usage(
+                "a",
+                call_id="c1",
+                attempt=2,
+                status="error",
+                status_code=503,
+                error_type="server_error",
+                cached_tokens=4,
+                reasoning_tokens=3,
+                estimated_prompt_tokens=9,
+                estimate_ratio=1.11,
+                wire="anthropic",
+                latency_ms=12.5,
+                created_at="2026-03-02T10:00:00+00:00",
+            )
+        )
+        ledger.record_usage(_usage("b", domain="flashmla", cached=True, created_at="2026-03-09T10:00:00+00:00"))
+        (a,) = ledger.usage(domain="deepgemm")
+        assert (a.call_id, a.attempt, a.status_code, a.error_type) == ("c1", 2, 503, "server_error")
+        assert a.wire == "anthropic"
+        assert (a.cached_tokens, a.reasoning_tokens, a.estimated_prompt_tokens) == (4, 3, 9)
+        assert a.estimate_ratio == pytest.approx(1.11) and a.latency_ms == pytest.approx(12.5)
+        assert [r.request_id for r in ledger.usage(since="2026-03-05")] == ["b"]
+        assert ledger.usage(domain="flashmla")[0].cached is True
+        assert ledger.estimate_ratios("deepgemm") == [pytest.approx(1.11)]
+
+
+def test_acceptances_are_kept_per_pr_and_comment(url):
+    with open_ledger(url) as ledger:
+        row = AcceptanceRow(
+            pr=7, head_sha="a" * 40, login="alice", role="maintain", kernels=["deepgemm_tile"], comment_id=3_000_000_001
+        )
+        assert ledger.record_acceptance(row) and not ledger.record_acceptance(row)
+        got = [(a.login, a.kernels, a.head_sha, a.comment_id) for a in ledger.acceptances(7)]
+        assert got == [("alice", ["deepgemm_tile"], "a" * 40, 3_000_000_001)]
+        assert ledger.acceptances(8) == []
+
+
+def test_a_cached_reply_is_stored_once_and_read_back(url):
+    reply = CachedReply(
+        cache_key="k1", model="m", wire="openai", content="{}", prompt_tokens=3, completion_tokens=2, created_at="t"
+    )
+    with open_ledger(url) as ledger:
+        assert ledger.cached_reply("k1") is None
+        ledger.store_reply(reply)
+        ledger.store_reply(reply.model_copy(update={"content": "other"}))
+        assert ledger.cached_reply("k1") == reply
+
+
+def test_a_failed_transaction_leaves_nothing_behind(url):
+    with open_ledger(url) as ledger:
+        with pytest.raises(RuntimeError), ledger.db.transaction() as tx:
+            tx.execute("INSERT INTO agent_budgets (domain, week, limit_tokens, updated_at) VALUES ('d', 'w', 1, 't')")
+            raise RuntimeError("boom")
+        assert ledger.db.rows("SELECT * FROM agent_budgets") == []
+
+
+def test_database_urls_are_parsed_and_never_print_a_password():
+    assert sqlite_path("sqlite:///tmp/x.sqlite") == Path("tmp/x.sqlite")
+    assert sqlite_path("reports/opgate.sqlite") == Path("reports/opgate.sqlite")
+    with pytest.raises(InputError, match="mysql://"):
+        sqlite_path("mysql://u:p@h/db")
+    assert (
+        redact_url("postgresql://bot:s3cret-pw@db.internal:5432/ledger")
+        == "postgresql://bot:***@db.internal:5432/ledger"
+    )
+
+
+def test_an_unreachable_postgresql_is_a_service_error_without_the_password():
+    with pytest.raises(ServiceError) as err:
+        open_ledger("postgresql://bot:s3cret-pw@127.0.0.1:9/ledger?connect_timeout=2")
+    assert "s3cret-pw" not in str(err.value) and "127.0.0.1:9" in str(err.value)
+
+
+def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  # noqa: F811
+    assert pg_cluster.create_database().startswith("postgresql://postgres@127.0.0.1:")

@@ -95,7 +95,7 @@ def test_a_reply_that_is_not_json_is_an_agent_error_and_the_gates_still_decide(o
     assert run.report["agent"]["status"] == "error"
     assert "not valid JSON" in run.report["agent"]["reason"]
     assert run.kernel("deepgemm_tile")["verdict"] == "fail"
-    assert run.report["agent"]["total_tokens"] == 1555  # the spend is still counted
+    assert run.report["agent"]["total_tokens"] == 2 * 1555  # the reply and its one repair request are counted
     kept = run.out / "agent_candidates" / f"{head[:12]}_deepgemm_tile.rejected.txt"
     assert kept.read_text() == "Sure! The tile looks fine."
 

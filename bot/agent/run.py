@@ -1,18 +1,25 @@
-"""Ask the agent about one kernel's change: prompt → gateway → validated AgentReview → ledger row."""
+"""Ask the agent about one kernel's change: prompt → cache → budget → gateway → AgentReview → ledger rows."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
 
-from bot.agent.client import GatewayClient, fingerprint, validate_base_url
-from bot.agent.review import AgentOutputError, parse_review
+from bot import budget
+from bot.agent import estimate, prompt
+from bot.agent.client import Attempt, ChatResult, GatewayClient, GatewayError, fingerprint, validate_base_url
+from bot.agent.retry import RetryPolicy
+from bot.agent.review import AgentOutputError, AgentReview, parse_review
 from bot.changes import FileChange
-from bot.errors import ServiceError
-from bot.ledger import Ledger, UsageRow
+from bot.ledger import CachedReply, Ledger, UsageRow, now
 from bot.manifest import Kernel
 from bot.redact import scrub
 from bot.render import render
@@ -21,30 +28,154 @@ from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-MAX_DIFF_CHARS = 60_000
+TEMPERATURE = 0.1
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def build_messages(kernel: Kernel, changes: list[FileChange]) -> tuple[list[dict[str, str]], list[str]]:
-    """System and user messages; returns the files left out of the diff for size."""
-    assert kernel.task is not None
-    parts, unseen, used = [], [], 0
-    for change in changes:
-        if used + len(change.diff) > MAX_DIFF_CHARS:
-            unseen.append(change.path)
-            continue
-        parts.append(change.diff)
-        used += len(change.diff)
-    system = render("prompts/review_system.md.j2", task=kernel.task, kernel=kernel.name)
-    user = render(
-        "prompts/review_user.md.j2",
-        task=kernel.task,
-        task_json=kernel.task.model_dump_json(indent=2),
-        kernel=kernel.name,
-        config_json=json.dumps(kernel.config, sort_keys=True),
-        files=[c.path for c in changes],
-        diff="".join(parts),
+def cache_key(wire: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
+    """Same wire, model, prompt and limits → the same key."""
+    blob = json.dumps(
+        {"wire": wire, "model": model, "messages": messages, "temperature": TEMPERATURE, "max_tokens": max_tokens},
+        sort_keys=True,
     )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}], unseen
+    return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
+
+
+def sanitise(text: str, secrets: list[str]) -> str:
+    """A reply made safe to keep on disk: every known secret masked, terminal escapes removed."""
+    return _CONTROL.sub("", scrub(text, secrets))
+
+
+class OverBudget(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Call:
+    """The context every gateway call of one ask shares: who asks, with which key, against which budget."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        settings: Settings,
+        ledger: Ledger,
+        *,
+        key: str,
+        head_sha: str,
+        pr: int | None,
+        session: requests.Session | None,
+        sleep: Callable[[float], None],
+    ) -> None:
+        assert kernel.task is not None
+        self.task = kernel.task
+        self.domain = kernel.manifest.domain.value
+        self.settings, self.ledger = settings, ledger
+        self.key, self.head_sha, self.pr = key, head_sha, pr
+        self.session, self.sleep = session, sleep
+        self.answered: list[ChatResult] = []
+
+    def row(self, request_id: str, **fields: object) -> UsageRow:
+        data: dict[str, object] = {
+            "task_id": self.task.task_id,
+            "model_name": self.task.model,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "total_tokens": 0,
+            "request_id": request_id,
+            "domain": self.domain,
+            "key_fingerprint": fingerprint(self.key),
+            "pr": self.pr,
+            "head_sha": self.head_sha,
+            "status": "ok",
+            "usage_source": "none",
+            "wire": self.settings.agent_wire,
+        }
+        data.update(fields)
+        return UsageRow.model_validate(data)
+
+    def record(self, row: UsageRow) -> None:
+        if not self.ledger.record_usage(row):
+            log.warning("gateway reused request id %s: recorded under a local suffix", row.request_id)
+            self.ledger.record_usage(row.model_copy(update={"request_id": f"{row.request_id}~{uuid.uuid4().hex[:8]}"}))
+
+    def chat(self, messages: list[dict[str, str]]) -> ChatResult:
+        """One gateway request under a budget reservation; every attempt becomes a ledger row."""
+        max_tokens = self.settings.agent_max_tokens
+        estimated = estimate.count_messages(messages)
+        tokens = budget.reservation_size(estimated, max_tokens, self.ledger.estimate_ratios(self.domain))
+        allowance = budget.reserve(
+            self.ledger, domain=self.domain, limit=self.settings.budget_weekly.get(self.domain), tokens=tokens
+        )
+        if not allowance.allowed or allowance.call_id is None:
+            self.record(self.row(f"local-{uuid.uuid4().hex}", status="over_budget", error_type="over_budget"))
+            raise OverBudget(allowance.reason)
+        call_id = allowance.call_id
+        base_url = validate_base_url(self.settings.base_url_override or self.task.provider.base_url)
+        client = GatewayClient(
+            base_url,
+            self.key,
+            self.task.provider.api_key_env,
+            wire_name=self.settings.agent_wire,
+            timeout_s=self.settings.agent_timeout_s,
+            session=self.session,
+            policy=RetryPolicy(retries=self.settings.agent_retries, base_s=self.settings.agent_backoff_s),
+            sleep=self.sleep,
+            on_attempt=lambda attempt: self.record(self._attempt_row(attempt, call_id, estimated)),
+        )
+        try:
+            result = client.chat(self.task.model, messages, temperature=TEMPERATURE, max_tokens=max_tokens)
+        except BaseException:
+            budget.release(self.ledger, call_id)
+            raise
+        if not result.usage_reported:
+            completion = estimate.count(result.content)
+            result = result.model_copy(
+                update={
+                    "prompt_tokens": estimated,
+                    "completion_tokens": completion,
+                    "total_tokens": estimated + completion,
+                }
+            )
+        budget.settle(self.ledger, call_id, result.total_tokens)
+        self.answered.append(result)
+        return result
+
+    def _attempt_row(self, attempt: Attempt, call_id: str, estimated: int) -> UsageRow:
+        common = {
+            "call_id": call_id,
+            "attempt": attempt.number,
+            "status_code": attempt.status_code,
+            "latency_ms": round(attempt.latency_ms, 1),
+            "estimated_prompt_tokens": estimated,
+        }
+        res = attempt.result
+        if res is None:
+            failure = attempt.failure.value if attempt.failure else "error"
+            return self.row(f"{call_id}-a{attempt.number}", status="error", error_type=failure, **common)
+        if res.usage_reported:
+            prompt_tokens, completion, total, source = (
+                res.prompt_tokens,
+                res.completion_tokens,
+                res.total_tokens,
+                "reported",
+            )
+            ratio = round(prompt_tokens / estimated, 4) if estimated and prompt_tokens else None
+        else:
+            completion = estimate.count(res.content)
+            prompt_tokens, total, source, ratio = estimated, estimated + completion, "estimated", None
+        return self.row(
+            res.request_id or f"{call_id}-a{attempt.number}",
+            model_name=res.model,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion,
+            total_tokens=total,
+            usage_source=source,
+            cached_tokens=res.cached_tokens,
+            reasoning_tokens=res.reasoning_tokens,
+            estimate_ratio=ratio,
+            **common,
+        )
 
 
 def ask(
@@ -58,8 +189,11 @@ def ask(
     offline: bool,
     candidates_dir: Path,
     session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    use_cache: bool = True,
 ) -> tuple[AgentReport, list[str]]:
-    """One agent review of one kernel. Raises ServiceError only after recording what happened."""
+    """One agent review of one kernel; returns it and the files left out of the prompt for size.
+    Raises AgentFailed (carrying the report) only when the gateway failed, after recording what happened."""
     domain = kernel.manifest.domain.value
     task = kernel.task
     if task is None:
@@ -73,52 +207,118 @@ def ask(
     if key is None:
         report.reason = f"{variable} is not set: the agent was not asked"
         return report, []
-    base_url = validate_base_url(settings.base_url_override or task.provider.base_url)
-    client = GatewayClient(base_url, key, variable, timeout_s=settings.agent_timeout_s, session=session)
-    messages, unseen = build_messages(kernel, changes)
+    validate_base_url(settings.base_url_override or task.provider.base_url)
+    limit = settings.budget_request.get(domain)
+    trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages)
+    unseen = trimmed.left_out
+    if trimmed.prompt_tokens > limit:
+        report.status = "over_budget"
+        report.reason = (
+            f"the prompt needs {trimmed.prompt_tokens} tokens without any diff, over the per-request budget of "
+            f"{limit} (OPGATE_BUDGET_REQUEST_{domain.upper()}); the agent was not asked, the gates still run"
+        )
+        return report, unseen
+    messages = prompt.messages(kernel, trimmed.included, unseen)
+    key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
+    call = _Call(kernel, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
+    hit = ledger.cached_reply(key_of_prompt) if use_cache else None
+    if hit is not None and (review := _reparse(hit.content, kernel.name)) is not None:
+        call.record(
+            call.row(
+                f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
+            )
+        )
+        report.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
+        return _ok(report, review, hit.model, kernel, head_sha, candidates_dir), unseen
     try:
-        result = client.chat(task.model, messages)
-    except ServiceError as exc:
+        review, content = _converse(call, kernel, messages, candidates_dir, head_sha)
+    except OverBudget as exc:
+        _spent(report, call)
+        report.status, report.reason = "over_budget", f"{exc.reason}; the agent was not asked, the gates still run"
+        return report, unseen
+    except GatewayError as exc:
+        _spent(report, call)
         report.status, report.reason = "error", str(exc)
         raise AgentFailed(report, unseen) from exc
-    ledger.record_usage(
-        UsageRow(
-            task_id=task.task_id,
-            model_name=result.model,
-            prompt_tokens=result.prompt_tokens,
-            completion_tokens=result.completion_tokens,
-            total_tokens=result.total_tokens,
-            request_id=result.request_id,
-            domain=domain,
-            key_fingerprint=fingerprint(key),
-            pr=pr,
-            head_sha=head_sha,
-            status="ok",
-            status_code=result.status_code,
-            latency_ms=result.latency_ms,
-            usage_source="reported" if result.usage_reported else "missing",
-        )
-    )
-    report.model = result.model
-    report.requests = 1
-    report.prompt_tokens = result.prompt_tokens
-    report.completion_tokens = result.completion_tokens
-    report.total_tokens = result.total_tokens
-    candidates_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{head_sha[:12]}_{kernel.name}"
-    try:
-        review = parse_review(result.content)
     except AgentOutputError as exc:
-        report.status, report.reason = "error", f"agent reply rejected: {exc}"
-        (candidates_dir / f"{stem}.rejected.txt").write_text(scrub(result.content, [key]))
+        _spent(report, call)
+        report.status, report.reason = "error", f"agent reply rejected after one repair request: {exc}"
         return report, unseen
-    (candidates_dir / f"{stem}.json").write_text(review.model_dump_json(indent=2))
+    _spent(report, call)
+    if use_cache:
+        ledger.store_reply(
+            CachedReply(
+                cache_key=key_of_prompt,
+                model=report.model or task.model,
+                wire=settings.agent_wire,
+                content=content,
+                prompt_tokens=report.prompt_tokens,
+                completion_tokens=report.completion_tokens,
+                created_at=now(),
+            )
+        )
+    return _ok(report, review, report.model or task.model, kernel, head_sha, candidates_dir), unseen
+
+
+def _converse(
+    call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, head_sha: str
+) -> tuple[AgentReview, str]:
+    """Ask; on an unusable reply keep it (sanitised) and ask once more to repair it."""
+    secrets = call.settings.secrets()
+    stem = f"{head_sha[:12]}_{kernel.name}"
+    content = scrub(call.chat(messages).content, secrets)
+    try:
+        return parse_review(content, kernel.name), content
+    except AgentOutputError as exc:
+        first = exc
+        _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
+        repair = render("prompts/repair_user.md.j2", error=str(exc), kernel=kernel.name)
+        log.info("agent reply for %s rejected (%s): asking once to repair it", kernel.name, exc)
+        follow_up = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
+    try:
+        second = scrub(call.chat(follow_up).content, secrets)
+    except OverBudget as over:
+        raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
+    try:
+        return parse_review(second, kernel.name), second
+    except AgentOutputError:
+        _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
+        raise
+
+
+def _reparse(content: str, kernel: str) -> AgentReview | None:
+    try:
+        return parse_review(content, kernel)
+    except AgentOutputError:
+        return None  # stored under older rules: ask again
+
+
+def _keep(path: Path, text: str, secrets: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sanitise(text, secrets))
+
+
+def _spent(report: AgentReport, call: _Call) -> None:
+    report.requests = len(call.answered)
+    report.prompt_tokens = sum(r.prompt_tokens for r in call.answered)
+    report.completion_tokens = sum(r.completion_tokens for r in call.answered)
+    report.total_tokens = sum(r.total_tokens for r in call.answered)
+    if call.answered:
+        report.model = call.answered[-1].model
+
+
+def _ok(
+    report: AgentReport, review: AgentReview, model: str, kernel: Kernel, head_sha: str, candidates_dir: Path
+) -> AgentReport:
+    candidates_dir.mkdir(parents=True, exist_ok=True)
+    (candidates_dir / f"{head_sha[:12]}_{kernel.name}.json").write_text(review.model_dump_json(indent=2))
     report.status = "ok"
+    report.model = model
     report.risk_notes = review.risk_notes
     report.candidate_patch = review.candidate_patch
     report.local_commands = review.local_commands
     report.expected_metrics = review.expected_metrics
-    return report, unseen
+    return report
 
 
 class AgentFailed(Exception):

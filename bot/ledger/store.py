@@ -1,199 +1,121 @@
-"""The ledger: agent usage, reviews and verdicts in SQLite, with ordered migrations."""
+"""The ledger: agent usage, reviews, verdicts, acceptances, budget reservations and cached replies."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from bot.errors import InputError
+from bot.ledger.db import Database, now
+from bot.ledger.models import (
+    AcceptanceRow,
+    CachedReply,
+    ReservationRow,
+    UsageRow,
+    VerdictRow,
+)
+from bot.ledger.schema import MIGRATIONS
 from bot.report import Report
 
-# Ordered; each runs once, inside a transaction, and is recorded in schema_migrations.
-MIGRATIONS: list[tuple[int, str]] = [
-    (
-        1,
-        """
-        CREATE TABLE operator_agent_usage (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            task_id TEXT NOT NULL,
-            model_name TEXT NOT NULL,
-            prompt_tokens INTEGER NOT NULL,
-            completion_tokens INTEGER NOT NULL,
-            total_tokens INTEGER NOT NULL,
-            created_at TEXT NOT NULL,
-            request_id TEXT NOT NULL UNIQUE,
-            domain TEXT NOT NULL,
-            key_fingerprint TEXT NOT NULL,
-            pr INTEGER,
-            head_sha TEXT NOT NULL,
-            status TEXT NOT NULL,
-            status_code INTEGER,
-            latency_ms REAL,
-            usage_source TEXT NOT NULL
-        );
-        CREATE INDEX operator_agent_usage_domain ON operator_agent_usage (domain, created_at);
-        CREATE TABLE reviews (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            created_at TEXT NOT NULL,
-            base_sha TEXT NOT NULL,
-            head_sha TEXT NOT NULL,
-            pr INTEGER,
-            verdict TEXT NOT NULL,
-            report_json TEXT NOT NULL
-        );
-        CREATE INDEX reviews_head ON reviews (head_sha);
-        CREATE TABLE acceptances (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            created_at TEXT NOT NULL,
-            pr INTEGER NOT NULL,
-            head_sha TEXT NOT NULL,
-            login TEXT NOT NULL,
-            role TEXT NOT NULL,
-            kernels_json TEXT NOT NULL,
-            override INTEGER NOT NULL,
-            reason TEXT NOT NULL,
-            comment_id INTEGER NOT NULL UNIQUE
-        );
-        CREATE INDEX acceptances_pr ON acceptances (pr, head_sha);
-        CREATE TABLE verdicts (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            review_id INTEGER NOT NULL REFERENCES reviews (id),
-            kernel TEXT NOT NULL,
-            domain TEXT NOT NULL,
-            changed INTEGER NOT NULL,
-            verdict TEXT NOT NULL,
-            reasons_json TEXT NOT NULL
-        );
-        """,
-    ),
-]
-
-
-class UsageRow(BaseModel):
-    task_id: str
-    model_name: str
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    request_id: str
-    domain: str
-    key_fingerprint: str
-    pr: int | None
-    head_sha: str
-    status: str
-    status_code: int | None = None
-    latency_ms: float | None = None
-    usage_source: str = "reported"
-    created_at: str = ""
-
-
-class AcceptanceRow(BaseModel):
-    """One `/accept` that was granted, bound to the head SHA it was given for."""
-
-    pr: int
-    head_sha: str
-    login: str
-    role: str
-    kernels: list[str]
-    override: bool = False
-    reason: str = ""
-    comment_id: int
-    created_at: str = ""
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def sqlite_path(url: str) -> Path:
-    if url.startswith("sqlite:///"):
-        return Path(url.removeprefix("sqlite:///"))
-    if "://" in url:
-        raise InputError(f"OPGATE_DATABASE_URL {url.split('://')[0]}:// is not supported (use a SQLite path)")
-    return Path(url)
+_USAGE_COLUMNS = list(UsageRow.model_fields)
 
 
 def open_ledger(url: str) -> Ledger:
-    """The ledger named by OPGATE_DATABASE_URL (a SQLite path or sqlite:///path)."""
-    return Ledger(sqlite_path(url))
+    """The ledger named by OPGATE_DATABASE_URL: a SQLite path, sqlite:///path or postgresql://…"""
+    return Ledger(Database.open(url))
 
 
 class Ledger:
-    """One SQLite file; every write is its own transaction."""
+    """One database; every write is its own transaction (the budget's reserve step holds a row lock)."""
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA busy_timeout=30000")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+    def __init__(self, target: Path | str | Database) -> None:
+        if isinstance(target, Database):
+            self.db = target
+        else:
+            self.db = Database.open(str(target))
+        self.path = Path(self.db.where) if self.db.dialect == "sqlite" else None
+        self.db.migrate(MIGRATIONS)
 
-    def _migrate(self) -> None:
-        self.db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
-        done = {row[0] for row in self.db.execute("SELECT version FROM schema_migrations")}
-        for version, sql in MIGRATIONS:
-            if version in done:
-                continue
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in filter(str.strip, sql.split(";")):
-                    self.db.execute(statement)
-                self.db.execute("INSERT INTO schema_migrations VALUES (?, ?)", (version, now()))
-                self.db.execute("COMMIT")
-            except BaseException:
-                self.db.execute("ROLLBACK")
-                raise
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
 
     def close(self) -> None:
         self.db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- agent usage --------------------------------------------------------------------------
 
     def record_usage(self, row: UsageRow) -> bool:
         """Insert one usage row; a repeated request id is ignored (returns False)."""
         data = row.model_dump()
         data["created_at"] = data["created_at"] or now()
+        data["cached"] = int(data["cached"])
         cols = ", ".join(data)
-        marks = ", ".join(f":{c}" for c in data)
-        cur = self.db.execute(
+        marks = ", ".join("?" for _ in data)
+        changed = self.db.execute(
             f"INSERT INTO operator_agent_usage ({cols}) VALUES ({marks}) ON CONFLICT (request_id) DO NOTHING",
-            data,
+            list(data.values()),
         )
-        return cur.rowcount == 1
+        return changed == 1
 
-    def usage(self) -> list[UsageRow]:
-        rows = self.db.execute("SELECT * FROM operator_agent_usage ORDER BY id").fetchall()
-        return [UsageRow.model_validate({k: v for k, v in dict(r).items() if k != "id"}) for r in rows]
+    def usage(self, *, domain: str | None = None, since: str | None = None) -> list[UsageRow]:
+        """Usage rows in insertion order, optionally for one domain and from an ISO timestamp on."""
+        where, params = _filters(domain=domain, since=since)
+        cols = ", ".join(_USAGE_COLUMNS)
+        rows = self.db.rows(f"SELECT {cols} FROM operator_agent_usage{where} ORDER BY id", params)
+        return [UsageRow.model_validate(r) for r in rows]
+
+    def estimate_ratios(self, domain: str, limit: int = 20) -> list[float]:
+        """Reported ÷ estimated prompt tokens of the domain's latest answered requests (newest first)."""
+        rows = self.db.rows(
+            "SELECT estimate_ratio FROM operator_agent_usage WHERE domain = ? AND estimate_ratio IS NOT NULL"
+            " ORDER BY id DESC LIMIT ?",
+            (domain, limit),
+        )
+        return [float(r["estimate_ratio"]) for r in rows]
+
+    # -- reviews and verdicts -----------------------------------------------------------------
 
     def record_review(self, report: Report) -> int:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            cur = self.db.execute(
+        with self.db.transaction() as tx:
+            row = tx.one(
                 "INSERT INTO reviews (created_at, base_sha, head_sha, pr, verdict, report_json)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
                 (now(), report.base_sha, report.head_sha, report.pr, report.verdict, report.to_json()),
             )
-            review_id = int(cur.lastrowid or 0)
+            review_id = int(row["id"]) if row else 0
             for k in report.kernels:
-                self.db.execute(
+                tx.execute(
                     "INSERT INTO verdicts (review_id, kernel, domain, changed, verdict, reasons_json)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (review_id, k.name, k.domain, int(k.changed), k.verdict, json.dumps(k.reasons)),
                 )
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
         return review_id
+
+    def latest_review(self, head_sha: str) -> Report | None:
+        row = self.db.one("SELECT report_json FROM reviews WHERE head_sha = ? ORDER BY id DESC LIMIT 1", (head_sha,))
+        return Report.model_validate_json(row["report_json"]) if row else None
+
+    def verdicts(self, *, since: str | None = None) -> list[VerdictRow]:
+        """Every kernel verdict of every recorded review (from an ISO timestamp on)."""
+        where, params = ("WHERE r.created_at >= ?", [since]) if since else ("", [])
+        rows = self.db.rows(
+            "SELECT v.review_id, v.kernel, v.domain, v.changed, v.verdict, r.created_at"
+            f" FROM verdicts v JOIN reviews r ON r.id = v.review_id {where} ORDER BY v.id",
+            params,
+        )
+        return [VerdictRow.model_validate({**r, "changed": bool(r["changed"])}) for r in rows]
+
+    # -- acceptances --------------------------------------------------------------------------
 
     def record_acceptance(self, row: AcceptanceRow) -> bool:
         """Insert one acceptance; the same comment id twice is ignored (returns False)."""
-        cur = self.db.execute(
+        changed = self.db.execute(
             "INSERT INTO acceptances (created_at, pr, head_sha, login, role, kernels_json, override, reason,"
             " comment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (comment_id) DO NOTHING",
             (
@@ -208,10 +130,10 @@ class Ledger:
                 row.comment_id,
             ),
         )
-        return cur.rowcount == 1
+        return changed == 1
 
     def acceptances(self, pr: int) -> list[AcceptanceRow]:
-        rows = self.db.execute("SELECT * FROM acceptances WHERE pr = ? ORDER BY id", (pr,)).fetchall()
+        rows = self.db.rows("SELECT * FROM acceptances WHERE pr = ? ORDER BY id", (pr,))
         return [
             AcceptanceRow(
                 pr=r["pr"],
@@ -227,8 +149,86 @@ class Ledger:
             for r in rows
         ]
 
-    def latest_review(self, head_sha: str) -> Report | None:
-        row = self.db.execute(
-            "SELECT report_json FROM reviews WHERE head_sha = ? ORDER BY id DESC LIMIT 1", (head_sha,)
-        ).fetchone()
-        return Report.model_validate_json(row[0]) if row else None
+    # -- budget rows (callers hold a transaction: see bot.budget) -----------------------------
+
+    def lock_budget(self, tx: Database, domain: str, week: str, limit_tokens: int) -> None:
+        """Create the domain's budget row for the week if missing, then lock it for this transaction.
+
+        SQLite: the caller's `BEGIN IMMEDIATE` already holds the database's write lock.
+        PostgreSQL: `SELECT … FOR UPDATE` holds this row until commit; other reservers wait on it.
+        """
+        tx.execute(
+            "INSERT INTO agent_budgets (domain, week, limit_tokens, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (domain, week) DO NOTHING",
+            (domain, week, limit_tokens, now()),
+        )
+        lock = " FOR UPDATE" if tx.dialect == "postgresql" else ""
+        row = tx.one(f"SELECT limit_tokens FROM agent_budgets WHERE domain = ? AND week = ?{lock}", (domain, week))
+        if row and int(row["limit_tokens"]) != limit_tokens:
+            tx.execute(
+                "UPDATE agent_budgets SET limit_tokens = ?, updated_at = ? WHERE domain = ? AND week = ?",
+                (limit_tokens, now(), domain, week),
+            )
+
+    def reservations(self, *, week: str, domain: str | None = None, tx: Database | None = None) -> list[ReservationRow]:
+        """The week's reservations (read inside `tx` when given, i.e. under the budget row's lock)."""
+        where, params = _filters(domain=domain)
+        where = (where + " AND" if where else " WHERE") + " week = ?"
+        rows = (tx or self.db).rows(
+            "SELECT call_id, domain, week, reserved_tokens, settled_tokens, state, created_at, updated_at"
+            f" FROM agent_reservations{where} ORDER BY id",
+            [*params, week],
+        )
+        return [ReservationRow.model_validate(r) for r in rows]
+
+    def add_reservation(self, tx: Database, row: ReservationRow) -> None:
+        tx.execute(
+            "INSERT INTO agent_reservations (call_id, domain, week, reserved_tokens, settled_tokens, state,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                row.call_id,
+                row.domain,
+                row.week,
+                row.reserved_tokens,
+                row.settled_tokens,
+                row.state,
+                row.created_at,
+                row.updated_at,
+            ),
+        )
+
+    def close_reservation(self, call_id: str, state: str, settled_tokens: int | None) -> bool:
+        """Settle or release a reservation that is still open; returns False when it was not open."""
+        changed = self.db.execute(
+            "UPDATE agent_reservations SET state = ?, settled_tokens = ?, updated_at = ?"
+            " WHERE call_id = ? AND state = 'reserved'",
+            (state, settled_tokens, now(), call_id),
+        )
+        return changed == 1
+
+    # -- response cache -----------------------------------------------------------------------
+
+    def cached_reply(self, cache_key: str) -> CachedReply | None:
+        row = self.db.one("SELECT * FROM agent_response_cache WHERE cache_key = ?", (cache_key,))
+        return CachedReply.model_validate(row) if row else None
+
+    def store_reply(self, reply: CachedReply) -> None:
+        data = reply.model_dump()
+        cols = ", ".join(data)
+        marks = ", ".join("?" for _ in data)
+        self.db.execute(
+            f"INSERT INTO agent_response_cache ({cols}) VALUES ({marks}) ON CONFLICT (cache_key) DO NOTHING",
+            list(data.values()),
+        )
+
+
+def _filters(*, domain: str | None = None, since: str | None = None) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if domain is not None:
+        clauses.append("domain = ?")
+        params.append(domain)
+    if since is not None:
+        clauses.append("created_at >= ?")
+        params.append(since)
+    return (" WHERE " + " AND ".join(clauses) if clauses else "", params)

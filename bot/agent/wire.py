@@ -1,0 +1,135 @@
+"""The two gateway wire formats (OpenAI chat completions, Anthropic messages): request bodies and replies (pure)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+WireName = Literal["openai", "anthropic"]
+PATHS: dict[str, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class Usage(BaseModel):
+    """Token counts as the gateway reported them (all zero and `reported=False` when it did not)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    reported: bool = False
+
+
+class Reply(BaseModel):
+    request_id: str | None
+    model: str | None
+    content: str
+    usage: Usage
+
+
+class BadReply(ValueError):
+    """The HTTP 200 body is not a reply of the wire format."""
+
+
+def headers(wire: WireName, key: str) -> dict[str, str]:
+    """Bearer auth on both wires (what ANTHROPIC_AUTH_TOKEN means to Claude Code and to gateways)."""
+    out = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    if wire == "anthropic":
+        out["anthropic-version"] = ANTHROPIC_VERSION
+    return out
+
+
+def body(
+    wire: WireName, model: str, messages: list[dict[str, str]], *, temperature: float, max_tokens: int
+) -> dict[str, Any]:
+    if wire == "openai":
+        return {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+    out: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "messages": rest}
+    if system:
+        out["system"] = system
+    return out
+
+
+def _int(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
+    """The reply's text, id, model and usage; BadReply when the body has no text where the wire puts it."""
+    if not isinstance(payload, dict):
+        raise BadReply("reply body is not a JSON object")
+    try:
+        if wire == "openai":
+            content = payload["choices"][0]["message"]["content"] or ""
+        else:
+            blocks = payload["content"]
+            content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    except (KeyError, IndexError, TypeError) as exc:
+        raise BadReply(f"reply is not a {wire} body") from exc
+    if not isinstance(content, str):
+        raise BadReply("reply content is not text")
+    raw = payload.get("usage")
+    usage = _usage(wire, raw) if isinstance(raw, dict) and raw else Usage()
+    return Reply(
+        request_id=str(payload.get("id") or header_id or "") or None,
+        model=str(payload["model"]) if payload.get("model") else None,
+        content=content,
+        usage=usage,
+    )
+
+
+def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
+    if wire == "openai":
+        prompt, completion = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
+        prompt_details = raw.get("prompt_tokens_details") or {}
+        completion_details = raw.get("completion_tokens_details") or {}
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=_int(raw.get("total_tokens")) or prompt + completion,
+            cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+            reasoning_tokens=_int(completion_details.get("reasoning_tokens"))
+            if isinstance(completion_details, dict)
+            else 0,
+            reported=True,
+        )
+    cache_read = _int(raw.get("cache_read_input_tokens"))
+    prompt = _int(raw.get("input_tokens")) + cache_read + _int(raw.get("cache_creation_input_tokens"))
+    completion = _int(raw.get("output_tokens"))
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        total_tokens=prompt + completion,
+        cached_tokens=cache_read,
+        reported=True,
+    )
+
+
+def error_code(payload: Any) -> str:
+    """`code`/`type` of an error body on either wire ("" when there is none); never the message."""
+    if not isinstance(payload, dict):
+        return ""
+    err = payload.get("error")
+    if isinstance(err, dict):
+        parts = [str(err.get(k)) for k in ("code", "type") if isinstance(err.get(k), str)]
+        return "/".join(dict.fromkeys(parts))
+    if isinstance(err, str):
+        return err[:60]
+    return ""
+
+
+def error_message(payload: Any) -> str:
+    if isinstance(payload, dict):
+        err = payload.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(payload.get("message"), str):
+            return str(payload["message"])
+    return ""

@@ -1,0 +1,93 @@
+"""The ledger's rows as pydantic models: agent usage, acceptances, verdicts, reservations, cached replies."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+UsageStatus = Literal["ok", "error", "cached", "over_budget"]
+UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
+
+
+class UsageRow(BaseModel):
+    """One row of `operator_agent_usage`: one attempt at the gateway (or a cache hit, or a refusal).
+
+    The first six columns are the users' own; the rest is what an audit needs. Never a key: only
+    its fingerprint (a sha256 prefix).
+    """
+
+    task_id: str
+    model_name: str
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    request_id: str
+    domain: str
+    key_fingerprint: str
+    pr: int | None
+    head_sha: str
+    status: str
+    status_code: int | None = None
+    latency_ms: float | None = None
+    usage_source: str = "reported"
+    created_at: str = ""
+    call_id: str | None = None
+    attempt: int = 1
+    error_type: str | None = None
+    wire: str = "openai"
+    cached: bool = False
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    estimated_prompt_tokens: int | None = None
+    estimate_ratio: float | None = None
+
+
+class AcceptanceRow(BaseModel):
+    """One `/accept` that was granted, bound to the head SHA it was given for."""
+
+    pr: int
+    head_sha: str
+    login: str
+    role: str
+    kernels: list[str]
+    override: bool = False
+    reason: str = ""
+    comment_id: int
+    created_at: str = ""
+
+
+class VerdictRow(BaseModel):
+    """One kernel's verdict in one recorded review (what the runner decided locally)."""
+
+    review_id: int
+    kernel: str
+    domain: str
+    changed: bool
+    verdict: str
+    created_at: str
+
+
+class ReservationRow(BaseModel):
+    """Tokens held against a domain's weekly budget for one gateway call, until settled or released."""
+
+    call_id: str
+    domain: str
+    week: str
+    reserved_tokens: int
+    settled_tokens: int | None = None
+    state: Literal["reserved", "settled", "released"]
+    created_at: str
+    updated_at: str
+
+
+class CachedReply(BaseModel):
+    """A stored gateway reply, keyed by sha256 of (wire, model, request body)."""
+
+    cache_key: str
+    model: str
+    wire: str
+    content: str
+    prompt_tokens: int
+    completion_tokens: int
+    created_at: str

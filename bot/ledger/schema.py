@@ -1,0 +1,106 @@
+"""The ledger's ordered migrations, written once for SQLite and PostgreSQL (`{pk}`, `{real}`, `{bigint}`)."""
+
+from __future__ import annotations
+
+# Ordered; each runs once, inside a transaction, and is recorded in schema_migrations.
+# Never edit an applied migration: add the next one.
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE operator_agent_usage (
+            id {pk},
+            task_id TEXT NOT NULL,
+            model_name TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            total_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            request_id TEXT NOT NULL UNIQUE,
+            domain TEXT NOT NULL,
+            key_fingerprint TEXT NOT NULL,
+            pr INTEGER,
+            head_sha TEXT NOT NULL,
+            status TEXT NOT NULL,
+            status_code INTEGER,
+            latency_ms {real},
+            usage_source TEXT NOT NULL
+        );
+        CREATE INDEX operator_agent_usage_domain ON operator_agent_usage (domain, created_at);
+        CREATE TABLE reviews (
+            id {pk},
+            created_at TEXT NOT NULL,
+            base_sha TEXT NOT NULL,
+            head_sha TEXT NOT NULL,
+            pr INTEGER,
+            verdict TEXT NOT NULL,
+            report_json TEXT NOT NULL
+        );
+        CREATE INDEX reviews_head ON reviews (head_sha);
+        CREATE TABLE acceptances (
+            id {pk},
+            created_at TEXT NOT NULL,
+            pr INTEGER NOT NULL,
+            head_sha TEXT NOT NULL,
+            login TEXT NOT NULL,
+            role TEXT NOT NULL,
+            kernels_json TEXT NOT NULL,
+            override INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            comment_id {bigint} NOT NULL UNIQUE
+        );
+        CREATE INDEX acceptances_pr ON acceptances (pr, head_sha);
+        CREATE TABLE verdicts (
+            id {pk},
+            review_id INTEGER NOT NULL REFERENCES reviews (id),
+            kernel TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            changed INTEGER NOT NULL,
+            verdict TEXT NOT NULL,
+            reasons_json TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        2,
+        """
+        ALTER TABLE operator_agent_usage ADD COLUMN call_id TEXT;
+        ALTER TABLE operator_agent_usage ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+        ALTER TABLE operator_agent_usage ADD COLUMN error_type TEXT;
+        ALTER TABLE operator_agent_usage ADD COLUMN wire TEXT NOT NULL DEFAULT 'openai';
+        ALTER TABLE operator_agent_usage ADD COLUMN cached INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE operator_agent_usage ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE operator_agent_usage ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE operator_agent_usage ADD COLUMN estimated_prompt_tokens INTEGER;
+        ALTER TABLE operator_agent_usage ADD COLUMN estimate_ratio {real};
+        CREATE TABLE agent_budgets (
+            domain TEXT NOT NULL,
+            week TEXT NOT NULL,
+            limit_tokens {bigint} NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (domain, week)
+        );
+        CREATE TABLE agent_reservations (
+            id {pk},
+            call_id TEXT NOT NULL UNIQUE,
+            domain TEXT NOT NULL,
+            week TEXT NOT NULL,
+            reserved_tokens {bigint} NOT NULL,
+            settled_tokens {bigint},
+            state TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX agent_reservations_week ON agent_reservations (domain, week, state);
+        CREATE TABLE agent_response_cache (
+            cache_key TEXT PRIMARY KEY,
+            model TEXT NOT NULL,
+            wire TEXT NOT NULL,
+            content TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+    ),
+]

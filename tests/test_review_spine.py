@@ -143,3 +143,15 @@ def test_not_a_repository_is_bad_input(opgate, tmp_path):
     run = opgate("review", "--repo", str(tmp_path / "plain"), "--base", "a", "--head", "b")
     assert run.code == 2 and "Traceback" not in run.stderr
     assert run.stderr.startswith("opgate: error: git rev-parse")
+
+
+def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgate, kernel_repo):
+    kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "tuning notes, no code\n")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 0
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["changed"] and kernel["verdict"] == "pass"
+    assert kernel["build"]["key"] == kernel["base_build"]["key"]
+    for case in (c for c in kernel["cases"] if c["device"] == "cpu"):
+        assert case["max_abs_err"] < 1e-3  # correctness still checked
+        assert case["stop_reason"] == "identical_build" and case["base_p50_ms"] is None

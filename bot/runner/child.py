@@ -26,6 +26,9 @@ class Events:
     def __init__(self, path: str) -> None:
         self._file = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
 
+    def close(self) -> None:
+        self._file.close()
+
     def emit(self, event: str, **fields: Any) -> None:
         self._file.write(json.dumps({"event": event, **fields}) + "\n")
         self._file.flush()
@@ -193,6 +196,7 @@ def main(job_path: str) -> None:
     if job["builds"][-1]["label"] in fns:
         measure(fns, device, job["measure"], events)
     events.emit("done")
+    events.close()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from bot import __version__
-from bot.commands import ledger, lint, review
+from bot.commands import accept, ledger, lint, review, summary
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
 from bot.settings import Settings, load_settings
@@ -15,7 +15,7 @@ from bot.settings import Settings, load_settings
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 
 # Subcommands that need Settings; `lint` runs without them (it checks the configuration itself).
-COMMANDS = {"review": review, "ledger": ledger}
+COMMANDS = {"review": review, "ledger": ledger, "accept": accept, "summary": summary}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"opgate {__version__}")
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and the final lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (review, lint, ledger):
+    for module in (review, lint, ledger, accept, summary):
         module.register(sub)
     return p
 

@@ -13,6 +13,7 @@ from bot.report import Report
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 REVIEW_MARKER = "<!-- opgate:review -->"
+ACCEPT_MARKER = "<!-- opgate:accept -->"
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
@@ -49,6 +50,21 @@ def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.2f}%"
 
 
+def tokens(x: int | None) -> str:
+    """A token count with thousands separators; "—" for unknown (e.g. a budget not configured)."""
+    return "—" if x is None else f"{x:,}"
+
+
+def share(used: int, budget: int | None) -> str:
+    """`used` as a percentage of `budget`; "—" without a budget."""
+    return "—" if not budget else f"{100.0 * used / budget:.1f}%"
+
+
+def by_function(resources: list[Any]) -> dict[str, Any]:
+    """Resources keyed by function name (to put base beside head)."""
+    return {r.function: r for r in resources}
+
+
 @cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -59,7 +75,9 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(untrusted=untrusted, fence=fence, num=num, ms=ms, pct=pct)
+    env.filters.update(
+        untrusted=untrusted, fence=fence, num=num, ms=ms, pct=pct, tokens=tokens, share=share, by_function=by_function
+    )
     return env
 
 
@@ -70,12 +88,22 @@ def render(template: str, **context: Any) -> str:
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}
 
 
-def render_comment(report: Report, *, unseen_files: list[str] | None = None) -> str:
-    """The review comment (what `--post` would post, and `comment.md`)."""
+def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
+    """The review comment (what `--post` would post, and `comment.md`).
+
+    `pr` (a bot.publish.PrContext) adds what the pull request's history says: "updated for <head>",
+    acceptances still valid or voided by a push, and the token spend of the whole pull request.
+    """
     return render(
         "comment.md.j2",
         marker=REVIEW_MARKER,
         r=report,
         icons=ICONS,
         unseen_files=unseen_files or [],
+        pr=pr,
     )
+
+
+def render_accept_reply(decision: Any, command_line: str) -> str:
+    """The reply to an `/accept` (a bot.accept.Decision): why it was refused, or what an override recorded."""
+    return render("accept_reply.md.j2", marker=ACCEPT_MARKER, d=decision, command=command_line)

@@ -45,6 +45,10 @@ VARIABLES: dict[str, str] = {
     "GITHUB_API_URL": "GitHub REST API root (default https://api.github.com; set by Actions)",
     "GITHUB_TOKEN": "token for posting issues and comments (Actions' GITHUB_TOKEN)",
     "GITHUB_REPOSITORY": "owner/name of the repository to post to (set by Actions)",
+    # GitHub (opgate review --post, opgate accept).
+    "GITHUB_STEP_SUMMARY": "a file the review comment is appended to (set by Actions)",
+    "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx, 429 or dropped connection; doubles (default 1)",
+    "OPGATE_GITHUB_WRITE_INTERVAL_S": "seconds between GitHub writes, against secondary rate limits (default 1)",
 }
 
 KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
@@ -125,6 +129,9 @@ class Settings(BaseModel):
     github_api_url: str = "https://api.github.com"
     github_repository: str | None = None
     github_token: str | None = Field(None, repr=False)
+    step_summary: Path | None = None
+    github_backoff_s: float = Field(1.0, ge=0)
+    github_write_interval_s: float = Field(1.0, ge=0)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
@@ -159,6 +166,9 @@ _FIELDS: dict[str, str] = {
     "GITHUB_API_URL": "github_api_url",
     "GITHUB_REPOSITORY": "github_repository",
     "GITHUB_TOKEN": "github_token",
+    "GITHUB_STEP_SUMMARY": "step_summary",
+    "OPGATE_GITHUB_BACKOFF_S": "github_backoff_s",
+    "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
 }
 
 

@@ -1,22 +1,29 @@
-"""`opgate review`: build, run and gate the kernels a change touches."""
+"""`opgate review`: build, run and gate the kernels a change touches (and post the result with --post)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import logging
 from pathlib import Path
 
-from bot.errors import InputError
-from bot.events import load_pull_request_event
-from bot.ledger import open_ledger
+from bot import fanout, publish
+from bot.errors import InputError, ServiceError
+from bot.events import PullRequestEvent, load_pull_request_event
+from bot.ledger import Ledger, open_ledger
+from bot.report import Report
 from bot.review import Reviewer, ReviewRequest
 from bot.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser(
         "review",
         help="build, run and gate the kernels a change touches",
-        description="Review base...head: static checks, agent, build, run, gate, report.",
+        description="Review base...head: static checks, agent, build, run, gate, report; --post puts the "
+        "comment and the opgate/acceptance status on the pull request.",
     )
     r.add_argument("--base", help="base revision (default: the event's base SHA)")
     r.add_argument("--head", help="head revision (default: the event's head SHA)")
@@ -24,30 +31,113 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", type=Path, default=Path("reports/latest"), help="report folder (default: reports/latest)")
     r.add_argument("--offline", action="store_true", help="do not ask the agent, even if a key is set")
     r.add_argument("--event", type=Path, help="a pull_request event file ($GITHUB_EVENT_PATH)")
-    r.add_argument("--kernel", dest="only_kernel", help="review only this kernel")
+    r.add_argument("--pr", type=int, help="the pull request number (default: the event's)")
+    r.add_argument("--kernel", dest="only_kernel", help="review only this kernel (one matrix job's part)")
+    r.add_argument(
+        "--post",
+        action="store_true",
+        help="create or edit the PR comment, set the opgate/acceptance status, append to $GITHUB_STEP_SUMMARY",
+    )
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the changed kernels as a GitHub Actions matrix (JSON) and exit; builds nothing",
+    )
+    mode.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="PART",
+        help="merge the --out folders of per-kernel reviews (part-<kernel>/) into one report instead of reviewing",
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    base, head, pr = args.base, args.head, None
-    if args.event is not None:
-        event = load_pull_request_event(args.event)
-        base, head, pr = base or event.base_sha, head or event.head_sha, event.number
+    event: PullRequestEvent | None = load_pull_request_event(args.event) if args.event is not None else None
+    base, head, pr = args.base, args.head, args.pr
+    if event is not None:
+        base, head, pr = base or event.base_sha, head or event.head_sha, pr or event.number
     if not base or not head:
         raise InputError("review needs --base and --head (or --event with a pull_request event)")
-    request = ReviewRequest(
-        repo=args.repo, base=base, head=head, out=args.out, offline=args.offline, pr=pr, only_kernel=args.only_kernel
-    )
+    if args.plan:
+        print(fanout.matrix(fanout.plan(args.repo, base, head)))
+        return 0
+    if event is not None and (why := publish.skip_reason(event)) is not None:
+        log.info("skipped: %s", why)
+        print(f"opgate: skipped, {why}")
+        return 0
+    if args.post and pr is None:
+        raise InputError("--post needs the pull request: give --event or --pr")
+    edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
     ledger = open_ledger(settings.database_url)
     try:
-        outcome = Reviewer(request, settings, ledger).run()
+        if args.merge:
+            report, unseen, report_path, comment_path = _merge(args, ledger, base, head, pr)
+            service_errors: list[str] = []
+        else:
+            request = ReviewRequest(
+                repo=args.repo,
+                base=base,
+                head=head,
+                out=args.out,
+                offline=args.offline,
+                pr=pr,
+                only_kernel=args.only_kernel,
+            )
+            reviewer = Reviewer(request, settings, ledger)
+            outcome = reviewer.run()
+            report, unseen = outcome.report, list(reviewer.unseen)
+            report_path, comment_path = outcome.report_path, outcome.comment_path
+            service_errors = outcome.service_errors
+            (args.out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
+        context = None
+        acceptances = ledger.acceptances(pr) if pr is not None else []
+        if pr is not None:
+            rows = ledger.usage()
+            domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
+            budgets = publish.week_budgets(ledger, settings, domains)
+            context = publish.pr_context(report, pr, rows, acceptances, budgets)
+        comment = publish.compose(report, unseen, context)
+        comment_path.write_text(comment)  # comment.md is exactly what --post posts
     finally:
         ledger.close()
-    report = outcome.report
+
     changed = [k for k in report.kernels if k.changed]
     summary = ", ".join(f"{k.name} {k.verdict}" for k in changed) or "no kernel changed"
     print(f"opgate: verdict {report.verdict.upper()} ({summary})")
-    for error in outcome.service_errors:
+    for error in service_errors:
         print(f"opgate: outside service failed: {error}")
-    print(f"  report:  {outcome.report_path}")
-    print(f"  comment: {outcome.comment_path}")
-    return outcome.exit_code
+    print(f"  report:  {report_path}")
+    print(f"  comment: {comment_path}")
+    publish.write_step_summary(settings.step_summary, comment)
+    if edge is not None and pr is not None:
+        try:
+            with edge:
+                published = publish.post(edge, pr, report, comment, acceptances)
+        except ServiceError as exc:
+            service_errors.append(str(exc))
+            print(f"opgate: outside service failed: {exc}")
+        else:
+            print(f"  posted:  {published.comment.url} ({publish.ACCEPTANCE_CONTEXT}={published.status.state})")
+    if report.verdict != "pass":
+        return 1  # a failing gate wins over an outside service's failure
+    return 3 if service_errors else 0
+
+
+def _merge(
+    args: argparse.Namespace, ledger: Ledger, base: str, head: str, pr: int | None
+) -> tuple[Report, list[str], Path, Path]:
+    """Merge the parts, write report.json into --out and record the merged review in the ledger."""
+    parts = [fanout.read_part(folder) for folder in args.merge if folder.is_dir()]
+    missing = [str(f) for f in args.merge if not f.is_dir()]
+    if missing:
+        raise InputError(f"--merge: no such folder: {', '.join(missing)}")
+    report, unseen = fanout.merge(parts, base, head, pr)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report_path, comment_path = args.out / "report.json", args.out / "comment.md"
+    report_path.write_text(report.to_json())
+    (args.out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
+    ledger.record_review(report)
+    log.info("merged %d part(s) into %s", len(parts), report_path)
+    return report, unseen, report_path, comment_path

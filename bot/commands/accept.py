@@ -1,0 +1,86 @@
+"""`opgate accept`: answer an `/accept` comment — 👀, then 👍 and a ledger record, or 👎 and a reply saying why."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from bot import accept, publish
+from bot.events import load_issue_comment_event
+from bot.github import GitHubEdge, PullInfo
+from bot.ledger import open_ledger
+from bot.render import render_accept_reply
+from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "accept",
+        help="answer an /accept comment on a pull request",
+        description="Read an issue_comment event; grant /accept (bound to the PR's head SHA and its stored "
+        "report) or refuse it with the reason. Without --post nothing is written (a dry run).",
+    )
+    p.add_argument("--event", type=Path, required=True, help="an issue_comment event file ($GITHUB_EVENT_PATH)")
+    p.add_argument(
+        "--post",
+        action="store_true",
+        help="react, reply, record in the ledger and set the opgate/accepted status",
+    )
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    event = load_issue_comment_event(args.event)
+    author = event.comment.user
+    ignored = accept.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
+    command = accept.parse_command(event.body) if ignored is None else None
+    if ignored is None and command is None:
+        ignored = "no /accept command on the comment's first line"
+    if ignored is not None or command is None:
+        log.info("ignored: %s", ignored)
+        print(f"opgate: ignored, {ignored}")
+        return 0
+    with publish.open_edge(settings) as edge:
+        if args.post:
+            edge.react(event.comment.id, "eyes")
+        pull: PullInfo | None = edge.pull_request(event.number) if event.is_pull_request else None
+        role = edge.role(author.login) if pull is not None and command.error is None else "unknown"
+        ledger = open_ledger(settings.database_url)
+        try:
+            report = ledger.latest_review(pull.head_sha) if pull is not None else None
+            decision = accept.decide(
+                command,
+                login=author.login,
+                role=role,
+                is_pull_request=event.is_pull_request,
+                pull=pull,
+                report=report,
+            )
+            print(f"opgate: /accept {'granted' if decision.granted else 'refused'}: {decision.reason}")
+            if not args.post:
+                print("opgate: dry run (no --post): nothing recorded or posted")
+                return 0
+            if not decision.granted:
+                _refuse(edge, event.number, event.comment.id, decision, command.line)
+                return 0
+            assert report is not None and pull is not None
+            ledger.record_acceptance(accept.acceptance_row(decision, pull.number, event.comment.id))
+            rows = [r for r in ledger.acceptances(pull.number) if r.head_sha == pull.head_sha]
+        finally:
+            ledger.close()
+        edge.react(event.comment.id, "+1")
+        state, description = accept.accepted_status(report, rows)
+        edge.set_status(pull.head_sha, publish.ACCEPTED_CONTEXT, state, description)
+        if decision.override:
+            gate_state, gate_description = publish.acceptance_status(report, rows)
+            edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
+            edge.reply(pull.number, render_accept_reply(decision, command.line))
+        log.info("%s=%s on %s", publish.ACCEPTED_CONTEXT, state, pull.head_sha[:12])
+    return 0
+
+
+def _refuse(edge: GitHubEdge, number: int, comment_id: int, decision: accept.Decision, line: str) -> None:
+    edge.reply(number, render_accept_reply(decision, line))
+    edge.react(comment_id, "-1")

@@ -1,0 +1,421 @@
+"""`/accept`: the pure parser and decision, then `opgate accept` end to end against the local GitHub server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
+from bot.github import PullInfo
+from bot.ledger import AcceptanceRow, open_ledger
+from bot.report import AgentReport, Environment, KernelReport, Report
+from tests.github_server import FakeGitHub, load_fixture
+
+REPO = "octo-org/kernels"
+TOKEN = "ghs_acceptTestToken0123456789abcd"
+HEAD, BASE, OLD = "a1" * 20, "b2" * 20, "c3" * 20
+PR = 42
+
+
+def make_report(head: str = HEAD, verdicts: dict[str, str] | None = None, pr: int | None = PR) -> Report:
+    """A stored review: kernel name -> verdict (changed); an unchanged `flashmla_decode` is always there."""
+    verdicts = {"deepgemm_tile": "pass"} if verdicts is None else verdicts
+    kernels = [
+        KernelReport(
+            name=name,
+            domain="deepgemm",
+            changed=True,
+            verdict=verdict,  # type: ignore[arg-type]
+            reasons=[] if verdict == "pass" else ["latency p50 +7.1% (CI +6.2%..+8.0%) over the 3% limit"],
+        )
+        for name, verdict in verdicts.items()
+    ]
+    kernels.append(KernelReport(name="flashmla_decode", domain="flashmla", changed=False, verdict="skipped"))
+    worst = "error" if "error" in verdicts.values() else "fail" if "fail" in verdicts.values() else "pass"
+    return Report(
+        base_sha=BASE,
+        head_sha=head,
+        pr=pr,
+        verdict=worst,  # type: ignore[arg-type]
+        kernels=kernels,
+        agent=AgentReport(status="offline"),
+        environment=Environment(device="cpu", python="3.11"),
+        created_at="2024-05-01T12:00:00+00:00",
+        opgate_version="0.1.0",
+    )
+
+
+def pull(state: str = "open", merged: bool = False, head: str = HEAD) -> PullInfo:
+    return PullInfo(
+        number=PR,
+        state=state,
+        draft=False,
+        merged=merged,
+        title="t",
+        author="alice-dev",
+        head_sha=head,
+        base_sha=BASE,
+        head_ref="feature",
+        base_ref="main",
+        head_repo=REPO,
+        base_repo=REPO,
+    )
+
+
+# ---------------------------------------------------------------------------- parsing (pure)
+
+
+@pytest.mark.parametrize(
+    ("body", "kernel", "override", "reason"),
+    [
+        ("/accept", None, False, ""),
+        ("/accept\nthe numbers look right", None, False, ""),
+        ("  /accept deepgemm_tile  \r\nthanks", "deepgemm_tile", False, ""),
+        (
+            '/accept --override "CI box was noisy; re-measured by hand"',
+            None,
+            True,
+            "CI box was noisy; re-measured by hand",
+        ),
+        (
+            "/accept deepgemm_tile --override 'known +4% on small shapes'",
+            "deepgemm_tile",
+            True,
+            "known +4% on small shapes",
+        ),
+        ('/accept --override="flaky timer"', None, True, "flaky timer"),
+    ],
+)
+def test_accept_commands_are_read_from_the_first_line(body, kernel, override, reason) -> None:
+    command = parse_command(body)
+    assert command is not None and command.error is None
+    assert (command.kernel, command.override, command.reason) == (kernel, override, reason)
+
+
+@pytest.mark.parametrize(
+    "body",
+    ["/acceptx", "> /accept", "LGTM\n/accept", "", "please /accept", "`/accept`", "/ok-to-test", "/Accept"],
+)
+def test_other_comments_are_not_commands(body: str) -> None:
+    assert parse_command(body) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        ("/accept --override", "needs a reason"),
+        ('/accept --override ""', "needs a reason"),
+        ("/accept a b", "more than one kernel"),
+        ("/accept --force", "unknown option --force"),
+        ('/accept --override "unclosed', "cannot read the command"),
+        ('/accept --override "a" --override "b"', "given twice"),
+    ],
+)
+def test_a_malformed_accept_is_an_error_to_answer(body: str, error: str) -> None:
+    command = parse_command(body)
+    assert command is not None and command.error is not None and error in command.error
+
+
+def test_edited_comments_and_bots_are_ignored() -> None:
+    assert ignore_reason("created", "maint-bob", False) is None
+    assert "edited" in (ignore_reason("edited", "maint-bob", False) or "")
+    assert ignore_reason("created", "dependabot[bot]", False) is not None
+    assert ignore_reason("created", "some-app", True) is not None
+
+
+# ---------------------------------------------------------------------------- decisions (pure)
+
+
+def _decide(command: str, role: str = "write", report: Report | None = None, **kw) -> object:
+    parsed = parse_command(command)
+    assert parsed is not None
+    return decide(
+        parsed,
+        login="maint-bob",
+        role=role,
+        is_pull_request=kw.get("is_pull_request", True),
+        pull=kw.get("pull", pull()),
+        report=report,
+    )
+
+
+def test_a_writer_accepts_a_passing_report_for_the_current_head() -> None:
+    d = _decide("/accept", report=make_report())
+    assert d.granted and d.head_sha == HEAD and d.kernels == ["deepgemm_tile"] and not d.override
+
+
+@pytest.mark.parametrize(
+    ("command", "role", "report", "kw", "why"),
+    [
+        ("/accept", "read", make_report(), {}, "has the role `read`"),
+        ("/accept", "triage", make_report(), {}, "needs write, maintain or admin"),
+        ("/accept", "write", None, {}, "no opgate report for the head `a1a1a1a1a1`"),
+        ("/accept", "write", make_report(verdicts={"deepgemm_tile": "fail"}), {}, "gates did not pass"),
+        ("/accept", "write", make_report(verdicts={"deepgemm_tile": "error"}), {}, "gates did not pass"),
+        ('/accept --override "noise"', "write", make_report(verdicts={"deepgemm_tile": "fail"}), {}, "maintain"),
+        ("/accept", "admin", make_report(), {"pull": pull(state="closed")}, "is closed"),
+        ("/accept", "admin", make_report(), {"pull": pull(state="closed", merged=True)}, "is merged"),
+        ("/accept", "admin", None, {"is_pull_request": False, "pull": None}, "not a pull request"),
+        ("/accept nosuch", "write", make_report(), {}, "no kernel `nosuch`"),
+        ("/accept flashmla_decode", "write", make_report(), {}, "is not changed"),
+        ("/accept", "write", make_report(verdicts={}), {}, "changes no kernel"),
+    ],
+)
+def test_refusals_say_why(command, role, report, kw, why) -> None:
+    d = _decide(command, role=role, report=report, **kw)
+    assert not d.granted and why in d.reason
+
+
+def test_a_maintainer_overrides_failed_gates_and_the_reason_is_kept() -> None:
+    d = _decide(
+        '/accept --override "runner was thermally throttled"',
+        role="maintain",
+        report=make_report(verdicts={"deepgemm_tile": "fail", "other": "pass"}),
+    )
+    assert d.granted and d.override and d.overridden == ["deepgemm_tile"]
+    assert d.override_reason == "runner was thermally throttled" and d.kernels == ["deepgemm_tile", "other"]
+
+
+def test_one_kernel_can_be_accepted_while_another_fails() -> None:
+    report = make_report(verdicts={"deepgemm_tile": "pass", "other": "fail"})
+    d = _decide("/accept deepgemm_tile", report=report)
+    assert d.granted and d.kernels == ["deepgemm_tile"] and not d.override
+    row = AcceptanceRow(pr=PR, head_sha=HEAD, login="maint-bob", role="write", kernels=d.kernels, comment_id=1)
+    assert accepted_status(report, [row]) == ("pending", "accepted by @maint-bob: deepgemm_tile; waiting for other")
+
+
+def test_an_override_not_needed_is_a_plain_accept() -> None:
+    d = _decide('/accept --override "just in case"', role="write", report=make_report())
+    assert d.granted and not d.override and d.override_reason == ""
+
+
+def test_acceptances_for_another_head_count_for_nothing() -> None:
+    report = make_report(verdicts={"deepgemm_tile": "fail"})
+    old = AcceptanceRow(
+        pr=PR, head_sha=OLD, login="maint-bob", role="admin", kernels=["deepgemm_tile"], override=True, comment_id=1
+    )
+    assert accepted_status(report, [old])[0] == "pending"
+    assert gates_overridden(report, [old]) is None
+    now = old.model_copy(update={"head_sha": HEAD, "comment_id": 2})
+    assert gates_overridden(report, [old, now]) == now
+    assert accepted_status(report, [old, now]) == ("success", f"accepted by @maint-bob for {HEAD[:10]}")
+
+
+def test_a_malformed_command_is_refused_before_anything_else() -> None:
+    d = decide(
+        AcceptCommand(line="/accept a b", error="more than one kernel"),
+        login="x",
+        role="none",
+        is_pull_request=False,
+        pull=None,
+        report=None,
+    )
+    assert not d.granted and d.reason == "more than one kernel"
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+@pytest.fixture
+def server() -> Iterator[FakeGitHub]:
+    with FakeGitHub(TOKEN) as gh:
+        gh.add_repo(REPO)
+        gh.set_permission(REPO, "maint-bob", "maintain")
+        gh.set_permission(REPO, "wanda-writer", "write")
+        gh.set_permission(REPO, "rita-reader", "read")
+        yield gh
+
+
+def github_env(server: FakeGitHub) -> dict[str, str]:
+    return {
+        "GITHUB_API_URL": server.base_url,
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_REPOSITORY": REPO,
+        "OPGATE_GITHUB_BACKOFF_S": "0.01",
+        "OPGATE_GITHUB_WRITE_INTERVAL_S": "0",
+    }
+
+
+class Accept:
+    """Posts a comment on the server, writes its issue_comment event, runs `opgate accept --event … --post`."""
+
+    def __init__(self, opgate, server: FakeGitHub, tmp_path: Path) -> None:
+        self.opgate, self.server, self.tmp_path = opgate, server, tmp_path
+        self.ledger_path = tmp_path / "ledger.sqlite"  # the opgate fixture's OPGATE_DATABASE_URL
+
+    def store(self, report: Report) -> None:
+        ledger = open_ledger(str(self.ledger_path))
+        ledger.record_review(report)
+        ledger.close()
+
+    def acceptances(self) -> list[AcceptanceRow]:
+        ledger = open_ledger(str(self.ledger_path))
+        try:
+            return ledger.acceptances(PR)
+        finally:
+            ledger.close()
+
+    def __call__(
+        self,
+        body: str,
+        *,
+        login: str = "maint-bob",
+        number: int = PR,
+        action: str = "created",
+        post: bool = True,
+        on_issue: bool = False,
+    ):
+        comment_id = self.server.add_comment(REPO, number, body, author=login)
+        self.server.requests.clear()
+        event = load_fixture("issue_comment.on_issue.json" if on_issue else "issue_comment.created.json")
+        event["action"] = action
+        event["comment"].update(id=comment_id, body=body)
+        event["comment"]["user"]["login"] = event["sender"]["login"] = login
+        event["comment"]["user"]["type"] = event["sender"]["type"] = "Bot" if login.endswith("[bot]") else "User"
+        event["issue"]["number"] = number
+        path = self.tmp_path / f"event-{comment_id}.json"
+        path.write_text(json.dumps(event))
+        self.comment_id = comment_id
+        args = ["accept", "--event", str(path)] + (["--post"] if post else [])
+        return self.opgate(*args, env=github_env(self.server), timeout=60)
+
+    def calls(self) -> list[tuple[str, str]]:
+        return [(r.method, r.path) for r in self.server.requests]
+
+    def reactions(self) -> list[str]:
+        return [r["content"] for r in self.server.reactions(self.comment_id)]
+
+
+@pytest.fixture
+def accept(opgate, server: FakeGitHub, tmp_path: Path) -> Accept:
+    server.add_pull(REPO, number=PR, head_sha=HEAD, base_sha=BASE, author="alice-dev")
+    return Accept(opgate, server, tmp_path)
+
+
+def test_accept_records_reacts_and_sets_the_status(accept: Accept, server: FakeGitHub) -> None:
+    accept.store(make_report())
+    run = accept("/accept")
+    assert run.code == 0, run.stderr
+    assert "/accept granted: accept: deepgemm_tile" in run.stdout
+    c = accept.comment_id
+    assert accept.calls() == [
+        ("POST", f"/repos/{REPO}/issues/comments/{c}/reactions"),
+        ("GET", f"/repos/{REPO}/pulls/{PR}"),
+        ("GET", f"/repos/{REPO}/collaborators/maint-bob/permission"),
+        ("POST", f"/repos/{REPO}/issues/comments/{c}/reactions"),
+        ("POST", f"/repos/{REPO}/statuses/{HEAD}"),
+    ]
+    assert accept.reactions() == ["eyes", "+1"]
+    (status,) = server.statuses(REPO, HEAD)
+    assert (status["context"], status["state"]) == ("opgate/accepted", "success")
+    assert status["description"] == f"accepted by @maint-bob for {HEAD[:10]}"
+    (row,) = accept.acceptances()
+    assert (row.login, row.role, row.head_sha, row.kernels, row.override) == (
+        "maint-bob",
+        "maintain",
+        HEAD,
+        ["deepgemm_tile"],
+        False,
+    )
+    assert len(server.comments(REPO, PR)) == 1  # no reply on a plain success
+
+
+REFUSALS = [
+    # (body, login, report verdicts or None for no report, what the reply says)
+    ("/accept", "maint-bob", None, "no opgate report for the head"),
+    ("/accept", "wanda-writer", {"deepgemm_tile": "fail"}, "gates did not pass for `deepgemm_tile`"),
+    ('/accept --override "timer noise"', "wanda-writer", {"deepgemm_tile": "fail"}, "needs maintain or admin"),
+    ("/accept", "rita-reader", {"deepgemm_tile": "pass"}, "has the role `read`"),
+    ("/accept", "passer-by", {"deepgemm_tile": "pass"}, "has the role `read`"),
+    ("/accept nosuch", "maint-bob", {"deepgemm_tile": "pass"}, "no kernel `nosuch`"),
+    ("/accept a b", "maint-bob", {"deepgemm_tile": "pass"}, "more than one kernel"),
+]
+
+
+@pytest.mark.parametrize(("body", "login", "verdicts", "says"), REFUSALS)
+def test_every_refusal_gets_a_reply_and_a_thumbs_down(accept: Accept, server, body, login, verdicts, says) -> None:
+    server.user("passer-by")
+    if verdicts is not None:
+        accept.store(make_report(verdicts=verdicts))
+    run = accept(body, login=login)
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "-1"]
+    replies = [c for c in server.comments(REPO, PR) if c["id"] != accept.comment_id]
+    assert len(replies) == 1
+    reply = replies[0]["body"]
+    assert reply.startswith("<!-- opgate:accept -->") and "`/accept` refused" in reply and says in reply, reply
+    assert accept.acceptances() == [] and server.statuses(REPO, HEAD) == []
+    assert [m for m, _ in accept.calls() if m != "GET"] == ["POST", "POST", "POST"]  # 👀, reply, 👎
+
+
+def test_a_closed_pull_request_is_refused(accept: Accept, server: FakeGitHub) -> None:
+    n = server.add_pull(REPO, number=43, head_sha=HEAD, base_sha=BASE, state="closed")
+    accept.store(make_report())
+    run = accept("/accept", number=n)
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "-1"]
+    assert "pull request #43 is closed" in server.comments(REPO, n)[-1]["body"]
+
+
+def test_an_accept_on_an_issue_is_refused(accept: Accept, server: FakeGitHub) -> None:
+    n = server.add_issue(REPO, "Flaky case in flashmla", author="alice-dev")
+    run = accept("/accept", number=n, on_issue=True)
+    assert run.code == 0, run.stderr
+    assert "not a pull request" in server.comments(REPO, n)[-1]["body"]
+    assert not any(path.startswith(f"/repos/{REPO}/pulls") for _, path in accept.calls())
+
+
+def test_a_maintainer_override_is_recorded_replied_and_turns_the_gate_green(accept: Accept, server) -> None:
+    accept.store(make_report(verdicts={"deepgemm_tile": "fail"}))
+    run = accept('/accept --override "CI box thermally throttled; re-measured: +0.4%"')
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "+1"]
+    statuses = {s["context"]: s for s in server.statuses(REPO, HEAD)}
+    assert statuses["opgate/accepted"]["state"] == "success"
+    assert statuses["opgate/acceptance"]["state"] == "success"
+    assert statuses["opgate/acceptance"]["description"].startswith("gates failed, overridden by @maint-bob (maintain)")
+    (row,) = accept.acceptances()
+    assert row.override and row.reason == "CI box thermally throttled; re-measured: +0.4%"
+    reply = server.comments(REPO, PR)[-1]["body"]
+    assert "Override recorded" in reply and "re-measured: +0.4%" in reply
+
+
+@pytest.mark.parametrize(
+    ("body", "login", "action"),
+    [
+        ("/accept", "maint-bob", "edited"),
+        ("/acceptx", "maint-bob", "created"),
+        ("> /accept", "maint-bob", "created"),
+        ("Thanks!\n/accept", "maint-bob", "created"),
+        ("/accept", "opgate-helper[bot]", "created"),
+    ],
+)
+def test_what_is_not_a_command_does_nothing(accept: Accept, server: FakeGitHub, body, login, action) -> None:
+    accept.store(make_report())
+    run = accept(body, login=login, action=action)
+    assert run.code == 0, run.stderr
+    assert "ignored" in run.stdout
+    assert accept.calls() == [] and accept.reactions() == []
+
+
+def test_without_post_it_is_a_dry_run(accept: Accept, server: FakeGitHub) -> None:
+    accept.store(make_report())
+    run = accept("/accept", post=False)
+    assert run.code == 0, run.stderr
+    assert "granted" in run.stdout and "dry run" in run.stdout
+    assert all(method == "GET" for method, _ in accept.calls())
+    assert accept.acceptances() == []
+
+
+def test_a_github_outage_exits_3_and_never_prints_the_token(accept: Accept, server: FakeGitHub) -> None:
+    accept.store(make_report())
+    server.fail(re.compile(rf"/repos/{REPO}/pulls/{PR}"), status=503, times=None)
+    run = accept("/accept")
+    assert run.code == 3
+    assert "HTTP 503" in run.stderr and "after 4 attempts" in run.stderr
+    assert TOKEN not in run.stdout + run.stderr
+    assert accept.acceptances() == []

@@ -2,10 +2,12 @@
 
 Before a gateway call the caller reserves the prompt estimate (times a margin) plus `max_tokens`
 inside one transaction that locks the domain's budget row for the week (SQLite `BEGIN IMMEDIATE`,
-PostgreSQL `SELECT … FOR UPDATE`); the allowance is decided from what is already settled and still
-reserved, so concurrent reviewers cannot overshoot together. After the call the reservation settles
-to the reported usage; after a failure it is released. A reservation left open by a crashed process
-stops counting after RESERVATION_TTL_S.
+PostgreSQL `SELECT … FOR UPDATE`); the allowance is decided from the tokens already spent this week
+(the domain's `operator_agent_usage` rows) plus those still reserved, so concurrent reviewers cannot
+overshoot together. The call's usage rows are written before its reservation settles (to the reported
+usage) or is released (after a failure), so a spend is never invisible to the next reserver: at worst
+it is counted twice for a moment. A reservation left open by a crashed process stops counting after
+RESERVATION_TTL_S.
 """
 
 from __future__ import annotations
@@ -84,19 +86,21 @@ def reservation_size(estimated_prompt: int, max_tokens: int, ratios: Iterable[fl
 
 
 def tally(
-    rows: Iterable[ReservationRow], *, domain: str, week: str, limit: int, now: datetime, ttl_s: float
+    rows: Iterable[ReservationRow], *, spent: int, domain: str, week: str, limit: int, now: datetime, ttl_s: float
 ) -> BudgetState:
-    """Settled and still-open reservations of one domain and week (open ones older than ttl expire)."""
+    """`spent` tokens plus the domain's open reservations for the week (open ones older than ttl expire)."""
     cutoff = (now - timedelta(seconds=ttl_s)).isoformat(timespec="seconds")
-    used = reserved = 0
-    for row in rows:
-        if row.domain != domain or row.week != week:
-            continue
-        if row.state == "settled":
-            used += row.settled_tokens or 0
-        elif row.state == "reserved" and row.created_at >= cutoff:
-            reserved += row.reserved_tokens
-    return BudgetState(domain=domain, week=week, limit=limit, used=used, reserved=reserved)
+    reserved = sum(
+        row.reserved_tokens
+        for row in rows
+        if row.domain == domain and row.week == week and row.state == "reserved" and row.created_at >= cutoff
+    )
+    return BudgetState(domain=domain, week=week, limit=limit, used=spent, reserved=reserved)
+
+
+def week_bounds(week: str) -> tuple[str, str]:
+    """The ISO timestamps [start, end) of a week, as the ledger stores created_at."""
+    return week_start(week).isoformat(timespec="seconds"), week_end(week).isoformat(timespec="seconds")
 
 
 def check(state: BudgetState, requested: int) -> Allowance:
@@ -129,7 +133,9 @@ def reserve(
     with ledger.db.transaction() as tx:
         ledger.lock_budget(tx, domain, week, limit)
         rows = ledger.reservations(week=week, domain=domain, tx=tx)
-        allowance = check(tally(rows, domain=domain, week=week, limit=limit, now=when, ttl_s=ttl_s), tokens)
+        spent = ledger.spent(domain, *week_bounds(week), tx=tx)
+        current = tally(rows, spent=spent, domain=domain, week=week, limit=limit, now=when, ttl_s=ttl_s)
+        allowance = check(current, tokens)
         if not allowance.allowed:
             return allowance
         stamp = when.isoformat(timespec="seconds")
@@ -147,7 +153,7 @@ def reserve(
 
 
 def settle(ledger: Ledger, call_id: str, tokens: int) -> bool:
-    """The call's real usage replaces its reservation."""
+    """The call is answered and its usage rows are written: the reservation closes (kept for audit)."""
     return ledger.close_reservation(call_id, "settled", max(0, tokens))
 
 
@@ -162,6 +168,6 @@ def state(
     """This week's state of one domain (read only)."""
     when = now or datetime.now(UTC)
     week = iso_week(when)
-    return tally(
-        ledger.reservations(week=week, domain=domain), domain=domain, week=week, limit=limit, now=when, ttl_s=ttl_s
-    )
+    rows = ledger.reservations(week=week, domain=domain)
+    spent = ledger.spent(domain, *week_bounds(week))
+    return tally(rows, spent=spent, domain=domain, week=week, limit=limit, now=when, ttl_s=ttl_s)

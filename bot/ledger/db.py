@@ -133,15 +133,16 @@ class Database:
 
     def migrate(self, migrations: list[tuple[int, str]]) -> list[int]:
         """Apply the migrations not yet recorded, in order, each in its own transaction."""
-        self.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
+        with self.transaction():  # concurrent CREATE … IF NOT EXISTS can still collide on PostgreSQL
+            self._lock_migrations()
+            self.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
         done = {int(r["version"]) for r in self.rows("SELECT version FROM schema_migrations")}
         applied: list[int] = []
         for version, script in migrations:
             if version in done:
                 continue
             with self.transaction():
-                if self.dialect == "postgresql":
-                    self.execute(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})")
+                self._lock_migrations()
                 if self.one("SELECT version FROM schema_migrations WHERE version = ?", (version,)):
                     continue
                 for statement in filter(str.strip, script.split(";")):
@@ -150,6 +151,11 @@ class Database:
                 applied.append(version)
                 log.info("ledger %s: migration %s applied", self.where, version)
         return applied
+
+    def _lock_migrations(self) -> None:
+        """One migrator at a time: SQLite's BEGIN IMMEDIATE already is; PostgreSQL takes an advisory lock."""
+        if self.dialect == "postgresql":
+            self.execute(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})")
 
 
 def sqlite_path(url: str) -> Path:

@@ -181,6 +181,15 @@ class Ledger:
         )
         return [ReservationRow.model_validate(r) for r in rows]
 
+    def spent(self, domain: str, start: str, end: str, tx: Database | None = None) -> int:
+        """Tokens of every usage row of the domain with start <= created_at < end (ISO timestamps, UTC)."""
+        row = (tx or self.db).one(
+            "SELECT COALESCE(SUM(total_tokens), 0) AS spent FROM operator_agent_usage"
+            " WHERE domain = ? AND created_at >= ? AND created_at < ?",
+            (domain, start, end),
+        )
+        return int(row["spent"]) if row else 0
+
     def add_reservation(self, tx: Database, row: ReservationRow) -> None:
         tx.execute(
             "INSERT INTO agent_reservations (call_id, domain, week, reserved_tokens, settled_tokens, state,"

@@ -1,0 +1,62 @@
+"""Apply an agent's validated candidate patch in a scratch worktree of the head, for the same gates."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot import gitio
+from bot.agent.review import PatchError, validate_patch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The head with the agent's patch applied: a temporary tree and a commit only this repository holds."""
+
+    tree: Path
+    sha: str
+    kernel: str
+    patch: str
+
+
+class CandidateError(ValueError):
+    """The candidate patch was refused (not a confined unified diff) or does not apply to the head."""
+
+
+def _git(tree: Path, *args: str, stdin: str | None = None) -> str:
+    proc = subprocess.run(["git", "-C", str(tree), *args], input=stdin, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
+        raise CandidateError(f"git {args[0]}: {last}")
+    return proc.stdout
+
+
+@contextlib.contextmanager
+def applied(repo: Path, head_sha: str, patch: str, kernel: str) -> Iterator[Candidate]:
+    """A detached worktree of `head_sha` with `patch` applied and committed; removed on exit.
+
+    The patch is validated again here (confined to kernels/<kernel>/, size-limited), applied with
+    `git apply` (no hooks, no scripts: text only) and committed with a fixed identity, so the caller
+    can review `base...candidate.sha` exactly like a pull request.
+    """
+    try:
+        text = validate_patch(patch, kernel)
+    except PatchError as exc:
+        raise CandidateError(str(exc)) from exc
+    with gitio.worktree(repo, head_sha) as tree:
+        _git(tree, "apply", "--check", "--whitespace=nowarn", "-", stdin=text)
+        _git(tree, "apply", "--whitespace=nowarn", "--index", "-", stdin=text)
+        _git(
+            tree,
+            *("-c", "user.name=opgate", "-c", "user.email=opgate@localhost", "-c", "commit.gpgsign=false"),
+            *("commit", "--quiet", "--no-verify", "-m", f"opgate: agent candidate for {kernel}"),
+        )
+        sha = _git(tree, "rev-parse", "HEAD").strip()
+        log.info("candidate patch for %s applied on %s as %s", kernel, head_sha[:10], sha[:10])
+        yield Candidate(tree=tree, sha=sha, kernel=kernel, patch=text)

@@ -1,0 +1,76 @@
+"""`opgate summary`: the weekly token summary, written to reports/ and optionally filed as an issue."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bot import budget, tokens
+from bot.errors import InputError
+from bot.github import GitHubEdge
+from bot.ledger import open_ledger
+from bot.render import render
+from bot.settings import Settings
+
+SUMMARY_MARKER = "<!-- opgate:token-summary -->"
+LABEL = "opgate-tokens"
+# Rows read: the chart's weeks and the anomaly history, with a week to spare.
+HISTORY = timedelta(weeks=max(tokens.HISTORY_WEEKS, tokens.CHART_WEEKS) + 1)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "summary",
+        help="the weekly token summary (and its issue)",
+        description="Per domain for one ISO week: requests, average input and output, total, budget, % used, "
+        "spend anomaly and local action, with the last 8 weeks as a chart.",
+    )
+    p.add_argument("--week", help="ISO week YYYY-Www (default: the current week)")
+    p.add_argument("--out-dir", type=Path, default=Path("reports"), help="where summary-YYYY-Www.md goes")
+    p.add_argument("--post", action="store_true", help="create or edit the issue 'opgate token summary — WEEK'")
+
+
+def title(week: str) -> str:
+    return f"opgate token summary — {week}"
+
+
+def render_summary(summary: tokens.WeeklySummary) -> str:
+    return render("summary.md.j2", marker=SUMMARY_MARKER, s=summary)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    now = datetime.now(UTC)
+    week = args.week or budget.iso_week(now)
+    try:
+        budget.week_start(week)
+    except ValueError as exc:
+        raise InputError(f"--week {week!r}: expected an ISO week such as {budget.iso_week(now)}") from exc
+    if args.post and not (settings.github_token and settings.github_repository):
+        raise InputError("--post needs GITHUB_TOKEN and GITHUB_REPOSITORY")
+    ledger = open_ledger(settings.database_url)
+    try:
+        since = (budget.week_start(week) - HISTORY).isoformat(timespec="seconds")
+        summary = tokens.weekly_summary(
+            ledger.usage(since=since),
+            settings.budget_weekly.model_dump(),
+            week,
+            verdicts=ledger.verdicts(since=since),
+            now=now,
+        )
+    finally:
+        ledger.close()
+    body = render_summary(summary)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    path = args.out_dir / f"summary-{week}.md"
+    path.write_text(body)
+    print(f"opgate: token summary {week} -> {path}")
+    for d in summary.anomalies:
+        print(f"opgate: spend anomaly in {d.domain}: {d.anomaly_text}")
+    if args.post:
+        assert settings.github_token is not None and settings.github_repository is not None
+        with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:
+            issue = gh.upsert_issue(title(week), body, [LABEL])
+        verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
+        print(f"opgate: issue #{issue.number} {verb}: {issue.url}")
+    return 0

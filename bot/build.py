@@ -25,6 +25,8 @@ from bot.manifest import BuildSpec
 log = logging.getLogger(__name__)
 
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl"}
+HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".inl", ".cuh"}
+CUDA_ONLY_SUFFIXES = {".cu", ".cuh"}
 OK_MARKER = "opgate-build-ok.json"
 BUILD_TIMEOUT_S = 1800
 
@@ -67,15 +69,26 @@ def _toolchain(device: str) -> str:
 
 
 def build_key(folder: Path, spec: BuildSpec, config: dict[str, object], device: str) -> str:
-    """sha256 over the kernel's source files, tunables, flags and toolchain."""
+    """sha256 over what the device's build compiles (its sources and every header), tunables, flags, toolchain.
+
+    A CPU build ignores .cu/.cuh files, so a CUDA-only edit never rebuilds the CPU twin.
+    """
     h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES):
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
+    for path in sorted(_inputs(folder, spec, device)):
+        h.update(os.path.relpath(path, folder.resolve()).encode() + b"\0")
         h.update(hashlib.sha256(path.read_bytes()).digest())
     flags = {"device": device, "spec": spec.model_dump(), "defines": defines(config)}
     h.update(json.dumps(flags, sort_keys=True).encode())
     h.update(_toolchain(device).encode())
     return h.hexdigest()
+
+
+def _inputs(folder: Path, spec: BuildSpec, device: str) -> set[Path]:
+    files = {(folder / s).resolve() for s in spec.sources}
+    files |= {p.resolve() for p in folder.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES}
+    if device == "cpu":
+        files = {p for p in files if p.suffix not in CUDA_ONLY_SUFFIXES}
+    return files
 
 
 def build(

@@ -109,6 +109,10 @@ def resource_reasons(
             )
         if r.smem_bytes > SMEM_PER_BLOCK_LIMIT:
             failures.append(f"resource: {r.function} uses {r.smem_bytes} B shared memory > {SMEM_PER_BLOCK_LIMIT}")
+        if constraints.max_registers is not None and r.registers > constraints.max_registers:
+            failures.append(f"resource: {r.function} uses {r.registers} registers > limit {constraints.max_registers}")
+        if constraints.max_smem_bytes is not None and r.smem_bytes > constraints.max_smem_bytes:
+            failures.append(f"resource: {r.function} uses {r.smem_bytes} B smem > limit {constraints.max_smem_bytes}")
         block = (threads or {}).get(r.function)
         if block and r.registers * block > REGISTERS_PER_SM:
             failures.append(
@@ -120,6 +124,23 @@ def resource_reasons(
                 if new > old:
                     notes.append(f"{r.function}: {field} {old} -> {new}")
     return failures, notes
+
+
+def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
+    check = kernel.resource_check
+    if check is None:
+        return
+    if check.status == "no_nvcc":
+        kernel.notes.append("resource check skipped: nvcc is not on the PATH")
+        return
+    if check.status == "compile_fail":
+        kernel.reasons.append(f"resource: the CUDA sources do not compile for {check.arch} (see the log)")
+        return
+    if check.base_status == "compile_fail":
+        kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
+    failures, notes = resource_reasons(check.head, check.base, constraints, check.threads)
+    kernel.reasons.extend(failures)
+    kernel.notes.extend(notes)
 
 
 _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
@@ -144,11 +165,7 @@ def judge_kernel(
         return kernel
     if kernel.base_build is not None and not kernel.base_build.ok:
         kernel.notes.append("base does not build: no latency or resource comparison")
-    if kernel.build is not None:
-        base_resources = kernel.base_build.resources if kernel.base_build else []
-        failures, notes = resource_reasons(kernel.build.resources, base_resources, constraints)
-        kernel.reasons.extend(failures)
-        kernel.notes.extend(notes)
+    _judge_resources(kernel, constraints)
     worst = max((c.verdict for c in cases), key=_ORDER.__getitem__, default="skipped")
     for c in cases:
         if c.verdict in ("fail", "error"):

@@ -48,6 +48,8 @@ class Constraints(_Strict):
     tolerance: float = Field(1e-2, gt=0)
     max_regression_pct: float = Field(3.0, ge=0)
     max_spill_bytes: int = Field(0, ge=0)
+    max_registers: int | None = Field(None, gt=0, description="per thread, any CUDA function (optional)")
+    max_smem_bytes: int | None = Field(None, gt=0, description="static shared memory per block (optional)")
 
 
 class Case(_Strict):

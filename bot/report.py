@@ -47,6 +47,20 @@ class Build(_Model):
     log_tail: str = ""
 
 
+class ResourceCheckReport(_Model):
+    """The compile-only ptxas check of the kernel's .cu files (runs wherever nvcc is, GPU or not)."""
+
+    status: Literal["ok", "no_nvcc", "compile_fail"]
+    arch: str = "sm_90a"
+    head: list[Resource] = Field(default_factory=list)
+    base: list[Resource] = Field(default_factory=list)
+    base_status: Literal["ok", "no_nvcc", "compile_fail"] | None = None
+    threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
+    seconds: float = 0.0
+    cached: bool = False
+    log_tail: str = ""
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
@@ -75,6 +89,7 @@ class KernelReport(_Model):
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
     build: Build | None = None
     base_build: Build | None = None
+    resource_check: ResourceCheckReport | None = None
     cases: list[CaseReport] = Field(default_factory=list)
 
 

@@ -15,7 +15,7 @@ import requests
 
 from bot import __version__, gitio
 from bot.agent.run import AgentFailed, ask
-from bot.build import Built, build
+from bot.build import Built, build, defines
 from bot.changes import FileChange, parse_diff, touching
 from bot.environment import detect
 from bot.errors import InputError
@@ -24,12 +24,24 @@ from bot.ledger import Ledger
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Kernel, load_kernel
 from bot.progress import Steps
 from bot.render import render_comment
-from bot.report import AgentReport, Build, CaseReport, CaseStatus, Environment, KernelReport, Report
+from bot.report import (
+    AgentReport,
+    Build,
+    CaseReport,
+    CaseStatus,
+    Environment,
+    KernelReport,
+    Report,
+    ResourceCheckReport,
+)
+from bot.resources import ResourceCheck, compile_resources
 from bot.runner import CaseRun, run_case
 from bot.settings import Settings
 from bot.static import check_tunables
 
 log = logging.getLogger(__name__)
+
+ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,8 @@ class Reviewer:
         findings = check_tunables(head_k.config, judge.manifest.tunables, head_k.manifest.config)
         if findings:
             return judge_kernel(report, findings, [], judge.manifest.constraints, self.policy)
+        with self.phase("resources"), self.steps.step(f"ptxas resource check {name}"):
+            report.resource_check = self._resources(head_k, base_k)
         with self.phase("build"):
             builds = self._build(head_k, base_k)
         device = "cuda" if self.env.device == "cuda" and "cuda" in builds.get(HEAD, {}) else "cpu"
@@ -196,6 +210,10 @@ class Reviewer:
             report.build = _to_build(hb)
         if (bb := builds.get(BASE, {}).get(device)) is not None:
             report.base_build = _to_build(bb)
+        if report.build is not None and report.resource_check is not None:
+            report.build.resources = report.resource_check.head
+        if report.base_build is not None and report.resource_check is not None:
+            report.base_build.resources = report.resource_check.base
         with self.phase("run"):
             cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
         return judge_kernel(report, [], cases, judge.manifest.constraints, self.policy)
@@ -232,6 +250,32 @@ class Reviewer:
             self.service_errors.append(agent.reason)
         self.agents.append(agent)
         self.unseen.extend(unseen)
+
+    def _resources(self, head_k: Kernel, base_k: Kernel | None) -> ResourceCheckReport | None:
+        """ptxas -v on the kernel's .cu files for sm_90a, head and base; None for a CPU-only kernel."""
+        head = self._ptxas(head_k)
+        if head is None:
+            return None
+        base = self._ptxas(base_k) if base_k is not None else None
+        return ResourceCheckReport(
+            status=head.status.value,
+            head=head.resources,
+            base=base.resources if base is not None and base.status == "ok" else [],
+            base_status=base.status.value if base is not None else None,
+            threads=head.threads,
+            seconds=round(head.seconds + (base.seconds if base else 0.0), 2),
+            cached=head.cached,
+            log_tail=head.log if head.status != "ok" else "",
+        )
+
+    def _ptxas(self, k: Kernel) -> ResourceCheck | None:
+        spec = k.manifest.build.get("cuda")
+        sources = [k.folder / s for s in spec.sources if s.endswith(".cu")] if spec else []
+        if spec is None or not sources:
+            return None
+        # The check compiles for sm_90a itself; an -arch/-gencode in the flags would add other targets.
+        flags = [f for f in spec.cuda_cflags if not f.startswith(ARCH_FLAGS)] + defines(k.config)
+        return compile_resources(sources, [k.folder], flags, cache_dir=self.settings.build_dir / "resources")
 
     def _build(self, head_k: Kernel, base_k: Kernel | None) -> dict[str, dict[str, Built]]:
         """Head (and base) builds for every device this machine can run."""

@@ -134,8 +134,41 @@ def test_gate_case_correctness_stability_and_latency():
     assert skipped.verdict == "skipped" and skipped.status == CaseStatus.skipped
 
 
+def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
+    from bot.report import ResourceCheckReport
+
+    big = Resource(function="attn<8>", registers=128, smem_bytes=240_000)
+    check = ResourceCheckReport(
+        status="ok",
+        head=[big],
+        threads={"attn<8>": 1024},
+        base=[Resource(function="attn<8>", registers=96, smem_bytes=1024)],
+    )
+    judged = judge_kernel(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
+        [],
+        [],
+        LIMITS,
+        Policy(),
+    )
+    assert judged.verdict == "fail"
+    assert "resource: attn<8> uses 240000 B shared memory > 232448" in judged.reasons
+    assert "resource: attn<8> needs 128 registers x 1024 threads > 65536" in judged.reasons
+    assert "attn<8>: registers 96 -> 128" in judged.notes
+    none = judge_kernel(
+        KernelReport(
+            name="k", domain="d", changed=True, verdict="skipped", resource_check=ResourceCheckReport(status="no_nvcc")
+        ),
+        [],
+        [],
+        LIMITS,
+        Policy(),
+    )
+    assert "resource check skipped: nvcc is not on the PATH" in none.notes
+
+
 def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
-    from bot.report import Build
+    from bot.report import ResourceCheckReport
 
     spill = Resource(
         function="gemm_kernel<128,128,64>", registers=255, spill_bytes=96, spill_store_bytes=48, spill_load_bytes=48
@@ -145,7 +178,7 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
         domain="deepgemm",
         changed=True,
         verdict="skipped",
-        build=Build(ok=True, seconds=1, cached=False, device="cuda", resources=[spill]),
+        resource_check=ResourceCheckReport(status="ok", head=[spill], threads={spill.function: 128}),
     )
     judged = judge_kernel(kernel, [], [], LIMITS, Policy())
     assert judged.verdict == "fail"

@@ -114,6 +114,15 @@ def test_the_build_key_ignores_files_that_are_not_compiled(kernel_folder):
     assert build_key(kernel_folder, SPEC, CONFIG, "cpu") == key
 
 
+def test_a_cuda_only_edit_does_not_rebuild_the_cpu_twin(kernel_folder):
+    cuda = BuildSpec(sources=["body.cu"], entry="f")
+    (kernel_folder / "body.cu").write_text("__global__ void k() {}\n")
+    cpu_key, cuda_key = build_key(kernel_folder, SPEC, CONFIG, "cpu"), build_key(kernel_folder, cuda, CONFIG, "cuda")
+    (kernel_folder / "body.cu").write_text("__global__ void k() { /* edited */ }\n")
+    assert build_key(kernel_folder, SPEC, CONFIG, "cpu") == cpu_key
+    assert build_key(kernel_folder, cuda, CONFIG, "cuda") != cuda_key
+
+
 def test_the_build_key_follows_the_toolchain(kernel_folder, monkeypatch, tmp_path):
     key = build_key(kernel_folder, SPEC, CONFIG, "cpu")
     fake = tmp_path / "bin" / "fake-cxx"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from bot.review import _aggregate
 
 log = logging.getLogger(__name__)
 
+NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a kernel folder name safe for a matrix value and an artifact name
 PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in pr-review.yml)
 UNSEEN_FILE = "unseen_files.json"  # beside report.json: files the agent did not see (for the merged comment)
 
@@ -55,6 +57,8 @@ def plan(repo: Path, base: str, head: str) -> list[PlannedKernel]:
         at_base, at_head = _manifests(base_tree), _manifests(head_tree)
     planned = []
     for name in sorted(set(at_base) | set(at_head)):
+        if not NAME.fullmatch(name):
+            raise InputError(f"{KERNELS_DIR}/{name}: a kernel folder name must match {NAME.pattern}")
         b, h = at_base.get(name), at_head.get(name)
         globs = [g for side in (b, h) if side for g in side[0]] or [f"{KERNELS_DIR}/{name}/**"]
         broken = name in at_head and h is None

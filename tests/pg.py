@@ -19,7 +19,19 @@ from pathlib import Path
 
 import pytest
 
-PG_BIN = Path(os.environ.get("OPGATE_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _pg_bin() -> Path:
+    """OPGATE_TEST_PG_BIN, else the newest /usr/lib/postgresql/<major>/bin (Debian's layout; 15 on bookworm)."""
+    if os.environ.get("OPGATE_TEST_PG_BIN"):
+        return Path(os.environ["OPGATE_TEST_PG_BIN"])
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
 
 
 class Cluster:

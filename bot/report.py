@@ -91,6 +91,9 @@ class KernelReport(_Model):
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = None
     cases: list[CaseReport] = Field(default_factory=list)
+    candidate: KernelReport | None = Field(
+        None, description="--try-candidates: the agent's patch on top of head, through the same gates"
+    )
 
 
 class AgentReport(_Model):
@@ -99,6 +102,7 @@ class AgentReport(_Model):
     model: str | None = None
     reason: str = ""
     requests: int = 0
+    cached: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0

@@ -16,6 +16,7 @@ import requests
 from bot import __version__, gitio
 from bot.agent.run import AgentFailed, ask
 from bot.build import Built, build, defines
+from bot.candidates import CandidateError, applied
 from bot.changes import FileChange, parse_diff, touching
 from bot.environment import detect
 from bot.errors import InputError
@@ -53,6 +54,7 @@ class ReviewRequest:
     offline: bool = False
     pr: int | None = None
     only_kernel: str | None = None
+    try_candidates: bool = False
 
 
 @dataclass
@@ -118,6 +120,7 @@ class Reviewer:
         self.policy = Policy(inconclusive=settings.inconclusive_policy)
         self.phases: dict[str, float] = {}
         self.steps = Steps()
+        self.repo = request.repo
         self.agents: list[AgentReport] = []
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
@@ -134,7 +137,7 @@ class Reviewer:
     def run(self) -> ReviewOutcome:
         req = self.request
         with self.phase("git"):
-            repo = gitio.toplevel(req.repo)
+            repo = self.repo = gitio.toplevel(req.repo)
             base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
             changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
         kernels: list[KernelReport] = []
@@ -178,7 +181,9 @@ class Reviewer:
 
     # -- one kernel ---------------------------------------------------------------------------
 
-    def review_kernel(self, name: str, base: _Side, head: _Side, changes: list[FileChange]) -> KernelReport:
+    def review_kernel(
+        self, name: str, base: _Side, head: _Side, changes: list[FileChange], *, candidate_pass: bool = False
+    ) -> KernelReport:
         head_k, base_k = head.kernels.get(name), base.kernels.get(name)
         globs = [g for k in (head_k, base_k) if k for g in k.manifest.globs] or [f"{KERNELS_DIR}/{name}/**"]
         touched = touching(changes, globs)
@@ -196,8 +201,18 @@ class Reviewer:
             return report
         judge = base_k or head_k  # the base branch's manifest and reference judge the change
         self._notes(report, touched, base_k, head_k)
-        with self.phase("agent"):
-            self._ask_agent(head_k, touched, head.sha)
+        agent = None
+        if not candidate_pass:
+            with self.phase("agent"):
+                agent = self._ask_agent(head_k, touched, head.sha)
+        report = self._gate_kernel(report, judge, head_k, base_k)
+        if agent is not None and agent.candidate_patch and self.request.try_candidates:
+            self._try_candidate(report, agent.candidate_patch, base, head)
+        return report
+
+    def _gate_kernel(self, report: KernelReport, judge: Kernel, head_k: Kernel, base_k: Kernel | None) -> KernelReport:
+        """Static checks, resource check, builds and cases of one changed kernel."""
+        name = head_k.name
         findings = check_tunables(head_k.config, judge.manifest.tunables, head_k.manifest.config)
         if findings:
             return judge_kernel(report, findings, [], judge.manifest.constraints, self.policy)
@@ -218,6 +233,17 @@ class Reviewer:
             cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
         return judge_kernel(report, [], cases, judge.manifest.constraints, self.policy)
 
+    def _try_candidate(self, report: KernelReport, patch: str, base: _Side, head: _Side) -> None:
+        """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
+        with self.phase("candidate"):
+            try:
+                with applied(self.repo, head.sha, patch, report.name) as cand:
+                    side = _load_side(cand.sha, cand.tree)
+                    changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
+                    report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
+            except CandidateError as exc:
+                report.notes.append(f"agent candidate not tried: {exc}")
+
     def _notes(self, report: KernelReport, touched: list[FileChange], base_k: Kernel | None, head_k: Kernel) -> None:
         added = sum(c.added for c in touched)
         removed = sum(c.removed for c in touched)
@@ -231,7 +257,7 @@ class Reviewer:
             if c.path.removeprefix(prefix) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
 
-    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> None:
+    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:
         candidates = self.request.out / "agent_candidates"
         try:
             agent, unseen = ask(
@@ -250,6 +276,7 @@ class Reviewer:
             self.service_errors.append(agent.reason)
         self.agents.append(agent)
         self.unseen.extend(unseen)
+        return agent
 
     def _resources(self, head_k: Kernel, base_k: Kernel | None) -> ResourceCheckReport | None:
         """ptxas -v on the kernel's .cu files for sm_90a, head and base; None for a CPU-only kernel."""

@@ -330,7 +330,8 @@ def test_the_same_prompt_is_answered_from_the_cache_for_0_tokens(gateway, ledger
     second, _ = run_ask(gateway, ledger, tmp_path)
     assert len(gateway.requests) == 1
     assert first.total_tokens == 1555 and second.total_tokens == 0 and second.requests == 0
-    assert second.status == "ok" and "cached reply" in second.reason and second.risk_notes == GOOD["risk_notes"]
+    assert second.status == "ok" and second.cached and "cached reply" in second.reason
+    assert second.risk_notes == GOOD["risk_notes"]
     rows = ledger.usage()
     assert [(r.status, r.cached, r.total_tokens, r.usage_source) for r in rows][-1] == ("cached", True, 0, "cache")
 

@@ -228,6 +228,7 @@ def ask(
                 f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
             )
         )
+        report.cached = True
         report.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
         return _ok(report, review, hit.model, kernel, head_sha, candidates_dir), unseen
     try:

@@ -92,15 +92,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             report_path, comment_path = outcome.report_path, outcome.comment_path
             service_errors = outcome.service_errors
             (args.out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
-        context = None
         acceptances = ledger.acceptances(pr) if pr is not None else []
-        if pr is not None:
-            rows = ledger.usage()
-            domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
-            budgets = publish.week_budgets(ledger, settings, domains)
-            context = publish.pr_context(report, pr, rows, acceptances, budgets)
-        comment = publish.compose(report, unseen, context)
-        comment_path.write_text(comment)  # comment.md is exactly what --post posts
+        comment = comment_path.read_text() if args.merge is None else ""
+        if pr is not None or args.merge is not None:  # what the PR's history adds; comment.md = what is posted
+            context = None
+            if pr is not None:
+                rows = ledger.usage()
+                domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
+                context = publish.pr_context(
+                    report, pr, rows, acceptances, publish.week_budgets(ledger, settings, domains)
+                )
+            comment = publish.compose(report, unseen, context)
+            comment_path.write_text(comment)
     finally:
         ledger.close()
 

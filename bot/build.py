@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.manifest import BuildSpec
+from bot.runner import clean_environment
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ def build(
             capture_output=True,
             text=True,
             timeout=BUILD_TIMEOUT_S,
+            env=clean_environment(),  # a PR's sources must not be able to #include a secret
         )
         output, ok = proc.stdout + proc.stderr, proc.returncode == 0
     except subprocess.TimeoutExpired:

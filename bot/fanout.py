@@ -17,7 +17,7 @@ from bot.errors import InputError
 from bot.gate import overall
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, load_kernel
 from bot.report import KernelReport, Report
-from bot.review import _aggregate
+from bot.review import aggregate_agents
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def merge(parts: list[Part], base_sha: str, head_sha: str, pr: int | None) -> tu
         verdict=overall(ordered),
         kernels=ordered,
         agents=agents,
-        agent=_aggregate(agents),
+        agent=aggregate_agents(agents),
         environment=environment,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         opgate_version=__version__,

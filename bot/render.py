@@ -29,6 +29,7 @@ def untrusted(text: Any) -> str:
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     # A URL must not render as a link (no tracking pixels, no clickable bait): break the scheme.
     s = re.sub(r"\b(https?)://", r"\1[:]//", s)
+    s = re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", s)  # no @mentions: PR text must not ping people
     return s.replace("|", "\\|").replace("\n", " ")
 
 

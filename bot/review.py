@@ -161,7 +161,7 @@ class Reviewer:
             verdict=overall(kernels),
             kernels=kernels,
             agents=self.agents,
-            agent=_aggregate(self.agents),
+            agent=aggregate_agents(self.agents),
             environment=self.env,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             opgate_version=__version__,
@@ -176,7 +176,8 @@ class Reviewer:
         report_path, comment_path = out / "report.json", out / "comment.md"
         report_path.write_text(report.to_json())
         comment_path.write_text(comment)
-        self.ledger.record_review(report)
+        if self.request.only_kernel is None:  # a one-kernel part is recorded when the parts are merged
+            self.ledger.record_review(report)
         return ReviewOutcome(report, comment, report_path, comment_path, self.service_errors, self.phases)
 
     # -- one kernel ---------------------------------------------------------------------------
@@ -203,8 +204,10 @@ class Reviewer:
         self._notes(report, touched, base_k, head_k)
         agent = None
         if not candidate_pass:
+            # The task file (which key variable, which gateway) comes from base too: a PR cannot pick the key.
+            asked = head_k.model_copy(update={"task": judge.task}) if base_k is not None else head_k
             with self.phase("agent"):
-                agent = self._ask_agent(head_k, touched, head.sha)
+                agent = self._ask_agent(asked, touched, head.sha)
         report = self._gate_kernel(report, judge, head_k, base_k)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
@@ -364,7 +367,7 @@ def _job_build(label: str, built: Built) -> dict[str, str]:
     return {"label": label, "module": built.module, "so_path": built.so_path or "", "entry": built.entry}
 
 
-def _aggregate(agents: list[AgentReport]) -> AgentReport:
+def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
     """The report's `agent` block: the sum over every domain asked in this review."""
     if not agents:
         return AgentReport(status="skipped", reason="no kernel changed")

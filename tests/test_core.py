@@ -255,3 +255,18 @@ def test_secrets_are_scrubbed_from_text_and_log_records():
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "sending %s", (key,), None)
     RedactingFilter([key]).filter(record)
     assert record.getMessage() == "sending ***"
+
+
+def test_pr_code_gets_an_environment_without_secrets_or_the_ledger(monkeypatch):
+    from bot.runner import clean_environment
+
+    for name in ("TAOTOKEN_API_KEY_DEEPGEMM_AGENT", "GITHUB_TOKEN", "OPGATE_DATABASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.setenv(name, "secret-value-123456")
+    monkeypatch.setenv("OPGATE_BUILD_DIR", "/tmp/builds")
+    env = clean_environment()
+    assert "secret-value-123456" not in env.values()
+    assert env["OPGATE_BUILD_DIR"] == "/tmp/builds" and "PATH" in env
+
+
+def test_untrusted_text_cannot_mention_people():
+    assert "@\u200bkernel-team" in untrusted("cc @kernel-team please")

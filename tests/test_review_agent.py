@@ -124,3 +124,24 @@ def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, k
     assert run.report["verdict"] == "pass" and run.report["agent"]["status"] == "error"
     assert "unreachable" in run.report["agent"]["reason"]
     assert CANARY not in run.stdout + run.stderr + run.comment
+
+
+def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpserver):
+    """The task file is read from base: pointing api_key_env at another domain's key changes nothing."""
+    kernel_repo.edit(
+        "kernels/deepgemm_tile/agent_task.json", "TAOTOKEN_API_KEY_DEEPGEMM_AGENT", "TAOTOKEN_API_KEY_FLASHMLA_AGENT"
+    )
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    run = opgate(
+        "review",
+        "--repo",
+        str(kernel_repo.path),
+        "--base",
+        kernel_repo.base,
+        "--head",
+        kernel_repo.commit(),
+        env={"TAOTOKEN_API_KEY_FLASHMLA_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
+    )
+    assert run.report["agent"]["status"] == "offline"
+    assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.report["agent"]["reason"]
+    assert len(httpserver.log) == 0

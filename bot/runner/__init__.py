@@ -46,9 +46,19 @@ class CaseRun(BaseModel):
     stop_reason: str | None = None
 
 
-def _is_secret_variable(name: str) -> bool:
-    """Kernel code under test never sees gateway keys or the GitHub token."""
-    return name.startswith(("TAOTOKEN_", "ANTHROPIC_")) or name in {"GITHUB_TOKEN", "GH_TOKEN"}
+def is_secret_variable(name: str) -> bool:
+    """Kernel code under test (and its compiler) never sees gateway keys, the GitHub token or the ledger."""
+    return name.startswith(("TAOTOKEN_", "ANTHROPIC_", "OPENAI_")) or name in {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "OPGATE_DATABASE_URL",
+        "PGPASSWORD",
+    }
+
+
+def clean_environment() -> dict[str, str]:
+    """os.environ without secrets: what builds and case runs of PR code get."""
+    return {k: v for k, v in os.environ.items() if not is_secret_variable(k)}
 
 
 def describe_exit(returncode: int) -> str:
@@ -66,7 +76,7 @@ def run_case(job: dict[str, Any], timeout_s: float) -> CaseRun:
         events_path = Path(tmp) / "events.jsonl"
         job_path = Path(tmp) / "job.json"
         job_path.write_text(json.dumps({**job, "events": str(events_path)}))
-        env = {k: v for k, v in os.environ.items() if not _is_secret_variable(k)}
+        env = clean_environment()
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
         proc = subprocess.Popen(
             [sys.executable, "-m", "bot.runner.child", str(job_path)],

@@ -12,6 +12,13 @@ if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   exit 0
 fi
 
+# The ledger tests run on a throwaway PostgreSQL cluster too (tests/pg.py starts and stops it); install
+# Debian's server where it is missing and we may (root with apt-get), as on a fresh CI machine.
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+  echo "setup: installing PostgreSQL (Debian's postgresql package)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 

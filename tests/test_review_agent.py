@@ -145,3 +145,34 @@ def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpse
     assert run.report["agent"]["status"] == "offline"
     assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.report["agent"]["reason"]
     assert len(httpserver.log) == 0
+
+
+def test_try_candidates_gates_the_agents_patch_on_top_of_head(opgate, kernel_repo, httpserver):
+    patch = (
+        "--- a/kernels/deepgemm_tile/tile_config.json\n"
+        "+++ b/kernels/deepgemm_tile/tile_config.json\n"
+        "@@ -1 +1 @@\n"
+        '-{"tile_m": 128, "tile_n": 128, "tile_k": 64}\n'
+        '+{"tile_m": 128, "tile_n": 128, "tile_k": 96}\n'
+    )
+    reply = {**REVIEW_JSON, "candidate_patch": patch}
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(completion(json.dumps(reply)))
+    kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "try a deeper k tile\n")
+    run = opgate(
+        "review",
+        "--repo",
+        str(kernel_repo.path),
+        "--base",
+        kernel_repo.base,
+        "--head",
+        kernel_repo.commit(),
+        "--try-candidates",
+        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
+    )
+    assert run.code == 0, run.stdout + run.stderr  # the head itself passes; the candidate never decides
+    candidate = run.kernel("deepgemm_tile")["candidate"]
+    # the runner, not the agent, decides: tile_k=96 is outside the allowed set, so the proposal fails
+    assert candidate["verdict"] == "fail"
+    assert "tile_config.json: tile_k=96 not in {32,64,128}" in candidate["reasons"]
+    assert "**Agent candidate**" in run.comment and "tile_k=96 not in" in run.comment
+    assert run.report["agent"]["requests"] == 1  # the candidate pass does not ask the agent again

@@ -34,6 +34,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--pr", type=int, help="the pull request number (default: the event's)")
     r.add_argument("--kernel", dest="only_kernel", help="review only this kernel (one matrix job's part)")
     r.add_argument(
+        "--try-candidates",
+        action="store_true",
+        help="apply the agent's candidate patch on top of head in a scratch worktree and gate it the same way",
+    )
+    r.add_argument(
         "--post",
         action="store_true",
         help="create or edit the PR comment, set the opgate/acceptance status, append to $GITHUB_STEP_SUMMARY",
@@ -85,6 +90,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 offline=args.offline,
                 pr=pr,
                 only_kernel=args.only_kernel,
+                try_candidates=args.try_candidates,
             )
             reviewer = Reviewer(request, settings, ledger)
             outcome = reviewer.run()

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 
 from bot.report import Environment
 
@@ -33,6 +34,23 @@ def nvcc_version() -> str | None:
     out = _run("nvcc", "--version")
     match = re.search(r"release (\S+), V(\S+)", out or "")
     return match.group(2) if match else None
+
+
+@cache
+def driver_version() -> str | None:
+    out = _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    return out.strip().splitlines()[0] if out and out.strip() else None
+
+
+@cache
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def torch_version() -> str | None:

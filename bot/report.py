@@ -76,6 +76,9 @@ class CaseReport(_Model):
     base_samples: int = 0
     stop_reason: str | None = None
     attempts: int = Field(1, description="measurements in fresh processes (2 after an inconclusive first)")
+    base_drift_pct: float | None = Field(
+        None, description="base p50 now vs the first measurement of the same base binary on this device"
+    )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 

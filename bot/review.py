@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -18,10 +20,10 @@ from bot.agent.run import AgentFailed, ask
 from bot.build import Built, build, defines
 from bot.candidates import CandidateError, applied
 from bot.changes import FileChange, parse_diff, touching
-from bot.environment import detect
+from bot.environment import cpu_name, detect, driver_version
 from bot.errors import InputError
 from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
-from bot.ledger import Ledger
+from bot.ledger import BaselineRow, Ledger
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Kernel, load_kernel
 from bot.progress import Steps
 from bot.render import render_comment
@@ -42,6 +44,7 @@ from bot.static import check_tunables
 
 log = logging.getLogger(__name__)
 
+RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
 ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
 
 
@@ -121,6 +124,7 @@ class Reviewer:
         self.phases: dict[str, float] = {}
         self.steps = Steps()
         self.repo = request.repo
+        self.base_sha = ""
         self.agents: list[AgentReport] = []
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
@@ -139,6 +143,7 @@ class Reviewer:
         with self.phase("git"):
             repo = self.repo = gitio.toplevel(req.repo)
             base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
+            self.base_sha = base_sha
             changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
         kernels: list[KernelReport] = []
         with contextlib.ExitStack() as stack:
@@ -234,6 +239,13 @@ class Reviewer:
             report.base_build.resources = report.resource_check.base
         with self.phase("run"):
             cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
+        for c in cases:
+            if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
+                report.notes.append(
+                    f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
+                    " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
+                    " so the verdict stands"
+                )
         return judge_kernel(report, [], cases, judge.manifest.constraints, self.policy)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: _Side, head: _Side) -> None:
@@ -307,6 +319,30 @@ class Reviewer:
         flags = [f for f in spec.cuda_cflags if not f.startswith(ARCH_FLAGS)] + defines(k.config)
         return compile_resources(sources, [k.folder], flags, cache_dir=self.settings.build_dir / "resources")
 
+    def _baseline(self, judge: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
+        """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.
+
+        Interleaving decides the verdict; the stored baseline only shows when a runner drifts.
+        """
+        device = self.env.gpu if case.device == "cuda" and self.env.gpu else cpu_name()
+        parts = [self.base_sha, base_b.key, judge.name, case.name, device, self.env.torch, driver_version()]
+        key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+        assert result.base_p50_ms is not None
+        prior = self.ledger.baseline(key)
+        if prior is not None:
+            result.base_drift_pct = round((result.base_p50_ms / prior.p50_ms - 1.0) * 100.0, 2)
+        self.ledger.record_baseline(
+            BaselineRow(
+                cache_key=key,
+                base_sha=self.base_sha,
+                kernel=judge.name,
+                case_name=case.name,
+                device_name=device,
+                p50_ms=result.base_p50_ms,
+                samples=result.base_samples,
+            )
+        )
+
     def _build(self, head_k: Kernel, base_k: Kernel | None) -> dict[str, dict[str, Built]]:
         """Head (and base) builds for every device this machine can run."""
         devices: list[Literal["cpu", "cuda"]] = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
@@ -356,6 +392,8 @@ class Reviewer:
             result = judge_case(case, constraints, run_case(job, timeout))
         if identical:
             result.stop_reason = "identical_build"
+        if base_b is not None and not identical and result.base_p50_ms is not None:
+            self._baseline(judge, case, base_b, result)
         if result.verdict == "inconclusive":
             with self.steps.step(f"re-measure {judge.name}/{case.name}: inconclusive, fresh process"):
                 result = judge_case(case, constraints, run_case(job, timeout))

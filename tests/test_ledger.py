@@ -154,6 +154,27 @@ def test_a_cached_reply_is_stored_once_and_read_back(url):
         assert ledger.cached_reply("k1") == reply
 
 
+def test_the_first_base_measurement_under_a_key_is_the_reference(url):
+    from bot.ledger import BaselineRow
+
+    first = BaselineRow(
+        cache_key="b1",
+        base_sha="a" * 40,
+        kernel="k",
+        case_name="c",
+        device_name="EPYC",
+        p50_ms=8.0,
+        samples=40,
+        created_at="2026-11-30T00:00:00+00:00",
+    )
+    with open_ledger(url) as ledger:
+        assert ledger.baseline("b1") is None
+        ledger.record_baseline(first)
+        ledger.record_baseline(first.model_copy(update={"p50_ms": 9.0, "created_at": "2026-11-30T01:00:00+00:00"}))
+        assert ledger.baseline("b1") == first
+        assert ledger.baseline("other") is None
+
+
 def test_a_failed_transaction_leaves_nothing_behind(url):
     with open_ledger(url) as ledger:
         with pytest.raises(RuntimeError), ledger.db.transaction() as tx:

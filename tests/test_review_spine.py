@@ -155,3 +155,17 @@ def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgat
     for case in (c for c in kernel["cases"] if c["device"] == "cpu"):
         assert case["max_abs_err"] < 1e-3  # correctness still checked
         assert case["stop_reason"] == "identical_build" and case["base_p50_ms"] is None
+
+
+def test_a_second_review_on_the_same_base_is_compared_with_the_stored_baseline(opgate, kernel_repo):
+    kernel_repo.edit(GEMM, "namespace {", "// second look\nnamespace {")
+    head = kernel_repo.commit()
+    first = review(opgate, kernel_repo, head)
+    timed = [c for c in first.kernel("deepgemm_tile")["cases"] if c["base_p50_ms"] is not None]  # read before rerun
+    second = review(opgate, kernel_repo, head)
+    assert first.code == second.code == 0
+    assert timed and all(c["base_drift_pct"] is None for c in timed)  # nothing stored before the first review
+    again = {c["name"]: c for c in second.kernel("deepgemm_tile")["cases"]}
+    for case in timed:
+        expected = (again[case["name"]]["base_p50_ms"] / case["base_p50_ms"] - 1) * 100
+        assert again[case["name"]]["base_drift_pct"] == pytest.approx(expected, abs=0.01)

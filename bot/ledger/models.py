@@ -10,6 +10,20 @@ UsageStatus = Literal["ok", "error", "cached", "over_budget"]
 UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
 
 
+class BaselineRow(BaseModel):
+    """Base latency of one case, keyed by (base SHA, base build key, case, device, torch, driver)."""
+
+    cache_key: str
+    base_sha: str
+    kernel: str
+    case_name: str
+    device_name: str
+    p50_ms: float
+    samples: int
+    max_abs_err: float | None = None
+    created_at: str = ""
+
+
 class UsageRow(BaseModel):
     """One row of `operator_agent_usage`: one attempt at the gateway (or a cache hit, or a refusal).
 

@@ -103,4 +103,22 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        3,
+        """
+        CREATE TABLE baselines (
+            id {pk},
+            cache_key TEXT NOT NULL,
+            base_sha TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            case_name TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            p50_ms {real} NOT NULL,
+            samples INTEGER NOT NULL,
+            max_abs_err {real},
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX baselines_key ON baselines (cache_key, id)
+        """,
+    ),
 ]

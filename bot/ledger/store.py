@@ -8,6 +8,7 @@ from pathlib import Path
 from bot.ledger.db import Database, now
 from bot.ledger.models import (
     AcceptanceRow,
+    BaselineRow,
     CachedReply,
     ReservationRow,
     UsageRow,
@@ -214,6 +215,18 @@ class Ledger:
             (state, settled_tokens, now(), call_id),
         )
         return changed == 1
+
+    # -- base measurements ------------------------------------------------------------------
+
+    def record_baseline(self, row: BaselineRow) -> None:
+        data = {**row.model_dump(), "created_at": row.created_at or now()}
+        cols = ", ".join(data)
+        self.db.execute(f"INSERT INTO baselines ({cols}) VALUES ({', '.join('?' for _ in data)})", list(data.values()))
+
+    def baseline(self, cache_key: str) -> BaselineRow | None:
+        """The earliest base measurement under this key (the reference the runner is compared with)."""
+        row = self.db.one("SELECT * FROM baselines WHERE cache_key = ? ORDER BY id LIMIT 1", (cache_key,))
+        return BaselineRow.model_validate({k: v for k, v in row.items() if k != "id"}) if row else None
 
     # -- response cache -----------------------------------------------------------------------
 

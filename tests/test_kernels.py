@@ -1,0 +1,144 @@
+"""Each kernel kind under `opgate review`: an A/A change passes; wrong, NaN and spilling changes fail.
+
+The CPU twins are really built and run; the spill check really compiles the .cu with nvcc for sm_90a
+(nothing CUDA runs here). Sabotage recipes are exact substitutions verified by each kernel's author.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import make_repo
+
+pytestmark = pytest.mark.slow
+
+# kernel -> (cpu body, cuda body, incorrect recipe, NaN recipe, spill recipe); recipes are (old, new)
+KERNELS = {
+    "deepgemm_tile": (
+        "gemm_cpu.cpp",
+        "gemm_cuda.cu",
+        ("crow[jj] += a_ip * brow[jj];", "crow[jj] += a_ip * brow[jj] * 1.001f;"),
+        (
+            "std::copy_n(acc.data() + ii * TN, cols, c + (i0 + ii) * n + j0);",
+            "std::copy_n(acc.data() + ii * TN, cols, c + (i0 + ii) * n + j0);\n"
+            "        if (i0 + ii == m - 1) c[(i0 + ii) * n + j0] = 0.0f / 0.0f;",
+        ),
+        (
+            "__global__ void __launch_bounds__(TileCfg<TM, TN, TK>::kThreads, 1)",
+            "__global__ void __launch_bounds__(1024, 2)",
+        ),
+    ),
+    "flashmla_decode": (
+        "decode_cpu.cpp",
+        "decode_cuda.cu",
+        ("    acc[c] *= alpha;", "    acc[c] *= 1.0f;"),  # the accumulator is not rescaled between tiles
+        ("  return seqlen;", "  return seqlen + 1;"),  # the no-mask branch reads one NaN-filled position too many
+        ("__global__ void __launch_bounds__(kThreads, 1)", "__global__ void __launch_bounds__(1024, 2)"),
+    ),
+    "v41_attention_splitk": (
+        "attention_cpu.cpp",
+        "attention_cuda.cu",
+        # each split keeps its running softmax sum in fp16: the reduction drifts as the sequence grows
+        (
+            "  float l;            // running sum of exp(score - m)",
+            "  _Float16 l;         // running sum of exp(score - m)",
+        ),
+        # 0 * inf when a split is empty (fully masked)
+        (
+            "const float inv_l = part[r].l > 0.0f ? 1.0f / part[r].l : 0.0f;",
+            "const float inv_l = 1.0f / part[r].l;",
+        ),
+        ("__launch_bounds__(kThreads) splitk_partial_kernel", "__launch_bounds__(kThreads, 4) splitk_partial_kernel"),
+    ),
+}
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+
+def review(opgate, repo):
+    head = repo.commit()
+    return opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline")
+
+
+def cpu_cases(run, name):
+    return [c for c in run.kernel(name)["cases"] if c["device"] == "cpu"]
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_a_comment_only_change_passes_with_every_cpu_case_measured(opgate, tmp_path, name):
+    cpu_body = KERNELS[name][0]
+    repo = make_repo(tmp_path / "repo", [name])
+    path = repo.path / "kernels" / name / cpu_body
+    path.write_text("// reviewed: no behaviour change\n" + path.read_text())
+    run = review(opgate, repo)
+    assert run.code == 0, run.stdout + run.stderr
+    kernel = run.kernel(name)
+    assert kernel["verdict"] == "pass" and kernel["build"]["key"] != kernel["base_build"]["key"]
+    for case in cpu_cases(run, name):
+        assert case["verdict"] in ("pass", "inconclusive") and case["max_abs_err"] <= case["tolerance"]
+        assert case["p50_ms"] > 0 and case["base_p50_ms"] > 0
+    check = kernel["resource_check"]
+    if shutil.which("nvcc"):
+        assert check["status"] == "ok" and check["head"] and all(r["spill_bytes"] == 0 for r in check["head"])
+    else:
+        assert check["status"] == "no_nvcc"
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_a_wrong_result_fails_on_correctness(opgate, tmp_path, name):
+    cpu_body, _, (old, new), _, _ = KERNELS[name]
+    repo = make_repo(tmp_path / "repo", [name])
+    repo.edit(f"kernels/{name}/{cpu_body}", old, new)
+    run = review(opgate, repo)
+    assert run.code == 1
+    wrong = [c for c in cpu_cases(run, name) if c["status"] == "incorrect"]
+    assert wrong and all(c["verdict"] == "fail" and c["max_abs_err"] > c["tolerance"] for c in wrong)
+    assert all(any(r.startswith("correctness: max_abs_err") for r in c["reasons"]) for c in wrong)
+    assert all(c["p50_ms"] is None for c in wrong)  # a wrong kernel is not timed
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_a_nan_the_reference_does_not_have_fails_on_stability(opgate, tmp_path, name):
+    cpu_body, _, _, (old, new), _ = KERNELS[name]
+    repo = make_repo(tmp_path / "repo", [name])
+    repo.edit(f"kernels/{name}/{cpu_body}", old, new)
+    run = review(opgate, repo)
+    assert run.code == 1
+    assert any(c["nan_inf"] and c["verdict"] == "fail" for c in cpu_cases(run, name))
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_a_spilling_cuda_change_fails_the_resource_gate_without_a_gpu(opgate, tmp_path, name):
+    _, cuda_body, _, _, (old, new) = KERNELS[name]
+    repo = make_repo(tmp_path / "repo", [name])
+    repo.edit(f"kernels/{name}/{cuda_body}", old, new)
+    run = review(opgate, repo)
+    assert run.code == 1
+    kernel = run.kernel(name)
+    spills = [r for r in kernel["resource_check"]["head"] if r["spill_bytes"] > 0]
+    assert spills
+    # the reason names the function and its spill bytes; the CPU twin is untouched and still passes
+    assert any(
+        f"resource: {spills[0]['function']} spills {spills[0]['spill_bytes']} bytes" in r for r in kernel["reasons"]
+    )
+    assert all(c["verdict"] == "pass" for c in cpu_cases(run, name))
+    assert kernel["build"]["key"] == kernel["base_build"]["key"]  # a .cu edit does not rebuild the CPU twin
+
+
+def test_a_split_k_reduction_that_drifts_fails_on_the_long_bucket_only(opgate, tmp_path):
+    name = "v41_attention_splitk"
+    cpu_body, _, (old, new), _, _ = KERNELS[name]
+    repo = make_repo(tmp_path / "repo", [name])
+    repo.edit(f"kernels/{name}/{cpu_body}", old, new)
+    run = review(opgate, repo)
+    by_case = {c["name"]: c for c in cpu_cases(run, name)}
+    # max_abs_err is reported per sequence bucket; only the long reduction leaves the tolerance
+    # (fp16 arithmetic is also slower, so the short bucket may still fail on latency, not on correctness)
+    short, long = by_case["cpu_seq_2048"], by_case["cpu_seq_8192"]
+    assert short["status"] == "ok" and short["max_abs_err"] <= short["tolerance"]
+    assert long["status"] == "incorrect" and long["verdict"] == "fail" and long["max_abs_err"] > long["tolerance"]
+    assert long["max_abs_err"] > short["max_abs_err"]
+    assert "cpu_seq_8192: fail" in run.kernel(name)["reasons"]

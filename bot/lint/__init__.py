@@ -1,0 +1,79 @@
+"""`opgate lint`: static checks of the files that point agents at the LLM gateway."""
+
+# Each kind of file is checked by a pure function over its text (env, task, claude, codex), then the
+# files are compared (across): one gateway base URL everywhere, one key variable per task domain and
+# per client. Every finding carries the real line of the offending key (1 when unknown) and never the
+# secret itself: a value that looks like a key is shown as its first three characters and `…`.
+
+from __future__ import annotations
+
+from bot.lint.across import lint_across
+from bot.lint.claude import CLAUDE_TOKEN_VARS, lint_claude
+from bot.lint.codex import CODEX_BUILTIN_PROVIDERS, CODEX_KEY, lint_codex
+from bot.lint.collect import Facts, KeyUse, UrlUse
+from bot.lint.env import lint_env
+from bot.lint.findings import RULES, SEVERITIES, Finding, Kind, Rule, Severity, rules_markdown
+from bot.lint.locate import KeyPath, json_key_lines, toml_key_lines
+from bot.lint.output import counts, exit_code, format_json, format_summary, format_text
+from bot.lint.paths import SourceFile, default_paths, detect_kind, lint_files, lint_paths
+from bot.lint.secrets import (
+    CI_SUMMARY_KEY,
+    DOMAIN_KEYS,
+    KNOWN_KEY_VARIABLES,
+    find_keys,
+    is_placeholder,
+    is_secret_name,
+    looks_like_key,
+    mask,
+    redact,
+)
+from bot.lint.task import MODEL_PLACEHOLDER, infer_domain, lint_task
+from bot.lint.urls import UrlFlavor, gateway_root, show_url
+
+__all__ = [
+    "CI_SUMMARY_KEY",
+    "CLAUDE_TOKEN_VARS",
+    "CODEX_BUILTIN_PROVIDERS",
+    "CODEX_KEY",
+    "DOMAIN_KEYS",
+    "KNOWN_KEY_VARIABLES",
+    "MODEL_PLACEHOLDER",
+    "RULES",
+    "SEVERITIES",
+    "Facts",
+    "Finding",
+    "KeyPath",
+    "KeyUse",
+    "Kind",
+    "Rule",
+    "Severity",
+    "SourceFile",
+    "UrlFlavor",
+    "UrlUse",
+    "counts",
+    "default_paths",
+    "detect_kind",
+    "exit_code",
+    "find_keys",
+    "format_json",
+    "format_summary",
+    "format_text",
+    "gateway_root",
+    "infer_domain",
+    "is_placeholder",
+    "is_secret_name",
+    "json_key_lines",
+    "lint_across",
+    "lint_claude",
+    "lint_codex",
+    "lint_env",
+    "lint_files",
+    "lint_paths",
+    "lint_task",
+    "looks_like_key",
+    "mask",
+    "redact",
+    "rules_markdown",
+    "show_url",
+    "toml_key_lines",
+]

@@ -1,0 +1,150 @@
+"""Which files to lint: finding them under the given paths, telling their kind, linting them together."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.lint.across import lint_across
+from bot.lint.claude import check_claude
+from bot.lint.codex import check_codex
+from bot.lint.collect import Facts
+from bot.lint.env import check_env
+from bot.lint.findings import Finding, Kind, make_finding
+from bot.lint.secrets import DOMAIN_KEYS
+from bot.lint.task import check_task
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file's text and what it is; `domain` is the task's kernel domain, when known."""
+
+    path: str
+    text: str
+    kind: Kind
+    domain: str | None = None
+    project_level: bool = False
+
+
+def _looks_like_task(text: str) -> bool:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and bool({"task_id", "provider"} & set(data))
+
+
+def detect_kind(path: str | Path, text: str | None = None) -> Kind | None:
+    """The kind of a file from its name (and, for ambiguous names, its text)."""
+    p = Path(path)
+    name = p.name
+    if name.startswith(".env") or name.endswith(".env"):
+        return "env"
+    if name == "agent_task.json":
+        return "task"
+    if name.endswith(".json") and "task" in name.lower():
+        return "task" if text is None or _looks_like_task(text) else None
+    if name in ("settings.json", "settings.local.json"):
+        if p.parent.name in (".claude", "claude") or text is None:
+            return "claude"
+        return "claude" if "ANTHROPIC_" in text or '"env"' in text else None
+    if name == "config.toml":
+        if p.parent.name in (".codex", "codex") or text is None:
+            return "codex"
+        return "codex" if "model_provider" in text else None
+    return None
+
+
+def lint_files(files: Sequence[SourceFile]) -> list[Finding]:
+    """Lint each file by its kind, then across them; findings sorted by path and line."""
+    findings: list[Finding] = []
+    facts: list[Facts] = []
+    for f in files:
+        if f.kind == "env":
+            found, fact = check_env(f.path, f.text)
+        elif f.kind == "task":
+            found, fact = check_task(f.path, f.text, f.domain)
+        elif f.kind == "claude":
+            found, fact = check_claude(f.path, f.text)
+        else:
+            found, fact = check_codex(f.path, f.text, f.project_level)
+        findings += found
+        facts.append(fact)
+    findings += lint_across(facts)
+    return sorted(findings, key=lambda f: (f.path, f.line, f.rule, f.message))
+
+
+_SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", ".vscode", ".idea", ".ruff_cache"})
+
+
+def _walk(folder: Path) -> Iterator[Path]:
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(names):
+            yield Path(root) / name
+
+
+def _kernel_domain(task_path: Path) -> str | None:
+    try:
+        domain = tomllib.loads((task_path.parent / "kernel.toml").read_text()).get("domain")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return domain if domain in DOMAIN_KEYS else None
+
+
+def _is_project_codex(path: Path) -> bool:
+    if path.parent.name != ".codex":
+        return False
+    try:
+        return path.parent.parent.resolve() != Path.home().resolve()
+    except OSError:
+        return True
+
+
+def lint_paths(paths: Iterable[str | Path]) -> list[Finding]:
+    """Read the files (folders: every file of a known kind under them) and lint them together."""
+    files: list[SourceFile] = []
+    problems: list[Finding] = []
+    seen: set[Path] = set()
+    for given in paths:
+        given = Path(given)
+        explicit = not given.is_dir()
+        for p in _walk(given) if given.is_dir() else [given]:
+            if p.resolve() in seen:
+                continue
+            seen.add(p.resolve())
+            try:
+                text = p.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                if explicit:
+                    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+                    problems.append(make_finding(str(p), 1, "LINT001", f"{p.name} cannot be read: {why}"))
+                continue
+            kind = detect_kind(p, text)
+            if kind is None and explicit and p.name in ("settings.json", "settings.local.json", "config.toml"):
+                kind = detect_kind(p)  # named on the command line: trust the name
+            if kind is None:
+                if explicit:
+                    problems.append(make_finding(str(p), 1, "LINT002", f"{p.name} is not a kind of file lint knows"))
+                continue
+            domain = _kernel_domain(p) if kind == "task" else None
+            files.append(SourceFile(str(p), text, kind, domain, kind == "codex" and _is_project_codex(p)))
+    return sorted(problems, key=lambda f: f.path) + lint_files(files)
+
+
+def default_paths(repo_root: str | Path = ".") -> list[Path]:
+    """What `opgate lint` checks with no PATH: .env.example, every kernel's agent_task.json, examples/.
+
+    Also the repository's own `.claude/settings.json` and `.codex/config.toml` when they exist.
+    """
+    root = Path(repo_root)
+    out = [p for p in (root / ".env.example", root / ".claude" / "settings.json") if p.is_file()]
+    out += sorted((root / "kernels").glob("*/agent_task.json"))
+    out += [p for p in (root / ".codex" / "config.toml",) if p.is_file()]
+    if (root / "examples").is_dir():
+        out.append(root / "examples")
+    return out

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bot.errors import InputError
+
+_Event = TypeVar("_Event", bound=BaseModel)
 
 
 class _Ref(BaseModel):
@@ -43,19 +46,7 @@ class PullRequestEvent(BaseModel):
 
 
 def load_pull_request_event(path: Path) -> PullRequestEvent:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: the event file is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict) or "pull_request" not in data:
-        raise InputError(f"{path}: not a pull_request event (no 'pull_request' object)")
-    try:
-        return PullRequestEvent.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(f"{path}: pull_request event: {'.'.join(map(str, err['loc']))}: {err['msg']}") from exc
+    return _load(path, "pull_request", ("pull_request",), PullRequestEvent)
 
 
 class User(BaseModel):
@@ -108,16 +99,22 @@ class IssueCommentEvent(BaseModel):
 
 
 def load_issue_comment_event(path: Path) -> IssueCommentEvent:
+    return _load(path, "issue_comment", ("issue", "comment"), IssueCommentEvent)
+
+
+def _load(path: Path, kind: str, required: tuple[str, ...], model: type[_Event]) -> _Event:
+    """Read a webhook payload file and parse it into `model`; every failure is one clear InputError."""
     try:
         data = json.loads(path.read_text())
     except OSError as exc:
         raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: the event file is not valid JSON: {exc}") from exc
-    if not isinstance(data, dict) or "comment" not in data or "issue" not in data:
-        raise InputError(f"{path}: not an issue_comment event (no 'issue' and 'comment' objects)")
+    if not isinstance(data, dict) or any(key not in data for key in required):
+        objects = " and ".join(f"'{key}'" for key in required)
+        raise InputError(f"{path}: not a {kind} event (no {objects} object{'s' if len(required) > 1 else ''})")
     try:
-        return IssueCommentEvent.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise InputError(f"{path}: issue_comment event: {'.'.join(map(str, err['loc']))}: {err['msg']}") from exc
+        raise InputError(f"{path}: {kind} event: {'.'.join(map(str, err['loc']))}: {err['msg']}") from exc

@@ -8,6 +8,8 @@ import sqlite3
 import pytest
 from werkzeug import Request, Response
 
+from tests.gateway import completion
+
 pytestmark = pytest.mark.slow
 
 CANARY = "sk-canary-7f3a9c1e5b2d4f6a8c0e"
@@ -19,22 +21,6 @@ REVIEW_JSON = {
     "local_commands": ["opgate review --base main --head HEAD --offline"],
     "expected_metrics": {"latency_p50_ms": 0.2, "max_abs_err": 0.001},
 }
-
-
-def completion(content: str, prompt: int = 1234, completion_tokens: int = 321) -> dict:
-    """A chat.completions body as the OpenAI API documents it."""
-    return {
-        "id": "chatcmpl-test-0001",
-        "object": "chat.completion",
-        "created": 1764460800,
-        "model": "deepseek-v4",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt + completion_tokens,
-        },
-    }
 
 
 def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
@@ -61,7 +47,8 @@ def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
 
 
 def test_agent_usage_reaches_the_ledger_and_the_comment(opgate, kernel_repo, httpserver, tmp_path):
-    run, seen, head = run_with_agent(opgate, kernel_repo, httpserver, completion(json.dumps(REVIEW_JSON)))
+    reply = completion(json.dumps(REVIEW_JSON))
+    run, seen, head = run_with_agent(opgate, kernel_repo, httpserver, reply)
     assert run.code == 1, run.stderr  # the gate decides, whatever the agent says
     assert len(seen) == 1
     request = seen[0]
@@ -81,7 +68,7 @@ def test_agent_usage_reaches_the_ledger_and_the_comment(opgate, kernel_repo, htt
     db.close()
     assert row["task_id"] == "deepgemm_tile_acceptance_001" and row["model_name"] == "deepseek-v4"
     assert (row["prompt_tokens"], row["completion_tokens"], row["total_tokens"]) == (1234, 321, 1555)
-    assert row["request_id"] == "chatcmpl-test-0001" and row["domain"] == "deepgemm"
+    assert row["request_id"] == reply["id"] and row["domain"] == "deepgemm"
     assert row["head_sha"] == head and row["key_fingerprint"].startswith("sha256:")
     for text in (run.stdout, run.stderr, run.comment, json.dumps(run.report), json.dumps(row)):
         assert CANARY not in text

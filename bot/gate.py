@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -95,12 +96,37 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float) 
         report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
 
 
+def _shape(function: str) -> str:
+    """A function name with its integer literals blanked: `k<128, 64, false>` and `k<256, 64, false>` match."""
+    return re.sub(r"\b\d+\b", "#", function)
+
+
+def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
+    """Head function -> the same function in base: by name, else by a shape that is unique on both sides
+    (a tunable change renames template instantiations, and their growth should still be shown)."""
+    by_name = {r.function: r for r in base}
+    base_shapes: dict[str, list[Resource]] = {}
+    for r in base:
+        base_shapes.setdefault(_shape(r.function), []).append(r)
+    head_shapes: dict[str, int] = {}
+    for r in head:
+        head_shapes[_shape(r.function)] = head_shapes.get(_shape(r.function), 0) + 1
+    matched = {}
+    for r in head:
+        shape = _shape(r.function)
+        if r.function in by_name:
+            matched[r.function] = by_name[r.function]
+        elif head_shapes[shape] == 1 and len(base_shapes.get(shape, [])) == 1:
+            matched[r.function] = base_shapes[shape][0]
+    return matched
+
+
 def resource_reasons(
     head: list[Resource], base: list[Resource], constraints: Constraints, threads: dict[str, int] | None = None
 ) -> tuple[list[str], list[str]]:
     """(failures, notes) for ptxas resources of head against base."""
     failures, notes = [], []
-    base_by_name = {r.function: r for r in base}
+    base_of = match_base(head, base)
     for r in head:
         if r.spill_bytes > constraints.max_spill_bytes:
             failures.append(
@@ -118,7 +144,7 @@ def resource_reasons(
             failures.append(
                 f"resource: {r.function} needs {r.registers} registers x {block} threads > {REGISTERS_PER_SM}"
             )
-        if (b := base_by_name.get(r.function)) is not None:
+        if (b := base_of.get(r.function)) is not None:
             for field in ("registers", "smem_bytes", "stack_bytes"):
                 new, old = getattr(r, field), getattr(b, field)
                 if new > old:

@@ -9,7 +9,8 @@ from typing import Any
 
 import jinja2
 
-from bot.report import Report
+from bot.gate import match_base
+from bot.report import CaseReport, Report, Resource
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 REVIEW_MARKER = "<!-- opgate:review -->"
@@ -61,9 +62,23 @@ def share(used: int, budget: int | None) -> str:
     return "—" if not budget else f"{100.0 * used / budget:.1f}%"
 
 
-def by_function(resources: list[Any]) -> dict[str, Any]:
-    """Resources keyed by function name (to put base beside head)."""
-    return {r.function: r for r in resources}
+def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
+    """Head function name -> its base counterpart (to put base beside head in the table)."""
+    return match_base(head, base)
+
+
+def skipped_groups(cases: list[CaseReport]) -> list[tuple[str, list[str]]]:
+    """Skipped cases grouped by their reason, in order: one line per reason in the comment."""
+    groups: dict[str, list[str]] = {}
+    for c in cases:
+        if c.verdict == "skipped":
+            groups.setdefault("; ".join(c.reasons), []).append(c.name)
+    return list(groups.items())
+
+
+def code(text: Any) -> str:
+    """Untrusted text as an inline code span: shown literally (no HTML, no links), cannot break the table."""
+    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
 
 
 @cache
@@ -77,7 +92,16 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        untrusted=untrusted, fence=fence, num=num, ms=ms, pct=pct, tokens=tokens, share=share, by_function=by_function
+        untrusted=untrusted,
+        fence=fence,
+        code=code,
+        skipped_groups=skipped_groups,
+        num=num,
+        ms=ms,
+        pct=pct,
+        tokens=tokens,
+        share=share,
+        base_for=base_for,
     )
     return env
 

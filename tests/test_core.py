@@ -9,7 +9,7 @@ from bot.agent.client import validate_base_url
 from bot.agent.review import AgentOutputError, parse_review
 from bot.changes import matches, parse_diff, touching
 from bot.errors import InputError
-from bot.gate import Policy, judge_case, judge_kernel, overall
+from bot.gate import Policy, judge_case, judge_kernel, overall, resource_reasons
 from bot.manifest import Case, Constraints
 from bot.redact import RedactingFilter, scrub
 from bot.render import untrusted
@@ -270,3 +270,32 @@ def test_pr_code_gets_an_environment_without_secrets_or_the_ledger(monkeypatch):
 
 def test_untrusted_text_cannot_mention_people():
     assert "@\u200bkernel-team" in untrusted("cc @kernel-team please")
+
+
+def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
+    from bot.gate import match_base
+
+    base = [
+        Resource(function="k<128, 64, false>(int)", registers=200),
+        Resource(function="k<128, 64, true>(int)", registers=180),
+        Resource(function="merge(int)", registers=20),
+    ]
+    head = [
+        Resource(function="k<256, 64, false>(int)", registers=230),
+        Resource(function="k<256, 64, true>(int)", registers=170),
+        Resource(function="merge(int)", registers=22),
+    ]
+    matched = match_base(head, base)
+    assert {h: b.function for h, b in matched.items()} == {
+        "k<256, 64, false>(int)": "k<128, 64, false>(int)",
+        "k<256, 64, true>(int)": "k<128, 64, true>(int)",
+        "merge(int)": "merge(int)",
+    }
+    _, notes = resource_reasons(head, base, LIMITS)
+    assert notes == ["k<256, 64, false>(int): registers 200 -> 230", "merge(int): registers 20 -> 22"]
+
+
+def test_function_names_render_as_literal_code():
+    from bot.render import code
+
+    assert code("k<1, 2>(int) | `x`") == "k<1, 2>(int) \\| 'x'"

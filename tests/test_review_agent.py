@@ -23,6 +23,23 @@ REVIEW_JSON = {
 }
 
 
+def with_key(
+    opgate, kernel_repo, head: str, base_url: str, *extra: str, key_variable: str = "TAOTOKEN_API_KEY_DEEPGEMM_AGENT"
+):
+    """`opgate review` of base..head with a canary key in `key_variable` and the gateway at `base_url`."""
+    return opgate(
+        "review",
+        "--repo",
+        str(kernel_repo.path),
+        "--base",
+        kernel_repo.base,
+        "--head",
+        head,
+        *extra,
+        env={key_variable: CANARY, "TAOTOKEN_BASE_URL": base_url},
+    )
+
+
 def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
     seen: list[Request] = []
 
@@ -33,16 +50,7 @@ def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')  # fails statically: no build needed
     head = kernel_repo.commit()
-    run = opgate(
-        "review",
-        "--repo",
-        str(kernel_repo.path),
-        "--base",
-        kernel_repo.base,
-        "--head",
-        head,
-        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
-    )
+    run = with_key(opgate, kernel_repo, head, httpserver.url_for("/").rstrip("/"))
     return run, seen, head
 
 
@@ -97,16 +105,7 @@ def test_without_a_key_the_agent_is_offline_and_the_comment_says_which_variable(
 def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, kernel_repo):
     kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "a note\n")  # touches the kernel, passes
     head = kernel_repo.commit()
-    run = opgate(
-        "review",
-        "--repo",
-        str(kernel_repo.path),
-        "--base",
-        kernel_repo.base,
-        "--head",
-        head,
-        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": "http://127.0.0.1:9"},
-    )
+    run = with_key(opgate, kernel_repo, head, "http://127.0.0.1:9")
     assert run.code == 3, run.stdout + run.stderr
     assert run.report["verdict"] == "pass" and run.report["agent"]["status"] == "error"
     assert "unreachable" in run.report["agent"]["reason"]
@@ -119,15 +118,12 @@ def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpse
         "kernels/deepgemm_tile/agent_task.json", "TAOTOKEN_API_KEY_DEEPGEMM_AGENT", "TAOTOKEN_API_KEY_FLASHMLA_AGENT"
     )
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
-    run = opgate(
-        "review",
-        "--repo",
-        str(kernel_repo.path),
-        "--base",
-        kernel_repo.base,
-        "--head",
+    run = with_key(
+        opgate,
+        kernel_repo,
         kernel_repo.commit(),
-        env={"TAOTOKEN_API_KEY_FLASHMLA_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
+        httpserver.url_for("/").rstrip("/"),
+        key_variable="TAOTOKEN_API_KEY_FLASHMLA_AGENT",
     )
     assert run.report["agent"]["status"] == "offline"
     assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.report["agent"]["reason"]
@@ -145,17 +141,7 @@ def test_try_candidates_gates_the_agents_patch_on_top_of_head(opgate, kernel_rep
     reply = {**REVIEW_JSON, "candidate_patch": patch}
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(completion(json.dumps(reply)))
     kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "try a deeper k tile\n")
-    run = opgate(
-        "review",
-        "--repo",
-        str(kernel_repo.path),
-        "--base",
-        kernel_repo.base,
-        "--head",
-        kernel_repo.commit(),
-        "--try-candidates",
-        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")},
-    )
+    run = with_key(opgate, kernel_repo, kernel_repo.commit(), httpserver.url_for("/").rstrip("/"), "--try-candidates")
     assert run.code == 0, run.stdout + run.stderr  # the head itself passes; the candidate never decides
     candidate = run.kernel("deepgemm_tile")["candidate"]
     # the runner, not the agent, decides: tile_k=96 is outside the allowed set, so the proposal fails

@@ -142,3 +142,19 @@ def test_a_split_k_reduction_that_drifts_fails_on_the_long_bucket_only(opgate, t
     assert long["status"] == "incorrect" and long["verdict"] == "fail" and long["max_abs_err"] > long["tolerance"]
     assert long["max_abs_err"] > short["max_abs_err"]
     assert "cpu_seq_8192: fail" in run.kernel(name)["reasons"]
+
+
+@needs_nvcc
+def test_a_cuda_source_that_does_not_compile_fails_the_kernel_on_a_cpu_machine(opgate, tmp_path):
+    repo = make_repo(tmp_path / "repo", ["flashmla_decode"])
+    repo.write(
+        "kernels/flashmla_decode/decode_cuda.cu",
+        (repo.path / "kernels/flashmla_decode/decode_cuda.cu").read_text() + "\nthis is not CUDA;\n",
+    )
+    run = review(opgate, repo)
+    assert run.code == 1
+    kernel = run.kernel("flashmla_decode")
+    assert kernel["resource_check"]["status"] == "compile_fail"
+    assert "resource: the CUDA sources do not compile for sm_90a (see the log)" in kernel["reasons"]
+    assert "decode_cuda.cu" in kernel["resource_check"]["log_tail"]
+    assert "ptxas log (compile_fail)" in run.comment

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from pathlib import Path
@@ -51,13 +52,14 @@ def test_base_and_head_are_measured_in_alternating_blocks(tmp_path):
 
     settings = {**SETTINGS, "max_samples": 30, "target_pct": 1e-9}  # never precise enough: run to the cap
     timing = _run_measure(tmp_path, {"base": recorder("base"), "head": recorder("head")}, settings)
-    timed = calls[calls.index("head", calls.index("head") + 1) :]  # drop the warm-up calls
-    runs = [timed[0]]
-    for label in timed[1:]:
-        if label != runs[-1][-4:]:
-            runs.append(label)
-    # A B B A A B …: each block is one contiguous run, the order flips every block, both sides get blocks
-    assert runs[:4] in (["head", "base", "head", "base"], ["base", "head", "base", "head"])
+    # Warm-up: 2 calls of base then 2 of head (2 ms each already exceed the 1 ms floor). Then blocks of k
+    # calls in the order A B | B A | A B …, so after the first block every run of one label is 2k long.
+    assert calls[:4] == ["base", "base", "head", "head"]
+    runs = [(label, len(list(group))) for label, group in itertools.groupby(calls[4:])]
+    k = runs[0][1]
+    assert runs[0][0] == "base" and k >= 1
+    assert [label for label, _ in runs] == ["base", "head"] * (len(runs) // 2) + ["base"] * (len(runs) % 2)
+    assert all(n == 2 * k for _, n in runs[1:-1])  # ABBA: each side runs twice in a row at every turn
     assert len(runs) >= 4
     assert len(timing["samples_ms"]["base"]) == len(timing["samples_ms"]["head"]) >= 30
     assert timing["stop_reason"] == "max_samples"

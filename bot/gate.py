@@ -41,10 +41,16 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
     base = run.checks.get(BASE)
     if head is not None:
         report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
+    report.seed = run.seed
+    report.sandbox_cpu = dict(run.cpu)
     if run.status in (CaseStatus.timeout, CaseStatus.crashed):
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"
         report.reasons.append(f"{who} {run.status.value}: {run.detail}")
+        return report
+    if run.status == CaseStatus.tampered:
+        report.status, report.verdict = run.status, "error"
+        report.reasons.append(f"measurement rejected: {run.detail}")
         return report
     if head is None:
         report.status, report.verdict = CaseStatus.crashed, "error"
@@ -62,14 +68,27 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
         report.reasons.append(f"correctness: max_abs_err {_fmt(head.max_abs_err)} > tolerance {_fmt(tol)}")
     if report.verdict == "fail":
         return report
-    if base is not None and (base.error or base.nan_inf or (base.max_abs_err or 0.0) > tol):
+    if (spot := run.spots.get(HEAD)) is not None:
+        report.spot_checks = spot.checked
+        report.max_abs_err = max(report.max_abs_err or 0.0, spot.worst_abs_err)
+        if spot.failed:
+            report.status, report.verdict = CaseStatus.incorrect, "fail"
+            report.reasons.append(
+                f"correctness: {spot.failed} of {spot.checked} checked timed calls differ from the reference "
+                f"({spot.first_failure}): every call must compute its result"
+            )
+            return report
+    base_spot = run.spots.get(BASE)
+    base_wrong = base is not None and (base.error or base.nan_inf or (base.max_abs_err or 0.0) > tol)
+    comparable = not (base_wrong or (base_spot is not None and base_spot.failed))
+    if not comparable:
         report.reasons.append("base is itself incorrect on this case; latency not compared")
-    _judge_latency(report, run, constraints.max_regression_pct)
+    _judge_latency(report, run, constraints.max_regression_pct, with_base=comparable)
     return report
 
 
-def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float) -> None:
-    head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE)
+def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
+    head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE) if with_base else None
     report.stop_reason = run.stop_reason
     if head_t is None:
         return

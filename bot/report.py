@@ -18,6 +18,7 @@ class CaseStatus(StrEnum):
     incorrect = "incorrect"
     timeout = "timeout"
     crashed = "crashed"
+    tampered = "tampered"  # the worker broke the measurement rules (work outside the timed region …)
     skipped = "skipped"
 
 
@@ -61,6 +62,14 @@ class ResourceCheckReport(_Model):
     log_tail: str = ""
 
 
+class CpuUse(_Model):
+    """CPU seconds of a side's sandbox while it was timed, inside and outside its timed calls (CPU cases)."""
+
+    timed_wall_s: float = 0.0
+    timed_cpu_s: float = 0.0
+    untimed_cpu_s: float = 0.0
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
@@ -79,6 +88,9 @@ class CaseReport(_Model):
     base_drift_pct: float | None = Field(
         None, description="base p50 now vs the first measurement of the same base binary on this device"
     )
+    seed: str | None = Field(None, description="seed of the check inputs, drawn from the run's secret (revealed after)")
+    spot_checks: int = Field(0, description="outputs of timed calls of head compared with the reference")
+    sandbox_cpu: dict[str, CpuUse] = Field(default_factory=dict, description="base/head -> CPU the judge saw")
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 
@@ -123,6 +135,14 @@ class Environment(_Model):
     python: str
 
 
+class Isolation(_Model):
+    """How processes running repository code were isolated in this review."""
+
+    mode: Literal["bwrap", "none"]
+    reason: str = ""
+    tool: str | None = None
+
+
 class Report(_Model):
     schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
     base_sha: str
@@ -133,6 +153,7 @@ class Report(_Model):
     agents: list[AgentReport] = Field(default_factory=list)
     agent: AgentReport
     environment: Environment
+    isolation: Isolation | None = None
     created_at: str
     opgate_version: str
 

@@ -22,12 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.build import SOURCE_SUFFIXES
 from bot.report import Resource
+from bot.sandbox import Bind, Sandbox, Spec
 
 log = logging.getLogger(__name__)
 
 COMPILE_TIMEOUT_S = 900
 LOG_TAIL_LINES = 60
-KEY_VERSION = "opgate.resources/1"  # bump when the parse or the command line changes
+KEY_VERSION = "opgate.resources/2"  # bump when the parse or the command line changes
+SRC, OUT = "/opgate/src", "/opgate/build"
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for '?([^'\s]+)'?")
@@ -226,37 +228,37 @@ def demangle(names: list[str], tool: str | None) -> dict[str, str]:
     return {n: d.strip() or n for n, d in zip(names, out, strict=True)}
 
 
-def _command(nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str, tmp: Path) -> list[str]:
-    includes = [f"-I{d.resolve()}" for d in include_dirs]
+def _command(nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str, tmp: str) -> list[str]:
+    """nvcc for one .cu, with paths as the sandbox sees them: the source's folder at SRC, a private tmp at OUT."""
+    includes = [f"-I{SRC}"] + [
+        f"-I{SRC}/{d.resolve().relative_to(source.parent.resolve())}"
+        for d in include_dirs
+        if d.resolve() != source.parent.resolve() and d.resolve().is_relative_to(source.parent.resolve())
+    ]
     return [
         *(nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas", "-v"),
-        *("-keep", "-keep-dir", str(tmp)),  # the kept .ptx carries .maxntid; one compile, no second pass
+        *("-keep", "-keep-dir", tmp),  # the kept .ptx carries .maxntid; one compile, no second pass
         *includes,
         *flags,
-        *("-c", source.name, "-o", str(tmp / f"{source.stem}.o")),
+        *("-c", f"{SRC}/{source.name}", "-o", f"{tmp}/{source.stem}.o"),
     ]
 
 
-def _compile_one(nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str) -> _Compiled:
+def _compile_one(
+    nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str, sandbox: Sandbox
+) -> _Compiled:
+    """Compile one .cu in the sandbox: the kernel folder read-only, nothing else of the host's, no secrets."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opgate-ptxas-") as tmp:
-        cmd = _command(nvcc, source, include_dirs, flags, arch, Path(tmp))
+        spec = Spec(binds=[Bind(source.parent.resolve(), SRC), Bind(Path(tmp), OUT, writable=True)], cwd=OUT)
+        cmd = _command(nvcc, source, include_dirs, flags, arch, OUT)
         log.debug("%s", " ".join(cmd))
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=source.parent,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=COMPILE_TIMEOUT_S,
-            )
-            output, ok, timed_out = proc.stdout, proc.returncode == 0, False
-        except subprocess.TimeoutExpired:
-            output, ok, timed_out = f"nvcc timed out after {COMPILE_TIMEOUT_S} s", False, True
+        code, output = sandbox.run(spec, cmd, timeout=COMPILE_TIMEOUT_S)
+        ok, timed_out = code == 0, code is None
         threads: dict[str, int] = {}
         for ptx in sorted(Path(tmp).glob("*.ptx")):
-            threads.update(parse_ptx_threads(ptx.read_text(errors="replace")))
+            if ptx.is_file() and not ptx.is_symlink():
+                threads.update(parse_ptx_threads(ptx.read_text(errors="replace")))
     return _Compiled(source, ok, output, threads, time.perf_counter() - started, timed_out)
 
 
@@ -284,6 +286,7 @@ def compile_resources(
     *,
     arch: str = "sm_90a",
     cache_dir: Path | None,
+    sandbox: Sandbox | None = None,
 ) -> ResourceCheck:
     """Compile every .cu in `sources` for `arch` (nothing runs) and report each kernel's ptxas resources.
 
@@ -291,6 +294,7 @@ def compile_resources(
     `-DKEY=value` defines. A result for the same key is read from `cache_dir` instead of compiling again.
     """
     started = time.perf_counter()
+    sandbox = sandbox or Sandbox.detect()
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         message = "nvcc not found on PATH: compile-only resource check skipped (install the CUDA toolkit)"
@@ -309,7 +313,7 @@ def compile_resources(
     log.info("compiling %d .cu file(s) for %s with ptxas -v", len(cu), arch)
     workers = max(1, min(len(cu), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        compiled = list(pool.map(lambda s: _compile_one(nvcc, s, include_dirs, flags, arch), cu))
+        compiled = list(pool.map(lambda s: _compile_one(nvcc, s, include_dirs, flags, arch, sandbox), cu))
     check = _assemble(compiled, tool, key, time.perf_counter() - started)
     if entry is not None and not any(c.timed_out for c in compiled):  # a timeout may pass next time
         _store(entry, check)

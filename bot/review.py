@@ -17,14 +17,15 @@ import requests
 
 from bot import __version__, gitio
 from bot.agent.run import AgentFailed, ask
-from bot.build import Built, build, defines
+from bot.build import Built, build, defines, verify
 from bot.candidates import CandidateError, applied
 from bot.changes import FileChange, parse_diff, touching
 from bot.environment import cpu_name, detect, driver_version
-from bot.errors import InputError
+from bot.errors import BuildError, InputError
+from bot.flags import check_defines, check_flags
 from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
 from bot.ledger import BaselineRow, Ledger
-from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Kernel, load_kernel
+from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Constraints, Kernel, load_kernel
 from bot.progress import Steps
 from bot.render import render_comment
 from bot.report import (
@@ -38,7 +39,8 @@ from bot.report import (
     ResourceCheckReport,
 )
 from bot.resources import ResourceCheck, compile_resources
-from bot.runner import CaseRun, run_case
+from bot.runner import CaseRun, JudgeJob, Measure, ReferenceSource, new_secret, run_cases
+from bot.sandbox import Sandbox
 from bot.settings import Settings
 from bot.static import check_tunables
 
@@ -58,6 +60,7 @@ class ReviewRequest:
     pr: int | None = None
     only_kernel: str | None = None
     try_candidates: bool = False
+    require_isolation: bool = False
 
 
 @dataclass
@@ -120,6 +123,10 @@ class Reviewer:
         self.ledger = ledger
         self.session = session
         self.env: Environment = detect()
+        self.sandbox = Sandbox.detect()
+        if request.require_isolation and not self.sandbox.isolated:
+            raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
+        self.secret = new_secret()
         self.policy = Policy(inconclusive=settings.inconclusive_policy)
         self.phases: dict[str, float] = {}
         self.steps = Steps()
@@ -168,6 +175,7 @@ class Reviewer:
             agents=self.agents,
             agent=aggregate_agents(self.agents),
             environment=self.env,
+            isolation=self.sandbox.isolation,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             opgate_version=__version__,
         )
@@ -222,6 +230,7 @@ class Reviewer:
         """Static checks, resource check, builds and cases of one changed kernel."""
         name = head_k.name
         findings = check_tunables(head_k.config, judge.manifest.tunables, head_k.manifest.config)
+        findings += check_defines(head_k.config, head_k.manifest.config) + _flag_findings(head_k)
         if findings:
             return judge_kernel(report, findings, [], judge.manifest.constraints, self.policy)
         with self.phase("resources"), self.steps.step(f"ptxas resource check {name}"):
@@ -238,7 +247,7 @@ class Reviewer:
         if report.base_build is not None and report.resource_check is not None:
             report.base_build.resources = report.resource_check.base
         with self.phase("run"):
-            cases = [self._case(judge, case, builds) for case in judge.manifest.cases]
+            cases = self._cases(judge, builds, trusted_reference=base_k is not None)
         for c in cases:
             if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
                 report.notes.append(
@@ -317,7 +326,9 @@ class Reviewer:
             return None
         # The check compiles for sm_90a itself; an -arch/-gencode in the flags would add other targets.
         flags = [f for f in spec.cuda_cflags if not f.startswith(ARCH_FLAGS)] + defines(k.config)
-        return compile_resources(sources, [k.folder], flags, cache_dir=self.settings.build_dir / "resources")
+        return compile_resources(
+            sources, [k.folder], flags, cache_dir=self.settings.build_dir / "resources", sandbox=self.sandbox
+        )
 
     def _baseline(self, judge: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
         """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.
@@ -354,55 +365,104 @@ class Reviewer:
                 spec = k.manifest.build.get(device)
                 if spec is not None:
                     with self.steps.step(f"build {k.name} {label} ({device})"):
-                        out[label][device] = build(k.name, k.folder, spec, k.config, device, self.settings.build_dir)
+                        out[label][device] = build(
+                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox
+                        )
         return out
 
-    def _case(self, judge: Kernel, case: Case, builds: dict[str, dict[str, Built]]) -> CaseReport:
+    def _cases(
+        self, judge: Kernel, builds: dict[str, dict[str, Built]], *, trusted_reference: bool
+    ) -> list[CaseReport]:
+        """Every case of the kernel: the runnable ones go to one judge run per device; the rest are skipped."""
         constraints = judge.manifest.constraints
-        if case.device == "cuda" and self.env.device != "cuda":
-            return judge_case(case, constraints, None, "needs a CUDA GPU; this machine has none")
-        head_b = builds[HEAD].get(case.device)
-        if head_b is None:
-            return judge_case(case, constraints, None, f"kernel.toml has no {case.device} build")
-        if not head_b.ok:
-            report = judge_case(case, constraints, None, "")
-            report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
-            return report
-        job_builds = []
-        base_b = builds[BASE].get(case.device)
+        reports: dict[str, CaseReport] = {}
+        runnable: dict[str, list[Case]] = {}
+        for case in judge.manifest.cases:
+            head_b = builds[HEAD].get(case.device)
+            if case.device == "cuda" and self.env.device != "cuda":
+                reports[case.name] = judge_case(case, constraints, None, "needs a CUDA GPU; this machine has none")
+            elif head_b is None:
+                reports[case.name] = judge_case(case, constraints, None, f"kernel.toml has no {case.device} build")
+            elif not head_b.ok:
+                report = judge_case(case, constraints, None, "")
+                report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
+                reports[case.name] = report
+            else:
+                runnable.setdefault(case.device, []).append(case)
+        for device, cases in runnable.items():
+            reports.update(self._judge(judge, cases, builds, device, trusted_reference))
+        return [reports[case.name] for case in judge.manifest.cases]
+
+    def _judge(
+        self, judge: Kernel, cases: list[Case], builds: dict[str, dict[str, Built]], device: str, trusted: bool
+    ) -> dict[str, CaseReport]:
+        """Run `cases` in the judge (once more, in fresh processes, for those that came back inconclusive)."""
+        constraints = judge.manifest.constraints
+        head_b, base_b = builds[HEAD][device], builds[BASE].get(device)
         # The same build key is the same binary: its latency cannot differ, so it is not timed again.
         identical = base_b is not None and base_b.ok and base_b.key == head_b.key
-        if base_b is not None and base_b.ok and not identical:
-            job_builds.append(_job_build(BASE, base_b))
-        job_builds.append(_job_build(HEAD, head_b))
-        job = {
-            "kernel": judge.name,
-            "case": case.model_dump(),
-            "tolerance": case.tolerance or constraints.tolerance,
-            "reference": {
-                "path": str(judge.folder / judge.manifest.reference.module),
-                **judge.manifest.reference.model_dump(exclude={"module"}),
-            },
-            "builds": job_builds,
-            "measure": self.settings.measure.model_dump(),
-            "time": not identical,
-        }
-        timeout = self.settings.case_timeout_s or judge.manifest.timeout_s
-        with self.steps.step(f"run {judge.name}/{case.name} ({case.device})"):
-            result = judge_case(case, constraints, run_case(job, timeout))
-        if identical:
-            result.stop_reason = "identical_build"
-        if result.verdict == "inconclusive":
-            with self.steps.step(f"re-measure {judge.name}/{case.name}: inconclusive, fresh process"):
-                result = judge_case(case, constraints, run_case(job, timeout))
-            result.attempts = 2
-        if base_b is not None and not identical and result.base_p50_ms is not None:
-            self._baseline(judge, case, base_b, result)  # the measurement the report shows
-        return result
+        sides = {HEAD: head_b} if identical or base_b is None or not base_b.ok else {BASE: base_b, HEAD: head_b}
+        try:
+            so = {label: {device: str(verify(b))} for label, b in sides.items()}
+        except BuildError as exc:
+            return {c.name: _refused(c, constraints, str(exc)) for c in cases}
+        job = JudgeJob(
+            kernel=judge.name,
+            reference=ReferenceSource(
+                path=str(judge.folder / judge.manifest.reference.module),
+                inputs=judge.manifest.reference.inputs,
+                function=judge.manifest.reference.function,
+            ),
+            cases=[],
+            sides=so,
+            module=head_b.module,
+            entry=head_b.entry,
+            measure=Measure(**self.settings.measure.model_dump()),
+            timeout_s=self.settings.case_timeout_s or judge.manifest.timeout_s,
+            time=not identical,
+            secret=self.secret,
+        )
+        launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
+        by_name = {c.name: c for c in cases}
+        with self.steps.step(f"run {judge.name}: {len(cases)} {device} case(s)"):
+            runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
+        reports = {name: judge_case(by_name[name], constraints, runs.get(name)) for name in by_name}
+        again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
+        if again:
+            with self.steps.step(f"re-measure {judge.name}: {', '.join(again)} inconclusive, fresh processes"):
+                job2 = job.model_copy(
+                    update={"cases": [_case_job(by_name[n], constraints) for n in again], "secret": new_secret()}
+                )
+                reruns = run_cases(job2, launch)
+            for name in again:
+                reports[name] = judge_case(by_name[name], constraints, reruns.get(name))
+                reports[name].attempts = 2
+        for name, result in reports.items():
+            if identical:
+                result.stop_reason = "identical_build"
+            elif base_b is not None and result.base_p50_ms is not None:
+                self._baseline(judge, by_name[name], base_b, result)  # the measurement the report shows
+        return reports
 
 
-def _job_build(label: str, built: Built) -> dict[str, str]:
-    return {"label": label, "module": built.module, "so_path": built.so_path or "", "entry": built.entry}
+def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+    return {**case.model_dump(), "tolerance": case.tolerance or constraints.tolerance}
+
+
+def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:
+    report = judge_case(case, constraints, None, "")
+    report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {why}"]
+    return report
+
+
+def _flag_findings(k: Kernel) -> list[str]:
+    """Compiler flags of every build spec against the allow-list (a PR cannot pick its compiler or plugins)."""
+    findings = []
+    for device, spec in k.manifest.build.items():
+        where = f"kernel.toml [build.{device}]"
+        findings += check_flags(spec.cflags, nvcc=False, where=f"{where} cflags")
+        findings += check_flags(spec.cuda_cflags, nvcc=True, where=f"{where} cuda_cflags")
+    return findings
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

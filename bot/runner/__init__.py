@@ -1,10 +1,17 @@
-"""Run one case in a spawned child process with a timeout; a crash or hang never takes the review down."""
+"""Run a kernel's cases: start the trusted judge (which starts the sandboxed workers) and read its verdict data.
+
+The judge is a child process without secrets; the review process only writes its job, waits with a
+timeout and parses its JSON lines. A crash or hang of anything below never takes the review down.
+"""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import json
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -12,53 +19,92 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.report import CaseStatus
+from bot.report import CaseStatus, CpuUse
+from bot.safe import log_safe
 
 log = logging.getLogger(__name__)
 
+JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the cases' own timeouts
+
 
 class Check(BaseModel):
-    """One build's output compared with the reference."""
+    """One build's output on the judge's check inputs, compared with the reference."""
 
-    label: str
+    label: str = ""
     max_abs_err: float | None = None
     nan_inf: bool = False
     error: str | None = None
 
 
+class Spot(BaseModel):
+    """Outputs of timed calls the judge checked (random calls of random blocks)."""
+
+    label: str
+    checked: int = 0
+    failed: int = 0
+    worst_abs_err: float = 0.0
+    first_failure: str | None = None
+
+
 class Timing(BaseModel):
     label: str
-    samples_ms: list[float]
+    samples_ms: list[float] = Field(description="per-call milliseconds, one per timed block")
+    calls_per_sample: int = 1
 
 
 class CaseRun(BaseModel):
-    """Everything one child reported, whatever happened to it."""
+    """Everything the judge reported for one case, whatever happened to the workers."""
 
     model_config = ConfigDict(frozen=True)
 
     status: CaseStatus
     detail: str = ""
-    failed_label: str | None = Field(None, description="build that was running when it crashed")
+    failed_label: str | None = Field(None, description="side that was running when it crashed or hung")
     checks: dict[str, Check] = Field(default_factory=dict)
     timings: dict[str, Timing] = Field(default_factory=dict)
+    spots: dict[str, Spot] = Field(default_factory=dict)
+    cpu: dict[str, CpuUse] = Field(default_factory=dict)
     stop_reason: str | None = None
+    seed: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    output_tail: str = ""
 
 
-def is_secret_variable(name: str) -> bool:
-    """Kernel code under test (and its compiler) never sees gateway keys, the GitHub token or the ledger."""
-    return name.startswith(("TAOTOKEN_", "ANTHROPIC_", "OPENAI_")) or name in {
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "OPGATE_DATABASE_URL",
-        "PGPASSWORD",
-    }
+class Measure(BaseModel):
+    """How long and how hard the judge times each case."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_seconds: float = 3.0
+    min_blocks: int = 3
+    max_samples: int = 200
+    target_pct: float = 0.5
+    warmup_ms: float = 25.0
+    warmup_calls: int = 10
 
 
-def clean_environment() -> dict[str, str]:
-    """os.environ without secrets: what builds and case runs of PR code get."""
-    return {k: v for k, v in os.environ.items() if not is_secret_variable(k)}
+class ReferenceSource(BaseModel):
+    path: str
+    inputs: str = "make_inputs"
+    function: str = "reference"
+
+
+class JudgeJob(BaseModel):
+    """The judge's whole input (written to a private file; the secret never reaches a worker)."""
+
+    kernel: str
+    reference: ReferenceSource
+    cases: list[dict[str, Any]]
+    sides: dict[str, dict[str, str]] = Field(description="base/head -> device -> verified .so path")
+    module: str
+    entry: str
+    measure: Measure
+    timeout_s: float
+    time: bool = True
+    secret: str
+    isolate_workers: bool = True
 
 
 def describe_exit(returncode: int) -> str:
@@ -70,80 +116,94 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def run_case(job: dict[str, Any], timeout_s: float) -> CaseRun:
-    """Spawn `python -m bot.runner.child` on `job`; read its event log even if it died."""
-    with tempfile.TemporaryDirectory(prefix="opgate-case-") as tmp:
-        events_path = Path(tmp) / "events.jsonl"
+def load_reference(ref: ReferenceSource) -> tuple[Any, Any]:
+    """(make_inputs, reference) from the reference module (base's, in a review)."""
+    loader = importlib.machinery.SourceFileLoader("opgate_reference", ref.path)
+    spec = importlib.util.spec_from_file_location("opgate_reference", ref.path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return getattr(module, ref.inputs), getattr(module, ref.function)
+
+
+def new_secret() -> str:
+    """The per-run secret every input seed is derived from (recorded in the report after the run)."""
+    return secrets.token_hex(16)
+
+
+def run_cases(job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain") -> dict[str, CaseRun]:
+    """Start the judge on `job`; one CaseRun per case, an error CaseRun for every case it never reported."""
+    from bot.sandbox import Bind, Sandbox, Spec, kill
+
+    timeout = sum(job.timeout_s for _ in job.cases) + JUDGE_SLACK_S
+    with tempfile.TemporaryDirectory(prefix="opgate-job-") as tmp:
         job_path = Path(tmp) / "job.json"
-        job_path.write_text(json.dumps({**job, "events": str(events_path)}))
-        env = clean_environment()
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bot.runner.child", str(job_path)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=env,
-            start_new_session=True,
-        )
+        job_path.write_text(job.model_dump_json())
+        argv = [sys.executable, "-m", "bot.runner.judge", str(job_path)]
+        sandbox = Sandbox.detect()
+        if launch == "sandboxed" and sandbox.isolated:
+            job_path.write_text(job.model_copy(update={"isolate_workers": False}).model_dump_json())
+            # The reference itself is untrusted (a kernel new in this change): the judge runs in the sandbox
+            # too, with the opgate package, the reference and the builds read-only, and its workers unwrapped.
+            pkg = Path(__file__).resolve().parent.parent
+            binds = [
+                Bind(pkg, str(pkg)),
+                Bind(Path(tmp), tmp),
+                Bind(Path(job.reference.path).parent, str(Path(job.reference.path).parent)),
+            ]
+            binds += [Bind(Path(p), p) for sos in job.sides.values() for p in sos.values()]
+            spec = Spec(
+                binds=binds, env={"PYTHONPATH": str(pkg.parent), "OMP_NUM_THREADS": "1"}, gpu="cuda" in str(job.sides)
+            )
+            proc = sandbox.popen(spec, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        else:
+            from bot.sandbox import base_env
+
+            env = base_env(
+                {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+            )
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+            )
         try:
-            output, _ = proc.communicate(timeout=timeout_s)
-            timed_out = False
+            out, err = proc.communicate(timeout=timeout)
+            failure = None if proc.returncode == 0 else f"the judge {describe_exit(proc.returncode)}"
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            output, _ = proc.communicate()
-            timed_out = True
-        events = _read_events(events_path)
-    return _summarise(events, proc.returncode, timed_out, timeout_s, output or "")
+            kill(proc)
+            out, err = proc.communicate()
+            failure = f"the judge did not finish within {timeout:g} s"
+    runs = _parse(out.decode(errors="replace"))
+    if failure is not None:
+        tail = log_safe(err.decode(errors="replace").strip().splitlines()[-1:][0] if err.strip() else "")
+        log.warning("%s%s", failure, f": {tail}" if tail else "")
+        for case in job.cases:
+            runs.setdefault(
+                case["name"], CaseRun(status=CaseStatus.crashed, detail=failure + (f": {tail}" if tail else ""))
+            )
+    return runs
 
 
-def _read_events(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    events = []
-    for line in path.read_text().splitlines():
+def _parse(stdout: str) -> dict[str, CaseRun]:
+    runs: dict[str, CaseRun] = {}
+    for line in stdout.splitlines():
         try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut short by a crash
-            break
-    return events
+            data = json.loads(line)
+            runs[str(data["case"])] = CaseRun.model_validate(data["run"])
+        except (ValueError, KeyError, TypeError, ValidationError):
+            continue  # not a result line (a warning the judge's libraries printed)
+    return runs
 
 
-def _summarise(
-    events: list[dict[str, Any]], returncode: int, timed_out: bool, timeout_s: float, output: str
-) -> CaseRun:
-    checks: dict[str, Check] = {}
-    timings: dict[str, Timing] = {}
-    current: str | None = None
-    phase: Literal["setup", "check", "timing"] = "setup"
-    stop_reason = None
-    finished = False
-    for event in events:
-        kind = event["event"]
-        if kind == "start":
-            current, phase = event.get("label"), event["phase"]
-        elif kind == "check":
-            checks[event["label"]] = Check.model_validate({k: v for k, v in event.items() if k != "event"})
-        elif kind == "timing":
-            for label, samples in event["samples_ms"].items():
-                timings[label] = Timing(label=label, samples_ms=samples)
-            stop_reason = event["stop_reason"]
-        elif kind == "done":
-            finished = True
-    where = f"{current or 'setup'} {phase}" if phase != "setup" else "setup"
-    if timed_out:
-        return CaseRun(
-            status=CaseStatus.timeout,
-            detail=f"timed out after {timeout_s:g} s during {where}",
-            failed_label=current,
-            checks=checks,
-        )
-    if not finished:
-        tail = " | ".join(output.strip().splitlines()[-3:])
-        return CaseRun(
-            status=CaseStatus.crashed,
-            detail=f"{describe_exit(returncode)} during {where}" + (f": {tail}" if tail else ""),
-            failed_label=current,
-            checks=checks,
-        )
-    return CaseRun(status=CaseStatus.ok, checks=checks, timings=timings, stop_reason=stop_reason)
+def clean_environment() -> dict[str, str]:
+    """What a child of opgate that runs no repository code may inherit: os.environ without secrets."""
+    return {k: v for k, v in os.environ.items() if not is_secret_variable(k)}
+
+
+def is_secret_variable(name: str) -> bool:
+    """Gateway keys, the GitHub token and the ledger URL: never in a process below the review."""
+    return name.startswith(("TAOTOKEN_", "ANTHROPIC_", "OPENAI_")) or name in {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "OPGATE_DATABASE_URL",
+        "PGPASSWORD",
+    }

@@ -1,0 +1,624 @@
+"""The trusted judge of one kernel's cases: it owns the seed, the inputs, the reference, the comparison and the clock.
+
+Runs as `python -m bot.runner.judge JOB.json` (no secrets in its environment) and prints one JSON line per
+case (a `CaseRun`). Kernel code runs only in the workers: one sandboxed zygote per side (base, head) forks
+a fresh worker per measurement process. A worker is handed input files and asked for outputs; the judge
+times each batch itself (request to reply), checks a random sample of the timed calls' outputs against
+the reference, and watches how much CPU the sandbox burns outside the timed region.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bot.report import Isolation
+from bot.runner import CaseRun, Check, CpuUse, JudgeJob, Spot, Timing, describe_exit, protocol
+from bot.safe import log_safe
+from bot.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
+from bot.stats import median_ci_halfwidth_pct, ratio_ci
+
+RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
+WORKER_FILES = ("worker.py", "protocol.py")
+LOG_KEEP = 8192  # bytes of a side's output kept for the report
+THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
+BLOCK_MS = 20.0  # a timing block lasts about this long per side
+MAX_SETS = 16  # distinct input sets per block (each call of a block gets its own, up to this many)
+SPOT_PROBABILITY = 0.25  # share of blocks whose outputs are checked (one random call, both sides)
+# The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies; the
+# counters tick every 10 ms) …
+UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_SHARE = 0.05, 0.002, 0.004, 0.10
+# … and inside them at most one core's worth (the CPU runner measures single-threaded kernels).
+TIMED_CPU_RATIO, TIMED_CPU_SLACK_S = 1.15, 0.15
+GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
+
+
+class Timeout(Exception):
+    pass
+
+
+class WorkerGone(Exception):
+    """The worker (or its zygote) died or broke the protocol; `status` is its exit status when known."""
+
+    def __init__(self, detail: str, status: int | None = None) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+class Raised(Exception):
+    """The kernel raised inside a call."""
+
+
+class _Log(threading.Thread):
+    """Drains a side's stdout/stderr so it never blocks, keeping the last LOG_KEEP bytes."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.tail = stream, b""
+
+    def run(self) -> None:
+        for chunk in iter(lambda: self.stream.read1(65536), b""):
+            self.tail = (self.tail + chunk)[-LOG_KEEP:]
+
+    def text(self) -> str:
+        return log_safe(self.tail.decode(errors="replace")).strip()
+
+
+class Side:
+    """One sandboxed zygote (base or head): started lazily, killed on a timeout, restarted for the next case."""
+
+    def __init__(self, label: str, job: JudgeJob, sandbox: Sandbox, root: Path) -> None:
+        self.label, self.job, self.sandbox = label, job, sandbox
+        self.out_dir = root / f"out-{label}"
+        self.out_dir.mkdir()
+        self.in_dir = root / "in"
+        self.proc: subprocess.Popen | None = None
+        self.log: _Log | None = None
+        self.cmd_w = self.rep_r = -1
+        self.buffer = b""
+        here = Path(__file__).resolve().parent
+        sos = job.sides[label]
+        binds = [Bind(here / name, f"{RUN}/{name}") for name in WORKER_FILES]
+        binds += [Bind(self.in_dir, IN), Bind(self.out_dir, OUT, writable=True)]
+        binds += [Bind(Path(path), f"{EXT}/{device}.so") for device, path in sos.items()]
+        self.spec = Spec(binds=binds, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, gpu="cuda" in sos)
+
+    def path(self, inside: str) -> str:
+        return self.sandbox.localize(self.spec, inside)
+
+    def start(self, deadline: float) -> None:
+        cmd_r, self.cmd_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        argv = [sys.executable, self.path(f"{RUN}/worker.py"), str(cmd_r), str(rep_w), self.path(IN), self.path(OUT)]
+        self.proc = self.sandbox.popen(
+            self.spec, argv, pass_fds=(cmd_r, rep_w), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        os.close(cmd_r)
+        os.close(rep_w)
+        self.log = _Log(self.proc.stdout)
+        self.log.start()
+        self.buffer = b""
+        self.expect("zygote", deadline)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            kill(self.proc)
+            self.proc.wait()
+            if self.log is not None:
+                self.log.join(timeout=5)
+        for fd in (self.cmd_w, self.rep_r):
+            if fd >= 0:
+                os.close(fd)
+        self.cmd_w = self.rep_r = -1
+        self.proc = None
+
+    def cpu(self) -> float:
+        return tree_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0
+
+    def output(self) -> str:
+        return self.log.text() if self.log is not None else ""
+
+    # -- the channel ----------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        try:
+            protocol.send(self.cmd_w, message)
+        except OSError as exc:
+            raise WorkerGone(f"the worker stopped reading ({exc.strerror})") from exc
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        while len(self.buffer) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout()
+            ready, _, _ = select.select([self.rep_r], [], [], left)
+            if not ready:
+                raise Timeout()
+            chunk = os.read(self.rep_r, 1 << 16)
+            if not chunk:
+                raise WorkerGone("the sandbox closed its channel", self._exit_status())
+            self.buffer += chunk
+        data, self.buffer = self.buffer[:n], self.buffer[n:]
+        return data
+
+    def _exit_status(self) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def recv(self, deadline: float) -> dict[str, Any]:
+        (size,) = struct.unpack(">I", self._read(4, deadline))
+        if size > protocol.MAX_MESSAGE:
+            raise WorkerGone(f"protocol broken: a {size}-byte message")
+        try:
+            message = json.loads(self._read(size, deadline))
+        except ValueError as exc:
+            raise WorkerGone("protocol broken: a reply that is not JSON") from exc
+        if not isinstance(message, dict):
+            raise WorkerGone("protocol broken: a reply that is not an object")
+        return message
+
+    def expect(self, event: str, deadline: float) -> dict[str, Any]:
+        message = self.recv(deadline)
+        got = message.get("event")
+        if got == event:
+            return message
+        if got == "raised":
+            raise Raised(str(message.get("error", ""))[:2000])
+        if got == "exited":
+            status = message.get("status")
+            raise WorkerGone("the worker exited", status if isinstance(status, int) else None)
+        raise WorkerGone(f"protocol broken: expected {event!r}, got {str(got)[:40]!r}")
+
+
+class Worker:
+    """One fresh worker process of a side (forked by its zygote)."""
+
+    def __init__(self, side: Side, device: str, placement_seed: int, deadline: float) -> None:
+        self.side = side
+        side.send(
+            {
+                "op": "spawn",
+                "device": device,
+                "so": side.path(f"{EXT}/{device}.so"),
+                "module": side.job.module,
+                "entry": side.job.entry,
+                "placement_seed": placement_seed,
+            }
+        )
+        side.expect("ready", deadline)
+        self.fetches = 0
+
+    def load(self, file: str, sets: list[list[dict[str, Any]]], max_bytes: int, deadline: float) -> None:
+        self.side.send({"op": "load", "file": file, "sets": sets, "max_bytes": max_bytes})
+        self.side.expect("loaded", deadline)
+
+    def go(self, calls: int, deadline: float) -> None:
+        self.side.send({"op": "go", "calls": calls})
+        self.side.expect("done", deadline)
+
+    def fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
+        self.fetches += 1
+        self.side.send({"op": "fetch", "set": j, "seq": self.fetches})
+        reply = self.side.expect("fetched", deadline)
+        name = f"out-{self.fetches}.bin"
+        if reply.get("file") != name:
+            raise WorkerGone("protocol broken: an output file it was not asked for")
+        limit = sum(r.numel() * 8 for r in refs) + 4096  # up to float64 of every reference element
+        try:
+            outs = protocol.read_tensors(
+                str(self.side.out_dir / name), reply.get("tensors"), max_bytes=limit, device="cpu"
+            )
+        except protocol.ProtocolError as exc:
+            raise Raised(f"bad output: {exc}") from exc
+        finally:
+            (self.side.out_dir / name).unlink(missing_ok=True)
+        return outs
+
+    def exit(self, deadline: float) -> None:
+        self.side.send({"op": "exit"})
+        message = self.side.recv(deadline)
+        if message.get("event") != "exited" or message.get("status") != 0:
+            raise WorkerGone("the worker did not exit cleanly", message.get("status"))
+
+
+def compare(outs: list[torch.Tensor], refs: list[torch.Tensor]) -> Check:
+    """max |out - ref| where both are finite; NaN/Inf must sit exactly where the reference has them."""
+    if len(outs) != len(refs):
+        return Check(error=f"returned {len(outs)} tensors, the reference {len(refs)}")
+    worst, nan_inf = 0.0, False
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        if tuple(o.shape) != tuple(r.shape):
+            return Check(error=f"output {i} has shape {tuple(o.shape)}, the reference {tuple(r.shape)}")
+        o64, r64 = o.double(), r.detach().double().cpu()
+        fo, fr = torch.isfinite(o64), torch.isfinite(r64)
+        if not torch.equal(fo, fr):
+            nan_inf = True
+        both = fo & fr
+        if both.any():
+            worst = max(worst, float((o64[both] - r64[both]).abs().max()))
+    return Check(max_abs_err=worst, nan_inf=nan_inf)
+
+
+def _as_list(value: Any) -> list[torch.Tensor]:
+    return [value] if isinstance(value, torch.Tensor) else list(value)
+
+
+class Judge:
+    """Runs every case of one kernel; `run_case` never raises for anything a worker does."""
+
+    def __init__(self, job: JudgeJob, sandbox: Sandbox) -> None:
+        self.job, self.sandbox = job, sandbox
+        self.secret = bytes.fromhex(job.secret)
+        from bot.runner import load_reference
+
+        self.make_inputs, self.reference = load_reference(job.reference)
+        self.root = Path(
+            tempfile.mkdtemp(prefix="opgate-judge-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        )
+        (self.root / "in").mkdir()
+        self.sides = {label: Side(label, job, sandbox, self.root) for label in job.sides}
+        self.seq = 0
+
+    def close(self) -> None:
+        for side in self.sides.values():
+            side.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def seed(self, *parts: object) -> int:
+        """A 63-bit seed derived from the run's secret: nobody can know the inputs before the run."""
+        digest = hashlib.sha256(self.secret + json.dumps(parts).encode()).digest()
+        return int.from_bytes(digest[:8], "big") >> 1
+
+    # -- inputs --------------------------------------------------------------------------------
+
+    def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]:
+        return _as_list(self.make_inputs(case, case["device"], seed))
+
+    def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
+        """One input file for the block (read-only to both sides); its header and size."""
+        self.seq += 1
+        name = f"in-{self.seq}.bin"
+        entries = protocol.write_tensors(str(self.root / "in" / name), [t for s in sets for t in s])
+        grouped, i = [], 0
+        for s in sets:
+            grouped.append(entries[i : i + len(s)])
+            i += len(s)
+        return name, grouped, os.path.getsize(self.root / "in" / name) + 1
+
+    def drop(self, name: str) -> None:
+        (self.root / "in" / name).unlink(missing_ok=True)
+
+    # -- one case ------------------------------------------------------------------------------
+
+    def run_case(self, case: dict[str, Any]) -> CaseRun:
+        deadline = time.monotonic() + self.job.timeout_s
+        state = _CaseState(case["name"])
+        try:
+            self._case(case, deadline, state)
+        except Timeout:
+            side = self.sides.get(state.label)
+            for s in self.sides.values():
+                s.stop()
+            return state.result(
+                "timeout",
+                f"timed out after {self.job.timeout_s:g} s during {state.where()}",
+                side.output() if side else "",
+            )
+        except WorkerGone as exc:
+            side = self.sides[state.label]
+            status = exc.status
+            for s in self.sides.values():
+                s.stop()
+            how = describe_exit(status) if status is not None and status != 0 else str(exc)
+            return state.result("crashed", f"{how} during {state.where()}", side.output())
+        finally:
+            for name in state.files:
+                self.drop(name)
+        return state.result("ok", "", "")
+
+    def _worker(self, label: str, case: dict[str, Any], process: int, deadline: float) -> Worker:
+        side = self.sides[label]
+        if not side.alive:
+            side.stop()
+            side.start(deadline)
+        return Worker(side, case["device"], self.seed(case["name"], label, process, "placement"), deadline)
+
+    def _case(self, case: dict[str, Any], deadline: float, state: _CaseState) -> None:
+        labels: list[str] = [label for label in ("base", "head") if label in self.sides]
+        check_seed = self.seed(case["name"], "check")
+        state.seed = check_seed
+        inputs = self.inputs(case, check_seed)
+        refs = _as_list(self.reference(*inputs))
+        file, sets, size = self.write_sets([inputs])
+        state.files.append(file)
+        workers: dict[str, Worker] = {}
+        for label in labels:
+            state.enter(label, "check")
+            w = workers[label] = self._worker(label, case, 0, deadline)
+            w.load(file, sets, size, deadline)
+            try:
+                w.go(1, deadline)
+                check = compare(w.fetch(0, refs, deadline), refs)
+            except Raised as exc:
+                check = Check(error=f"raised or returned a bad output: {exc}")
+            state.checks[label] = check.model_copy(update={"label": label})
+        self.drop(file)
+        timed = [label for label in labels if self._correct(state.checks[label], case)]
+        if not self.job.time or "head" not in timed:
+            for label, w in workers.items():
+                state.enter(label, "exit")
+                w.exit(deadline)
+            return
+        Measure(self, case, {label: workers[label] for label in timed}, deadline, state).run()
+
+    def _correct(self, check: Check, case: dict[str, Any]) -> bool:
+        return check.error is None and not check.nan_inf and (check.max_abs_err or 0.0) <= case["tolerance"]
+
+
+class _CaseState:
+    """What is known about a case so far; where it was when something went wrong."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.label, self.phase = "setup", "setup"
+        self.checks: dict[str, Check] = {}
+        self.timings: dict[str, Timing] = {}
+        self.spots: dict[str, Spot] = {}
+        self.cpu: dict[str, CpuUse] = {}
+        self.notes: list[str] = []
+        self.files: list[str] = []
+        self.seed: int | None = None
+        self.stop_reason: str | None = None
+        self.tampered: str | None = None
+
+    def enter(self, label: str, phase: str) -> None:
+        self.label, self.phase = label, phase
+
+    def where(self) -> str:
+        return f"{self.label} {self.phase}" if self.label != "setup" else "setup"
+
+    def result(self, status: str, detail: str, output: str) -> CaseRun:
+        if status == "ok" and self.tampered:
+            status, detail = "tampered", self.tampered
+        if output:
+            detail = f"{detail}: {output.splitlines()[-1][:300]}" if detail else detail
+        return CaseRun(
+            status=status,  # type: ignore[arg-type]
+            detail=detail,
+            failed_label=self.label if status in ("timeout", "crashed") else None,
+            checks=self.checks,
+            timings=self.timings,
+            spots=self.spots,
+            cpu=self.cpu,
+            stop_reason=self.stop_reason,
+            seed=str(self.seed) if self.seed is not None else None,
+            notes=self.notes,
+            output_tail=output[-2000:],
+        )
+
+
+class Measure:
+    """Interleaved timing of the correct sides, one process per side, with spot checks and CPU accounting."""
+
+    def __init__(
+        self, judge: Judge, case: dict[str, Any], workers: dict[str, Worker], deadline: float, state: _CaseState
+    ):
+        self.judge, self.case, self.workers, self.deadline, self.state = judge, case, workers, deadline, state
+        self.m = judge.job.measure
+        self.labels = list(workers)
+        self.samples: dict[str, list[float]] = {label: [] for label in self.labels}
+        self.timed_wall = dict.fromkeys(self.labels, 0.0)
+        self.timed_cpu = dict.fromkeys(self.labels, 0.0)
+        self.bytes_in = 0
+        self.rng = random.Random(judge.seed(case["name"], "spots"))
+        self.gpu = case["device"] == "cuda"
+
+    def _timed(self, label: str, calls: int) -> float:
+        """One batch of `calls`, timed by the judge from request to reply (and the GPU idle again)."""
+        w = self.workers[label]
+        self.state.enter(label, "timing")
+        cpu0 = w.side.cpu() if not self.gpu else 0.0
+        t0 = time.perf_counter_ns()
+        w.go(calls, self.deadline)
+        if self.gpu:
+            busy = _gpu_busy_ms()
+            if busy > GPU_BUSY_MS:
+                self.state.tampered = (
+                    f"{label}: the GPU was still busy {busy:.1f} ms after the worker reported its calls done "
+                    "(work left running outside the timed region)"
+                )
+        t1 = time.perf_counter_ns()
+        if not self.gpu:
+            self.timed_cpu[label] += w.side.cpu() - cpu0
+        wall = (t1 - t0) / 1e6
+        self.timed_wall[label] += wall / 1e3
+        return wall / calls
+
+    def run(self) -> None:
+        m, labels = self.m, self.labels
+        for label in labels:
+            self.state.cpu[label] = CpuUse()
+        sets = [self.judge.inputs(self.case, self.judge.seed(self.case["name"], "warm"))]
+        file, header, size = self.judge.write_sets(sets)
+        self.state.files.append(file)
+        for label in labels:  # warm-up: at least warmup_ms and warmup_calls of calls
+            self.workers[label].load(file, header, size, self.deadline)
+        call_ms = max(self._warm_up(label) for label in labels)
+        cpu_start = {label: self.workers[label].side.cpu() for label in labels}  # accounting starts here
+        calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
+        n_sets = min(calls, MAX_SETS)
+        blocks, started, stop = 0, time.perf_counter(), "max_samples"
+        clocks: list[float] = []
+        throttled = 0
+        while True:
+            seeds = [self.judge.seed(self.case["name"], "block", blocks, i) for i in range(n_sets)]
+            inputs = [self.judge.inputs(self.case, s) for s in seeds]
+            file, header, size = self.judge.write_sets(inputs)
+            self.bytes_in += size * len(labels)
+            order = block_order(blocks, labels)
+            for label in order:
+                self.workers[label].load(file, header, size, self.deadline)
+            # Whether, and which call, to check is drawn before the calls run; half the time it is the last call
+            # of the block (the one whose work could still be running when the batch reports done).
+            spot = blocks == 0 or self.rng.random() < SPOT_PROBABILITY
+            j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
+            refs = _as_list(self.judge.reference(*inputs[j])) if spot else []
+            block = {}
+            for label in order:
+                block[label] = self._timed(label, calls)
+                if spot:  # at once, before the other side runs
+                    self._spot_check(label, refs, j)
+            self.judge.drop(file)
+            blocks += 1
+            clock = _sm_clock_mhz() if self.gpu else None
+            if clock is not None:
+                clocks.append(clock)
+            if clock is not None and clock < THROTTLE_FRACTION * max(clocks):
+                throttled += 1
+            else:
+                for label in labels:
+                    self.samples[label].append(block[label])
+            n = min(len(s) for s in self.samples.values())
+            if blocks >= m.min_blocks and n >= 3:
+                if len(labels) == 2:
+                    _, low, high = ratio_ci(self.samples["head"], self.samples["base"], resamples=300)
+                    halfwidth = (high - low) / 2.0 * 100.0
+                else:
+                    halfwidth = median_ci_halfwidth_pct(self.samples[labels[0]], resamples=300)
+                if halfwidth <= m.target_pct:
+                    stop = "precision"
+                    break
+            if n >= m.max_samples:
+                stop = "max_samples"
+                break
+            if time.perf_counter() - started >= m.max_seconds:
+                stop = "max_seconds"
+                break
+        self._account(cpu_start, blocks)
+        for label in labels:
+            self.state.enter(label, "exit")
+            self.workers[label].exit(self.deadline)
+            self.state.timings[label] = Timing(label=label, samples_ms=self.samples[label], calls_per_sample=calls)
+        self.state.stop_reason = stop
+        if throttled:
+            self.state.notes.append(
+                f"{throttled} block(s) measured below {THROTTLE_FRACTION:.0%} of the top SM clock were discarded"
+            )
+
+    def _warm_up(self, label: str) -> float:
+        times: list[float] = []
+        started = time.perf_counter()
+        while len(times) < self.m.warmup_calls or (time.perf_counter() - started) * 1e3 < self.m.warmup_ms:
+            times.append(self._timed(label, 1))
+        self.timed_wall[label] = self.timed_cpu[label] = 0.0  # the accounting starts after the warm-up
+        times.sort()
+        return times[len(times) // 2]
+
+    def _spot_check(self, label: str, refs: list[torch.Tensor], j: int) -> None:
+        """Compare the output of call set `j` of the batch that just ran with the reference."""
+        self.state.enter(label, "spot check")
+        spot = self.state.spots.setdefault(label, Spot(label=label))
+        try:
+            check = compare(self.workers[label].fetch(j, refs, self.deadline), refs)
+        except Raised as exc:
+            check = Check(error=str(exc))
+        spot.checked += 1
+        spot.worst_abs_err = max(spot.worst_abs_err, check.max_abs_err or 0.0)
+        if check.error or check.nan_inf or (check.max_abs_err or 0.0) > self.case["tolerance"]:
+            spot.failed += 1
+            spot.first_failure = spot.first_failure or _what_failed(check)
+
+    def _account(self, cpu_start: dict[str, float], blocks: int) -> None:
+        """Flag a side whose sandbox burned CPU outside its timed calls, or more than one core inside them."""
+        if self.gpu:
+            return
+        for label in self.labels:
+            total = self.workers[label].side.cpu() - cpu_start[label]
+            timed_cpu, timed_wall = self.timed_cpu[label], self.timed_wall[label]
+            untimed = max(0.0, total - timed_cpu)
+            allowed = UNTIMED_CPU_SLACK_S + UNTIMED_CPU_PER_BLOCK_S * blocks + UNTIMED_CPU_SHARE * timed_wall
+            allowed += UNTIMED_CPU_PER_MB_S * self.bytes_in / 1e6
+            use = CpuUse(
+                timed_wall_s=round(timed_wall, 3), timed_cpu_s=round(timed_cpu, 3), untimed_cpu_s=round(untimed, 3)
+            )
+            self.state.cpu[label] = use
+            if untimed > allowed:
+                self.state.tampered = (
+                    f"{label}: the sandbox used {untimed:.2f} s of CPU outside its timed calls "
+                    f"(allowed {allowed:.2f} s): work done outside the timed region"
+                )
+            elif timed_cpu > TIMED_CPU_RATIO * timed_wall + TIMED_CPU_SLACK_S:
+                self.state.tampered = (
+                    f"{label}: {timed_cpu:.2f} s of CPU in {timed_wall:.2f} s of timed calls: more than one thread "
+                    "(the CPU runner measures single-threaded kernels)"
+                )
+
+
+def block_order(index: int, labels: list[str]) -> list[str]:
+    """A B, B A, A B, …: each side runs first as often as second, so drift hits both alike."""
+    return labels if index % 2 == 0 else labels[::-1]
+
+
+def _what_failed(check: Check) -> str:
+    if check.error:
+        return check.error
+    if check.nan_inf:
+        return "NaN/Inf where the reference has none"
+    return f"max_abs_err {check.max_abs_err:.3g}"
+
+
+def _gpu_busy_ms() -> float:
+    """How long the judge's own tiny kernel waits: near zero on an idle GPU."""
+    t0 = time.perf_counter()
+    torch.zeros(1, device="cuda").add_(1)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _sm_clock_mhz() -> float | None:
+    try:
+        return float(torch.cuda.clock_rate())
+    except Exception:  # pynvml missing or NVML refused: record nothing rather than guess
+        return None
+
+
+def main(job_path: str, emit: Callable[[str], None] = print) -> None:
+    job = JudgeJob.model_validate_json(Path(job_path).read_text())
+    torch.set_num_threads(1)
+    inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
+    sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
+    judge = Judge(job, sandbox)
+    try:
+        for case in job.cases:
+            run = judge.run_case(case)
+            emit(json.dumps({"case": case["name"], "run": run.model_dump()}))
+            sys.stdout.flush()
+    finally:
+        judge.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

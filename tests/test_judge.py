@@ -1,0 +1,114 @@
+"""The judge on its own: real sandboxed workers, a tiny torch-free extension, the real reference and gate.
+
+The extension (tests/data/fake_ext.c) computes a.float() @ b.float() after spinning SPIN_US
+microseconds, so a test chooses how much slower head is without building a torch binding.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from bot.gate import judge_case
+from bot.manifest import Case, Constraints
+from bot.report import CaseStatus
+from bot.runner import JudgeJob, Measure, ReferenceSource, new_secret, run_cases
+from bot.runner.judge import block_order
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "kernels/deepgemm_tile/reference.py"
+CASE = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 32, "n": 32, "k": 32})
+
+
+@pytest.fixture(scope="module")
+def ext_factory(tmp_path_factory: pytest.TempPathFactory):
+    """Build fake_ext.c with a given spin; one .so per spin, reused across tests."""
+    folder = tmp_path_factory.mktemp("fake_ext")
+    built: dict[str, Path] = {}
+
+    def make(spin_us: int, *defines: str) -> Path:
+        name = f"{spin_us}-{'-'.join(defines)}"
+        if name not in built:
+            so = folder / f"fake_{name}.so"
+            flags = [f"-DSPIN_US={spin_us}", *(f"-D{d}" for d in defines), f"-I{sysconfig.get_path('include')}"]
+            source = ROOT / "tests/data/fake_ext.c"
+            subprocess.run(["gcc", "-shared", "-fPIC", "-O2", *flags, str(source), "-o", str(so)], check=True)
+            built[name] = so
+        return built[name]
+
+    return make
+
+
+def job(sides: dict[str, Path], **measure: float) -> JudgeJob:
+    settings = {"max_seconds": 1.0, "min_blocks": 3, "max_samples": 200, "target_pct": 0.5, **measure}
+    return JudgeJob(
+        kernel="fake",
+        reference=ReferenceSource(path=str(REFERENCE)),
+        cases=[{**CASE.model_dump(), "tolerance": 1e-2}],
+        sides={label: {"cpu": str(so)} for label, so in sides.items()},
+        module="opgate_ext",
+        entry="gemm",
+        measure=Measure(**settings),
+        timeout_s=60,
+        secret=new_secret(),
+    )
+
+
+def test_blocks_alternate_so_each_side_goes_first_half_the_time() -> None:
+    orders = [block_order(i, ["base", "head"]) for i in range(4)]
+    assert orders == [["base", "head"], ["head", "base"], ["base", "head"], ["head", "base"]]
+
+
+def test_identical_builds_pass_and_sampling_stops_once_the_ratio_is_precise(ext_factory) -> None:
+    so = ext_factory(2000)
+    run = run_cases(job({"base": so, "head": so}, target_pct=30.0, max_seconds=20))["tiny"]
+    assert run.status == CaseStatus.ok, run.detail
+    assert run.stop_reason == "precision"
+    assert run.checks["head"].max_abs_err is not None and run.checks["head"].max_abs_err < 1e-3
+    assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0
+    report = judge_case(CASE, Constraints(), run)
+    assert report.verdict in ("pass", "inconclusive") and report.spot_checks >= 1  # never a fail on A/A
+
+
+def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
+    so = ext_factory(2000)
+    run = run_cases(job({"base": so, "head": so}, target_pct=1e-9, max_seconds=0.5))["tiny"]
+    assert run.status == CaseStatus.ok, run.detail
+    assert run.stop_reason == "max_seconds"
+
+
+def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
+    run = run_cases(job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=2))["tiny"]
+    report = judge_case(CASE, Constraints(), run)
+    assert report.verdict == "fail", report.reasons
+    assert report.regression_pct is not None and report.regression_pct > 20
+
+
+def test_the_secret_decides_the_inputs_and_is_revealed_after_the_run(ext_factory) -> None:
+    so = ext_factory(500)
+    first = job({"head": so}, max_seconds=0.2)
+    again = run_cases(first)["tiny"]
+    other = run_cases(first.model_copy(update={"secret": new_secret()}))["tiny"]
+    assert again.seed is not None and other.seed is not None and again.seed != other.seed
+    assert run_cases(first)["tiny"].seed == again.seed  # the same secret gives the same inputs
+
+
+def test_a_worker_that_dies_is_a_crash_of_that_side(ext_factory) -> None:
+    crashing = ext_factory(100, "CRASH")
+    run = run_cases(job({"base": ext_factory(100), "head": crashing}))["tiny"]
+    assert run.status == CaseStatus.crashed
+    assert run.failed_label == "head" and "SIGABRT" in run.detail and "head check" in run.detail
+
+
+def test_a_hanging_worker_times_out_and_the_next_case_still_runs(ext_factory) -> None:
+    hanging = ext_factory(100, "HANG")
+    two = job({"head": hanging}).model_copy(update={"timeout_s": 5})
+    two = two.model_copy(update={"cases": [*two.cases, {**two.cases[0], "name": "tiny2"}]})
+    runs = run_cases(two)
+    assert runs["tiny"].status == CaseStatus.timeout and "timed out after 5 s during head check" in runs["tiny"].detail
+    assert runs["tiny2"].status == CaseStatus.timeout  # a fresh zygote, the same hang

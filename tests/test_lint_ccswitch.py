@@ -521,3 +521,18 @@ def test_cc_switch_given_a_file_instead_of_its_folder(world: World, capsys: pyte
     store_file = world.store / ("cc-switch.db" if world.kind == "db" else "config.json")
     code, out, err = opgate_lint("--repo", str(world.home / "repo"), f"--cc-switch={store_file}", capsys=capsys)
     assert (code, out) == (2, "") and "is a file" in err and err.count("\n") == 1
+
+
+def test_a_key_leaked_to_a_provider_on_another_host(world: World) -> None:
+    """cc-switch #4849: a key saved into another provider's entry is then sent to a gateway that never issued it."""
+    world.entry("Other").settings["auth"]["OPENAI_API_KEY"] = K_CODEX
+    world.write_store()
+    f = one(world.lint(), "CCS010")
+    assert f.entry in ("provider TaoToken Codex (codex)", "provider Other (codex)")
+    assert "api.other.example" in f.message and "taotoken.net" in f.message and fingerprint(K_CODEX) in f.message
+
+
+def test_one_key_for_two_providers_on_the_same_gateway_is_fine(world: World) -> None:
+    world.entries.append(Entry("codex", "x-tt2", "TaoToken Codex 2", codex_copy()))
+    world.write_store()
+    assert world.lint() == []

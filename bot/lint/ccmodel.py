@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from bot.lint.locate import KeyPath, json_key_lines, line_of, toml_key_lines
 from bot.lint.secrets import is_placeholder
-from bot.lint.urls import show_url
+from bot.lint.urls import gateway_root, show_url
 from bot.safe import one_line
 
 Client = Literal["claude", "codex"]
@@ -87,6 +87,12 @@ class Snapshot:
 def fingerprint(key: str) -> str:
     """How a key is compared and shown: a prefix of its sha256, never the key."""
     return "sha256:" + hashlib.sha256(key.strip().encode()).hexdigest()[:12]
+
+
+def host_of(url: str | None) -> str | None:
+    """The host (and port) a base URL sends its key to, or None."""
+    root = gateway_root(url) if url else None
+    return root.split("/")[2] if root else None
 
 
 def real_key(value: Any) -> str | None:

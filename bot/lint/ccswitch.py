@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from bot.lint.ccmodel import Provider, Snapshot, Store, provider_view
+from bot.lint.ccmodel import Provider, Snapshot, Store, host_of, provider_view
 from bot.lint.ccsync import lint_sync
 from bot.lint.claude import check_claude
 from bot.lint.codex import check_codex
@@ -28,11 +28,9 @@ _ANTHROPIC = re.compile(r"ANTHROPIC_[A-Z0-9_]*")
 
 def is_gateway_provider(name: str, base_url: str, gateway: str) -> bool:
     """A TaoToken provider: named so, or pointing at the gateway's host or at any taotoken host."""
-    host = (gateway_root(base_url) or "").split("/")[2:3]
-    gateway_host = (gateway_root(gateway) or "").split("/")[2:3]
-    return "taotoken" in re.sub(r"[\s_.-]", "", name.lower()) or (
-        bool(host) and (host == gateway_host or "taotoken" in host[0])
-    )
+    host = host_of(base_url)
+    named = "taotoken" in re.sub(r"[\s_.-]", "", name.lower())
+    return named or (host is not None and (host == host_of(gateway) or "taotoken" in host))
 
 
 def _stored_copy(store: Store, p: Provider) -> list[Finding]:

@@ -16,6 +16,7 @@ from bot.lint.ccmodel import (
     claude_view,
     codex_view,
     fingerprint,
+    host_of,
     json_object,
     provider_view,
     real_key,
@@ -40,6 +41,7 @@ class KeySite:
     entry: str | None = None
     provider: Provider | None = None
     env_var: str | None = None
+    host: str | None = None  # a stored provider's: where its base URL sends the key
 
 
 def _show(key: str | None) -> str:
@@ -193,6 +195,20 @@ class _Sync:
                         entry=first.entry,
                     )
                 )
+            hosts = {s.host: s for s in reversed(sites) if s.host}  # the first provider of each host
+            if len(hosts) > 1:
+                first = next(s for s in sites if s.host)
+                spread = ", ".join(f"{s.label} ({host})" for host, s in sorted(hosts.items()))
+                self.out.append(
+                    make_finding(
+                        first.path,
+                        first.line,
+                        "CCS010",
+                        f"one key ({_show(key)}) is stored for providers on different hosts: {spread}; "
+                        "a key leaked between providers goes to a gateway that did not issue it",
+                        entry=first.entry,
+                    )
+                )
             holders = [s for s in sites if s.env_var != domain.get(key)]
             if key in domain and holders:
                 first = holders[0]
@@ -209,14 +225,15 @@ class _Sync:
 
 
 def lint_sync(snapshot: Snapshot, env: Mapping[str, str]) -> list[Finding]:
-    """CCS001 and CCS005–CCS009: the current providers against the live files, and the owners of each key."""
+    """CCS001, CCS005–CCS010: the current providers against the live files, and the owners of each key."""
     sync = _Sync(snapshot, env)
     store = snapshot.store
     for p in store.providers:
         view = provider_view(p)
         for value in (view.key, view.bearer):
             if value.text:
-                sync.stored.append(KeySite(value.text, p.client, p.label, store.path, p.line, p.entry, p))
+                host = None if p.official else host_of(view.base_url.text)
+                sync.stored.append(KeySite(value.text, p.client, p.label, store.path, p.line, p.entry, p, host=host))
     for client in CLIENTS:
         cur = store.current_provider(client)
         if cur is None and any(p.client == client for p in store.providers):

@@ -92,6 +92,7 @@ RULES: dict[str, Rule] = {
     ),
     "CCS008": Rule("error", "one key serves both Claude Code and Codex (in the CC Switch store or the live files)"),
     "CCS009": Rule("error", "a key in the CC Switch store or the live files is a task-domain key of the environment"),
+    "CCS010": Rule("error", "one key is stored for CC Switch providers on different hosts (a key leaked between them)"),
 }
 
 

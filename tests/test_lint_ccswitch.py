@@ -382,19 +382,21 @@ def test_live_auth_json_not_json(world: World) -> None:
     assert f.path == str(world.codex_auth)
 
 
-@pytest.mark.parametrize("damage", ["garbage", "no table"])
-def test_corrupt_database_is_one_line_and_exit_2(
+@pytest.mark.parametrize("damage", ["garbage database", "database without providers", "config.json not JSON"])
+def test_corrupt_store_is_one_line_and_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], damage: str
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    db = tmp_path / ".cc-switch" / "cc-switch.db"
+    db = tmp_path / ".cc-switch" / ("config.json" if "config.json" in damage else "cc-switch.db")
     db.parent.mkdir()
-    if damage == "garbage":
+    if damage == "garbage database":
         db.write_bytes(b"this is not a database, it only has the name of one\n" * 20)
-    else:
+    elif damage == "database without providers":
         with sqlite3.connect(db) as conn:
             conn.execute("CREATE TABLE settings (key TEXT)")
         conn.close()
+    else:
+        db.write_text('{"version": 2, "claude": {"providers": {')
     code, out, err = opgate_lint("--repo", str(tmp_path), "--cc-switch", capsys=capsys)
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and err.startswith("opgate: error: ") and str(db) in err

@@ -73,9 +73,7 @@ def lint_entries(store: Store, gateway: str) -> list[Finding]:
                 )
         if p.client == "codex":
             rest = {k: v for k, v in p.settings.items() if k != "config"}  # config: CODEX005 above
-            text = " ".join(f"{'.'.join(map(str, where))} {value}" for where, value in strings(rest))
-            text += " " + json.dumps(rest)  # names of keys whose values are not strings
-            if names := _ANTHROPIC.findall(text):
+            if names := _ANTHROPIC.findall(json.dumps(rest)):  # in a key or a value
                 add(p, "CCS004", f"{names[0]} sits in the Codex entry (Claude Code's variable)")
     return out
 

@@ -585,6 +585,7 @@ def test_json_output_parses_and_text_format() -> None:
         "rule": "URL001",
         "message": findings[0].message,
         "severity": "error",
+        "entry": None,
     }
     assert format_text(findings).startswith("kernels/a/agent_task.json:4: URL001 provider.base_url")
     assert json.loads(format_json([])) == {"findings": [], "counts": {"error": 0, "warning": 0, "info": 0}}
@@ -651,3 +652,8 @@ def test_every_rule_is_described() -> None:
         assert f"`{rule_id}`" in table
         assert rule.summary and "\n" not in rule.summary
         assert rule.severity in ("error", "warning", "info")
+
+
+def test_readme_rule_table_is_the_rule_table() -> None:
+    """Every rule, with its severity and summary, is in the README's "Lint rules" table as it stands."""
+    assert rules_markdown() in (ROOT / "README.md").read_text()

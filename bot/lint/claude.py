@@ -19,11 +19,16 @@ _CLAUDE_TOP_PROVIDER = frozenset(
 _CLAUDE_FOREIGN = re.compile(r"(?:TAOTOKEN_|OPENAI_|CODEX_|AZURE_OPENAI_)")
 
 
-def check_claude(path: str, text: str) -> tuple[list[Finding], Facts]:
-    """The findings of a Claude Code settings file, its base URL and its token variables."""
+def check_claude(path: str, text: str, managed: bool = False) -> tuple[list[Finding], Facts]:
+    """The findings of a Claude Code settings file, its base URL and its token variables.
+
+    `managed`: the file is written by CC Switch, which keeps the token in env by design; the token is
+    then not a finding here (the CC Switch rules compare it with the store by fingerprint).
+    """
     c = Collector(path)
     personal = Path(path).name == "settings.local.json"
     where_file = "the personal settings.local.json (keep it out of git)" if personal else "a committed settings file"
+    where_file = "a settings file CC Switch writes" if managed else where_file
     parsed = parse_json_object(c, "CLAUDE001", text, "the Claude settings file")
     if parsed is None:
         return c.done()
@@ -57,6 +62,7 @@ def check_claude(path: str, text: str) -> tuple[list[Finding], Facts]:
         keys = [value.strip()] if secret_verdict(name, value) == "key" else find_keys(value)
         if keys:
             c.secrets.update(keys)
+        if keys and not (managed and name in CLAUDE_TOKEN_VARS):
             c.add(
                 line,
                 "CLAUDE004",

@@ -31,8 +31,14 @@ def _strip_toml_comment(line: str) -> str:
     return line
 
 
-def check_codex(path: str, text: str, project_level: bool = False) -> tuple[list[Finding], Facts]:
-    """The findings of a Codex config, the active provider's base URL and every provider's key variable."""
+def check_codex(
+    path: str, text: str, project_level: bool = False, managed: bool = False
+) -> tuple[list[Finding], Facts]:
+    """The findings of a Codex config, the active provider's base URL and every provider's key variable.
+
+    `managed`: the file is written by CC Switch, whose providers take the key from auth.json
+    (`requires_openai_auth`) or an `experimental_bearer_token` it writes; neither is then a finding here.
+    """
     c = Collector(path)
     try:
         data = tomllib.loads(text)
@@ -74,6 +80,10 @@ def check_codex(path: str, text: str, project_level: bool = False) -> tuple[list
             )
 
     checked: set[KeyPath] = set()
+    if managed and "experimental_bearer_token" in data:
+        checked.add(("experimental_bearer_token",))
+        if isinstance(data["experimental_bearer_token"], str):
+            c.secrets.add(data["experimental_bearer_token"].strip())
     for pid, provider in providers.items():
         if not isinstance(provider, dict):
             continue
@@ -98,7 +108,10 @@ def check_codex(path: str, text: str, project_level: bool = False) -> tuple[list
         label = f"model_providers.{pid}.env_key"
         line = line_of(lines, (*base, "env_key"))
         checked.add((*base, "env_key"))
-        if not isinstance(env_key, str) or not env_key:
+        keyed_elsewhere = provider.get("requires_openai_auth") is True or "experimental_bearer_token" in provider
+        if env_key is None and managed and keyed_elsewhere:
+            pass  # CC Switch: the key is in auth.json or the bearer token it writes
+        elif not isinstance(env_key, str) or not env_key:
             c.add(here, "CODEX003", f"{label} is not set; name the key variable, e.g. env_key = {CODEX_KEY!r}")
         elif looks_like_key(env_key) or not VAR_NAME.fullmatch(env_key):
             if looks_like_key(env_key):
@@ -137,12 +150,13 @@ def check_codex(path: str, text: str, project_level: bool = False) -> tuple[list
             token = provider["experimental_bearer_token"]
             if isinstance(token, str) and token:
                 c.secrets.add(token.strip())
-            c.add(
-                line_of(lines, token_at),
-                "CODEX007",
-                f"model_providers.{pid}.experimental_bearer_token puts a token in the file; "
-                f"use env_key = {CODEX_KEY!r}",
-            )
+            if not managed:
+                c.add(
+                    line_of(lines, token_at),
+                    "CODEX007",
+                    f"model_providers.{pid}.experimental_bearer_token puts a token in the file; "
+                    f"use env_key = {CODEX_KEY!r}",
+                )
         headers = provider.get("http_headers")
         if isinstance(headers, dict):
             for header, value in headers.items():

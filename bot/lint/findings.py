@@ -16,15 +16,16 @@ SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
 class Finding(BaseModel):
-    """One problem in one file, at the line of the offending key."""
+    """One problem in one file, at the line of the offending key (or in one entry of a CC Switch store)."""
 
     model_config = ConfigDict(frozen=True)
 
     path: str
-    line: int = Field(ge=1)
+    line: int | None = Field(ge=1)  # None: a database row, which has no line
     rule: str
     message: str
     severity: Severity
+    entry: str | None = None  # the store entry the finding is in: `provider <name> (codex) config.toml:5`
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ RULES: dict[str, Rule] = {
     "URL003": Rule("error", "a base URL carries credentials (user:password@)"),
     "URL004": Rule("error", "a base URL ends with an endpoint path (/chat/completions, /messages, /responses)"),
     "URL005": Rule("error", "a gateway or Anthropic base URL ends with /v1, which the client appends itself"),
-    "URL006": Rule("warning", "a Codex/OpenAI-style base URL lacks /v1 (Codex appends only /responses)"),
+    "URL006": Rule(
+        "warning", "a Codex base URL lacks /v1: Codex requests base_url/responses, which the gateway must serve"
+    ),
     "URL007": Rule("warning", "a base URL uses plain http to a host other than localhost"),
     "ENV001": Rule("error", "an .env value looks like a real key; .env files hold placeholders only"),
     "ENV002": Rule("warning", "a secret variable holds a value that is neither empty nor an obvious placeholder"),
@@ -74,6 +77,22 @@ RULES: dict[str, Rule] = {
     "CODEX011": Rule("warning", "a project .codex/config.toml sets model_provider(s), which Codex ignores there"),
     "XFILE001": Rule("error", "a base URL differs from the one most linted files use"),
     "XFILE002": Rule("error", "one key variable is shared by two task domains or clients"),
+    "CCS001": Rule("info", "CC Switch has providers for a client but no current one (its live files are not compared)"),
+    "CCS002": Rule("error", "a CC Switch entry (settingsConfig) or the live auth.json is not what CC Switch writes"),
+    "CCS003": Rule("error", "a TaoToken provider in CC Switch points elsewhere than the gateway (TAOTOKEN_BASE_URL)"),
+    "CCS004": Rule("error", "ANTHROPIC_* in a CC Switch Codex entry or in Codex's live auth.json"),
+    "CCS005": Rule(
+        "error", "the live Claude settings.json differs from the current provider (warning: the model, a missing file)"
+    ),
+    "CCS006": Rule(
+        "error", "the live Codex config.toml differs from the current provider (warning: the model, a missing file)"
+    ),
+    "CCS007": Rule(
+        "error", "a live key is not the current provider's, or auth.json and config.toml hold different providers' keys"
+    ),
+    "CCS008": Rule("error", "one key serves both Claude Code and Codex (in the CC Switch store or the live files)"),
+    "CCS009": Rule("error", "a key in the CC Switch store or the live files is a task-domain key of the environment"),
+    "CCS010": Rule("error", "one key is stored for CC Switch providers on different hosts (a key leaked between them)"),
 }
 
 
@@ -83,14 +102,29 @@ def rules_markdown() -> str:
     return "\n".join(["| Rule | Severity | What it flags |", "| --- | --- | --- |", *rows])
 
 
-def make_finding(path: str, line: int, rule: str, message: str, severity: Severity | None = None) -> Finding:
-    """A finding at the real line of the offending key (1 when unknown), its message redacted."""
+def make_finding(
+    path: str,
+    line: int | None,
+    rule: str,
+    message: str,
+    severity: Severity | None = None,
+    entry: str | None = None,
+) -> Finding:
+    """A finding at the real line of the offending key (1 when unknown, None in a database), its text redacted."""
     return Finding(
-        path=path, line=max(1, line), rule=rule, message=redact(message), severity=severity or RULES[rule].severity
+        path=path,
+        line=None if line is None else max(1, line),
+        rule=rule,
+        message=redact(message),
+        severity=severity or RULES[rule].severity,
+        entry=None if entry is None else redact(entry),
     )
 
 
 def scrub(findings: Iterable[Finding], secrets: Iterable[str]) -> list[Finding]:
-    """The findings with the given secrets masked in their messages."""
+    """The findings with the given secrets masked in their messages (and store entries)."""
     secrets = list(secrets)
-    return [f.model_copy(update={"message": redact(f.message, secrets)}) for f in findings]
+    return [
+        f.model_copy(update={"message": redact(f.message, secrets), "entry": f.entry and redact(f.entry, secrets)})
+        for f in findings
+    ]

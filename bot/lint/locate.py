@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -108,7 +108,7 @@ def toml_key_lines(text: str) -> dict[KeyPath, int]:
     return lines
 
 
-def line_of(lines: dict[KeyPath, int], where: Sequence[str | int]) -> int:
+def line_of(lines: Mapping[KeyPath, int], where: Sequence[str | int]) -> int:
     """The line of the key at `where`, else of its nearest located parent, else 1."""
     where = tuple(where)
     while where:

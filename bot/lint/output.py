@@ -14,9 +14,20 @@ def counts(findings: Iterable[Finding]) -> dict[str, int]:
     return {s: tally.get(s, 0) for s in SEVERITIES}
 
 
+def where(f: Finding) -> str:
+    """`file:line`, `file:line: entry` for an entry of a JSON store, `file: entry` for a database row."""
+    place = f.path if f.line is None else f"{f.path}:{f.line}"
+    return f"{place}: {f.entry}" if f.entry else place
+
+
+def ordered(findings: Iterable[Finding]) -> list[Finding]:
+    """By file, line (a database row first), store entry, rule and message."""
+    return sorted(findings, key=lambda f: (f.path, f.line or 0, f.entry or "", f.rule, f.message))
+
+
 def format_text(findings: Iterable[Finding]) -> str:
     """One `file:line: RULE message` line per finding (no trailing newline; empty when clean)."""
-    return "\n".join(f"{f.path}:{f.line}: {f.rule} {f.message}" for f in findings)
+    return "\n".join(f"{where(f)}: {f.rule} {f.message}" for f in findings)
 
 
 def format_summary(findings: Sequence[Finding]) -> str:
@@ -30,7 +41,7 @@ def format_json(findings: Sequence[Finding]) -> str:
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
-def exit_code(findings: Iterable[Finding], fail_on: Iterable[Severity] = ("error", "warning")) -> int:
-    """1 when a finding has a failing severity (by default errors and warnings), else 0."""
+def exit_code(findings: Iterable[Finding], fail_on: Iterable[Severity] = ("error",)) -> int:
+    """1 when a finding has a failing severity (errors; with `--strict` also warnings), else 0."""
     failing = set(fail_on)
     return int(any(f.severity in failing for f in findings))

@@ -28,6 +28,7 @@ class SourceFile:
     kind: Kind
     domain: str | None = None
     project_level: bool = False
+    managed: bool = False  # a live client file CC Switch writes (keys in it are its design, not a finding)
 
 
 def _looks_like_task(text: str) -> bool:
@@ -69,9 +70,9 @@ def lint_files(files: Sequence[SourceFile]) -> list[Finding]:
         elif f.kind == "task":
             found, fact = check_task(f.path, f.text, f.domain)
         elif f.kind == "claude":
-            found, fact = check_claude(f.path, f.text)
+            found, fact = check_claude(f.path, f.text, f.managed)
         else:
-            found, fact = check_codex(f.path, f.text, f.project_level)
+            found, fact = check_codex(f.path, f.text, f.project_level, f.managed)
         findings += found
         facts.append(fact)
     findings += lint_across(facts)
@@ -107,6 +108,12 @@ def _is_project_codex(path: Path) -> bool:
 
 def lint_paths(paths: Iterable[str | Path]) -> list[Finding]:
     """Read the files (folders: every file of a known kind under them) and lint them together."""
+    problems, files = read_sources(paths)
+    return problems + lint_files(files)
+
+
+def read_sources(paths: Iterable[str | Path]) -> tuple[list[Finding], list[SourceFile]]:
+    """The files of a known kind under the paths, and a finding for each named file that cannot be linted."""
     files: list[SourceFile] = []
     problems: list[Finding] = []
     seen: set[Path] = set()
@@ -133,7 +140,7 @@ def lint_paths(paths: Iterable[str | Path]) -> list[Finding]:
                 continue
             domain = _kernel_domain(p) if kind == "task" else None
             files.append(SourceFile(str(p), text, kind, domain, kind == "codex" and _is_project_codex(p)))
-    return sorted(problems, key=lambda f: f.path) + lint_files(files)
+    return sorted(problems, key=lambda f: f.path), files
 
 
 def default_paths(repo_root: str | Path = ".") -> list[Path]:

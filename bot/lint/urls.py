@@ -88,7 +88,12 @@ def check_url(path: str, line: int, label: str, url: str, flavor: UrlFlavor) -> 
         appended = "/v1/chat/completions" if flavor == "gateway" else "/v1/messages"
         add("URL005", f"{label} {shown!r} ends with /v1, but the client appends {appended}; drop the /v1")
     elif flavor == "openai" and not re.search(r"/v\d+$", bare):
-        add("URL006", f"{label} {shown!r} has no /v1; Codex appends only /responses to it")
+        add(
+            "URL006",
+            f"{label} {shown!r} has no /v1: Codex will request {show_url(f'{parts.scheme}://{parts.netloc}{bare}')}"
+            f"/responses, which works only if the gateway serves {bare}/responses "
+            f"(with {bare}/v1 it requests {bare}/v1/responses)",
+        )
     if parts.scheme == "http" and parts.hostname not in _LOCAL_HOSTS:
         add("URL007", f"{label} {shown!r} uses plain http; keys would cross the network unencrypted")
     if not any(f.rule in ("URL001", "URL002", "URL003") for f in out):

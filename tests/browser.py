@@ -52,8 +52,8 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="opgate-chromium-")
         to_chrome_r, self._write = os.pipe()
         self._read, from_chrome_w = os.pipe()
-        argv = [
-            "sh",
+        argv = [  # bash, not sh: dash cannot redirect from a descriptor above 9
+            "bash",
             "-c",
             f'exec "$0" "$@" 3<&{to_chrome_r} 4>&{from_chrome_w}',
             path,

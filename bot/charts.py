@@ -193,7 +193,7 @@ def _legend(chart: Chart) -> str:
     out: list[str] = []
     for cls, name in items:
         label = name if len(name) <= 28 else name[:27] + "…"
-        width = 14 + 6.2 * len(label)
+        width = 14 + 7.0 * len(label)
         if x + width > WIDTH - RIGHT:
             break  # the tooltips still name every series
         out.append(f'<rect class="key {cls}" x="{x:.0f}" y="25" width="9" height="9"/>')

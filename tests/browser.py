@@ -9,6 +9,7 @@ a JSON object ended by a NUL byte (`--remote-debugging-pipe`, what Playwright an
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -142,7 +143,9 @@ class Browser:
                 continue
             params = e.get("params", {})
             if e.get("method") == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                load.errors.append("console: " + " ".join(str(a.get("value", a.get("description"))) for a in params["args"]))
+                load.errors.append(
+                    "console: " + " ".join(str(a.get("value", a.get("description"))) for a in params["args"])
+                )
             elif e.get("method") == "Runtime.exceptionThrown":
                 load.errors.append("exception: " + str(params.get("exceptionDetails", {}).get("text")))
             elif e.get("method") == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
@@ -169,20 +172,16 @@ class Browser:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, EOFError, TimeoutError, RuntimeError):
             self.call("Browser.close")
-        except (OSError, EOFError, TimeoutError, RuntimeError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
         for fd in (self._read, self._write):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self) -> Browser:

@@ -31,7 +31,9 @@ def fill(path: Path, *, tuning: bool = False) -> None:
         figs = []
         for i in range(1, 7):
             when = (NOW - timedelta(days=30 - i)).isoformat(timespec="seconds")
-            c = MainCommit(sha=sha(i), base_sha=sha(i - 1), committed_at=when, subject=f"step {i} (#{10 + i})", pr=10 + i)
+            c = MainCommit(
+                sha=sha(i), base_sha=sha(i - 1), committed_at=when, subject=f"step {i} (#{10 + i})", pr=10 + i
+            )
             fig = CaseFigure(
                 sha=sha(i), base_sha=sha(i - 1), kernel=KERNEL, domain="deepgemm", case_name="square_512",
                 device="cpu", device_name="cpu", p50_ms=1.01**i, base_p50_ms=1.01 ** (i - 1), regression_pct=1.0,
@@ -42,8 +44,16 @@ def fill(path: Path, *, tuning: bool = False) -> None:
             store.record(c, [fig], [res])
             figs.append(fig)
         ledger.record_acceptance(
-            AcceptanceRow(pr=14, head_sha="e" * 40, login="maint-alice", role="maintain", kernels=[KERNEL],
-                          override=True, reason="worth it", comment_id=1)  # fmt: skip
+            AcceptanceRow(
+                pr=14,
+                head_sha="e" * 40,
+                login="maint-alice",
+                role="maintain",
+                kernels=[KERNEL],
+                override=True,
+                reason="worth it",
+                comment_id=1,
+            )
         )
         ledger.record_review(
             Report(
@@ -68,7 +78,9 @@ def fill(path: Path, *, tuning: bool = False) -> None:
         found = drift(ref, [sha(i) for i in range(1, 7)], figs, {c.sha: c for c in store.commits()})
         store.record_checks(checks(found, NOW.isoformat(timespec="seconds"), {KERNEL: "https://github.example/i/3"}))
         if tuning:
-            ledger.db.execute("CREATE TABLE tuning_trials (id INTEGER PRIMARY KEY, kernel TEXT, config TEXT, p50_ms REAL)")
+            ledger.db.execute(
+                "CREATE TABLE tuning_trials (id INTEGER PRIMARY KEY, kernel TEXT, config TEXT, p50_ms REAL)"
+            )
             ledger.db.execute("INSERT INTO tuning_trials VALUES (1, 'deepgemm_tile', 'tile_n=256', 0.91)")
 
 
@@ -118,8 +130,12 @@ def test_the_site_is_one_folder_that_fetches_nothing(opgate, tmp_path):
         html = page.read_text()
         assert "<script" not in html and "@import" not in html and "url(" not in html
         for target in re.findall(r'(?:src|href)="([^"]*)"', html):
-            assert target.startswith("data:") or (tmp_path / "site" / target).is_file() or target.startswith(
-                "https://github.example/"  # the drift issue's link is the only way out
+            assert (
+                target.startswith("data:")
+                or (tmp_path / "site" / target).is_file()
+                or target.startswith(
+                    "https://github.example/"  # the drift issue's link is the only way out
+                )
             ), f"{page.name} links to {target}"
 
 
@@ -146,7 +162,9 @@ def test_an_empty_ledger_builds_a_site_that_says_what_is_missing(opgate, tmp_pat
 def test_ledger_text_is_escaped_in_the_pages(opgate, tmp_path):
     fill(tmp_path / "ledger.sqlite")
     with open_ledger(str(tmp_path / "ledger.sqlite")) as ledger:
-        c = MainCommit(sha=sha(9), base_sha=sha(6), committed_at=NOW.isoformat(), subject="<img src=x onerror=alert(1)>")
+        c = MainCommit(
+            sha=sha(9), base_sha=sha(6), committed_at=NOW.isoformat(), subject="<img src=x onerror=alert(1)>"
+        )
         History(ledger).record(c, [], [])
     assert opgate("dashboard", "--out", str(tmp_path / "site")).code == 0
     html = (tmp_path / "site" / "index.html").read_text()

@@ -73,7 +73,7 @@ def test_steps_inside_their_noise_do_not_drift_and_the_ci_widens_with_every_step
     assert not d.flagged and abs(d.worst.drift_pct) < 0.1
     assert d.movers == []  # every step's CI holds zero: nothing "moved" it
     width = d.worst.ci_high_pct - d.worst.ci_low_pct
-    assert 2.0 * 2 ** 0.5 < width < 2.0 * 8**0.5 + 0.1  # sqrt(8) × one step's width (2 × 1.0%)
+    assert 2.0 * 2**0.5 < width < 2.0 * 8**0.5 + 0.1  # sqrt(8) × one step's width (2 × 1.0%)
 
 
 def test_the_movers_name_their_commit_pr_and_override_and_only_commits_in_the_range_count():
@@ -133,7 +133,9 @@ def _report(pr: int | None = None) -> Report:
         ),
         CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, verdict="skipped", reasons=["needs a CUDA GPU"]),
     ]  # fmt: skip
-    check = ResourceCheckReport(status="ok", head=[Resource(function="k1", registers=96, smem_bytes=4096)], threads={"k1": 256})
+    check = ResourceCheckReport(
+        status="ok", head=[Resource(function="k1", registers=96, smem_bytes=4096)], threads={"k1": 256}
+    )
     return Report(
         base_sha="b" * 40,
         head_sha="c" * 40,
@@ -230,7 +232,9 @@ def _main_repo(tmp_path):
 def _write_report(tmp_path, name: str, base: str, head: str, pct: float):
     report = _report().model_copy(update={"base_sha": base, "head_sha": head})
     k = report.kernels[0]
-    case = k.cases[0].model_copy(update={"regression_pct": pct, "ci95_pct": [pct - 0.5, pct + 0.5], "p50_ms": 1 + pct / 100})
+    case = k.cases[0].model_copy(
+        update={"regression_pct": pct, "ci95_pct": [pct - 0.5, pct + 0.5], "p50_ms": 1 + pct / 100}
+    )
     report.kernels[0] = k.model_copy(update={"cases": [case]})
     path = tmp_path / name
     path.write_text(report.to_json())

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot import budget, tokens
+from bot.drift import DriftCheck
 from bot.errors import InputError
 from bot.github import GitHubEdge
-from bot.drift import DriftCheck
 from bot.ledger import open_ledger
 from bot.ledger.history import History
 from bot.render import render

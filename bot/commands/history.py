@@ -154,7 +154,7 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
             w = d.worst
             state = "DRIFT" if d.flagged else "within the limit"
             where = f"{one_line(w.case_name)} ({one_line(w.device_name)})"
-            print(f"opgate: {d.kernel}: {w.drift_pct:+.1f}% on {where} — {state}")
+            print(f"opgate: {one_line(d.kernel)}: {w.drift_pct:+.1f}% on {where} — {state}")
             for sha in d.gaps:
                 print(f"opgate: {d.kernel}: {sha[:12]} touched it but main's record has no figures for it")
         urls = _post(settings, drifts, bodies) if args.post else {}

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from bot import __version__
-from bot.commands import accept, ledger, lint, review, summary
+from bot.commands import accept, dashboard, history, ledger, lint, review, summary
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
 from bot.settings import Settings, load_settings
@@ -15,7 +15,14 @@ from bot.settings import Settings, load_settings
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 
 # Subcommands that need Settings; `lint` runs without them (it checks the configuration itself).
-COMMANDS = {"review": review, "ledger": ledger, "accept": accept, "summary": summary}
+COMMANDS = {
+    "review": review,
+    "ledger": ledger,
+    "accept": accept,
+    "summary": summary,
+    "history": history,
+    "dashboard": dashboard,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"opgate {__version__}")
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and the final lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (review, lint, ledger, accept, summary):
+    for module in (review, lint, ledger, accept, summary, history, dashboard):
         module.register(sub)
     return p
 

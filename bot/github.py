@@ -364,6 +364,25 @@ class GitHubEdge:
 
         return self._call(f"file the issue {title!r}", op)
 
+    def close_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueRef | None:
+        """Edit the issue titled exactly `title` to `body` and close it, if there is one still open; never
+        creates one. None when no such issue exists (a closed one is left as it is, and returned)."""
+        wanted = list(dict.fromkeys(label for label in labels if label))
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+
+        def op() -> IssueRef | None:
+            existing = self._find_issue(title, wanted)
+            if existing is None:
+                return None
+            if existing.state == "closed":
+                return IssueRef(number=existing.number, created=False, state="closed", url=existing.html_url or "")
+            existing.edit(body=text, state="closed")
+            return IssueRef(
+                number=existing.number, created=False, updated=True, state="closed", url=existing.html_url or ""
+            )
+
+        return self._call(f"close the issue {title!r}", op)
+
     def _find_issue(self, title: str, labels: list[str]) -> Any:
         if labels:
             candidates: Iterable[Any] = self._repo.get_issues(

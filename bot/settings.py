@@ -49,6 +49,9 @@ VARIABLES: dict[str, str] = {
     "GITHUB_STEP_SUMMARY": "a file the review comment is appended to (set by Actions)",
     "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx, 429 or dropped connection; doubles (default 1)",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "seconds between GitHub writes, against secondary rate limits (default 1)",
+    # Main's history and cumulative drift (opgate history, opgate dashboard).
+    "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
+    "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
 }
 
 KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
@@ -132,6 +135,8 @@ class Settings(BaseModel):
     step_summary: Path | None = None
     github_backoff_s: float = Field(1.0, ge=0)
     github_write_interval_s: float = Field(1.0, ge=0)
+    drift_limit_pct: float = Field(5.0, gt=0)
+    drift_reference: str = Field("release", min_length=1)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
@@ -169,6 +174,8 @@ _FIELDS: dict[str, str] = {
     "GITHUB_STEP_SUMMARY": "step_summary",
     "OPGATE_GITHUB_BACKOFF_S": "github_backoff_s",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
+    "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
+    "OPGATE_DRIFT_REFERENCE": "drift_reference",
 }
 
 

@@ -18,6 +18,12 @@ if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && [[ "$(id -u)" == 0 ]
   echo "setup: installing PostgreSQL (Debian's postgresql package)" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
+# The dashboard tests open the site in headless Chromium (tests/browser.py); Debian's package, as for PostgreSQL.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null && [[ "$(id -u)" == 0 ]] \
+  && command -v apt-get >/dev/null; then
+  echo "setup: installing Chromium (Debian's chromium package) for the dashboard tests" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)

@@ -41,8 +41,15 @@ def tool(name: str) -> str:
     return found
 
 
-def test_the_four_workflows_exist() -> None:
-    assert {f.name for f in FILES} == {"pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml"}
+def test_the_workflows_exist() -> None:
+    assert {f.name for f in FILES} == {
+        "pr-review.yml",
+        "accept.yml",
+        "weekly-tokens.yml",
+        "ci.yml",
+        "main-record.yml",
+        "dashboard.yml",
+    }
 
 
 def test_actionlint_is_clean() -> None:

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot import budget, tokens
+from bot.drift import DriftCheck
 from bot.errors import InputError
 from bot.github import GitHubEdge
 from bot.ledger import open_ledger
+from bot.ledger.history import History
 from bot.render import render
 from bot.settings import Settings
 
@@ -35,8 +37,16 @@ def title(week: str) -> str:
     return f"opgate token summary — {week}"
 
 
-def render_summary(summary: tokens.WeeklySummary) -> str:
-    return render("summary.md.j2", marker=SUMMARY_MARKER, s=summary)
+def render_summary(summary: tokens.WeeklySummary, drift: list[DriftCheck] | None = None) -> str:
+    """The summary issue; `drift` is the latest `opgate history drift` run (its flagged cases are listed)."""
+    checks = drift or []
+    return render(
+        "summary.md.j2",
+        marker=SUMMARY_MARKER,
+        s=summary,
+        drift=[c for c in checks if c.flagged],
+        drift_run=checks[0] if checks else None,
+    )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -58,15 +68,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             verdicts=ledger.verdicts(since=since),
             now=now,
         )
+        drift = History(ledger).latest_checks()
     finally:
         ledger.close()
-    body = render_summary(summary)
+    body = render_summary(summary, drift)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"summary-{week}.md"
     path.write_text(body)
     print(f"opgate: token summary {week} -> {path}")
     for d in summary.anomalies:
         print(f"opgate: spend anomaly in {d.domain}: {d.anomaly_text}")
+    for c in drift:
+        if c.flagged:
+            print(f"opgate: drift: {c.kernel} {c.drift_pct:+.1f}% on {c.case_name} since {c.reference_label}")
     if args.post:
         assert settings.github_token is not None and settings.github_repository is not None
         with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:

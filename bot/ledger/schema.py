@@ -121,4 +121,69 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX baselines_key ON baselines (cache_key, id)
         """,
     ),
+    (
+        4,
+        """
+        CREATE TABLE main_commits (
+            sha TEXT PRIMARY KEY,
+            base_sha TEXT NOT NULL,
+            branch TEXT NOT NULL,
+            committed_at TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            pr INTEGER,
+            recorded_at TEXT NOT NULL
+        );
+        CREATE INDEX main_commits_time ON main_commits (committed_at);
+        CREATE TABLE main_figures (
+            id {pk},
+            sha TEXT NOT NULL,
+            base_sha TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            case_name TEXT NOT NULL,
+            device TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            p50_ms {real} NOT NULL,
+            base_p50_ms {real},
+            regression_pct {real},
+            ci_low_pct {real},
+            ci_high_pct {real},
+            max_abs_err {real},
+            verdict TEXT NOT NULL,
+            committed_at TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            UNIQUE (sha, kernel, case_name, device_name)
+        );
+        CREATE INDEX main_figures_kernel ON main_figures (kernel, committed_at);
+        CREATE TABLE main_resources (
+            id {pk},
+            sha TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            function TEXT NOT NULL,
+            registers INTEGER NOT NULL,
+            spill_bytes INTEGER NOT NULL,
+            smem_bytes INTEGER NOT NULL,
+            stack_bytes INTEGER NOT NULL,
+            threads INTEGER,
+            committed_at TEXT NOT NULL,
+            UNIQUE (sha, kernel, function)
+        );
+        CREATE TABLE drift_checks (
+            id {pk},
+            checked_at TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            case_name TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            reference_label TEXT NOT NULL,
+            reference_sha TEXT NOT NULL,
+            drift_pct {real} NOT NULL,
+            ci_low_pct {real} NOT NULL,
+            ci_high_pct {real} NOT NULL,
+            limit_pct {real} NOT NULL,
+            flagged INTEGER NOT NULL,
+            issue_url TEXT NOT NULL
+        );
+        CREATE INDEX drift_checks_time ON drift_checks (checked_at)
+        """,
+    ),
 ]

@@ -1,0 +1,48 @@
+"""main-record.yml and dashboard.yml: what they may do, and the range script run with bash on this repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from tests.test_workflows import ROOT, fake_gh, load, run_script, script, steps  # noqa: F401  (fake_gh: fixture)
+
+RANGE = ("main-record.yml", "plan", "Decide the range (the previous main commit .. this one)")
+
+
+def test_main_is_recorded_on_push_and_dispatch_only_and_judged_offline_without_keys() -> None:
+    workflow = load("main-record.yml")
+    assert set(workflow["on"]) == {"push", "workflow_dispatch"}
+    assert workflow["on"]["push"] == {"branches": ["main"]}
+    jobs = workflow["jobs"]
+    assert jobs["review"]["permissions"] == {"contents": "read"}
+    assert jobs["record"]["permissions"] == {"contents": "read", "issues": "write"}
+    judge = next(s for j, s in steps(workflow) if j == "review" and "opgate review" in s.get("run", ""))
+    assert "--offline" in judge["run"] and not any(k.startswith("TAOTOKEN") for k in judge["env"])
+    record = next(s for j, s in steps(workflow) if j == "record" and "history record" in s.get("run", ""))
+    assert "opgate history drift" in record["run"] and "--post" in record["run"]
+    assert "TAOTOKEN" not in str(workflow)
+
+
+def test_the_dashboard_is_built_without_write_access_and_deployed_by_a_job_that_only_deploys() -> None:
+    jobs = load("dashboard.yml")["jobs"]
+    assert jobs["build"]["permissions"] == {"contents": "read"}
+    assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
+    assert [s["uses"].split("@")[0] for s in jobs["deploy"]["steps"]] == ["actions/deploy-pages"]
+    assert any("opgate dashboard --out site" in s.get("run", "") for s in jobs["build"]["steps"])
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_the_range_is_the_push_before_else_the_commits_first_parent(fake_gh: Path) -> None:  # noqa: F811
+    text, _ = script(*RANGE)
+    head, parent = _git("rev-parse", "HEAD"), _git("rev-parse", "HEAD^1")
+    grand = _git("rev-parse", "HEAD~2")
+    for before, expected in ((grand, grand), ("0" * 40, parent), ("not-a-sha", parent), ("", parent)):
+        code, out, _, log = run_script(text, {"BEFORE": before, "INPUT_BASE": "", "HEAD_SHA": head}, fake_gh)
+        assert code == 0, log
+        assert out == {"base_sha": expected, "head_sha": head}
+    code, out, _, _ = run_script(text, {"BEFORE": grand, "INPUT_BASE": "", "HEAD_SHA": "HEAD; rm -rf /"}, fake_gh)
+    assert code != 0 and "head_sha" not in out

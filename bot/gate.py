@@ -9,12 +9,12 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import stats
 from bot.manifest import Case, Constraints
-from bot.report import CaseReport, CaseStatus, KernelReport, Resource
+from bot.occupancy import SM90, drop_pct, occupancy
+from bot.report import CaseReport, CaseStatus, KernelReport, Occupancy, Resource
 from bot.runner import CaseRun
 
 HEAD, BASE = "head", "base"
-SMEM_PER_BLOCK_LIMIT = 232_448  # bytes of shared memory one block may use on sm_90
-REGISTERS_PER_SM = 65_536
+SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
 
 class Policy(BaseModel):
@@ -140,11 +140,53 @@ def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource
     return matched
 
 
+def _occupancy_of(r: Resource, threads: dict[str, int] | None) -> Occupancy | None:
+    """The function's occupancy as described, else from its launch bounds when its smem is known."""
+    if r.occupancy is not None:
+        return r.occupancy
+    block = r.threads or (threads or {}).get(r.function)
+    if not block or (r.dynamic_smem_bytes is None and r.extern_smem):
+        return None
+    barriers = 1 if r.barriers is None else r.barriers
+    return occupancy(r.registers, block, r.smem_bytes, r.dynamic_smem_bytes or 0, barriers)
+
+
+def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
+    """Why one resource allows only so many blocks, in the kernel author's numbers."""
+    block = threads or r.threads or 0
+    if factor == "registers":
+        return f"{r.registers} registers x {block} threads = {occ.registers_per_block:,} allocated per block"
+    if factor == "shared memory":
+        return f"{occ.smem_per_block:,} B shared memory per block (static + dynamic + 1 KiB reserve)"
+    if factor == "threads":
+        return f"{block} threads per block"
+    if factor == "barriers":
+        return f"{r.barriers} barriers per block"
+    return f"at most {occ.limits.get(factor)} blocks per SM"
+
+
+def _limited_by(r: Resource, occ: Occupancy, threads: int | None) -> str:
+    return "; ".join(f"{f}: {explain(r, occ, f, threads)}" for f in occ.limited_by)
+
+
+def _smem(r: Resource) -> str:
+    """`static + dynamic B`; `?` for dynamic memory nobody sized; static alone when no launch was described."""
+    if r.dynamic_smem_bytes is None:
+        return f"{r.smem_bytes:,} + ? B" if r.extern_smem else f"{r.smem_bytes:,} B"
+    return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,} B"
+
+
 def resource_reasons(
     head: list[Resource], base: list[Resource], constraints: Constraints, threads: dict[str, int] | None = None
 ) -> tuple[list[str], list[str]]:
-    """(failures, notes) for ptxas resources of head against base."""
-    failures, notes = [], []
+    """(failures, notes) for the resources and occupancy of head against base.
+
+    Fails: spills, static + dynamic smem per block over 232,448 B (or `max_smem_bytes`), registers over
+    `max_registers`, a launch that fits no SM, fewer resident warps per SM than base beyond
+    `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change is noted either way.
+    """
+    failures: list[str] = []
+    notes: list[str] = []
     base_of = match_base(head, base)
     for r in head:
         if r.spill_bytes > constraints.max_spill_bytes:
@@ -152,23 +194,69 @@ def resource_reasons(
                 f"resource: {r.function} spills {r.spill_bytes} bytes "
                 f"(stores {r.spill_store_bytes} B, loads {r.spill_load_bytes} B)"
             )
-        if r.smem_bytes > SMEM_PER_BLOCK_LIMIT:
-            failures.append(f"resource: {r.function} uses {r.smem_bytes} B shared memory > {SMEM_PER_BLOCK_LIMIT}")
+        smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
+        if smem > SMEM_PER_BLOCK_LIMIT:
+            failures.append(
+                f"resource: {r.function} uses {_smem(r)} shared memory per block (static + dynamic) "
+                f"> {SMEM_PER_BLOCK_LIMIT:,}"
+            )
         if constraints.max_registers is not None and r.registers > constraints.max_registers:
             failures.append(f"resource: {r.function} uses {r.registers} registers > limit {constraints.max_registers}")
-        if constraints.max_smem_bytes is not None and r.smem_bytes > constraints.max_smem_bytes:
-            failures.append(f"resource: {r.function} uses {r.smem_bytes} B smem > limit {constraints.max_smem_bytes}")
-        block = (threads or {}).get(r.function)
-        if block and r.registers * block > REGISTERS_PER_SM:
+        if constraints.max_smem_bytes is not None and smem > constraints.max_smem_bytes:
             failures.append(
-                f"resource: {r.function} needs {r.registers} registers x {block} threads > {REGISTERS_PER_SM}"
+                f"resource: {r.function} uses {_smem(r)} smem per block > limit {constraints.max_smem_bytes:,}"
             )
-        if (b := base_of.get(r.function)) is not None:
-            for field in ("registers", "smem_bytes", "stack_bytes"):
+        b = base_of.get(r.function)
+        if (occ := _occupancy_of(r, threads)) is not None:
+            block = r.threads or (threads or {}).get(r.function)
+            failures.extend(_occupancy_failures(r, occ, block, constraints, smem))
+            if b is not None and b.occupancy is not None and occ.blocks_per_sm > 0:
+                fatal, change = _occupancy_change(r, occ, b.occupancy, block, constraints)
+                if change:
+                    (failures if fatal else notes).append(change)
+        if b is not None:
+            for field in ("registers", "smem_bytes", "dynamic_smem_bytes", "stack_bytes"):
                 new, old = getattr(r, field), getattr(b, field)
-                if new > old:
+                if new is not None and old is not None and new > old:
                     notes.append(f"{r.function}: {field} {old} -> {new}")
     return failures, notes
+
+
+def _occupancy_failures(
+    r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int
+) -> list[str]:
+    if occ.blocks_per_sm == 0:
+        why = [explain(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
+        if smem <= SMEM_PER_BLOCK_LIMIT or why:  # an smem overflow alone is reported above
+            why = why or [explain(r, occ, "shared memory", block)]
+            return [f"resource: {r.function} cannot be resident on an SM: {'; '.join(why)}"]
+        return []
+    if constraints.min_warps_per_sm is not None and occ.warps_per_sm < constraints.min_warps_per_sm:
+        return [
+            f"resource: {r.function} keeps {occ.warps_per_sm} warps per SM < min_warps_per_sm "
+            f"{constraints.min_warps_per_sm}, limited by {_limited_by(r, occ, block)}"
+        ]
+    return []
+
+
+def _occupancy_change(
+    r: Resource, occ: Occupancy, base: Occupancy, block: int | None, constraints: Constraints
+) -> tuple[bool, str]:
+    """(fails, text): fails when resident warps fell more than allowed; text "" when occupancy did not change."""
+    if occ.warps_per_sm == base.warps_per_sm:
+        return False, ""
+    change = (
+        f"{r.function}: occupancy {base.occupancy_pct:g}% -> {occ.occupancy_pct:g}% "
+        f"({base.blocks_per_sm} -> {occ.blocks_per_sm} blocks/SM, {base.warps_per_sm} -> {occ.warps_per_sm} warps/SM), "
+        f"limited by {_limited_by(r, occ, block)}"
+    )
+    drop, allowed = drop_pct(base, occ), constraints.max_occupancy_drop_pct
+    fewer = f"{drop:g}% fewer resident warps than base"
+    if drop > allowed:
+        return True, f"resource: {change}: {fewer} > max_occupancy_drop_pct {allowed:g}%"
+    if drop > 0:
+        return False, f"{change}: {fewer}, within max_occupancy_drop_pct {allowed:g}%"
+    return False, change
 
 
 def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
@@ -183,6 +271,8 @@ def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
         return
     if check.base_status == "compile_fail":
         kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
+    kernel.reasons.extend(f"resource: {e}" for e in check.launch_errors)
+    kernel.notes.extend(check.launch_notes)
     failures, notes = resource_reasons(check.head, check.base, constraints, check.threads)
     kernel.reasons.extend(failures)
     kernel.notes.extend(notes)

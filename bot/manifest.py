@@ -9,8 +9,19 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
+from bot import expr
 from bot.errors import InputError
 
 KERNELS_DIR = "kernels"
@@ -49,7 +60,79 @@ class Constraints(_Strict):
     max_regression_pct: float = Field(3.0, ge=0)
     max_spill_bytes: int = Field(0, ge=0)
     max_registers: int | None = Field(None, gt=0, description="per thread, any CUDA function (optional)")
-    max_smem_bytes: int | None = Field(None, gt=0, description="static shared memory per block (optional)")
+    max_smem_bytes: int | None = Field(None, gt=0, description="static + dynamic shared memory per block (optional)")
+    max_occupancy_drop_pct: float = Field(
+        0.0, ge=0, le=100, description="how far a function's warps per SM may fall below base's, in % of base"
+    )
+    min_warps_per_sm: int | None = Field(
+        None, gt=0, le=64, description="resident warps per SM every function must keep (optional)"
+    )
+
+
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+Expression = StrictInt | StrictStr
+
+
+class LaunchFunction(_Strict):
+    """How the launcher starts one kernel function: numbers or expressions over the tunables and values."""
+
+    threads: Expression | None = Field(
+        None, description="threads per block; None: the function's __launch_bounds__ (.maxntid/.reqntid)"
+    )
+    dynamic_smem: Expression | None = Field(
+        None, description="dynamic shared memory per block in bytes; None: 0, unless the kernel has extern smem"
+    )
+
+
+class Launch(_Strict):
+    """`[launch]`: derived values (in order, each may use the tunables and the values above it) and functions.
+
+    A function key is a kernel's name (`gemm_bf16_kernel`) or a qualified one (`"deepgemm_tile::gemm_bf16_kernel"`);
+    it describes every compiled instantiation of that name.
+    """
+
+    values: dict[str, Expression] = Field(default_factory=dict)
+    functions: dict[str, LaunchFunction] = Field(default_factory=dict)
+
+    @field_validator("values")
+    @classmethod
+    def _value_names(cls, values: dict[str, Expression]) -> dict[str, Expression]:
+        for name in values:
+            if not re.fullmatch(_IDENTIFIER, name) or name in expr.FUNCTIONS:
+                raise ValueError(f"launch.values: {name!r} is not a usable name (letters, digits, _; not min/max)")
+        return values
+
+    @field_validator("functions")
+    @classmethod
+    def _function_names(cls, functions: dict[str, LaunchFunction]) -> dict[str, LaunchFunction]:
+        for name in functions:
+            if not re.fullmatch(rf"{_IDENTIFIER}(::{_IDENTIFIER})*", name):
+                raise ValueError(f"launch.functions: {name!r} is not a function name (name or ns::name)")
+        return functions
+
+    def check(self, tunables: set[str]) -> None:
+        """Every expression in the allowed language, reading only tunables and values defined above it."""
+        known = set(tunables)
+        for name, text in self.values.items():
+            if name in tunables:
+                raise ValueError(f"launch.values.{name}: shadows the tunable of the same name")
+            _check_expression(f"launch.values.{name}", text, known)
+            known.add(name)
+        for function, spec in self.functions.items():
+            for field in ("threads", "dynamic_smem"):
+                if (text := getattr(spec, field)) is not None:
+                    _check_expression(f"launch.functions.{function}.{field}", text, known)
+
+
+def _check_expression(where: str, text: Expression, known: set[str]) -> None:
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"{where} = {text}: must not be negative")
+        return
+    try:
+        expr.check(text, known)
+    except expr.ExprError as exc:
+        raise ValueError(f"{where} = {text!r}: {exc}") from None
 
 
 class Case(_Strict):
@@ -76,6 +159,7 @@ class KernelManifest(_Strict):
     build: dict[Literal["cpu", "cuda"], BuildSpec]
     reference: ReferenceSpec = ReferenceSpec()
     constraints: Constraints = Constraints()
+    launch: Launch = Launch()
     cases: list[Case] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -84,6 +168,12 @@ class KernelManifest(_Strict):
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"duplicate case names: {', '.join(duplicates)}")
         return self
+
+    @field_validator("launch")
+    @classmethod
+    def _launch_expressions(cls, launch: Launch, info: ValidationInfo) -> Launch:
+        launch.check(set(info.data.get("tunables", {})))
+        return launch
 
 
 class Provider(_Strict):
@@ -140,7 +230,7 @@ class Kernel(BaseModel):
 def _first_error(exc: ValidationError) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    return f"{where}: {err['msg']}"
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
 def load_task(path: Path) -> AgentTask:

@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from bot.gate import match_base
-from bot.report import CaseReport, Report, Resource
+from bot.report import CaseReport, Occupancy, Report, Resource
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 REVIEW_MARKER = "<!-- opgate:review -->"
@@ -67,6 +67,26 @@ def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
     return match_base(head, base)
 
 
+def smem(r: Resource) -> str:
+    """Shared memory per block as `static + dynamic` bytes ("?" for dynamic memory nobody sized)."""
+    if r.dynamic_smem_bytes is None:
+        return f"{r.smem_bytes:,} + ?" if r.extern_smem else f"{r.smem_bytes:,}"
+    return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,}"
+
+
+def blocks(o: Occupancy | None) -> str:
+    return "—" if o is None else str(o.blocks_per_sm)
+
+
+def occupancy(o: Occupancy | None) -> str:
+    """Resident warps per SM in % of the 64 an SM holds."""
+    return "—" if o is None else f"{o.occupancy_pct:g}%"
+
+
+def limited(o: Occupancy | None) -> str:
+    return "—" if o is None else ", ".join(o.limited_by)
+
+
 def skipped_groups(cases: list[CaseReport]) -> list[tuple[str, list[str]]]:
     """Skipped cases grouped by their reason, in order: one line per reason in the comment."""
     groups: dict[str, list[str]] = {}
@@ -102,6 +122,10 @@ def environment() -> jinja2.Environment:
         tokens=tokens,
         share=share,
         base_for=base_for,
+        smem=smem,
+        blocks=blocks,
+        occupancy=occupancy,
+        limited=limited,
     )
     return env
 

@@ -26,16 +26,37 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class Occupancy(_Model):
+    """Theoretical occupancy of one function at its launch, per SM (bot/occupancy.py, as cuda_occupancy.h)."""
+
+    arch: str = "sm_90"
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int = 64
+    occupancy_pct: float = Field(description="warps_per_sm / max_warps_per_sm, in %")
+    limited_by: list[str] = Field(description="registers | shared memory | threads | blocks | barriers (ties: all)")
+    limits: dict[str, int | None] = Field(
+        default_factory=dict, description="blocks per SM each resource alone allows; null: no limit"
+    )
+    registers_per_block: int = Field(0, description="allocated: per warp rounded up to 256, times warps")
+    smem_per_block: int = Field(0, description="allocated: static + dynamic + 1 KiB reserve, rounded up to 128 B")
+
+
 class Resource(_Model):
-    """One compiled GPU function as ptxas reports it."""
+    """One compiled GPU function as ptxas reports it, with its launch (kernel.toml [launch]) and occupancy."""
 
     function: str
     registers: int
     spill_bytes: int = 0
     spill_store_bytes: int = 0
     spill_load_bytes: int = 0
-    smem_bytes: int = 0
+    smem_bytes: int = Field(0, description="static shared memory per block (ptxas)")
     stack_bytes: int = 0
+    barriers: int | None = Field(None, description="named barriers (ptxas `used N barriers`)")
+    extern_smem: bool = Field(False, description="its PTX uses `extern __shared__` memory, sized at launch")
+    threads: int | None = Field(None, description="threads per block: kernel.toml [launch], else __launch_bounds__")
+    dynamic_smem_bytes: int | None = Field(None, description="dynamic shared memory per block; null: not described")
+    occupancy: Occupancy | None = None
 
 
 class Build(_Model):
@@ -57,6 +78,10 @@ class ResourceCheckReport(_Model):
     base: list[Resource] = Field(default_factory=list)
     base_status: Literal["ok", "no_nvcc", "compile_fail"] | None = None
     threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
+    launch_errors: list[str] = Field(
+        default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
+    )
+    launch_notes: list[str] = Field(default_factory=list, description="about the launch descriptions (not fatal)")
     seconds: float = 0.0
     cached: bool = False
     log_tail: str = ""

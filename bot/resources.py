@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 COMPILE_TIMEOUT_S = 900
 LOG_TAIL_LINES = 60
-KEY_VERSION = "opgate.resources/2"  # bump when the parse or the command line changes
+KEY_VERSION = "opgate.resources/3"  # bump when the parse or the command line changes
 SRC, OUT = "/opgate/src", "/opgate/build"
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
@@ -39,7 +39,10 @@ _LOADS = re.compile(r"(\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
 _CUMULATIVE = re.compile(r"(\d+) bytes cumulative stack size")
+_BARRIERS = re.compile(r"used (\d+) barriers")
 _PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)")
+_PTX_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b", re.MULTILINE)
+_PTX_EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\b[^;]*?([A-Za-z_$][\w$]*)\s*\[\s*\]")
 _PTX_BOUNDS = re.compile(r"\.(reqntid|maxntid)\s+(\d+(?:\s*,\s*\d+)*)")
 
 
@@ -76,6 +79,7 @@ class _Entry:
     cumulative: int = 0
     stores: int = 0
     loads: int = 0
+    barriers: int | None = None
 
     def frame(self, values: tuple[int, int, int]) -> None:
         self.stack, self.stores, self.loads = values
@@ -89,6 +93,7 @@ class _Entry:
             spill_load_bytes=self.loads,
             smem_bytes=self.smem,
             stack_bytes=max(self.stack, self.cumulative),
+            barriers=self.barriers,
         )
 
 
@@ -128,6 +133,8 @@ def parse_ptxas(text: str, arch: str | None = None) -> list[Resource]:
             current.registers = int(m.group(1))
             current.smem = _int(_SMEM, line)
             current.cumulative = _int(_CUMULATIVE, line)
+            if m := _BARRIERS.search(line):
+                current.barriers = int(m.group(1))
     return [e.resource() for e in entries if arch is None or e.arch == arch]
 
 
@@ -141,6 +148,24 @@ def parse_ptx_threads(ptx: str) -> dict[str, int]:
         if bounds:
             threads[m.group(1)] = bounds.get("reqntid") or bounds["maxntid"]
     return threads
+
+
+def parse_ptx_extern_smem(ptx: str) -> set[str]:
+    """PTX entries whose body uses a module's `.extern .shared` array: `extern __shared__`, sized at launch.
+
+    A body runs from its `.entry` to the next `.entry`/`.func`; device functions are inlined at -O3.
+    """
+    arrays = set(_PTX_EXTERN_SHARED.findall(ptx))
+    if not arrays:
+        return set()
+    starts = [m.start() for m in _PTX_FUNCTION.finditer(ptx)] + [len(ptx)]
+    users = set()
+    for m in _PTX_ENTRY.finditer(ptx):
+        end = next(s for s in starts if s > m.start())
+        body = ptx[m.end() : end]
+        if any(re.search(rf"(?<![\w$]){re.escape(a)}(?![\w$])", body) for a in arrays):
+            users.add(m.group(1))
+    return users
 
 
 def _roots(sources: list[Path], include_dirs: list[Path]) -> list[Path]:
@@ -189,6 +214,7 @@ class _Compiled:
     ptx: dict[str, int]
     seconds: float
     timed_out: bool = False
+    extern_smem: set[str] = field(default_factory=set)
 
 
 @cache
@@ -200,7 +226,7 @@ def _nvcc_version(nvcc: str) -> str:
     return proc.stdout.strip() or "unknown"
 
 
-def _demangler(nvcc: str) -> str | None:
+def demangler(nvcc: str) -> str | None:
     """cu++filt next to nvcc (or in $CUDA_HOME/bin), else cu++filt or c++filt on the PATH."""
     dirs = [Path(nvcc).parent, Path(nvcc).resolve().parent]
     if cuda_home := os.environ.get("CUDA_HOME"):
@@ -256,10 +282,14 @@ def _compile_one(
         code, output = sandbox.run(spec, cmd, timeout=COMPILE_TIMEOUT_S)
         ok, timed_out = code == 0, code is None
         threads: dict[str, int] = {}
+        extern: set[str] = set()
         for ptx in sorted(Path(tmp).glob("*.ptx")):
-            if ptx.is_file() and not ptx.is_symlink():
-                threads.update(parse_ptx_threads(ptx.read_text(errors="replace")))
-    return _Compiled(source, ok, output, threads, time.perf_counter() - started, timed_out)
+            if not ptx.is_file() or ptx.is_symlink():
+                continue
+            text = ptx.read_text(errors="replace")
+            threads.update(parse_ptx_threads(text))
+            extern |= parse_ptx_extern_smem(text)
+    return _Compiled(source, ok, output, threads, time.perf_counter() - started, timed_out, extern)
 
 
 def _load_cached(path: Path) -> ResourceCheck | None:
@@ -303,7 +333,7 @@ def compile_resources(
     cu = [s.resolve() for s in sources if s.suffix == ".cu"]
     if not cu:
         return ResourceCheck(status=ResourceStatus.ok, log="no .cu sources")
-    tool = _demangler(nvcc)
+    tool = demangler(nvcc)
     key = cache_key(cu, include_dirs, flags, arch, f"{_nvcc_version(nvcc)}|{tool}")
     entry = cache_dir / f"resources-{key[:32]}.json" if cache_dir is not None else None
     if entry is not None and (hit := _load_cached(entry)) is not None and hit.key == key:
@@ -323,13 +353,16 @@ def compile_resources(
 def _assemble(compiled: list[_Compiled], tool: str | None, key: str, seconds: float) -> ResourceCheck:
     resources = [r for c in compiled for r in parse_ptxas(c.output)]
     threads = {name: n for c in compiled for name, n in c.ptx.items()}
+    extern = {name for c in compiled for name in c.extern_smem}
     names = demangle(sorted({r.function for r in resources} | set(threads)), tool)
     failed = [c for c in compiled if not c.ok]
     shown = failed or compiled
     text = "\n".join(f"== {c.source.name} ({'ok' if c.ok else 'failed'}, {c.seconds:.1f} s)\n{c.output}" for c in shown)
     return ResourceCheck(
         status=ResourceStatus.compile_fail if failed else ResourceStatus.ok,
-        resources=[r.model_copy(update={"function": names[r.function]}) for r in resources],
+        resources=[
+            r.model_copy(update={"function": names[r.function], "extern_smem": r.function in extern}) for r in resources
+        ],
         threads={names[n]: t for n, t in threads.items()},
         log=_tail(text),
         seconds=round(seconds, 3),

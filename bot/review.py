@@ -24,6 +24,7 @@ from bot.environment import cpu_name, detect, driver_version
 from bot.errors import BuildError, InputError
 from bot.flags import check_defines, check_flags
 from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
+from bot.launch import describe_kernel
 from bot.ledger import BaselineRow, Ledger
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Constraints, Kernel, load_kernel
 from bot.progress import Steps
@@ -303,17 +304,24 @@ class Reviewer:
         return agent
 
     def _resources(self, head_k: Kernel, base_k: Kernel | None) -> ResourceCheckReport | None:
-        """ptxas -v on the kernel's .cu files for sm_90a, head and base; None for a CPU-only kernel."""
+        """ptxas -v on the kernel's .cu files for sm_90a, head and base, each with its own launch description
+        (kernel.toml [launch]: threads, dynamic smem) and occupancy; None for a CPU-only kernel."""
         head = self._ptxas(head_k)
         if head is None:
             return None
         base = self._ptxas(base_k) if base_k is not None else None
+        head_d = describe_kernel(head_k, head.resources, head.threads)
+        base_d = None
+        if base_k is not None and base is not None and base.status == "ok":
+            base_d = describe_kernel(base_k, base.resources, base.threads)
         return ResourceCheckReport(
             status=head.status.value,
-            head=head.resources,
-            base=base.resources if base is not None and base.status == "ok" else [],
+            head=head_d.resources,
+            base=base_d.resources if base_d is not None else [],
             base_status=base.status.value if base is not None else None,
             threads=head.threads,
+            launch_errors=head_d.errors,
+            launch_notes=head_d.notes + [f"base: {e}" for e in (base_d.errors if base_d else [])],
             seconds=round(head.seconds + (base.seconds if base else 0.0), 2),
             cached=head.cached,
             log_tail=head.log if head.status != "ok" else "",

@@ -152,8 +152,10 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
         Policy(),
     )
     assert judged.verdict == "fail"
-    assert "resource: attn<8> uses 240000 B shared memory > 232448" in judged.reasons
-    assert "resource: attn<8> needs 128 registers x 1024 threads > 65536" in judged.reasons
+    assert judged.reasons == [
+        "resource: attn<8> uses 240,000 B shared memory per block (static + dynamic) > 232,448",
+        "resource: attn<8> cannot be resident on an SM: 128 registers x 1024 threads = 131,072 allocated per block",
+    ]
     assert "attn<8>: registers 96 -> 128" in judged.notes
     none = judge_kernel(
         KernelReport(

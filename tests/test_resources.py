@@ -17,6 +17,7 @@ from bot.resources import (
     cache_key,
     compile_resources,
     demangle,
+    parse_ptx_extern_smem,
     parse_ptx_threads,
     parse_ptxas,
 )
@@ -144,6 +145,36 @@ def test_reqntid_and_multi_dimensional_bounds() -> None:
         }
         """)
     assert parse_ptx_threads(ptx) == {"a": 128, "b": 256}
+
+
+def test_extern_shared_memory_users_from_recorded_ptx() -> None:
+    """`extern __shared__ float buf[]` is sized at launch: only the entry that touches it is a user."""
+    assert parse_ptx_extern_smem(fixture("nvcc13_sm90a_mixed_ptx.txt")) == {"_Z8dyn_smemPf"}
+
+
+def test_an_extern_array_used_by_one_of_two_entries() -> None:
+    ptx = textwrap.dedent("""\
+        .extern .shared .align 128 .b8 _ZN2ns4smemE[];
+        .visible .entry a()
+        .maxntid 128
+        {
+            mov.u32 %r1, _ZN2ns4smemE;
+            ret;
+        }
+        .visible .entry b()
+        {
+            mov.u32 %r1, _ZN2ns4smemE_other;
+            ret;
+        }
+        """)
+    assert parse_ptx_extern_smem(ptx) == {"a"}
+    assert parse_ptx_extern_smem(ptx.replace(".extern .shared", ".shared")) == set()  # a static array
+
+
+def test_named_barriers_are_parsed_where_ptxas_prints_them() -> None:
+    found = by_name(fixture("nvcc13_sm90a_mixed.txt"))
+    assert (found["_Z8dyn_smemPf"].barriers, found["plain_c"].barriers) == (1, 0)
+    assert {r.barriers for r in parse_ptxas(fixture("legacy_cuda11_style.txt"))} == {None}
 
 
 # -- cache key, demangling, no nvcc ---------------------------------------------------------------------

@@ -1,0 +1,274 @@
+"""Launch descriptions (kernel.toml [launch]): the safe evaluator, matching compiled functions, every allowed
+config of the three kernels, and the launchers' own numbers (compiled with nvcc, nothing launches)."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from bot import expr
+from bot.errors import InputError
+from bot.gate import SMEM_PER_BLOCK_LIMIT
+from bot.launch import describe, describe_kernel, matches, name_path, values
+from bot.manifest import Launch, load_kernel
+from bot.report import Resource
+from tests.conftest import KERNELS
+from tests.cuda_probe import PROBES, configs, probe
+
+NAMES = sorted(PROBES)
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+
+
+# -- the expression language --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("stages * (tile_m * tile_k + tile_k * tile_n) * 2", 3 * (128 * 64 + 64 * 128) * 2),
+        ("max(2, min(4, 115712 // (2 * tile_k * (tile_m + tile_n))))", 3),
+        ("tile_m / 2 - -tile_k + (+1)", 64 + 64 + 1),
+        ("-7 // 2", -4),
+    ],
+)
+def test_arithmetic_over_tunables_evaluates(text, expected):
+    assert expr.value(text, {"tile_m": 128, "tile_n": 128, "tile_k": 64, "stages": 3}) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("tile_m ** 2", "the power operator ** is not allowed"),
+        ("tile_m % 3", "the operator % is not allowed"),
+        ("__import__('os').system('true')", "a call of anything but min() or max()"),
+        ("tile_m.bit_length()", "a call of anything but min() or max()"),
+        ("min(tile_m)", "a call of anything but min() or max() with two or more arguments"),
+        ("max(*[tile_m, 1])", "a call of anything but min() or max()"),
+        ("tile_m if tile_n else 1", "a conditional (x if c else y) is not allowed"),
+        ("tile_m > 64", "a comparison is not allowed"),
+        ("1.5 * tile_m", "the constant 1.5 is not allowed"),
+        ("True + 1", "the constant True is not allowed"),
+        ("'64'", "the constant '64' is not allowed"),
+        ("[tile_m][0]", "indexing is not allowed"),
+        ("lambda: 1", "a lambda is not allowed"),
+        ("tile_m +", "not an arithmetic expression"),
+        ("-" * 990 + "1", "nested too deeply"),
+        ("1" + " + 1" * 300, "longer than 1000 characters"),
+    ],
+)
+def test_anything_outside_the_allow_list_is_refused(text, why):
+    with pytest.raises(expr.ExprError, match=why.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        expr.parse(text)
+
+
+def test_evaluation_errors_say_what_went_wrong():
+    with pytest.raises(expr.ExprError, match="division by zero"):
+        expr.value("tile_m // (tile_n - tile_n)", {"tile_m": 1, "tile_n": 2})
+    with pytest.raises(expr.ExprError, match=r"7 / 2 is not a whole number \(use // to round down\)"):
+        expr.value("tile_m / 2", {"tile_m": 7})
+    with pytest.raises(expr.ExprError, match="exceeds"):
+        expr.value("a * a * a * a * a", {"a": 2**20})
+    with pytest.raises(expr.ExprError, match="unknown name 'stages'"):
+        expr.value("stages * 2", {})
+
+
+def _folder_with(tmp_path: Path, launch: str, kernel: str = "deepgemm_tile") -> Path:
+    folder = tmp_path / kernel
+    shutil.copytree(KERNELS / kernel, folder)
+    text = (folder / "kernel.toml").read_text()
+    start = text.index("[launch.values]")
+    end = text.index("[reference]")
+    (folder / "kernel.toml").write_text(text[:start] + launch + "\n" + text[end:])
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("launch", "message"),
+    [
+        (
+            '[launch.functions.gemm_bf16_kernel]\ndynamic_smem = "tile_m ** 2"',
+            "launch.functions.gemm_bf16_kernel.dynamic_smem = 'tile_m ** 2': the power operator ** is not allowed",
+        ),
+        (
+            '[launch.functions.gemm_bf16_kernel]\ndynamic_smem = "stages * 2"',
+            "dynamic_smem = 'stages * 2': unknown name 'stages' (known: tile_k, tile_m, tile_n)",
+        ),
+        (
+            '[launch.values]\ntwo = "stages * 2"\nstages = "3"',
+            "launch.values.two = 'stages * 2': unknown name 'stages'",  # values are read in order
+        ),
+        ('[launch.values]\ntile_m = "64"', "launch.values.tile_m: shadows the tunable of the same name"),
+        ('[launch.values]\nmin = "64"', "launch.values: 'min' is not a usable name"),
+        ('[launch.functions."gemm(int)"]\ndynamic_smem = 0', "launch.functions: 'gemm(int)' is not a function name"),
+        ("[launch.functions.gemm_bf16_kernel]\ndynamic_smem = -1", "dynamic_smem = -1: must not be negative"),
+        ("[launch.functions.gemm_bf16_kernel]\ndynamic_smem = 1.5", "dynamic_smem"),
+        ("[launch.functions.gemm_bf16_kernel]\nsmem = 1", "smem: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_launch_description_is_bad_input_naming_the_manifest_and_expression(tmp_path, launch, message):
+    folder = _folder_with(tmp_path, launch)
+    with pytest.raises(InputError) as info:
+        load_kernel(folder)
+    assert str(info.value).startswith(f"{folder / 'kernel.toml'}: launch")
+    assert message in str(info.value)
+
+
+# -- which compiled function a key names ---------------------------------------------------------------
+
+GEMM = "void deepgemm_tile::gemm_bf16_kernel<128, 128, 64, true>(unsigned short const*, float*, int)"
+MLA = "flashmla_decode::(anonymous namespace)::mla_decode_kernel(unsigned short const*, float)"
+
+
+def test_function_names_drop_templates_parameters_return_type_and_anonymous_namespaces():
+    assert name_path(GEMM) == ("deepgemm_tile", "gemm_bf16_kernel")
+    assert name_path(MLA) == ("flashmla_decode", "mla_decode_kernel")
+    assert name_path("void ns::k<ns::Cfg<1, 2>, (int)3>(ns::Cfg<1, 2>)") == ("ns", "k")
+    assert name_path("plain_c") == ("plain_c",)
+
+
+def test_a_key_names_every_instantiation_by_name_or_qualified_name():
+    assert matches("gemm_bf16_kernel", GEMM) and matches("deepgemm_tile::gemm_bf16_kernel", GEMM)
+    assert not matches("bf16_kernel", GEMM) and not matches("other::gemm_bf16_kernel", GEMM)
+    assert matches("mla_decode_kernel", MLA) and matches("flashmla_decode::mla_decode_kernel", MLA)
+    mangled = "_ZN13deepgemm_tile16gemm_bf16_kernelILi128ELi128ELi64ELb1EEEvPKtS2_Pfiiiiiii"
+    assert matches("gemm_bf16_kernel", mangled) and matches("deepgemm_tile::gemm_bf16_kernel", mangled)
+    assert not matches("bf16_kernel", mangled)
+
+
+# -- describe: launches and occupancy of compiled functions ----------------------------------------------
+
+
+def _launch(**functions: dict) -> Launch:
+    return Launch.model_validate({"values": {"stages": "max(2, tile_k // 16)"}, "functions": functions})
+
+
+def test_a_described_function_gets_threads_dynamic_smem_and_occupancy():
+    r = Resource(function=GEMM, registers=242, extern_smem=True)
+    d = describe([r], {GEMM: 128}, _launch(gemm_bf16_kernel={"dynamic_smem": "stages * 32768"}), {"tile_k": 48}, "k")
+    assert d.errors == [] and d.notes == []
+    [out] = d.resources
+    assert (out.threads, out.dynamic_smem_bytes) == (128, 3 * 32768)
+    assert out.occupancy is not None and out.occupancy.blocks_per_sm == 2
+
+
+def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
+    r = Resource(function=MLA, registers=96, extern_smem=True)
+    d = describe([r], {MLA: 256}, Launch(), {}, "kernels/flashmla_decode/kernel.toml")
+    assert d.errors == [
+        f"{MLA} uses dynamic shared memory (extern __shared__) that kernels/flashmla_decode/kernel.toml does not "
+        "size: add [launch.functions.mla_decode_kernel] dynamic_smem"
+    ]
+    assert d.resources[0].dynamic_smem_bytes is None and d.resources[0].occupancy is None
+
+
+def test_a_function_without_extern_shared_memory_needs_no_description():
+    r = Resource(function="merge(int)", registers=31, smem_bytes=0)
+    d = describe([r], {"merge(int)": 128}, Launch(), {}, "k")
+    assert d.errors == [] and d.resources[0].dynamic_smem_bytes == 0
+    assert d.resources[0].occupancy is not None and d.resources[0].occupancy.occupancy_pct == 100.0
+
+
+def test_a_description_that_leaves_out_the_size_of_an_extern_array_is_an_error():
+    launch = _launch(gemm_bf16_kernel={"threads": 128})
+    d = describe([Resource(function=GEMM, registers=64, extern_smem=True)], {GEMM: 128}, launch, {"tile_k": 32}, "k")
+    assert [e.split(" uses ")[1] for e in d.errors] == [
+        "dynamic shared memory (extern __shared__) that k does not size: add [launch.functions.gemm_bf16_kernel] "
+        "dynamic_smem"
+    ]
+    assert d.resources[0].dynamic_smem_bytes is None and d.resources[0].threads == 128
+
+
+def test_more_threads_than_the_launch_bounds_allow_is_an_error():
+    launch = _launch(gemm_bf16_kernel={"threads": "2 * 128", "dynamic_smem": 0})
+    d = describe([Resource(function=GEMM, registers=64)], {GEMM: 128}, launch, {"tile_k": 32}, "k")
+    assert d.errors == [f"k: launch.functions.gemm_bf16_kernel.threads = 256 but __launch_bounds__ of {GEMM} allow 128"]
+
+
+def test_an_expression_that_fails_for_this_config_is_an_error_with_the_tunables():
+    launch = _launch(gemm_bf16_kernel={"dynamic_smem": "32768 // (tile_k - 64)"})
+    d = describe([Resource(function=GEMM, registers=64, extern_smem=True)], {GEMM: 128}, launch, {"tile_k": 64}, "k")
+    where = "k: launch.functions.gemm_bf16_kernel.dynamic_smem"
+    assert d.errors == [f"{where} = '32768 // (tile_k - 64)': division by zero (with tile_k=64)"]
+    bad = describe([Resource(function=GEMM, registers=64)], {GEMM: 128}, _launch(), {"tile_k": "wide"}, "k")
+    assert bad.errors == ["k: launch.values.stages = 'max(2, tile_k // 16)': tunable 'tile_k' = 'wide' is not an "
+                          "integer (with tile_k=wide)"]  # fmt: skip
+
+
+def test_unknown_threads_and_unused_descriptions_are_notes():
+    launch = _launch(gone_kernel={"dynamic_smem": 0})
+    d = describe([Resource(function="k(int)", registers=8)], {}, launch, {"tile_k": 32}, "m")
+    assert d.errors == []
+    assert d.notes == [
+        "occupancy of k(int) not computed: threads per block unknown (give __launch_bounds__ or threads in m "
+        "[launch.functions])",
+        "m: launch.functions.gone_kernel names no compiled kernel function",
+    ]
+
+
+# -- every allowed config of the three kernels --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_allowed_config_has_a_valid_launch_within_the_smem_limit(name):
+    kernel = load_kernel(KERNELS / name)
+    for config in configs(kernel):
+        env = values(kernel.manifest.launch, config, name)
+        for function, spec in kernel.manifest.launch.functions.items():
+            dynamic = expr.value(spec.dynamic_smem or 0, env)
+            assert 0 <= dynamic <= SMEM_PER_BLOCK_LIMIT, (config, function, dynamic)
+            if spec.threads is not None:
+                assert 32 <= expr.value(spec.threads, env) <= 1024, (config, function)
+    assert len(configs(kernel)) == {"deepgemm_tile": 27, "flashmla_decode": 9, "v41_attention_splitk": 8}[name]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_described_function_has_a_launcher_probe(name):
+    """A new [launch.functions] entry needs a line in tests/cuda_probe.py, or it would go unchecked."""
+    described = set(load_kernel(KERNELS / name).manifest.launch.functions)
+    probed = {f for f, launcher in PROBES[name].functions.items() if launcher.dynamic_smem is not None}
+    assert described == probed
+
+
+def _check_config(kernel, config, workdir: Path) -> list[str]:
+    """Problems with one config: the launcher's numbers against the manifest's, smem, occupancy."""
+    found = probe(kernel, config, workdir)
+    if found.error:
+        return [found.error]
+    problems = []
+    k = kernel.model_copy(update={"config": config})
+    described = describe_kernel(k, found.resources, found.threads)
+    problems += [f"{config}: {e}" for e in described.errors]
+    for name, launcher in PROBES[kernel.name].functions.items():
+        threads, dynamic = found.launcher[name]
+        rows = [r for r in described.resources if matches(name, r.function)]
+        if not rows:
+            problems.append(f"{config}: {name} was not compiled")
+        for r in rows:
+            if (r.threads, r.dynamic_smem_bytes) != (threads, dynamic):
+                problems.append(
+                    f"{config}: {r.function}: kernel.toml says {r.threads} threads, {r.dynamic_smem_bytes} B "
+                    f"dynamic smem; the launcher uses {threads}, {dynamic}"
+                )
+            if launcher.dynamic_smem is None and r.extern_smem:
+                problems.append(f"{config}: {r.function} has extern shared memory the probe does not read")
+            if r.smem_bytes + (r.dynamic_smem_bytes or 0) > SMEM_PER_BLOCK_LIMIT or r.spill_bytes:
+                problems.append(f"{config}: {r.function}: smem {r.smem_bytes} + {r.dynamic_smem_bytes}, spills")
+            if r.occupancy is None or r.occupancy.blocks_per_sm < 1:
+                problems.append(f"{config}: {r.function} cannot be resident: {r.occupancy}")
+    return problems
+
+
+@pytest.mark.slow
+@needs_nvcc
+@pytest.mark.parametrize("name", NAMES)
+def test_the_launcher_uses_the_manifests_threads_and_dynamic_smem_for_every_allowed_config(name, tmp_path):
+    """Compiled with nvcc for sm_90a (ptxas -v) and run on the host: the launcher's numbers, nothing launched."""
+    kernel = load_kernel(KERNELS / name)
+    all_configs = configs(kernel)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda ic: _check_config(kernel, ic[1], tmp_path / str(ic[0])), enumerate(all_configs)))
+    problems = [p for r in results for p in r]
+    assert not problems, "\n".join(problems)

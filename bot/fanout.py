@@ -16,13 +16,14 @@ from bot.environment import detect
 from bot.errors import InputError
 from bot.gate import overall
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, load_kernel
-from bot.report import KernelReport, Report
+from bot.report import AgentReport, KernelReport, Report
 from bot.review import aggregate_agents
 
 log = logging.getLogger(__name__)
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a kernel folder name safe for a matrix value and an artifact name
 PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in pr-review.yml)
+AGENT_PREFIX = "agent-"  # an agent part (an --agent-only run) is named agent-<kernel>
 UNSEEN_FILE = "unseen_files.json"  # beside report.json: files the agent did not see (for the merged comment)
 
 
@@ -82,8 +83,17 @@ class Part(BaseModel):
     unseen: list[str] = []
 
 
-def read_part(folder: Path) -> Part:
-    name = folder.name.removeprefix(PART_PREFIX)
+def read_plan(path: Path) -> list[PlannedKernel]:
+    """The matrix `--plan` printed (what the publish job expects one part of per kernel)."""
+    try:
+        include = json.loads(path.read_text())["include"]
+        return [PlannedKernel.model_validate(entry) for entry in include]
+    except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+        raise InputError(f'{path}: not a plan matrix ({{"include": [{{kernel, domain}}]}}): {exc}') from exc
+
+
+def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
+    name = folder.name.removeprefix(prefix)
     path = folder / "report.json"
     if not path.exists():
         return Part(folder=folder, kernel=name, report=None)
@@ -96,11 +106,52 @@ def read_part(folder: Path) -> Part:
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen])
 
 
-def merge(parts: list[Part], base_sha: str, head_sha: str, pr: int | None) -> tuple[Report, list[str]]:
-    """One report from the parts; a part without a report is an `error` kernel (its job crashed or timed out)."""
+def _check_part(part: Part, base_sha: str, head_sha: str) -> None:
+    r = part.report
+    assert r is not None
+    if (r.base_sha, r.head_sha) != (base_sha, head_sha):
+        raise InputError(
+            f"{part.folder}: the part reviewed {r.base_sha[:10]}...{r.head_sha[:10]}, "
+            f"not {base_sha[:10]}...{head_sha[:10]}"
+        )
+    others = sorted({k.name for k in r.kernels} - {part.kernel})
+    if others:
+        raise InputError(f"{part.folder}: a part of {part.kernel!r} reports other kernels too: {', '.join(others)}")
+
+
+def merge(
+    parts: list[Part],
+    base_sha: str,
+    head_sha: str,
+    pr: int | None,
+    *,
+    agents: list[Part] | None = None,
+    planned: list[PlannedKernel] | None = None,
+) -> tuple[Report, list[str]]:
+    """One report from the parts; a part without a report is an `error` kernel (its job crashed or timed out).
+
+    Every part is untrusted data (the job that wrote it ran pull-request code): its SHAs must be the ones
+    merged, it may report only its own kernel, and with `planned` only a planned kernel; an agent part may
+    report only its kernel's planned domain. Agent parts replace the parts' own (offline) agent reviews.
+    """
+    domains = {p.kernel: p.domain for p in planned} if planned is not None else None
+    for part in [*parts, *(agents or [])]:
+        if domains is not None and part.kernel not in domains:
+            raise InputError(f"{part.folder}: {part.kernel!r} is not a planned kernel ({', '.join(domains)})")
+        if part.report is not None:
+            _check_part(part, base_sha, head_sha)
     kernels: dict[str, KernelReport] = {}
-    agents, unseen = [], []
+    agent_reports: list[AgentReport] = []
+    unseen: list[str] = []
     environment = None
+    for part in agents or []:
+        for a in part.report.agents if part.report is not None else []:
+            if domains is not None and a.domain != domains[part.kernel]:
+                raise InputError(
+                    f"{part.folder}: agent domain {a.domain!r} is not {part.kernel}'s {domains[part.kernel]!r}"
+                )
+            agent_reports.append(a)
+        unseen.extend(part.unseen)
     for part in parts:
         r = part.report
         if r is None:
@@ -109,17 +160,13 @@ def merge(parts: list[Part], base_sha: str, head_sha: str, pr: int | None) -> tu
                 name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
             )
             continue
-        if (r.base_sha, r.head_sha) != (base_sha, head_sha):
-            raise InputError(
-                f"{part.folder}: the part reviewed {r.base_sha[:10]}...{r.head_sha[:10]}, "
-                f"not {base_sha[:10]}...{head_sha[:10]}"
-            )
         for k in r.kernels:
             if k.name in kernels:
                 raise InputError(f"{part.folder}: kernel {k.name} is in two parts")
             kernels[k.name] = k
-        agents.extend(r.agents)
-        unseen.extend(part.unseen)
+        if agents is None:
+            agent_reports.extend(r.agents)
+            unseen.extend(part.unseen)
         environment = environment or r.environment
     if environment is None:
         environment = detect()
@@ -130,8 +177,8 @@ def merge(parts: list[Part], base_sha: str, head_sha: str, pr: int | None) -> tu
         pr=pr,
         verdict=overall(ordered),
         kernels=ordered,
-        agents=agents,
-        agent=aggregate_agents(agents),
+        agents=agent_reports,
+        agent=aggregate_agents(agent_reports),
         environment=environment,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         opgate_version=__version__,

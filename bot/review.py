@@ -62,6 +62,7 @@ class ReviewRequest:
     only_kernel: str | None = None
     try_candidates: bool = False
     require_isolation: bool = False
+    agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Reviewer:
         report_path, comment_path = out / "report.json", out / "comment.md"
         report_path.write_text(report.to_json())
         comment_path.write_text(comment)
-        if self.request.only_kernel is None:  # a one-kernel part is recorded when the parts are merged
+        if self.request.only_kernel is None and not self.request.agent_only:  # parts are recorded when merged
             self.ledger.record_review(report)
         return ReviewOutcome(report, comment, report_path, comment_path, self.service_errors, self.phases)
 
@@ -222,6 +223,9 @@ class Reviewer:
             asked = head_k.model_copy(update={"task": judge.task}) if base_k is not None else head_k
             with self.phase("agent"):
                 agent = self._ask_agent(asked, touched, head.sha)
+        if self.request.agent_only:
+            report.notes.append("agent only: built, run and gated in another job")
+            return report
         report = self._gate_kernel(report, judge, head_k, base_k)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)

@@ -50,6 +50,7 @@ PASS_THROUGH = (
     "CUDA_VISIBLE_DEVICES",
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_DRIVER_CAPABILITIES",
+    "OPGATE_SANDBOX",  # so the judge, started below the review, makes the same choice
 )
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps/*", "dri/*")
 TMP_SIZE_BYTES = 2 << 30

@@ -149,3 +149,35 @@ def test_try_candidates_gates_the_agents_patch_on_top_of_head(opgate, kernel_rep
     assert "tile_config.json: tile_k=96 not in {32,64,128}" in candidate["reasons"]
     assert "**Agent candidate**" in run.comment and "tile_k=96 not in" in run.comment
     assert run.report["agent"]["requests"] == 1  # the candidate pass does not ask the agent again
+
+
+def test_agent_only_asks_the_agent_and_builds_nothing(opgate, kernel_repo, httpserver, tmp_path):
+    """CI's agent job: the key and the ledger, the diff as data, no build and no run of the change."""
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
+        completion(json.dumps(REVIEW_JSON))
+    )
+    kernel_repo.edit(CONFIG, '"tile_n": 128', '"tile_n": 256')  # a valid change that would be built and timed
+    head = kernel_repo.commit()
+    url = httpserver.url_for("/").rstrip("/")
+    run = with_key(opgate, kernel_repo, head, url, "--agent-only", "--kernel", "deepgemm_tile")
+    assert run.code == 0, run.stderr
+    [kernel] = run.report["kernels"]
+    assert kernel["name"] == "deepgemm_tile" and kernel["build"] is None and kernel["cases"] == []
+    assert kernel["resource_check"] is None and "agent only" in " ".join(kernel["notes"])
+    assert run.report["agent"]["status"] == "ok" and run.report["agent"]["total_tokens"] == 1555
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM operator_agent_usage").fetchone() == (1,)  # spend recorded here
+    assert db.execute("SELECT COUNT(*) FROM reviews").fetchone() == (0,)  # the verdict is the publish job's
+    db.close()
+
+
+def test_require_isolation_refuses_to_run_pr_code_without_a_sandbox(opgate, kernel_repo):
+    kernel_repo.edit(CONFIG, '"tile_n": 128', '"tile_n": 256')
+    head = kernel_repo.commit()
+    run = opgate(
+        "review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head, "--offline",
+        "--require-isolation", env={"OPGATE_SANDBOX": "none"},
+    )  # fmt: skip
+    assert run.code == 2 and "Traceback" not in run.stderr
+    assert "--require-isolation: OPGATE_SANDBOX=none" in run.stderr
+    assert not (run.out / "report.json").exists()

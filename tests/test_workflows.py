@@ -112,6 +112,29 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     assert not any("opgate-head" in str(s) for s in publish["steps"])  # the job that writes never sees PR code
 
 
+@pytest.mark.parametrize("name", ["pr-review.yml", "main-record.yml"])
+def test_the_jobs_that_run_pr_code_hold_no_secret_and_the_jobs_with_secrets_run_no_pr_code(name: str) -> None:
+    jobs = load(name)["jobs"]
+    runs_code = {job for job, step in steps(load(name)) if "opgate review" in step.get("run", "")
+                 and not any(flag in step["run"] for flag in ("--plan", "--merge", "--agent-only"))}  # fmt: skip
+    assert runs_code == {"review"}
+    review = jobs["review"]
+    assert "secrets." not in str(review), f"{name}: the job that builds and runs PR code sees a secret"
+    assert review["permissions"] == {"contents": "read"}
+    run = next(s["run"] for s in review["steps"] if "opgate review" in s.get("run", ""))
+    assert "--require-isolation" in run and "--offline" in run
+    for job_name, job in jobs.items():
+        if "secrets." in str(job) or set(job.get("permissions", {})) - {"contents"}:
+            assert job_name not in runs_code
+
+
+def test_publish_checks_the_parts_against_the_plan() -> None:
+    publish = load("pr-review.yml")["jobs"]["publish"]
+    run = next(s["run"] for s in publish["steps"] if "--merge" in s.get("run", ""))
+    assert "--agents agents/agent-*/" in run and "--planned plan.json" in run
+    assert load("pr-review.yml")["jobs"]["agent"]["runs-on"] == ["self-hosted", "linux", "opgate-ledger"]
+
+
 def test_one_concurrency_group_per_pull_request() -> None:
     workflow = load("pr-review.yml")
     assert workflow["concurrency"] == {
@@ -131,7 +154,7 @@ def test_each_key_reaches_only_the_step_that_calls_the_agent() -> None:
                 assert "TAOTOKEN" not in str(step), f"{name}: {job}: a key outside env"
                 continue
             if name == "pr-review.yml":
-                assert "--kernel" in step["run"]
+                assert job == "agent" and "--agent-only" in step["run"] and "--kernel" in step["run"]
                 for variable, value in keys.items():
                     domain = variable.removeprefix("TAOTOKEN_API_KEY_").removesuffix("_AGENT").lower()
                     assert value == f"${{{{ matrix.domain == '{domain}' && secrets.{variable} || '' }}}}"

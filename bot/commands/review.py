@@ -39,6 +39,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="apply the agent's candidate patch on top of head in a scratch worktree and gate it the same way",
     )
     r.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to build or run anything (exit 2) where the sandbox cannot start (what pr-review.yml runs)",
+    )
+    r.add_argument(
+        "--agents",
+        nargs="*",
+        type=Path,
+        default=[],
+        metavar="PART",
+        help="with --merge: the --out folders of --agent-only runs (agent-<kernel>/), whose agent reviews replace "
+        "the parts' offline ones",
+    )
+    r.add_argument(
+        "--planned",
+        type=Path,
+        metavar="FILE",
+        help="with --merge: the --plan matrix; every part and agent part must be a planned kernel (and domain)",
+    )
+    r.add_argument(
         "--post",
         action="store_true",
         help="create or edit the PR comment, set the opgate/acceptance status, append to $GITHUB_STEP_SUMMARY",
@@ -48,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--plan",
         action="store_true",
         help="print the changed kernels as a GitHub Actions matrix (JSON) and exit; builds nothing",
+    )
+    mode.add_argument(
+        "--agent-only",
+        action="store_true",
+        help="ask the agent about the changed kernels and write its review to --out; builds and runs nothing",
     )
     mode.add_argument(
         "--merge",
@@ -91,6 +116,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 pr=pr,
                 only_kernel=args.only_kernel,
                 try_candidates=args.try_candidates,
+                require_isolation=args.require_isolation,
+                agent_only=args.agent_only,
             )
             reviewer = Reviewer(request, settings, ledger)
             outcome = reviewer.run()
@@ -139,11 +166,13 @@ def _merge(
     args: argparse.Namespace, ledger: Ledger, base: str, head: str, pr: int | None
 ) -> tuple[Report, list[str], Path, Path]:
     """Merge the parts, write report.json into --out and record the merged review in the ledger."""
-    parts = [fanout.read_part(folder) for folder in args.merge if folder.is_dir()]
-    missing = [str(f) for f in args.merge if not f.is_dir()]
+    missing = [str(f) for f in [*args.merge, *args.agents] if not f.is_dir()]
     if missing:
         raise InputError(f"--merge: no such folder: {', '.join(missing)}")
-    report, unseen = fanout.merge(parts, base, head, pr)
+    parts = [fanout.read_part(folder) for folder in args.merge]
+    agents = [fanout.read_part(folder, prefix=fanout.AGENT_PREFIX) for folder in args.agents]
+    planned = fanout.read_plan(args.planned) if args.planned is not None else None
+    report, unseen = fanout.merge(parts, base, head, pr, agents=agents, planned=planned)
     args.out.mkdir(parents=True, exist_ok=True)
     report_path, comment_path = args.out / "report.json", args.out / "comment.md"
     report_path.write_text(report.to_json())

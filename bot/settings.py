@@ -22,7 +22,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",
     "OPGATE_AGENT_TIMEOUT_S": "gateway request timeout, seconds (default 120)",
-    "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); anything else: bwrap when it starts",
+    "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
     "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit after a re-measure: neutral (default) or fail",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
     "TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "gateway key for the deepgemm domain",

@@ -144,6 +144,8 @@ def merge(
     agent_reports: list[AgentReport] = []
     unseen: list[str] = []
     environment = None
+    health = next((p.report.health for p in parts if p.report is not None and p.report.health), None)
+    isolation = next((p.report.isolation for p in parts if p.report is not None and p.report.isolation), None)
     for part in agents or []:
         for a in part.report.agents if part.report is not None else []:
             if domains is not None and a.domain != domains[part.kernel]:
@@ -180,6 +182,8 @@ def merge(
         agents=agent_reports,
         agent=aggregate_agents(agent_reports),
         environment=environment,
+        isolation=isolation,
+        health=health,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         opgate_version=__version__,
     )

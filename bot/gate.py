@@ -43,6 +43,7 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
         report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
     report.seed = run.seed
     report.sandbox_cpu = dict(run.cpu)
+    report.other_cores = run.other_cores
     if run.status in (CaseStatus.timeout, CaseStatus.crashed):
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"
@@ -102,11 +103,20 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         return
     report.base_p50_ms = stats.median(base_t.samples_ms)
     report.base_samples = len(base_t.samples_ms)
-    ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
+    pairs = [(h, b) for h, b in zip(head_t.processes, base_t.processes, strict=False) if len(h) >= 2 and len(b) >= 2]
+    report.processes = len(pairs)
+    if len(pairs) >= 2:  # variation between processes is inside this interval
+        ratio, low, high = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
+    else:  # one process pair: the interval knows only its samples (reported as processes = 1)
+        ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
     report.regression_pct = round((ratio - 1.0) * 100.0, 3)
     report.ci95_pct = [round((low - 1.0) * 100.0, 3), round((high - 1.0) * 100.0, 3)]
     verdict = stats.latency_verdict(low, high, max_regression_pct)
     span = f"p50 {report.regression_pct:+.2f}% (95% CI {report.ci95_pct[0]:+.2f}%..{report.ci95_pct[1]:+.2f}%)"
+    if run.noisy:  # a busy or throttled runner decides nothing, either way
+        report.verdict = "inconclusive"
+        report.reasons.append(f"performance inconclusive: {run.noisy} ({span})")
+        return
     if verdict == "fail":
         report.verdict = "fail"
         report.reasons.append(f"performance: {span} regresses more than {max_regression_pct:g}%")

@@ -116,6 +116,8 @@ class CaseReport(_Model):
     seed: str | None = Field(None, description="seed of the check inputs, drawn from the run's secret (revealed after)")
     spot_checks: int = Field(0, description="outputs of timed calls of head compared with the reference")
     sandbox_cpu: dict[str, CpuUse] = Field(default_factory=dict, description="base/head -> CPU the judge saw")
+    processes: int = Field(0, description="fresh worker processes per side the latency comes from")
+    other_cores: float | None = Field(None, description="cores other processes kept busy while this case was timed")
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 
@@ -160,6 +162,20 @@ class Environment(_Model):
     python: str
 
 
+class RunnerHealth(_Model):
+    """The machine while it measured: load, CPU governor and clock; on a GPU runner clocks and throttling."""
+
+    cores: int
+    load1: float | None = None
+    governor: str | None = None
+    cpu_mhz: float | None = None
+    gpu_sm_mhz: int | None = None
+    gpu_mem_mhz: int | None = None
+    gpu_temp_c: int | None = None
+    gpu_throttle: list[str] = Field(default_factory=list)
+    gpu_other_processes: int = 0
+
+
 class Isolation(_Model):
     """How processes running repository code were isolated in this review."""
 
@@ -179,6 +195,7 @@ class Report(_Model):
     agent: AgentReport
     environment: Environment
     isolation: Isolation | None = None
+    health: RunnerHealth | None = None
     created_at: str
     opgate_version: str
 

@@ -24,6 +24,7 @@ from bot.environment import cpu_name, detect, driver_version
 from bot.errors import BuildError, InputError
 from bot.flags import check_defines, check_flags
 from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
+from bot.health import snapshot
 from bot.launch import describe_kernel
 from bot.ledger import BaselineRow, Ledger
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Constraints, Kernel, load_kernel
@@ -129,6 +130,7 @@ class Reviewer:
         if request.require_isolation and not self.sandbox.isolated:
             raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
         self.secret = new_secret()
+        self.health = snapshot()
         self.policy = Policy(inconclusive=settings.inconclusive_policy)
         self.phases: dict[str, float] = {}
         self.steps = Steps()
@@ -178,6 +180,7 @@ class Reviewer:
             agent=aggregate_agents(self.agents),
             environment=self.env,
             isolation=self.sandbox.isolation,
+            health=self.health,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             opgate_version=__version__,
         )
@@ -432,6 +435,7 @@ class Reviewer:
             measure=Measure(**self.settings.measure.model_dump()),
             timeout_s=self.settings.case_timeout_s or judge.manifest.timeout_s,
             time=not identical,
+            noise_limit_cores=self.settings.noise_limit_cores,
             secret=self.secret,
         )
         launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
@@ -458,7 +462,11 @@ class Reviewer:
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
-    return {**case.model_dump(), "tolerance": case.tolerance or constraints.tolerance}
+    return {
+        **case.model_dump(),
+        "tolerance": case.tolerance or constraints.tolerance,
+        "max_regression_pct": constraints.max_regression_pct,
+    }
 
 
 def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:

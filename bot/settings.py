@@ -17,8 +17,11 @@ VARIABLES: dict[str, str] = {
     "OPGATE_DATABASE_URL": "ledger: a SQLite path, sqlite:///path or postgresql://… (default reports/opgate.sqlite)",
     "OPGATE_BUILD_DIR": "build cache, one folder per content hash (default ~/.cache/opgate/build)",
     "OPGATE_CASE_TIMEOUT_S": "override every kernel's per-case timeout, seconds",
-    "OPGATE_MEASURE_MAX_SECONDS": "timing cap per case and build, seconds (default 3)",
-    "OPGATE_MEASURE_MIN_BLOCKS": "interleaved timing blocks per build, at least (default 3)",
+    "OPGATE_MEASURE_MAX_SECONDS": "timing cap per case, seconds (default 6)",
+    "OPGATE_MEASURE_MIN_BLOCKS": "interleaved timing blocks per worker process (default 5)",
+    "OPGATE_MEASURE_MIN_PROCESSES": "fresh worker processes per side, at least (default 3)",
+    "OPGATE_MEASURE_MAX_PROCESSES": "fresh worker processes per side, at most (default 10)",
+    "OPGATE_NOISE_LIMIT_CORES": "other processes busier than this many cores make latency inconclusive (default 0.5)",
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",
     "OPGATE_AGENT_TIMEOUT_S": "gateway request timeout, seconds (default 120)",
@@ -72,9 +75,11 @@ class MeasureSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    max_seconds: float = Field(3.0, gt=0)
-    min_blocks: int = Field(3, ge=1)
+    max_seconds: float = Field(6.0, gt=0)
+    min_blocks: int = Field(5, ge=2)
     max_samples: int = Field(200, ge=3)
+    min_processes: int = Field(3, ge=2)
+    max_processes: int = Field(10, ge=2)
     target_pct: float = Field(0.5, gt=0)
     warmup_ms: float = 25.0
     warmup_calls: int = 10
@@ -122,6 +127,7 @@ class Settings(BaseModel):
     case_timeout_s: float | None = None
     agent_timeout_s: float = 120.0
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
+    noise_limit_cores: float = Field(0.5, ge=0)
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()
     agent_wire: Literal["openai", "anthropic"] = "openai"
@@ -161,6 +167,9 @@ _FIELDS: dict[str, str] = {
     "OPGATE_INCONCLUSIVE_POLICY": "inconclusive_policy",
     "OPGATE_MEASURE_MAX_SECONDS": "measure.max_seconds",
     "OPGATE_MEASURE_MIN_BLOCKS": "measure.min_blocks",
+    "OPGATE_MEASURE_MIN_PROCESSES": "measure.min_processes",
+    "OPGATE_MEASURE_MAX_PROCESSES": "measure.max_processes",
+    "OPGATE_NOISE_LIMIT_CORES": "noise_limit_cores",
     "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",
     "OPGATE_MEASURE_TARGET_PCT": "measure.target_pct",
     "OPGATE_AGENT_WIRE": "agent_wire",

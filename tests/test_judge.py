@@ -7,6 +7,7 @@ microseconds, so a test chooses how much slower head is without building a torch
 from __future__ import annotations
 
 import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def job(sides: dict[str, Path], **measure: float) -> JudgeJob:
     return JudgeJob(
         kernel="fake",
         reference=ReferenceSource(path=str(REFERENCE)),
-        cases=[{**CASE.model_dump(), "tolerance": 1e-2}],
+        cases=[{**CASE.model_dump(), "tolerance": 1e-2, "max_regression_pct": 3.0}],
         sides={label: {"cpu": str(so)} for label, so in sides.items()},
         module="opgate_ext",
         entry="gemm",
@@ -77,16 +78,34 @@ def test_identical_builds_pass_and_sampling_stops_once_the_ratio_is_precise(ext_
 
 def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
     so = ext_factory(2000)
-    run = run_cases(job({"base": so, "head": so}, target_pct=1e-9, max_seconds=0.5))["tiny"]
+    capped = job({"base": so, "head": so}, target_pct=1e-9, max_seconds=0.5)
+    # A limit of 0 % makes an A/A interval straddle it forever: nothing but the cap can stop the sampling.
+    capped = capped.model_copy(update={"cases": [{**capped.cases[0], "max_regression_pct": 0.0}]})
+    run = run_cases(capped)["tiny"]
     assert run.status == CaseStatus.ok, run.detail
     assert run.stop_reason == "max_seconds"
 
 
 def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
-    run = run_cases(job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=2))["tiny"]
+    slower = job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=4)
+    run = run_cases(slower.model_copy(update={"noise_limit_cores": 99.0}))["tiny"]  # judged however busy
     report = judge_case(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
     assert report.regression_pct is not None and report.regression_pct > 20
+    assert report.processes >= 3  # fresh processes per side, however busy the machine
+
+
+def test_a_busy_runner_makes_latency_inconclusive_never_pass_or_fail(ext_factory) -> None:
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        run = run_cases(job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=2))["tiny"]
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert run.other_cores is not None and run.other_cores > 1.0
+    report = judge_case(CASE, Constraints(), run)
+    assert report.verdict == "inconclusive" and "noisy runner" in report.reasons[0], report.reasons
 
 
 def test_the_secret_decides_the_inputs_and_is_revealed_after_the_run(ext_factory) -> None:

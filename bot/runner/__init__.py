@@ -51,6 +51,7 @@ class Spot(BaseModel):
 class Timing(BaseModel):
     label: str
     samples_ms: list[float] = Field(description="per-call milliseconds, one per timed block")
+    processes: list[list[float]] = Field(default_factory=list, description="the same samples, per worker process")
     calls_per_sample: int = 1
 
 
@@ -70,6 +71,8 @@ class CaseRun(BaseModel):
     seed: str | None = None
     notes: list[str] = Field(default_factory=list)
     output_tail: str = ""
+    other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
+    noisy: str | None = Field(None, description="why the runner was too busy or throttled to trust latency")
 
 
 class Measure(BaseModel):
@@ -77,10 +80,12 @@ class Measure(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    max_seconds: float = 3.0
-    min_blocks: int = 3
+    max_seconds: float = 6.0
+    min_blocks: int = 5
     max_samples: int = 200
     target_pct: float = 0.5
+    min_processes: int = 3
+    max_processes: int = 10
     warmup_ms: float = 25.0
     warmup_calls: int = 10
 
@@ -103,6 +108,7 @@ class JudgeJob(BaseModel):
     measure: Measure
     timeout_s: float
     time: bool = True
+    noise_limit_cores: float = 0.5
     secret: str
     isolate_workers: bool = True
 

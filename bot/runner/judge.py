@@ -27,11 +27,12 @@ from typing import Any
 
 import torch
 
+from bot.health import busy_ticks, noisy, snapshot
 from bot.report import Isolation
 from bot.runner import CaseRun, Check, CpuUse, JudgeJob, Spot, Timing, describe_exit, protocol
 from bot.safe import log_safe
 from bot.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
-from bot.stats import median_ci_halfwidth_pct, ratio_ci
+from bot.stats import hierarchical_ratio_ci
 
 RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
 WORKER_FILES = ("worker.py", "protocol.py")
@@ -393,6 +394,8 @@ class _CaseState:
         self.seed: int | None = None
         self.stop_reason: str | None = None
         self.tampered: str | None = None
+        self.other_cores: float | None = None
+        self.noisy: str | None = None
 
     def enter(self, label: str, phase: str) -> None:
         self.label, self.phase = label, phase
@@ -417,22 +420,34 @@ class _CaseState:
             seed=str(self.seed) if self.seed is not None else None,
             notes=self.notes,
             output_tail=output[-2000:],
+            other_cores=self.other_cores,
+            noisy=self.noisy,
         )
 
 
 class Measure:
-    """Interleaved timing of the correct sides, one process per side, with spot checks and CPU accounting."""
+    """Interleaved timing of the correct sides over several fresh process pairs, with spot checks and CPU accounting.
+
+    Each pair is one new worker per side (forked from the side's zygote, placed afresh): warm-up, then
+    `min_blocks` blocks A B, B A, … of fresh inputs. Pairs are added until the hierarchical bootstrap CI of
+    the ratio decides the gate, is tight enough, or a cap is hit; between-process variation is in the CI.
+    """
 
     def __init__(
         self, judge: Judge, case: dict[str, Any], workers: dict[str, Worker], deadline: float, state: _CaseState
-    ):
+    ) -> None:
         self.judge, self.case, self.workers, self.deadline, self.state = judge, case, workers, deadline, state
         self.m = judge.job.measure
         self.labels = list(workers)
-        self.samples: dict[str, list[float]] = {label: [] for label in self.labels}
+        self.processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}
         self.timed_wall = dict.fromkeys(self.labels, 0.0)
         self.timed_cpu = dict.fromkeys(self.labels, 0.0)
+        self.untimed_cpu = dict.fromkeys(self.labels, 0.0)
+        self.blocks = 0
         self.bytes_in = 0
+        self.calls = 0
+        self.throttled = 0
+        self.clocks: list[float] = []
         self.rng = random.Random(judge.seed(case["name"], "spots"))
         self.gpu = case["device"] == "cuda"
 
@@ -458,32 +473,67 @@ class Measure:
         return wall / calls
 
     def run(self) -> None:
-        m, labels = self.m, self.labels
+        labels = self.labels
+        started, busy0, ours0 = time.monotonic(), busy_ticks(), self._ours()
+        stop, pair = None, 0
+        while stop is None:
+            if pair > 0:  # a fresh process per side; which side starts alternates from pair to pair
+                self.workers = {
+                    label: self.judge._worker(label, self.case, pair, self.deadline)
+                    for label in block_order(pair, labels)
+                }
+            self._pair(pair)
+            pair += 1
+            stop = self._stop(pair, time.monotonic() - started)
+        wall = time.monotonic() - started
+        other = ((busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - (self._ours() - ours0)) / max(wall, 1e-9)
+        self.state.other_cores = round(max(0.0, other), 2)
+        self.state.noisy = noisy(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self._account()
         for label in labels:
-            self.state.cpu[label] = CpuUse()
-        sets = [self.judge.inputs(self.case, self.judge.seed(self.case["name"], "warm"))]
-        file, header, size = self.judge.write_sets(sets)
+            flat = [x for p in self.processes[label] for x in p]
+            self.state.timings[label] = Timing(
+                label=label, samples_ms=flat, processes=self.processes[label], calls_per_sample=self.calls
+            )
+        self.state.stop_reason = stop
+        if self.throttled:
+            self.state.notes.append(
+                f"{self.throttled} block(s) measured below {THROTTLE_FRACTION:.0%} of the top SM clock were discarded"
+            )
+
+    def _ours(self) -> float:
+        """CPU seconds of the judge and every sandbox it runs (to tell the machine's other load apart)."""
+        own = os.times()
+        return own.user + own.system + sum(side.cpu() for side in self.judge.sides.values())
+
+    def _pair(self, pair: int) -> None:
+        """One process per side: warm-up, `min_blocks` interleaved blocks with spot checks, then exit."""
+        labels, m = self.labels, self.m
+        warm = [self.judge.inputs(self.case, self.judge.seed(self.case["name"], "warm", pair))]
+        file, header, size = self.judge.write_sets(warm)
         self.state.files.append(file)
         for label in labels:  # warm-up: at least warmup_ms and warmup_calls of calls
             self.workers[label].load(file, header, size, self.deadline)
         call_ms = max(self._warm_up(label) for label in labels)
-        cpu_start = {label: self.workers[label].side.cpu() for label in labels}  # accounting starts here
-        calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
-        n_sets = min(calls, MAX_SETS)
-        blocks, started, stop = 0, time.perf_counter(), "max_samples"
-        clocks: list[float] = []
-        throttled = 0
-        while True:
-            seeds = [self.judge.seed(self.case["name"], "block", blocks, i) for i in range(n_sets)]
+        self.judge.drop(file)
+        if not self.calls:  # the block length is fixed by the first pair, so every sample means the same
+            self.calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
+        calls, n_sets = self.calls, min(self.calls, MAX_SETS)
+        cpu_start = {label: self.workers[label].side.cpu() for label in labels}
+        timed_start = dict(self.timed_cpu)
+        samples: dict[str, list[float]] = {label: [] for label in labels}
+        forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
+        for b in range(m.min_blocks):
+            seeds = [self.judge.seed(self.case["name"], "block", pair, b, i) for i in range(n_sets)]
             inputs = [self.judge.inputs(self.case, s) for s in seeds]
             file, header, size = self.judge.write_sets(inputs)
             self.bytes_in += size * len(labels)
-            order = block_order(blocks, labels)
+            order = block_order(pair + b, labels)
             for label in order:
                 self.workers[label].load(file, header, size, self.deadline)
             # Whether, and which call, to check is drawn before the calls run; half the time it is the last call
             # of the block (the one whose work could still be running when the batch reports done).
-            spot = blocks == 0 or self.rng.random() < SPOT_PROBABILITY
+            spot = b == forced or self.rng.random() < SPOT_PROBABILITY
             j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
             refs = _as_list(self.judge.reference(*inputs[j])) if spot else []
             block = {}
@@ -492,48 +542,54 @@ class Measure:
                 if spot:  # at once, before the other side runs
                     self._spot_check(label, refs, j)
             self.judge.drop(file)
-            blocks += 1
+            self.blocks += 1
             clock = _sm_clock_mhz() if self.gpu else None
             if clock is not None:
-                clocks.append(clock)
-            if clock is not None and clock < THROTTLE_FRACTION * max(clocks):
-                throttled += 1
+                self.clocks.append(clock)
+            if clock is not None and clock < THROTTLE_FRACTION * max(self.clocks):
+                self.throttled += 1
             else:
                 for label in labels:
-                    self.samples[label].append(block[label])
-            n = min(len(s) for s in self.samples.values())
-            if blocks >= m.min_blocks and n >= 3:
-                if len(labels) == 2:
-                    _, low, high = ratio_ci(self.samples["head"], self.samples["base"], resamples=300)
-                    halfwidth = (high - low) / 2.0 * 100.0
-                else:
-                    halfwidth = median_ci_halfwidth_pct(self.samples[labels[0]], resamples=300)
-                if halfwidth <= m.target_pct:
-                    stop = "precision"
-                    break
-            if n >= m.max_samples:
-                stop = "max_samples"
-                break
-            if time.perf_counter() - started >= m.max_seconds:
-                stop = "max_seconds"
-                break
-        self._account(cpu_start, blocks)
+                    samples[label].append(block[label])
         for label in labels:
+            total = self.workers[label].side.cpu() - cpu_start[label]
+            self.untimed_cpu[label] += max(0.0, total - (self.timed_cpu[label] - timed_start[label]))
             self.state.enter(label, "exit")
             self.workers[label].exit(self.deadline)
-            self.state.timings[label] = Timing(label=label, samples_ms=self.samples[label], calls_per_sample=calls)
-        self.state.stop_reason = stop
-        if throttled:
-            self.state.notes.append(
-                f"{throttled} block(s) measured below {THROTTLE_FRACTION:.0%} of the top SM clock were discarded"
-            )
+            self.processes[label].append(samples[label])
+
+    def _stop(self, pairs: int, elapsed: float) -> str | None:
+        """Why to stop after `pairs` process pairs, or None to add one more."""
+        m = self.m
+        full = [p for p in zip(*(self.processes[label] for label in self.labels), strict=True) if min(map(len, p)) >= 2]
+        if len(self.labels) == 2 and pairs >= m.min_processes and len(full) >= 2:
+            head = [p[self.labels.index("head")] for p in full]
+            base = [p[self.labels.index("base")] for p in full]
+            _, low, high = hierarchical_ratio_ci(head, base, resamples=500)
+            limit = 1.0 + self.case["max_regression_pct"] / 100.0
+            if (high - low) / 2.0 * 100.0 <= m.target_pct:
+                return "precision"
+            if low > limit or high <= limit:
+                return "decided"
+        elif len(self.labels) == 1 and pairs >= m.min_processes:
+            return "no_base"
+        if pairs < m.min_processes:  # a floor: the caps below never leave fewer processes than this
+            return None
+        if pairs >= m.max_processes:
+            return "max_processes"
+        if sum(len(p) for p in self.processes[self.labels[0]]) >= m.max_samples:
+            return "max_samples"
+        if elapsed >= m.max_seconds:
+            return "max_seconds"
+        return None
 
     def _warm_up(self, label: str) -> float:
         times: list[float] = []
+        wall, cpu = self.timed_wall[label], self.timed_cpu[label]
         started = time.perf_counter()
         while len(times) < self.m.warmup_calls or (time.perf_counter() - started) * 1e3 < self.m.warmup_ms:
             times.append(self._timed(label, 1))
-        self.timed_wall[label] = self.timed_cpu[label] = 0.0  # the accounting starts after the warm-up
+        self.timed_wall[label], self.timed_cpu[label] = wall, cpu  # the accounting leaves warm-ups out
         times.sort()
         return times[len(times) // 2]
 
@@ -551,20 +607,17 @@ class Measure:
             spot.failed += 1
             spot.first_failure = spot.first_failure or _what_failed(check)
 
-    def _account(self, cpu_start: dict[str, float], blocks: int) -> None:
+    def _account(self) -> None:
         """Flag a side whose sandbox burned CPU outside its timed calls, or more than one core inside them."""
         if self.gpu:
             return
         for label in self.labels:
-            total = self.workers[label].side.cpu() - cpu_start[label]
-            timed_cpu, timed_wall = self.timed_cpu[label], self.timed_wall[label]
-            untimed = max(0.0, total - timed_cpu)
-            allowed = UNTIMED_CPU_SLACK_S + UNTIMED_CPU_PER_BLOCK_S * blocks + UNTIMED_CPU_SHARE * timed_wall
+            timed_cpu, timed_wall, untimed = self.timed_cpu[label], self.timed_wall[label], self.untimed_cpu[label]
+            allowed = UNTIMED_CPU_SLACK_S + UNTIMED_CPU_PER_BLOCK_S * self.blocks + UNTIMED_CPU_SHARE * timed_wall
             allowed += UNTIMED_CPU_PER_MB_S * self.bytes_in / 1e6
-            use = CpuUse(
+            self.state.cpu[label] = CpuUse(
                 timed_wall_s=round(timed_wall, 3), timed_cpu_s=round(timed_cpu, 3), untimed_cpu_s=round(untimed, 3)
             )
-            self.state.cpu[label] = use
             if untimed > allowed:
                 self.state.tampered = (
                     f"{label}: the sandbox used {untimed:.2f} s of CPU outside its timed calls "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,33 +10,11 @@ import jinja2
 
 from bot.gate import match_base
 from bot.report import CaseReport, Report, Resource
+from bot.safe import Safe, code, comment_safe, fence, untrusted
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-REVIEW_MARKER = "<!-- opgate:review -->"
-ACCEPT_MARKER = "<!-- opgate:accept -->"
-
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
-_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-
-
-def untrusted(text: Any) -> str:
-    """Agent or PR text made inert for a comment: no HTML, no images, links shown as text."""
-    s = str(text)
-    s = _IMAGE.sub(lambda m: f"[image: {m.group(1)}] ({m.group(2)})", s)
-    s = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", s)
-    s = _AUTOLINK.sub(lambda m: m.group(1), s)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # A URL must not render as a link (no tracking pixels, no clickable bait): break the scheme.
-    s = re.sub(r"\b(https?)://", r"\1[:]//", s)
-    s = re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", s)  # no @mentions: PR text must not ping people
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
-def fence(text: Any) -> str:
-    """Untrusted text inside a code fence that it cannot close."""
-    s = str(text).replace("```", "`\u200b``")
-    return s
+REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
+ACCEPT_MARKER = Safe("<!-- opgate:accept -->")
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -76,13 +53,13 @@ def skipped_groups(cases: list[CaseReport]) -> list[tuple[str, list[str]]]:
     return list(groups.items())
 
 
-def code(text: Any) -> str:
-    """Untrusted text as an inline code span: shown literally (no HTML, no links), cannot break the table."""
-    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+PROMPTS = "prompts/"  # templates of the agent's prompt: plain text for the model, not Markdown for a comment
 
 
 @cache
-def environment() -> jinja2.Environment:
+def environment(comment: bool = True) -> jinja2.Environment:
+    """The Jinja environment. For comments every `{{ … }}` passes through bot.safe.comment_safe: a value no
+    filter made Safe (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
@@ -90,6 +67,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=comment_safe if comment else None,
     )
     env.filters.update(
         untrusted=untrusted,
@@ -107,7 +85,7 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+    return environment(not template.startswith(PROMPTS)).get_template(template).render(**context)
 
 
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}

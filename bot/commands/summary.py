@@ -11,9 +11,10 @@ from bot.errors import InputError
 from bot.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.render import render
+from bot.safe import Safe
 from bot.settings import Settings
 
-SUMMARY_MARKER = "<!-- opgate:token-summary -->"
+SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
 LABEL = "opgate-tokens"
 # Rows read: the chart's weeks and the anomaly history, with a week to spare.
 HISTORY = timedelta(weeks=max(tokens.HISTORY_WEEKS, tokens.CHART_WEEKS) + 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bot import gitio
 from bot.agent.review import PatchError, validate_patch
+from bot.safe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +31,14 @@ class CandidateError(ValueError):
 
 
 def _git(tree: Path, *args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(tree), *args], input=stdin, capture_output=True, text=True, check=False)
+    """One git command; its output (which names files of the patch) is read as bytes, decoded with replacement."""
+    data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
+    proc = subprocess.run(["git", "-C", str(tree), *args], input=data, capture_output=True, check=False)
     if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
-        raise CandidateError(f"git {args[0]}: {last}")
-    return proc.stdout
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        last = stderr.splitlines()[-1] if stderr else "failed"
+        raise CandidateError(f"git {args[0]}: {one_line(last, limit=200)}")
+    return proc.stdout.decode("utf-8", "replace")
 
 
 @contextlib.contextmanager

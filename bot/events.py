@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TypeVar
 
@@ -102,14 +103,57 @@ def load_issue_comment_event(path: Path) -> IssueCommentEvent:
     return _load(path, "issue_comment", ("issue", "comment"), IssueCommentEvent)
 
 
-def _load(path: Path, kind: str, required: tuple[str, ...], model: type[_Event]) -> _Event:
-    """Read a webhook payload file and parse it into `model`; every failure is one clear InputError."""
+MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
+_SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_DEPTH = 64  # GitHub's payloads nest a few levels; anything deeper is not one
+
+
+def _check(path: Path, data: object) -> None:
+    """Walk the payload iteratively (a hostile file cannot exhaust the stack here): InputError when containers
+    nest deeper than MAX_DEPTH or a string is not Unicode text (a lone surrogate escape such as \\ud800)."""
+    stack: list[tuple[object, int]] = [(data, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                raise InputError(f"{path}: the event file holds a string that is not Unicode text (a lone surrogate)")
+            continue
+        if not isinstance(node, dict | list):
+            continue
+        if level > MAX_DEPTH:
+            raise InputError(f"{path}: the event file nests deeper than {MAX_DEPTH} levels")
+        children = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+        stack.extend((child, level + 1) for child in children)
+
+
+def _json(path: Path) -> object:
+    """The event file's JSON: read as bytes, UTF-8 (BOM allowed), bounded in size and nesting."""
     try:
-        data = json.loads(path.read_text())
+        with path.open("rb") as f:
+            raw = f.read(MAX_EVENT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from exc
-    except json.JSONDecodeError as exc:
+    if len(raw) > MAX_EVENT_BYTES:
+        raise InputError(f"{path}: the event file is over {MAX_EVENT_BYTES // 2**20} MiB, not a webhook payload")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: the event file is not UTF-8 (byte {exc.start}: {raw[exc.start : exc.start + 1]!r})"
+        ) from exc
+    try:
+        data = json.loads(text)
+    except RecursionError as exc:
+        raise InputError(f"{path}: the event file nests deeper than {MAX_DEPTH} levels") from exc
+    except ValueError as exc:  # JSONDecodeError, and integers too long to convert
         raise InputError(f"{path}: the event file is not valid JSON: {exc}") from exc
+    _check(path, data)
+    return data
+
+
+def _load(path: Path, kind: str, required: tuple[str, ...], model: type[_Event]) -> _Event:
+    """Read a webhook payload file and parse it into `model`; every failure is one clear InputError."""
+    data = _json(path)
     if not isinstance(data, dict) or any(key not in data for key in required):
         objects = " and ".join(f"'{key}'" for key in required)
         raise InputError(f"{path}: not a {kind} event (no {objects} object{'s' if len(required) > 1 else ''})")

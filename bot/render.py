@@ -34,6 +34,14 @@ def tokens(x: int | None) -> str:
     return "—" if x is None else f"{x:,}"
 
 
+def size(n: int) -> str:
+    """Bytes as a person reads them: "1 MiB", "512 KiB", "900 B"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
 def share(used: int, budget: int | None) -> str:
     """`used` as a percentage of `budget`; "—" without a budget."""
     return "—" if not budget else f"{100.0 * used / budget:.1f}%"
@@ -79,6 +87,7 @@ def environment(comment: bool = True) -> jinja2.Environment:
         pct=pct,
         tokens=tokens,
         share=share,
+        size=size,
         base_for=base_for,
     )
     return env

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 # C0 controls except \t and \n, DEL, C1 controls (NEL \x85 among them), Unicode line/paragraph separators
-# and the bidirectional overrides of "Trojan Source": each is shown as a visible escape instead.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# the bidirectional overrides of "Trojan Source" and lone surrogates (text that cannot even be written out
+# as UTF-8): each is shown as a visible escape instead.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # GitHub Actions reads `::command::` (and the legacy `##[command]`) at the start of any log line,
 # after leading whitespace; a zero-width space after the first character makes the line inert.
 _WORKFLOW_COMMAND = re.compile(r"^(\s*)(:)(?=:)|^(\s*)(#)(?=#\[)", re.MULTILINE)
@@ -32,6 +34,13 @@ def one_line(text: Any, limit: int = 300) -> str:
     """Untrusted text as one log-safe line of at most `limit` characters (newlines become " | ")."""
     s = log_safe(text).replace("\r\n", "\n").replace("\n", " | ")
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+class LogSafeFormatter(logging.Formatter):
+    """Every log line through log_safe, whatever a caller passed as an argument (tracebacks included)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return log_safe(super().format(record))
 
 
 # -- comments (GitHub-flavoured Markdown) ------------------------------------------------------------

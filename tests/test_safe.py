@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.safe import code, fence, log_safe, one_line, untrusted
+from bot.safe import LogSafeFormatter, code, fence, log_safe, one_line, untrusted
 from tests.hostile import html, problems, table_breaks
 
 
@@ -103,3 +103,11 @@ def test_backticks_in_text_cannot_unpair_the_code_spans_around_it() -> None:
 def test_control_characters_are_visible_in_comments_too() -> None:
     assert untrusted("a\rb\x1b[2Kc\u202ed") == "a\\\\rb\\\\e\\[2Kc\\\\u202ed"
     assert code("a\rb") == "a\\rb" and fence("a\r\nb\x07") == "a\nb\\x07"
+
+
+def test_every_log_line_of_opgate_is_log_safe() -> None:
+    import logging
+
+    record = logging.LogRecord("bot.x", logging.INFO, __file__, 1, "kernel %s ignored", ("x\n::error::forged\r",), None)
+    line = LogSafeFormatter("opgate: %(message)s").format(record)
+    assert line == "opgate: kernel x\n:\u200b:error::forged\\r ignored"

@@ -11,7 +11,7 @@ from bot.errors import InputError
 from bot.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.render import render
-from bot.safe import Safe
+from bot.safe import Safe, one_line
 from bot.settings import Settings
 
 SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     path.write_text(body)
     print(f"opgate: token summary {week} -> {path}")
     for d in summary.anomalies:
-        print(f"opgate: spend anomaly in {d.domain}: {d.anomaly_text}")
+        print(f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}")
     if args.post:
         assert settings.github_token is not None and settings.github_repository is not None
         with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:

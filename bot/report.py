@@ -109,6 +109,9 @@ class AgentReport(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    usage_estimated: int = Field(
+        0, description="answered requests whose usage the gateway did not report usably: tokens are estimated"
+    )
     risk_notes: list[str] = Field(default_factory=list)
     candidate_patch: str | None = None
     local_commands: list[str] = Field(default_factory=list)

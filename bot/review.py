@@ -436,6 +436,7 @@ def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
         prompt_tokens=sum(a.prompt_tokens for a in agents),
         completion_tokens=sum(a.completion_tokens for a in agents),
         total_tokens=sum(a.total_tokens for a in agents),
+        usage_estimated=sum(a.usage_estimated for a in agents),
         risk_notes=[n for a in agents for n in a.risk_notes],
         candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
     )

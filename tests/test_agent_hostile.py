@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,55 @@ def test_an_oversized_reply_twice_is_an_agent_error_with_the_reason_in_the_repor
     report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
     assert report.status == "error" and report.risk_notes == []
     assert "reply is over" in report.reason and "after one repair request" in report.reason
+
+
+# -- usage a gateway does not report usably ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        None,
+        {"prompt_tokens": None, "completion_tokens": None, "total_tokens": None},
+        {"prompt_tokens": "lots", "completion_tokens": "12", "total_tokens": "x"},
+        {"prompt_tokens": -5, "completion_tokens": True, "total_tokens": 0},
+        {"prompt_tokens": 900, "completion_tokens": 0, "total_tokens": 900},
+    ],
+)
+def test_unusable_usage_with_an_answer_is_recorded_as_estimated_and_flagged(gateway, sqlite_ledger, tmp_path, usage):
+    body = completion(json.dumps(GOOD))
+    body["usage"] = usage
+    gateway.push(body)
+    report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
+    (row,) = sqlite_ledger.usage()
+    assert row.usage_source == "estimated" and row.estimated_prompt_tokens
+    assert row.prompt_tokens >= row.estimated_prompt_tokens and row.completion_tokens > 0
+    assert row.total_tokens == row.prompt_tokens + row.completion_tokens == report.total_tokens
+    assert report.usage_estimated == 1
+    (reservation,) = sqlite_ledger.reservations(week=datetime.now(UTC).strftime("%G-W%V"))
+    assert reservation.state == "settled" and reservation.settled_tokens == row.total_tokens > 0
+
+
+def test_a_reported_count_larger_than_the_estimate_is_kept(gateway, sqlite_ledger, tmp_path):
+    body = completion(json.dumps(GOOD))
+    body["usage"] = {"prompt_tokens": 50_000, "completion_tokens": 0, "total_tokens": 50_000}
+    gateway.push(body)
+    report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
+    (row,) = sqlite_ledger.usage()
+    assert row.usage_source == "estimated" and row.prompt_tokens == 50_000 and row.completion_tokens > 0
+    (reservation,) = sqlite_ledger.reservations(week=datetime.now(UTC).strftime("%G-W%V"))
+    assert reservation.settled_tokens == row.total_tokens == report.total_tokens > 50_000
+
+
+def test_the_comment_says_when_tokens_are_estimated():
+    from bot.render import render_comment
+    from bot.report import AgentReport, Environment, Report
+
+    agent = AgentReport(status="ok", domain="deepgemm", requests=2, total_tokens=900, usage_estimated=1)
+    report = Report(
+        base_sha="b" * 40, head_sha="c" * 40, verdict="pass", kernels=[], agents=[agent], agent=agent,
+        environment=Environment(device="cpu", python="3.11"), created_at="t", opgate_version="0",
+    )  # fmt: skip
+    assert "⚠️ Estimated: the gateway reported no usable token usage" in render_comment(report)
+    assert "Estimated" not in render_comment(report.model_copy(update={"agent": AgentReport(status="ok")}))

@@ -47,7 +47,11 @@ class PullRequestEvent(BaseModel):
 
 
 def load_pull_request_event(path: Path) -> PullRequestEvent:
-    return _load(path, "pull_request", ("pull_request",), PullRequestEvent)
+    return parse_pull_request_event(_read(path), str(path))
+
+
+def parse_pull_request_event(raw: bytes, where: str = "event") -> PullRequestEvent:
+    return _parse(raw, "pull_request", ("pull_request",), PullRequestEvent, where)
 
 
 class User(BaseModel):
@@ -100,7 +104,11 @@ class IssueCommentEvent(BaseModel):
 
 
 def load_issue_comment_event(path: Path) -> IssueCommentEvent:
-    return _load(path, "issue_comment", ("issue", "comment"), IssueCommentEvent)
+    return parse_issue_comment_event(_read(path), str(path))
+
+
+def parse_issue_comment_event(raw: bytes, where: str = "event") -> IssueCommentEvent:
+    return _parse(raw, "issue_comment", ("issue", "comment"), IssueCommentEvent, where)
 
 
 MAX_EVENT_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
@@ -108,7 +116,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DEPTH = 64  # GitHub's payloads nest a few levels; anything deeper is not one
 
 
-def _check(path: Path, data: object) -> None:
+def _check(path: str, data: object) -> None:
     """Walk the payload iteratively (a hostile file cannot exhaust the stack here): InputError when containers
     nest deeper than MAX_DEPTH or a string is not Unicode text (a lone surrogate escape such as \\ud800)."""
     stack: list[tuple[object, int]] = [(data, 1)]
@@ -126,13 +134,8 @@ def _check(path: Path, data: object) -> None:
         stack.extend((child, level + 1) for child in children)
 
 
-def _json(path: Path) -> object:
-    """The event file's JSON: read as bytes, UTF-8 (BOM allowed), bounded in size and nesting."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_EVENT_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from exc
+def _json(path: str, raw: bytes) -> object:
+    """The event file's JSON: UTF-8 (BOM allowed), bounded in size and nesting."""
     if len(raw) > MAX_EVENT_BYTES:
         raise InputError(f"{path}: the event file is over {MAX_EVENT_BYTES // 2**20} MiB, not a webhook payload")
     try:
@@ -151,9 +154,18 @@ def _json(path: Path) -> object:
     return data
 
 
-def _load(path: Path, kind: str, required: tuple[str, ...], model: type[_Event]) -> _Event:
-    """Read a webhook payload file and parse it into `model`; every failure is one clear InputError."""
-    data = _json(path)
+def _read(path: Path) -> bytes:
+    """A webhook payload file as bytes (one byte past the size limit, so that _json can refuse it)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_EVENT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from exc
+
+
+def _parse(raw: bytes, kind: str, required: tuple[str, ...], model: type[_Event], path: str) -> _Event:
+    """A webhook payload's bytes as `model` (pure); bad encoding, JSON, nesting or types: one InputError."""
+    data = _json(path, raw)
     if not isinstance(data, dict) or any(key not in data for key in required):
         objects = " and ".join(f"'{key}'" for key in required)
         raise InputError(f"{path}: not a {kind} event (no {objects} object{'s' if len(required) > 1 else ''})")

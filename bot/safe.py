@@ -57,7 +57,7 @@ _AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*)>")
 # any case), the schemes that need no slashes (mailto:, xmpp:) and `www.` (any case). Each is broken
 # wherever it is, whatever comes before it.
 _SCHEME = re.compile(r"://")
-_BARE_SCHEME = re.compile(r"(?i)(?<![a-z])(mailto|xmpp):")
+_BARE_SCHEME = re.compile(r"(?i)(mailto|xmpp):")
 _WWW = re.compile(r"(?i)(www)\.")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")  # @user, @org/team and the domain of user@host (an email autolink)
 # owner/repo#123 puts a "mentioned this" event into another repository's thread (#123 of this one is left live)

@@ -237,3 +237,9 @@ def test_the_comment_says_when_tokens_are_estimated():
     )  # fmt: skip
     assert "⚠️ Estimated: the gateway reported no usable token usage" in render_comment(report)
     assert "Estimated" not in render_comment(report.model_copy(update={"agent": AgentReport(status="ok")}))
+
+
+@pytest.mark.parametrize("reply", ["9" * 5000, "[" * 50_000 + "]" * 50_000, '{"risk_notes": [' + "1" * 4400 + "]}"])
+def test_a_reply_json_cannot_parse_into_is_an_output_error_not_a_crash(reply: str):
+    with pytest.raises(AgentOutputError, match=r"not usable JSON|not valid JSON"):
+        parse_review(reply, "deepgemm_tile")

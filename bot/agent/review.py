@@ -11,6 +11,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from bot.manifest import KERNELS_DIR
+from bot.safe import one_line
 
 MAX_PATCH_BYTES = 64 * 1024
 MAX_PATCH_LINES = 400  # added + removed: "small, explainable, revertible on its own"
@@ -180,6 +181,10 @@ def parse_review(text: str, kernel: str | None = None) -> AgentReview:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         raise AgentOutputError(f"reply is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except ValueError as exc:  # an integer too long to convert
+        raise AgentOutputError(f"reply is not usable JSON ({one_line(exc, limit=120)})") from exc
+    except RecursionError as exc:
+        raise AgentOutputError("reply is not usable JSON (it nests too deeply)") from exc
     if not isinstance(data, dict):
         raise AgentOutputError("reply is JSON but not an object")
     try:

@@ -140,3 +140,25 @@ def test_a_matrix_part_that_cannot_run_is_an_error_kernel_in_the_merge(opgate, k
     verdicts = {k["name"]: (k["verdict"], k["reasons"][0]) for k in report["kernels"]}
     assert verdicts["deepgemm_tile"][0] == "error" and "unknown revision" in verdicts["deepgemm_tile"][1]
     assert verdicts["flashmla_decode"][0] == "error" and "no readable opgate report" in verdicts["flashmla_decode"][1]
+
+
+# ---------------------------------------------------------------------------- compiler output
+
+
+def test_absurd_counts_in_ptxas_output_are_capped_not_a_crash_and_long_digit_runs_parse_in_linear_time():
+    import time
+
+    from bot.resources import NUMBER_CAP, parse_ptx_threads, parse_ptxas
+
+    text = (
+        "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90a'\n"
+        "ptxas info    : Function properties for _Z1kv\n"
+        f"    0 bytes stack frame, {'9' * 5000} bytes spill stores, 0 bytes spill loads\n"
+        f"ptxas info    : Used {'9' * 5000} registers, 0 bytes smem\n"
+    )
+    (res,) = parse_ptxas(text)
+    assert res.spill_bytes == res.registers == NUMBER_CAP  # absurd, so the spill gate fails: never read as 0
+    assert parse_ptx_threads(f".entry k(\n.maxntid {'9' * 5000}, 1, 1\n{{") == {"k": NUMBER_CAP}
+    started = time.perf_counter()
+    parse_ptxas("1" * 200_000 + " bytes spill stores\n")
+    assert time.perf_counter() - started < 1.0

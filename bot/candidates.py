@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot import gitio
-from bot.agent.review import PatchError, validate_patch
+from bot.agent.review import EXECUTABLE, MODE_NAMES, PatchError, confined_path, validate_patch
+from bot.manifest import KERNELS_DIR
+from bot.safe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +32,34 @@ class CandidateError(ValueError):
 
 
 def _git(tree: Path, *args: str, stdin: str | None = None) -> str:
-    proc = subprocess.run(["git", "-C", str(tree), *args], input=stdin, capture_output=True, text=True, check=False)
+    """One git command; its output (which names files of the patch) is read as bytes, decoded with replacement."""
+    data = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
+    proc = subprocess.run(["git", "-C", str(tree), *args], input=data, capture_output=True, check=False)
     if proc.returncode != 0:
-        last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
-        raise CandidateError(f"git {args[0]}: {last}")
-    return proc.stdout
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        last = stderr.splitlines()[-1] if stderr else "failed"
+        raise CandidateError(f"git {args[0]}: {one_line(last, limit=200)}")
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def staged_problem(raw: str, kernel: str) -> str | None:
+    """What git itself applied (`git diff --cached --raw -z --no-renames`), checked once more whatever the
+    patch text looked like to validate_patch: every path a plain file under kernels/<kernel>/, no symbolic
+    link or submodule, no file that gains the executable bit. None when all is well."""
+    fields = raw.split("\0")
+    folder = f"{KERNELS_DIR}/{kernel}/"
+    for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.lstrip(":").split()
+        if len(parts) < 5:
+            return f"left an entry opgate cannot read: {meta!r}"
+        old_mode, new_mode = parts[0], parts[1]
+        if (why := confined_path(path, folder)) is not None:
+            return why
+        if new_mode in MODE_NAMES:
+            return f"would make {MODE_NAMES[new_mode]} of {path!r}"
+        if new_mode == EXECUTABLE and old_mode != EXECUTABLE:
+            return f"gives {path!r} the executable bit"
+    return None
 
 
 @contextlib.contextmanager
@@ -50,8 +75,10 @@ def applied(repo: Path, head_sha: str, patch: str, kernel: str) -> Iterator[Cand
     except PatchError as exc:
         raise CandidateError(str(exc)) from exc
     with gitio.worktree(repo, head_sha) as tree:
-        _git(tree, "apply", "--check", "--whitespace=nowarn", "-", stdin=text)
-        _git(tree, "apply", "--whitespace=nowarn", "--index", "-", stdin=text)
+        _git(tree, "apply", "--check", "-p1", "--whitespace=nowarn", "-", stdin=text)
+        _git(tree, "apply", "-p1", "--whitespace=nowarn", "--index", "-", stdin=text)
+        if (why := staged_problem(_git(tree, "diff", "--cached", "--raw", "-z", "--no-renames"), kernel)) is not None:
+            raise CandidateError(f"candidate_patch as git applied it {why}")
         _git(
             tree,
             *("-c", "user.name=opgate", "-c", "user.email=opgate@localhost", "-c", "commit.gpgsign=false"),

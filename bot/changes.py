@@ -27,7 +27,37 @@ class FileChange(BaseModel):
         return (self.path,) if self.old_path in (None, self.path) else (self.path, self.old_path)
 
 
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_C_QUOTED = re.compile(r"\\([0-7]{1,3}|.)", re.DOTALL)
+
+
+def unquote(path: str) -> str:
+    """A file name as git writes it in a diff header: one holding a quote, a backslash, a control character
+    or a byte over 0x7f comes "C-quoted" with octal escapes. The name's bytes are decoded as UTF-8 with
+    replacement (a name that is not UTF-8 still lands in its kernel's folder and is shown)."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    out = bytearray()
+    body, i = path[1:-1], 0
+    while i < len(body):
+        match = _C_QUOTED.match(body, i)
+        if match is None:
+            out += body[i].encode()
+            i += 1
+            continue
+        code = match.group(1)
+        if code[0] in "01234567":
+            out.append(int(code, 8) & 0xFF)
+        elif code in _C_ESCAPES:
+            out.append(_C_ESCAPES[code])
+        else:  # not an escape git writes: kept as it was
+            out += ("\\" + code).encode()
+        i = match.end()
+    return out.decode("utf-8", "replace")
+
+
 def _strip_prefix(path: str) -> str:
+    path = unquote(path)
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 

@@ -10,6 +10,7 @@ from bot import __version__
 from bot.commands import accept, dashboard, history, ledger, lint, review, summary
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
+from bot.safe import LogSafeFormatter, one_line
 from bot.settings import Settings, load_settings
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
@@ -37,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _setup_logging(quiet: bool, settings: Settings) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("opgate: %(message)s"))
+    handler.setFormatter(LogSafeFormatter("opgate: %(message)s"))
     handler.addFilter(RedactingFilter(settings.secrets()))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         _setup_logging(args.quiet, settings)
         return COMMANDS[args.command].run(args, settings)
     except OpgateError as exc:
-        print(f"opgate: error: {exc}", file=sys.stderr)
+        print(f"opgate: error: {one_line(exc, limit=2000)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("opgate: interrupted", file=sys.stderr)

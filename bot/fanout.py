@@ -8,7 +8,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from bot import __version__, gitio
 from bot.changes import parse_diff, touching
@@ -18,6 +18,7 @@ from bot.gate import overall
 from bot.manifest import KERNELS_DIR, MANIFEST_NAME, load_kernel
 from bot.report import AgentReport, KernelReport, Report
 from bot.review import aggregate_agents
+from bot.safe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +76,17 @@ def matrix(planned: list[PlannedKernel]) -> str:
 
 
 class Part(BaseModel):
-    """One matrix job's output folder: its report (None when the job left none) and unseen files."""
+    """One matrix job's output folder: its report (None when the job left none, or none that reads) and
+    unseen files."""
 
     folder: Path
     kernel: str
     report: Report | None
     unseen: list[str] = []
+    problem: str | None = None  # why a report that is there could not be read
+
+
+MAX_PART_BYTES = 16 * 1024 * 1024
 
 
 def read_plan(path: Path) -> list[PlannedKernel]:
@@ -88,21 +94,30 @@ def read_plan(path: Path) -> list[PlannedKernel]:
     try:
         include = json.loads(path.read_text())["include"]
         return [PlannedKernel.model_validate(entry) for entry in include]
-    except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a ValidationError is a ValueError
         raise InputError(f'{path}: not a plan matrix ({{"include": [{{kernel, domain}}]}}): {exc}') from exc
 
 
 def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
+    """A part as its job left it. The job ran PR code: a report.json that is not UTF-8, not JSON, not the
+    schema or too large makes the kernel an `error` (with the reason), never a crash of the merge."""
     name = folder.name.removeprefix(prefix)
     path = folder / "report.json"
     if not path.exists():
         return Part(folder=folder, kernel=name, report=None)
     try:
-        report = Report.model_validate_json(path.read_text())
-    except (OSError, ValidationError) as exc:
-        raise InputError(f"{path}: not a readable opgate report: {exc}") from exc
-    unseen_path = folder / UNSEEN_FILE
-    unseen = json.loads(unseen_path.read_text()) if unseen_path.exists() else []
+        if path.stat().st_size > MAX_PART_BYTES:
+            raise ValueError(f"over {MAX_PART_BYTES // 2**20} MiB")
+        report = Report.model_validate_json(path.read_bytes())
+        unseen_path = folder / UNSEEN_FILE
+        unseen = json.loads(unseen_path.read_bytes()) if unseen_path.exists() else []
+        if not isinstance(unseen, list):
+            raise ValueError(f"{UNSEEN_FILE} is not a list")
+    except (OSError, ValueError, RecursionError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
+        log.warning("%s", problem)
+        return Part(folder=folder, kernel=name, report=None, problem=problem)
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen])
 
 
@@ -157,7 +172,9 @@ def merge(
     for part in parts:
         r = part.report
         if r is None:
-            reason = f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
+            reason = (
+                part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
+            )
             kernels[part.kernel] = KernelReport(
                 name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
             )
@@ -186,5 +203,6 @@ def merge(
         health=health,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         opgate_version=__version__,
+        coverage=next((p.report.coverage for p in parts if p.report and p.report.coverage), None),
     )
     return report, list(dict.fromkeys(unseen))

@@ -15,16 +15,24 @@ from bot.errors import GitError
 log = logging.getLogger(__name__)
 
 
-def git(repo: Path, *args: str) -> str:
-    """Run one git command in `repo` and return its stdout; failures become GitError."""
+def git_bytes(repo: Path, *args: str) -> bytes:
+    """Run one git command in `repo` and return its stdout as bytes (file names and contents are bytes, not
+    necessarily UTF-8); failures become GitError with git's last line, decoded with replacement."""
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
     except FileNotFoundError as exc:
         raise GitError("git is not installed or not on the PATH") from exc
     if proc.returncode != 0:
-        message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"
-        raise GitError(f"git {args[0]}: {message}")
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
+        message = stderr.splitlines()[-1] if stderr else "failed"
+        command = next((a for a in args if not a.startswith("-") and "=" not in a), args[0])
+        raise GitError(f"git {command}: {message}")
     return proc.stdout
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run one git command in `repo` and return its stdout as text (bytes that are not UTF-8 become U+FFFD)."""
+    return git_bytes(repo, *args).decode("utf-8", "replace")
 
 
 def toplevel(path: Path) -> Path:
@@ -44,8 +52,26 @@ def resolve(repo: Path, rev: str) -> str:
 
 
 def diff(repo: Path, base: str, head: str) -> str:
-    """The unified diff of what `head` changed since its merge base with `base`."""
-    return git(repo, "diff", "--no-color", "--no-ext-diff", "-M", f"{base}...{head}")
+    """The unified diff of what `head` changed since its merge base with `base`, in one fixed form whatever
+    the user's git configuration says: a/ and b/ prefixes, C-quoted special file names, no external diff or
+    text conversion; contents that are not UTF-8 are shown with U+FFFD."""
+    return git(
+        repo,
+        *("-c", "core.quotePath=true", "diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M"),
+        *("--src-prefix=a/", "--dst-prefix=b/", f"{base}...{head}"),
+    )
+
+
+def sizes(repo: Path, sha: str) -> dict[str, int]:
+    """Path -> size in bytes of every file in `sha`'s tree (names read as bytes, decoded with replacement,
+    as the diff's names are); submodules have no size and are left out."""
+    sized: dict[str, int] = {}
+    for entry in git_bytes(repo, "ls-tree", "-r", "-l", "-z", "--full-tree", sha).split(b"\0"):
+        meta, sep, name = entry.partition(b"\t")
+        fields = meta.split()
+        if sep and len(fields) == 4 and fields[3].isdigit():
+            sized[name.decode("utf-8", "replace")] = int(fields[3])
+    return sized
 
 
 @contextlib.contextmanager

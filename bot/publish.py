@@ -114,6 +114,8 @@ def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ())
     override = gates_overridden(report, list(acceptances))
     if override is not None:
         return "success", f"gates failed, overridden by @{override.login} ({override.role}): {override.reason}"
+    if report.error:
+        return "error", f"could not judge: {report.error}"
     if report.verdict == "pass":
         names = ", ".join(k.name for k in changed)
         return "success", f"all gates pass: {names}" if names else "no kernel changed"

@@ -11,33 +11,11 @@ import jinja2
 
 from bot.gate import match_base
 from bot.report import CaseReport, Occupancy, Report, Resource
+from bot.safe import Safe, code, comment_safe, fence, untrusted
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-REVIEW_MARKER = "<!-- opgate:review -->"
-ACCEPT_MARKER = "<!-- opgate:accept -->"
-
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
-_LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
-_AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
-
-
-def untrusted(text: Any) -> str:
-    """Agent or PR text made inert for a comment: no HTML, no images, links shown as text."""
-    s = str(text)
-    s = _IMAGE.sub(lambda m: f"[image: {m.group(1)}] ({m.group(2)})", s)
-    s = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", s)
-    s = _AUTOLINK.sub(lambda m: m.group(1), s)
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    # A URL must not render as a link (no tracking pixels, no clickable bait): break the scheme.
-    s = re.sub(r"\b(https?)://", r"\1[:]//", s)
-    s = re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", s)  # no @mentions: PR text must not ping people
-    return s.replace("|", "\\|").replace("\n", " ")
-
-
-def fence(text: Any) -> str:
-    """Untrusted text inside a code fence that it cannot close."""
-    s = str(text).replace("```", "`\u200b``")
-    return s
+REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
+ACCEPT_MARKER = Safe("<!-- opgate:accept -->")
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -55,6 +33,14 @@ def pct(x: float | None) -> str:
 def tokens(x: int | None) -> str:
     """A token count with thousands separators; "—" for unknown (e.g. a budget not configured)."""
     return "—" if x is None else f"{x:,}"
+
+
+def size(n: int) -> str:
+    """Bytes as a person reads them: "1 MiB", "512 KiB", "900 B"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
 
 
 def share(used: int, budget: int | None) -> str:
@@ -96,13 +82,33 @@ def skipped_groups(cases: list[CaseReport]) -> list[tuple[str, list[str]]]:
     return list(groups.items())
 
 
-def code(text: Any) -> str:
-    """Untrusted text as an inline code span: shown literally (no HTML, no links), cannot break the table."""
-    return str(text).replace("`", "'").replace("|", "\\|").replace("\n", " ")
+PROMPTS = "prompts/"  # templates of the agent's prompt: plain text for the model, not Markdown for a comment
+
+
+_GITHUB_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~/#?=&%-]*")
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+
+
+def pr_ref(number: Any) -> Safe:
+    """A pull request number opgate read (an int): a live #N reference; anything else is shown inert."""
+    return Safe(f"#{number}") if isinstance(number, int) and not isinstance(number, bool) else untrusted(number)
+
+
+def github_url(url: Any) -> Safe:
+    """A URL the GitHub API returned (an issue's html_url): a live link when it is a plain https URL."""
+    return Safe(url) if isinstance(url, str) and _GITHUB_URL.fullmatch(url) else untrusted(url)
+
+
+def sha(value: Any, length: int = 12) -> Safe:
+    """A commit SHA (hex only), shortened; anything else is shown inert."""
+    text = str(value)
+    return Safe(text[:length]) if _SHA.fullmatch(text) else untrusted(text[:length])
 
 
 @cache
-def environment() -> jinja2.Environment:
+def environment(comment: bool = True) -> jinja2.Environment:
+    """The Jinja environment. For comments every `{{ … }}` passes through bot.safe.comment_safe: a value no
+    filter made Safe (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
@@ -110,6 +116,7 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=comment_safe if comment else None,
     )
     env.filters.update(
         untrusted=untrusted,
@@ -121,17 +128,21 @@ def environment() -> jinja2.Environment:
         pct=pct,
         tokens=tokens,
         share=share,
+        size=size,
         base_for=base_for,
         smem=smem,
         blocks=blocks,
         occupancy=occupancy,
         limited=limited,
+        pr_ref=pr_ref,
+        github_url=github_url,
+        sha=sha,
     )
     return env
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+    return environment(not template.startswith(PROMPTS)).get_template(template).render(**context)
 
 
 ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}

@@ -148,10 +148,30 @@ class AgentReport(_Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    usage_estimated: int = Field(
+        0, description="answered requests whose usage the gateway did not report usably: tokens are estimated"
+    )
     risk_notes: list[str] = Field(default_factory=list)
     candidate_patch: str | None = None
     local_commands: list[str] = Field(default_factory=list)
     expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+
+
+class Listed(_Model):
+    """Some changed files: how many, and the first of their names (a PR can change thousands)."""
+
+    total: int = 0
+    names: list[str] = Field(default_factory=list, description="the first LISTED_NAMES, in diff order")
+
+
+class Coverage(_Model):
+    """What no gate read: changed files that are binary, over the size limit, or in no kernel's globs."""
+
+    files: int = Field(0, description="files the diff changes")
+    size_limit_bytes: int
+    binary: Listed = Field(default_factory=Listed)
+    large: Listed = Field(default_factory=Listed, description="over size_limit_bytes in head")
+    unmatched: Listed = Field(default_factory=Listed, description="matched by no kernel's globs: no gate ran")
 
 
 class Environment(_Model):
@@ -198,6 +218,8 @@ class Report(_Model):
     health: RunnerHealth | None = None
     created_at: str
     opgate_version: str
+    coverage: Coverage | None = None
+    error: str | None = Field(None, description="why the review itself could not run (verdict error)")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -31,15 +31,16 @@ LOG_TAIL_LINES = 60
 KEY_VERSION = "opgate.resources/3"  # bump when the parse or the command line changes
 SRC, OUT = "/opgate/src", "/opgate/build"
 
+# A count starts where a digit run starts ((?<!\d)): a hostile line of digits is scanned once, not once per digit.
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for '?([^'\s]+)'?")
-_STACK = re.compile(r"(\d+) bytes stack frame")
-_STORES = re.compile(r"(\d+) bytes spill stores")
-_LOADS = re.compile(r"(\d+) bytes spill loads")
+_STACK = re.compile(r"(?<!\d)(\d+) bytes stack frame")
+_STORES = re.compile(r"(?<!\d)(\d+) bytes spill stores")
+_LOADS = re.compile(r"(?<!\d)(\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers")
-_SMEM = re.compile(r"(\d+) bytes smem")
-_CUMULATIVE = re.compile(r"(\d+) bytes cumulative stack size")
-_BARRIERS = re.compile(r"used (\d+) barriers")
+_SMEM = re.compile(r"(?<!\d)(\d+) bytes smem")
+_CUMULATIVE = re.compile(r"(?<!\d)(\d+) bytes cumulative stack size")
+_BARRIERS = re.compile(r"used (?<!\d)(\d+) barriers")
 _PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)")
 _PTX_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b", re.MULTILINE)
 _PTX_EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\b[^;]*?([A-Za-z_$][\w$]*)\s*\[\s*\]")
@@ -97,9 +98,17 @@ class _Entry:
         )
 
 
+NUMBER_CAP = 10**18  # a count longer than 18 digits is read as this (never as 0, never as a crash)
+
+
+def _number(digits: str) -> int:
+    """A count ptxas printed; the compiler runs on PR code, so its output is untrusted and may be absurd."""
+    return int(digits) if len(digits) <= 18 else NUMBER_CAP
+
+
 def _int(pattern: re.Pattern[str], line: str) -> int:
     m = pattern.search(line)
-    return int(m.group(1)) if m else 0
+    return _number(m.group(1)) if m else 0
 
 
 def parse_ptxas(text: str, arch: str | None = None) -> list[Resource]:
@@ -130,11 +139,11 @@ def parse_ptxas(text: str, arch: str | None = None) -> list[Resource]:
             elif props is not None:
                 pending[props] = frame
         elif (m := _USED.search(line)) and current is not None and current.registers is None:
-            current.registers = int(m.group(1))
+            current.registers = _number(m.group(1))
             current.smem = _int(_SMEM, line)
             current.cumulative = _int(_CUMULATIVE, line)
             if m := _BARRIERS.search(line):
-                current.barriers = int(m.group(1))
+                current.barriers = _number(m.group(1))
     return [e.resource() for e in entries if arch is None or e.arch == arch]
 
 
@@ -144,7 +153,9 @@ def parse_ptx_threads(ptx: str) -> dict[str, int]:
     for m in _PTX_ENTRY.finditer(ptx):
         body = ptx.find("{", m.end())
         header = ptx[m.end() : body if body >= 0 else len(ptx)]
-        bounds = {kind: math.prod(int(d) for d in dims.split(",")) for kind, dims in _PTX_BOUNDS.findall(header)}
+        bounds = {
+            kind: math.prod(_number(d.strip()) for d in dims.split(",")) for kind, dims in _PTX_BOUNDS.findall(header)
+        }
         if bounds:
             threads[m.group(1)] = bounds.get("reqntid") or bounds["maxntid"]
     return threads

@@ -20,6 +20,7 @@ from bot.agent.run import AgentFailed, ask
 from bot.build import Built, build, defines, verify
 from bot.candidates import CandidateError, applied
 from bot.changes import FileChange, parse_diff, touching
+from bot.coverage import coverage
 from bot.environment import cpu_name, detect, driver_version
 from bot.errors import BuildError, InputError
 from bot.flags import check_defines, check_flags
@@ -35,6 +36,7 @@ from bot.report import (
     Build,
     CaseReport,
     CaseStatus,
+    Coverage,
     Environment,
     KernelReport,
     Report,
@@ -109,6 +111,15 @@ def _checkouts(repo: Path, base: str, head: str) -> Iterator[tuple[_Side, _Side]
         yield _load_side(base, base_tree), _load_side(head, head_tree)
 
 
+def _all_globs(names: list[str], base: _Side, head: _Side) -> list[str]:
+    """Every kernel's globs, as review_kernel takes them (a kernel without a loadable manifest: its folder)."""
+    globs = []
+    for name in names:
+        known = [k.manifest.globs for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
+        globs += [g for gs in known for g in gs] or [f"{KERNELS_DIR}/{name}/**"]
+    return globs
+
+
 def _to_build(b: Built) -> Build:
     return Build(
         ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail
@@ -136,9 +147,11 @@ class Reviewer:
         self.steps = Steps()
         self.repo = request.repo
         self.base_sha = ""
+        self.head_sha = ""
         self.agents: list[AgentReport] = []
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
+        self.coverage: Coverage | None = None
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -154,7 +167,7 @@ class Reviewer:
         with self.phase("git"):
             repo = self.repo = gitio.toplevel(req.repo)
             base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
-            self.base_sha = base_sha
+            self.base_sha, self.head_sha = base_sha, head_sha
             changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
         kernels: list[KernelReport] = []
         with contextlib.ExitStack() as stack:
@@ -162,6 +175,8 @@ class Reviewer:
             with self.phase("checkout"):
                 base, head = stack.enter_context(_checkouts(repo, base_sha, head_sha))
             names = sorted(set(base.kernels) | set(head.kernels) | set(base.broken) | set(head.broken))
+            with self.phase("git"):
+                self.coverage = coverage(changes, _all_globs(names, base, head), gitio.sizes(repo, head_sha))
             if req.only_kernel is not None:
                 if req.only_kernel not in names:
                     raise InputError(f"--kernel {req.only_kernel}: no such kernel (have: {', '.join(names)})")
@@ -183,6 +198,7 @@ class Reviewer:
             health=self.health,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
             opgate_version=__version__,
+            coverage=self.coverage,
         )
         with self.phase("report"):
             return self.write(report)
@@ -500,6 +516,7 @@ def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
         prompt_tokens=sum(a.prompt_tokens for a in agents),
         completion_tokens=sum(a.completion_tokens for a in agents),
         total_tokens=sum(a.total_tokens for a in agents),
+        usage_estimated=sum(a.usage_estimated for a in agents),
         risk_notes=[n for a in agents for n in a.risk_notes],
         candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
     )

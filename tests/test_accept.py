@@ -419,3 +419,18 @@ def test_a_github_outage_exits_3_and_never_prints_the_token(accept: Accept, serv
     assert "HTTP 503" in run.stderr and "after 4 attempts" in run.stderr
     assert TOKEN not in run.stdout + run.stderr
     assert accept.acceptances() == []
+
+
+def test_an_accept_with_a_bare_cr_cannot_write_a_workflow_command_to_the_log(accept: Accept) -> None:
+    accept.store(make_report())
+    run = accept('/accept a "b\r::error title=forged::PASS"', post=False)
+    assert run.code == 0, run.stderr
+    assert "more than one kernel" in run.stdout
+    lines = re.split(r"\r\n|\r|\n", run.stdout + run.stderr)
+    assert [line for line in lines if line.lstrip().startswith("::")] == []
+
+
+def test_a_comment_holding_a_lone_surrogate_is_bad_input_not_a_crash(accept: Accept) -> None:
+    run = accept("/accept a \ud800", post=False)  # json.dumps writes it as the escape \ud800
+    assert run.code == 2 and "Traceback" not in run.stderr
+    assert "not Unicode text" in run.stderr

@@ -49,6 +49,7 @@ class ChatResult(BaseModel):
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     usage_reported: bool
+    usage_problem: str = ""  # why the usage was not usable, when it was not
     latency_ms: float
     status_code: int
     attempts: int = 1
@@ -195,6 +196,7 @@ class GatewayClient:
             cached_tokens=usage.cached_tokens,
             reasoning_tokens=usage.reasoning_tokens,
             usage_reported=usage.reported,
+            usage_problem=usage.problem if not usage.reported else "",
             latency_ms=ms,
             status_code=resp.status_code,
             attempts=number,

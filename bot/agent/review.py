@@ -4,28 +4,50 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import PurePosixPath
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from bot.manifest import KERNELS_DIR
+from bot.safe import one_line
 
 MAX_PATCH_BYTES = 64 * 1024
 MAX_PATCH_LINES = 400  # added + removed: "small, explainable, revertible on its own"
 MAX_PATCH_FILES = 20
+# The rest of the reply is read by people in the comment: short notes, a few commands, a few metrics.
+MAX_ITEMS = 30  # risk notes, local commands, expected metrics (each)
+MAX_NOTE_CHARS = 1_000
+MAX_COMMAND_CHARS = 500
+MAX_METRIC_KEY_CHARS = 100
+MAX_METRIC_VALUE_CHARS = 200
+MAX_FIELD_CHARS = 16 * 1024  # all risk notes together, all commands together
+MAX_REPLY_BYTES = MAX_PATCH_BYTES + 3 * MAX_FIELD_CHARS  # the whole reply as the gateway sent it
+
+Note = Annotated[str, Field(max_length=MAX_NOTE_CHARS)]
+Command = Annotated[str, Field(max_length=MAX_COMMAND_CHARS)]
+MetricName = Annotated[str, Field(max_length=MAX_METRIC_KEY_CHARS)]
+MetricValue = float | Annotated[str, Field(max_length=MAX_METRIC_VALUE_CHARS)]
 
 
 class AgentReview(BaseModel):
-    """What the users' task file asks for (`acceptance_outputs`)."""
+    """What the users' task file asks for (`acceptance_outputs`), each field bounded in size."""
 
     model_config = ConfigDict(extra="ignore")
 
     candidate_patch: str | None = Field(None, max_length=MAX_PATCH_BYTES)
-    risk_notes: list[str] = Field(default_factory=list, max_length=50)
-    local_commands: list[str] = Field(default_factory=list, max_length=50)
-    expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+    risk_notes: list[Note] = Field(default_factory=list, max_length=MAX_ITEMS)
+    local_commands: list[Command] = Field(default_factory=list, max_length=MAX_ITEMS)
+    expected_metrics: dict[MetricName, MetricValue] = Field(default_factory=dict, max_length=MAX_ITEMS)
+
+    @model_validator(mode="after")
+    def _fields_within_their_totals(self) -> AgentReview:
+        for name in ("risk_notes", "local_commands"):
+            total = sum(len(item) for item in getattr(self, name))
+            if total > MAX_FIELD_CHARS:
+                raise ValueError(f"{name} hold {total} characters together, at most {MAX_FIELD_CHARS}")
+        return self
 
 
 class AgentOutputError(ValueError):
@@ -38,37 +60,108 @@ class PatchError(ValueError):
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _DIFF_FENCE = re.compile(r"^\s*```(?:diff|patch)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+# A candidate may name only plain files: portable characters, no quoting git would need, no `.` or `..`.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*")
+# git's extended header lines (they never start with a hunk line's ' ', '+', '-' or '\\', so a scan of every
+# line finds each of them, wherever a parser that disagrees with git might have put it).
+_HEADER = re.compile(
+    r"^(?:(?P<kind>rename from|rename to|copy from|copy to) (?P<path>.*)"
+    r"|(?P<modekind>new file mode|deleted file mode|old mode|new mode) (?P<mode>\S*)"
+    r"|index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: (?P<indexmode>\S+))?"
+    r"|diff --git (?P<names>.*)"
+    r"|(?P<binary>GIT binary patch|Binary files .*))\s*$"
+)
+REGULAR, EXECUTABLE = "100644", "100755"
+MODE_NAMES = {"120000": "a symbolic link", "160000": "a submodule (gitlink)", "040000": "a directory"}
 
 
-def _confined(path: str, folder: str) -> bool:
+def confined_path(path: str, folder: str) -> str | None:
+    """Why `path` (without a/ b/ prefix) may not be in a candidate patch, or None when it is a plain file
+    name under `folder` (kernels/<kernel>/)."""
+    if not path.startswith(folder) or ".." in path.split("/"):
+        return f"touches {path!r}, outside {folder}"
+    if not _PLAIN_PATH.fullmatch(path):
+        return f"names {path!r}: a candidate may name only plain files (letters, digits, ._+-) under {folder}"
+    return None
+
+
+def _prefixed(path: str, folder: str) -> str | None:
     if path == "/dev/null":
-        return True
+        return None
+    if path.startswith('"'):
+        return f"names {path!r}: a candidate may name only plain files (no name git has to quote)"
     if path.startswith(("a/", "b/")):
-        path = path[2:]
-    parts = PurePosixPath(path).parts
-    return bool(path) and not path.startswith("/") and ".." not in parts and path.startswith(folder)
+        return confined_path(path[2:], folder)
+    return f"names {path!r} without the a/ or b/ prefix of a git diff"
+
+
+def _mode(mode: str, kind: str) -> str | None:
+    """Why a mode in a `kind` header is refused, or None."""
+    if mode in MODE_NAMES:
+        return f"would make {MODE_NAMES[mode]} ({kind} {mode})"
+    if mode not in (REGULAR, EXECUTABLE):
+        return f"carries an unknown file mode ({kind} {mode})"
+    if mode == EXECUTABLE and kind in ("new file mode", "new mode"):
+        return f"sets the executable bit ({kind} {mode}): a file may keep the bit it has, never gain it"
+    return None
+
+
+def _header_problem(line: str, folder: str) -> str | None:
+    """Why one line of the patch is refused when it is a git extended header line, or None."""
+    if any(ord(c) < 32 and c != "\t" for c in line):
+        return "a header line holds a control character"
+    match = _HEADER.match(line)
+    if match is None:
+        return None
+    if match["binary"]:
+        return "carries a binary change"
+    if match["kind"]:  # rename/copy from/to name the path without a prefix
+        return confined_path(match["path"], folder)
+    if match["modekind"]:
+        return _mode(match["mode"], match["modekind"])
+    if match["indexmode"]:
+        return _mode(match["indexmode"], "index")
+    if match["names"] is not None:
+        names = match["names"].split(" ")
+        if len(names) != 2:
+            return f"has a diff --git line git would read differently: {line[:120]!r}"
+        return next((why for name in names if (why := _prefixed(name, folder))), None)
+    return None
 
 
 def validate_patch(patch: str, kernel: str) -> str:
-    """The patch, normalised (a ```diff fence removed, a final newline), when it is a unified diff whose
-    every path lies under kernels/<kernel>/ and which is within the size limits; else PatchError."""
+    """The patch, normalised (a ```diff fence removed, a final newline), when it is a unified diff within the
+    size limits whose every old and new path, rename and copy source and target lies under
+    kernels/<kernel>/ as a plain file name, which makes no symbolic link, submodule or binary file and gives
+    no file the executable bit; else PatchError saying which rule it broke."""
     match = _DIFF_FENCE.match(patch)
     text = (match.group(1) if match else patch).strip("\n") + "\n"
-    if len(text.encode()) > MAX_PATCH_BYTES:
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise PatchError("candidate_patch is not Unicode text (a lone surrogate)") from exc
+    if size > MAX_PATCH_BYTES:
         raise PatchError(f"candidate_patch is over {MAX_PATCH_BYTES} bytes")
+    folder = f"{KERNELS_DIR}/{kernel}/"
+    for number, line in enumerate(text.split("\n"), 1):
+        if line[:1] in (" ", "+", "-", "\\", "@", ""):
+            if "\r" in line or "\x00" in line:
+                raise PatchError(f"candidate_patch line {number} holds a CR or NUL")
+            continue
+        if (why := _header_problem(line, folder)) is not None:
+            raise PatchError(f"candidate_patch {why} (line {number})")
     try:
         files = PatchSet(text)
-    except UnidiffParseError as exc:
+    except (UnidiffParseError, ValueError, IndexError) as exc:
         raise PatchError(f"candidate_patch is not a unified diff ({exc})") from exc
     if not files:
         raise PatchError("candidate_patch is not a unified diff (no ---/+++ file headers)")
     if len(files) > MAX_PATCH_FILES:
         raise PatchError(f"candidate_patch touches {len(files)} files (at most {MAX_PATCH_FILES})")
-    folder = f"{KERNELS_DIR}/{kernel}/"
     for f in files:
         for path in (f.source_file, f.target_file):
-            if not _confined(path, folder):
-                raise PatchError(f"candidate_patch touches {path!r}, outside {folder}")
+            if (why := _prefixed(path, folder)) is not None:
+                raise PatchError(f"candidate_patch {why}")
         if f.is_binary_file:
             raise PatchError("candidate_patch carries a binary change")
     lines = sum(f.added + f.removed for f in files)
@@ -80,12 +173,18 @@ def validate_patch(patch: str, kernel: str) -> str:
 def parse_review(text: str, kernel: str | None = None) -> AgentReview:
     """Parse the reply (a bare JSON object, or one inside a ```json fence); with `kernel`, the candidate
     patch must also pass validate_patch (an invalid one is an output error, so it can be repaired)."""
+    if len(text.encode("utf-8", "replace")) > MAX_REPLY_BYTES:
+        raise AgentOutputError(f"reply is over {MAX_REPLY_BYTES} bytes")
     match = _FENCE.match(text)
     body = match.group(1) if match else text
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         raise AgentOutputError(f"reply is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    except ValueError as exc:  # an integer too long to convert
+        raise AgentOutputError(f"reply is not usable JSON ({one_line(exc, limit=120)})") from exc
+    except RecursionError as exc:
+        raise AgentOutputError("reply is not usable JSON (it nests too deeply)") from exc
     if not isinstance(data, dict):
         raise AgentOutputError("reply is JSON but not an object")
     try:

@@ -46,6 +46,18 @@ def sanitise(text: str, secrets: list[str]) -> str:
     return _CONTROL.sub("", scrub(text, secrets))
 
 
+def estimated_usage(result: ChatResult, estimated_prompt: int) -> dict[str, int]:
+    """Counts for a reply whose usage the gateway did not report usably (missing, zero, not a number): the
+    offline estimate of the prompt and of the reply, or what the gateway said where that is larger."""
+    prompt = max(estimated_prompt, result.prompt_tokens)
+    completion = max(estimate.count(result.content), result.completion_tokens)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": max(prompt + completion, result.total_tokens),
+    }
+
+
 class OverBudget(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -129,14 +141,10 @@ class _Call:
             budget.release(self.ledger, call_id)
             raise
         if not result.usage_reported:
-            completion = estimate.count(result.content)
-            result = result.model_copy(
-                update={
-                    "prompt_tokens": estimated,
-                    "completion_tokens": completion,
-                    "total_tokens": estimated + completion,
-                }
+            log.warning(
+                "gateway request %s: %s; recording the offline estimate", result.request_id, result.usage_problem
             )
+            result = result.model_copy(update=estimated_usage(result, estimated))
         budget.settle(self.ledger, call_id, result.total_tokens)
         self.answered.append(result)
         return result
@@ -162,8 +170,13 @@ class _Call:
             )
             ratio = round(prompt_tokens / estimated, 4) if estimated and prompt_tokens else None
         else:
-            completion = estimate.count(res.content)
-            prompt_tokens, total, source, ratio = estimated, estimated + completion, "estimated", None
+            counts = estimated_usage(res, estimated)
+            prompt_tokens, completion, total = (
+                counts["prompt_tokens"],
+                counts["completion_tokens"],
+                counts["total_tokens"],
+            )
+            source, ratio = "estimated", None
         return self.row(
             res.request_id or f"{call_id}-a{attempt.number}",
             model_name=res.model,
@@ -304,6 +317,7 @@ def _spent(report: AgentReport, call: _Call) -> None:
     report.prompt_tokens = sum(r.prompt_tokens for r in call.answered)
     report.completion_tokens = sum(r.completion_tokens for r in call.answered)
     report.total_tokens = sum(r.total_tokens for r in call.answered)
+    report.usage_estimated = sum(1 for r in call.answered if not r.usage_reported)
     if call.answered:
         report.model = call.answered[-1].model
 

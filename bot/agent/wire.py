@@ -12,7 +12,9 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 
 class Usage(BaseModel):
-    """Token counts as the gateway reported them (all zero and `reported=False` when it did not)."""
+    """Token counts as the gateway reported them. `reported` is False when it did not report them usably
+    (no usage, a count that is not a non-negative integer, or zero prompt or completion tokens for an
+    answer): the caller then records its offline estimate (the larger of the two per count)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -20,6 +22,7 @@ class Usage(BaseModel):
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     reported: bool = False
+    problem: str = "no usage in the reply"
 
 
 class Reply(BaseModel):
@@ -54,11 +57,19 @@ def body(
     return out
 
 
+def _count(value: Any) -> int | None:
+    """A token count as the gateway sent it: a non-negative integer (an integral float too), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and value.is_integer() and 0 <= value < 2**53:
+        return int(value)
+    return None
+
+
 def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+    return _count(value) or 0
 
 
 def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
@@ -77,6 +88,8 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
         raise BadReply("reply content is not text")
     raw = payload.get("usage")
     usage = _usage(wire, raw) if isinstance(raw, dict) and raw else Usage()
+    if usage.reported and (usage.prompt_tokens == 0 or (content and usage.completion_tokens == 0)):
+        usage = usage.model_copy(update={"reported": False, "problem": "usage reports 0 tokens for an answer"})
     return Reply(
         request_id=str(payload.get("id") or header_id or "") or None,
         model=str(payload["model"]) if payload.get("model") else None,
@@ -86,6 +99,11 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
 
 
 def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
+    keys = ("prompt_tokens", "completion_tokens") if wire == "openai" else ("input_tokens", "output_tokens")
+    bad = [k for k in keys if _count(raw.get(k)) is None]
+    if bad:
+        shown = ", ".join(f"{k}={str(raw.get(k))[:20]!r}" for k in bad)
+        return Usage(reported=False, problem=f"usage is not a token count ({shown})")
     if wire == "openai":
         prompt, completion = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
         prompt_details = raw.get("prompt_tokens_details") or {}
@@ -93,12 +111,13 @@ def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
-            total_tokens=_int(raw.get("total_tokens")) or prompt + completion,
+            total_tokens=max(_int(raw.get("total_tokens")), prompt + completion),
             cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
             reasoning_tokens=_int(completion_details.get("reasoning_tokens"))
             if isinstance(completion_details, dict)
             else 0,
             reported=True,
+            problem="",
         )
     cache_read = _int(raw.get("cache_read_input_tokens"))
     prompt = _int(raw.get("input_tokens")) + cache_read + _int(raw.get("cache_creation_input_tokens"))
@@ -109,6 +128,7 @@ def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
         total_tokens=prompt + completion,
         cached_tokens=cache_read,
         reported=True,
+        problem="",
     )
 
 

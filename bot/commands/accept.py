@@ -11,6 +11,7 @@ from bot.events import load_issue_comment_event
 from bot.github import GitHubEdge, PullInfo
 from bot.ledger import open_ledger
 from bot.render import render_accept_reply
+from bot.safe import one_line
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         ignored = "no /accept command on the comment's first line"
     if ignored is not None or command is None:
         log.info("ignored: %s", ignored)
-        print(f"opgate: ignored, {ignored}")
+        print(f"opgate: ignored, {one_line(ignored)}")
         return 0
     with publish.open_edge(settings) as edge:
         if args.post:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 pull=pull,
                 report=report,
             )
-            print(f"opgate: /accept {'granted' if decision.granted else 'refused'}: {decision.reason}")
+            print(f"opgate: /accept {'granted' if decision.granted else 'refused'}: {one_line(decision.reason)}")
             if not args.post:
                 print("opgate: dry run (no --post): nothing recorded or posted")
                 return 0

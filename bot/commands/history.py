@@ -17,12 +17,12 @@ from bot.ledger import open_ledger
 from bot.ledger.history import History
 from bot.render import render
 from bot.report import Report
-from bot.safe import one_line
+from bot.safe import Safe, one_line
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DRIFT_MARKER = "<!-- opgate:drift -->"
+DRIFT_MARKER = Safe("<!-- opgate:drift -->")  # printed as is in the comment-safe template
 LABEL = "opgate-drift"
 
 

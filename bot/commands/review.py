@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import fanout, publish
-from bot.errors import InputError, ServiceError
+from bot import __version__, fanout, publish
+from bot.errors import InputError, OpgateError, ServiceError
 from bot.events import PullRequestEvent, load_pull_request_event
 from bot.ledger import Ledger, open_ledger
-from bot.report import Report
-from bot.review import Reviewer, ReviewRequest
+from bot.report import KernelReport, Report
+from bot.review import Reviewer, ReviewRequest, aggregate_agents
+from bot.safe import one_line
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -96,12 +98,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if event is not None and (why := publish.skip_reason(event)) is not None:
         log.info("skipped: %s", why)
-        print(f"opgate: skipped, {why}")
+        print(f"opgate: skipped, {one_line(why)}")
         return 0
     if args.post and pr is None:
         raise InputError("--post needs the pull request: give --event or --pr")
     edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
     ledger = open_ledger(settings.database_url)
+    failure: Exception | None = None
     try:
         if args.merge is not None:
             report, unseen, report_path, comment_path = _merge(args, ledger, base, head, pr)
@@ -120,7 +123,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 agent_only=args.agent_only,
             )
             reviewer = Reviewer(request, settings, ledger)
-            outcome = reviewer.run()
+            try:
+                outcome = reviewer.run()
+            except Exception as exc:  # whatever stopped it, the review leaves a report (and, with --post, a status)
+                failure = exc
+                outcome = reviewer.write(failed_report(reviewer, exc))
             report, unseen = outcome.report, list(reviewer.unseen)
             report_path, comment_path = outcome.report_path, outcome.comment_path
             service_errors = outcome.service_errors
@@ -142,11 +149,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     changed = [k for k in report.kernels if k.changed]
     summary = ", ".join(f"{k.name} {k.verdict}" for k in changed) or "no kernel changed"
-    print(f"opgate: verdict {report.verdict.upper()} ({summary})")
+    if report.error:
+        summary = f"the review could not run: {report.error}"
+    print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
     for error in service_errors:
-        print(f"opgate: outside service failed: {error}")
-    print(f"  report:  {report_path}")
-    print(f"  comment: {comment_path}")
+        print(f"opgate: outside service failed: {one_line(error)}")
+    print(f"  report:  {one_line(report_path)}")
+    print(f"  comment: {one_line(comment_path)}")
     publish.write_step_summary(settings.step_summary, comment)
     if edge is not None and pr is not None:
         try:
@@ -154,12 +163,42 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 published = publish.post(edge, pr, report, comment, acceptances)
         except ServiceError as exc:
             service_errors.append(str(exc))
-            print(f"opgate: outside service failed: {exc}")
+            print(f"opgate: outside service failed: {one_line(exc)}")
         else:
             print(f"  posted:  {published.comment.url} ({publish.ACCEPTANCE_CONTEXT}={published.status.state})")
+    if isinstance(failure, OpgateError):
+        raise failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
     if report.verdict != "pass":
         return 1  # a failing gate wins over an outside service's failure
     return 3 if service_errors else 0
+
+
+def failed_report(reviewer: Reviewer, exc: Exception) -> Report:
+    """The report of a review that could not run: verdict `error`, the reason in one line, what was known."""
+    req = reviewer.request
+    if isinstance(exc, OpgateError):
+        reason = one_line(exc, limit=500)
+    else:
+        reason = one_line(f"internal error {type(exc).__name__}: {exc}", limit=500)
+        log.error("the review stopped on an internal error; report.json says so", exc_info=exc)
+    kernels = []
+    if req.only_kernel is not None:  # a matrix part: its kernel is the one that could not be judged
+        kernels = [
+            KernelReport(name=req.only_kernel, domain="unknown", changed=True, verdict="error", reasons=[reason])
+        ]
+    return Report(
+        base_sha=reviewer.base_sha or req.base,
+        head_sha=reviewer.head_sha or req.head,
+        pr=req.pr,
+        verdict="error",
+        kernels=kernels,
+        agents=reviewer.agents,
+        agent=aggregate_agents(reviewer.agents),
+        environment=reviewer.env,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        opgate_version=__version__,
+        error=reason,
+    )
 
 
 def _merge(

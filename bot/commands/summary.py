@@ -13,9 +13,10 @@ from bot.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.ledger.history import History
 from bot.render import render
+from bot.safe import Safe, one_line
 from bot.settings import Settings
 
-SUMMARY_MARKER = "<!-- opgate:token-summary -->"
+SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
 LABEL = "opgate-tokens"
 # Rows read: the chart's weeks and the anomaly history, with a week to spare.
 HISTORY = timedelta(weeks=max(tokens.HISTORY_WEEKS, tokens.CHART_WEEKS) + 1)
@@ -77,10 +78,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     path.write_text(body)
     print(f"opgate: token summary {week} -> {path}")
     for d in summary.anomalies:
-        print(f"opgate: spend anomaly in {d.domain}: {d.anomaly_text}")
+        print(f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}")
     for c in drift:
         if c.flagged:
-            print(f"opgate: drift: {c.kernel} {c.drift_pct:+.1f}% on {c.case_name} since {c.reference_label}")
+            where = f"{one_line(c.kernel)} {c.drift_pct:+.1f}% on {one_line(c.case_name)}"
+            print(f"opgate: drift: {where} since {one_line(c.reference_label)}")
     if args.post:
         assert settings.github_token is not None and settings.github_repository is not None
         with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:

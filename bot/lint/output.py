@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from bot.lint.findings import SEVERITIES, Finding, Severity
+from bot.safe import one_line
 
 
 def counts(findings: Iterable[Finding]) -> dict[str, int]:
@@ -26,8 +27,9 @@ def ordered(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def format_text(findings: Iterable[Finding]) -> str:
-    """One `file:line: RULE message` line per finding (no trailing newline; empty when clean)."""
-    return "\n".join(f"{where(f)}: {f.rule} {f.message}" for f in findings)
+    """One `file:line: RULE message` line per finding (no trailing newline; empty when clean); a file name or
+    message that holds a newline, a CR or `::` cannot start a line of its own in a CI log."""
+    return "\n".join(one_line(f"{where(f)}: {f.rule} {f.message}", limit=2000) for f in findings)
 
 
 def format_summary(findings: Sequence[Finding]) -> str:

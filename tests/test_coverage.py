@@ -1,0 +1,54 @@
+"""The comment and report.json name what no gate read: binary files, large files, files in no kernel."""
+
+from __future__ import annotations
+
+import random
+
+from bot.changes import FileChange
+from bot.coverage import LISTED_NAMES, coverage
+
+CONFIG = "kernels/deepgemm_tile/tile_config.json"
+
+
+def test_a_large_binary_in_a_kernel_and_200_other_files_are_named_and_counted(opgate, kernel_repo):
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')  # fails statically: the review builds nothing
+    blob = kernel_repo.path / "kernels" / "deepgemm_tile" / "weights.bin"
+    blob.write_bytes(random.Random(7).randbytes(10 * 1024 * 1024))
+    for i in range(200):
+        kernel_repo.write(f"docs/page-{i:03d}.md", f"page {i}\n")
+    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", kernel_repo.commit(),
+                 "--offline")  # fmt: skip
+    assert run.code == 1, run.stderr
+    cov = run.report["coverage"]
+    assert cov["files"] == 202
+    assert cov["binary"] == {"total": 1, "names": ["kernels/deepgemm_tile/weights.bin"]}
+    assert cov["large"] == {"total": 1, "names": ["kernels/deepgemm_tile/weights.bin"]}
+    assert cov["unmatched"]["total"] == 200 and len(cov["unmatched"]["names"]) == LISTED_NAMES
+    comment = run.comment
+    assert "**Changed files no gate read** (of 202 changed; look at these yourself):" in comment
+    assert "- binary (1): `kernels/deepgemm_tile/weights.bin`" in comment
+    assert "- over 1 MiB (1): `kernels/deepgemm_tile/weights.bin`" in comment
+    assert "- in no kernel (200): `docs/page-000.md`, " in comment and "`docs/page-009.md` and 190 more" in comment
+    assert "docs/page-010.md" not in comment
+
+
+def test_a_change_every_gate_read_has_no_footer(opgate, kernel_repo):
+    kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", kernel_repo.commit(),
+                 "--offline")  # fmt: skip
+    assert run.report["coverage"] == {
+        "files": 1,
+        "size_limit_bytes": 1024 * 1024,
+        "binary": {"total": 0, "names": []},
+        "large": {"total": 0, "names": []},
+        "unmatched": {"total": 0, "names": []},
+    }
+    assert "no gate read" not in run.comment
+
+
+def test_a_renamed_file_counts_in_a_kernel_when_either_name_is():
+    moved = FileChange(path="kernels/k/a.cu", old_path="old/a.cu")
+    out = FileChange(path="elsewhere/a.cu", old_path="kernels/k/b.cu")
+    away = FileChange(path="elsewhere/c.cu", old_path="old/c.cu")
+    cov = coverage([moved, out, away], ["kernels/k/**"], {"elsewhere/c.cu": 5_000_000})
+    assert cov.unmatched.names == ["elsewhere/c.cu"] and cov.large.names == ["elsewhere/c.cu"]

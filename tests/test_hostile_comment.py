@@ -1,0 +1,79 @@
+"""Every field of every comment template, filled with hostile text, renders inert on GitHub."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+
+from bot.accept import Decision
+from bot.commands.history import render_issue
+from bot.commands.summary import render_summary
+from bot.drift import KernelDrift
+from bot.publish import PrContext
+from bot.render import TEMPLATES, render_accept_reply, render_comment
+from bot.report import Report
+from bot.tokens import WeeklySummary
+from tests.hostile import HOSTILE_VARIANTS, hostile_model, html, problems
+
+# A login comes from GitHub (the webhook's sender, the ledger's record of it): the templates mention it on
+# purpose. Every other string is hostile.
+LOGIN = "maint-bob"
+
+
+def _comment(text: str, variant: int) -> str:
+    report = hostile_model(Report, text, variant)
+    pr = hostile_model(PrContext, text, variant)
+    pr = pr.model_copy(
+        update={k: [a.model_copy(update={"login": LOGIN}) for a in getattr(pr, k)] for k in ("accepted", "voided")}
+    )
+    return render_comment(report, unseen_files=[text, text], pr=pr)
+
+
+def _accept_reply(text: str, variant: int) -> str:
+    decision = hostile_model(Decision, text, variant).model_copy(update={"granted": variant == 0, "login": LOGIN})
+    return render_accept_reply(decision, text)
+
+
+def _summary(text: str, variant: int) -> str:
+    summary = hostile_model(WeeklySummary, text, variant)
+    return render_summary(summary.model_copy(update={"history": {text: [1, 2]}}))
+
+
+def _drift_issue(text: str, variant: int) -> str:
+    return render_issue(hostile_model(KernelDrift, text, variant))
+
+
+RENDER: dict[str, Callable[[str, int], str]] = {
+    "comment.md.j2": _comment,
+    "accept_reply.md.j2": _accept_reply,
+    "summary.md.j2": _summary,
+    "drift_issue.md.j2": _drift_issue,
+}
+
+
+def test_every_comment_template_is_covered_here():
+    assert sorted(p.name for p in TEMPLATES.glob("*.j2")) == sorted(RENDER)
+
+
+@pytest.mark.parametrize("template", sorted(RENDER))
+@pytest.mark.parametrize("variant", [0, 1])
+@pytest.mark.parametrize("text", HOSTILE_VARIANTS, ids=range(len(HOSTILE_VARIANTS)))
+def test_hostile_text_in_every_field_renders_inert(template: str, variant: int, text: str):
+    out = RENDER[template](text, variant)
+    assert problems(out, mentions=(LOGIN,)) == []
+    word = max(re.findall(r"[A-Za-z0-9]+", text), key=len)
+    assert out.count(word) >= 2, f"the hostile text is not in the {template} at all: {out}"
+
+
+def test_a_kernel_folder_named_with_html_is_shown_as_its_name():
+    """The finding: k.name and a.model were rendered unfiltered into the verdict table and the agent section."""
+    report = hostile_model(Report, "x").model_copy(deep=True)
+    report.kernels[0].name = "k`<img src=https://evil.example/p.gif>`"  # a backtick ends the code span
+    report.agents[0].model = "m` <b>m</b> www.evil.example `"
+    out = render_comment(report)
+    assert problems(out) == []
+    rendered = html(out)
+    assert "<td><code>k'&lt;img src=https://evil.example/p.gif&gt;'</code></td>" in rendered
+    assert "model <code>m' &lt;b&gt;m&lt;/b&gt; www.evil.example '</code>" in rendered

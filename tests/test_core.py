@@ -17,7 +17,7 @@ from bot.report import CaseStatus, KernelReport, Resource
 from bot.runner import CaseRun, Check, Timing
 from bot.settings import load_settings
 from bot.static import check_tunables
-from bot.stats import latency_verdict, ratio_ci
+from bot.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
 
 DIFF = """\
 diff --git a/kernels/deepgemm_tile/tile_config.json b/kernels/deepgemm_tile/tile_config.json
@@ -301,3 +301,37 @@ def test_function_names_render_as_literal_code():
     from bot.render import code
 
     assert code("k<1, 2>(int) | `x`") == "k<1, 2>(int) \\| 'x'"
+
+
+def _aa_processes(rng, pairs: int, samples: int, process_sd: float, sample_sd: float) -> tuple[list, list]:
+    """A/A timings: every process gets its own placement effect, every sample its own noise."""
+
+    def one() -> list[float]:
+        effect = rng.normal(0.0, process_sd)
+        return list(np.exp(effect + rng.normal(0.0, sample_sd, samples)))
+
+    return [one() for _ in range(pairs)], [one() for _ in range(pairs)]
+
+
+def test_the_hierarchical_interval_holds_the_variation_between_processes_and_the_pooled_one_does_not():
+    rng = np.random.default_rng(7)
+    hier = pooled = 0
+    trials = 200
+    for _ in range(trials):
+        head, base = _aa_processes(rng, pairs=4, samples=5, process_sd=0.04, sample_sd=0.005)
+        _, low, high = hierarchical_ratio_ci(head, base, resamples=400)
+        hier += low <= 1.0 <= high
+        _, low, high = ratio_ci([x for p in head for x in p], [x for p in base for x in p], resamples=400)
+        pooled += low <= 1.0 <= high
+    assert hier / trials >= 0.90  # covers the truth as a 95 % interval should (small-sample widening included)
+    assert pooled / trials < 0.75  # samples-only intervals are far too narrow when processes differ
+
+
+def test_the_hierarchical_interval_is_tight_when_processes_agree_and_needs_two_pairs():
+    rng = np.random.default_rng(3)
+    head, base = _aa_processes(rng, pairs=4, samples=8, process_sd=0.0, sample_sd=0.003)
+    head = [[x * 1.10 for x in p] for p in head]  # a 10 % slower head
+    ratio, low, high = hierarchical_ratio_ci(head, base)
+    assert 1.08 < low < ratio < high < 1.12
+    with pytest.raises(ValueError):
+        hierarchical_ratio_ci(head[:1], base[:1])

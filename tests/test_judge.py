@@ -87,7 +87,7 @@ def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
 
 
 def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
-    slower = job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=4)
+    slower = job({"base": ext_factory(2000), "head": ext_factory(4000)}, max_seconds=4)
     run = run_cases(slower.model_copy(update={"noise_limit_cores": 99.0}))["tiny"]  # judged however busy
     report = judge_case(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons

@@ -39,6 +39,8 @@ WORKER_FILES = ("worker.py", "protocol.py")
 LOG_KEEP = 8192  # bytes of a side's output kept for the report
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
+DRAW_PER_BLOCK_S = 0.25  # fewer distinct input sets per block where drawing them would take longer than this
+DRAW_FLOOR_S = 2.0  # input drawing may always take this long per case; beyond it, no longer than the timing
 MAX_SETS = 16  # distinct input sets per block (each call of a block gets its own, up to this many)
 SPOT_PROBABILITY = 0.25  # share of blocks whose outputs are checked (one random call, both sides)
 # The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies; the
@@ -282,6 +284,7 @@ class Judge:
         (self.root / "in").mkdir()
         self.sides = {label: Side(label, job, sandbox, self.root) for label in job.sides}
         self.seq = 0
+        self.draw_seconds = 0.0
 
     def close(self) -> None:
         for side in self.sides.values():
@@ -296,7 +299,10 @@ class Judge:
     # -- inputs --------------------------------------------------------------------------------
 
     def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]:
-        return _as_list(self.make_inputs(case, case["device"], seed))
+        started = time.perf_counter()
+        made = _as_list(self.make_inputs(case, case["device"], seed))
+        self.draw_seconds = time.perf_counter() - started  # what one set costs (the last one drawn)
+        return made
 
     def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
         """One input file for the block (read-only to both sides); its header and size."""
@@ -373,7 +379,7 @@ class Judge:
                 state.enter(label, "exit")
                 w.exit(deadline)
             return
-        Measure(self, case, {label: workers[label] for label in timed}, deadline, state).run()
+        Measure(self, case, {label: workers[label] for label in timed}, deadline, state, inputs).run()
 
     def _correct(self, check: Check, case: dict[str, Any]) -> bool:
         return check.error is None and not check.nan_inf and (check.max_abs_err or 0.0) <= case["tolerance"]
@@ -434,9 +440,20 @@ class Measure:
     """
 
     def __init__(
-        self, judge: Judge, case: dict[str, Any], workers: dict[str, Worker], deadline: float, state: _CaseState
+        self,
+        judge: Judge,
+        case: dict[str, Any],
+        workers: dict[str, Worker],
+        deadline: float,
+        state: _CaseState,
+        warm: list[torch.Tensor],
     ) -> None:
         self.judge, self.case, self.workers, self.deadline, self.state = judge, case, workers, deadline, state
+        self.warm = warm  # the check inputs: warm-ups run on them (drawing inputs can cost seconds on a GPU case)
+        self.draw_per_set = judge.draw_seconds
+        self.drawn_seconds = 0.0
+        self.current: tuple[str, list[list[dict[str, Any]]], int, list[list[torch.Tensor]]] | None = None
+        self.loaded: dict[str, str] = {}
         self.m = judge.job.measure
         self.labels = list(workers)
         self.processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}
@@ -509,28 +526,31 @@ class Measure:
     def _pair(self, pair: int) -> None:
         """One process per side: warm-up, `min_blocks` interleaved blocks with spot checks, then exit."""
         labels, m = self.labels, self.m
-        warm = [self.judge.inputs(self.case, self.judge.seed(self.case["name"], "warm", pair))]
-        file, header, size = self.judge.write_sets(warm)
+        file, header, size = self.judge.write_sets([self.warm])
         self.state.files.append(file)
         for label in labels:  # warm-up: at least warmup_ms and warmup_calls of calls
             self.workers[label].load(file, header, size, self.deadline)
+            self.loaded[label] = file
         call_ms = max(self._warm_up(label) for label in labels)
         self.judge.drop(file)
         if not self.calls:  # the block length is fixed by the first pair, so every sample means the same
             self.calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
-        calls, n_sets = self.calls, min(self.calls, MAX_SETS)
+        calls = self.calls
+        # Distinct input sets per block: one per call up to MAX_SETS, fewer where drawing one costs more than
+        # DRAW_PER_BLOCK_S (big GPU cases draw hundreds of MB per set on the CPU).
+        n_sets = max(1, min(calls, MAX_SETS, int(DRAW_PER_BLOCK_S / max(self.draw_per_set, 1e-6))))
         cpu_start = {label: self.workers[label].side.cpu() for label in labels}
         timed_start = dict(self.timed_cpu)
         samples: dict[str, list[float]] = {label: [] for label in labels}
         forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
         for b in range(m.min_blocks):
-            seeds = [self.judge.seed(self.case["name"], "block", pair, b, i) for i in range(n_sets)]
-            inputs = [self.judge.inputs(self.case, s) for s in seeds]
-            file, header, size = self.judge.write_sets(inputs)
-            self.bytes_in += size * len(labels)
+            file, header, size, inputs = self._inputs(pair, b, n_sets)
             order = block_order(pair + b, labels)
             for label in order:
-                self.workers[label].load(file, header, size, self.deadline)
+                if self.loaded.get(label) != file:
+                    self.workers[label].load(file, header, size, self.deadline)
+                    self.loaded[label] = file
+                    self.bytes_in += size
             # Whether, and which call, to check is drawn before the calls run; half the time it is the last call
             # of the block (the one whose work could still be running when the batch reports done).
             spot = b == forced or self.rng.random() < SPOT_PROBABILITY
@@ -541,7 +561,6 @@ class Measure:
                 block[label] = self._timed(label, calls)
                 if spot:  # at once, before the other side runs
                     self._spot_check(label, refs, j)
-            self.judge.drop(file)
             self.blocks += 1
             clock = _sm_clock_mhz() if self.gpu else None
             if clock is not None:
@@ -557,6 +576,24 @@ class Measure:
             self.state.enter(label, "exit")
             self.workers[label].exit(self.deadline)
             self.processes[label].append(samples[label])
+
+    def _inputs(self, pair: int, block: int, n_sets: int) -> tuple[str, list[list[dict[str, Any]]], int, list]:
+        """Fresh input sets for this block — or, where drawing them would cost more than the timing itself
+        (big GPU cases), the sets of an earlier block again; every worker process still gets fresh ones first."""
+        timed = sum(self.timed_wall.values())
+        cost = n_sets * self.draw_per_set
+        fresh = self.current is None or block == 0 or self.drawn_seconds + cost <= max(DRAW_FLOOR_S, timed)
+        if fresh or self.current is None:
+            seeds = [self.judge.seed(self.case["name"], "block", pair, block, i) for i in range(n_sets)]
+            started = time.perf_counter()
+            inputs = [self.judge.inputs(self.case, s) for s in seeds]
+            self.drawn_seconds += time.perf_counter() - started
+            if self.current is not None:
+                self.judge.drop(self.current[0])
+            file, header, size = self.judge.write_sets(inputs)
+            self.state.files.append(file)
+            self.current = (file, header, size, inputs)
+        return self.current
 
     def _stop(self, pairs: int, elapsed: float) -> str | None:
         """Why to stop after `pairs` process pairs, or None to add one more."""
@@ -660,7 +697,9 @@ def _sm_clock_mhz() -> float | None:
 
 def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     job = JudgeJob.model_validate_json(Path(job_path).read_text())
-    torch.set_num_threads(1)
+    # CPU cases: one thread, so the judge never competes with a timed worker; a GPU case's inputs are drawn
+    # on every core (the worker's calls run on the GPU, and the judge is idle while they do).
+    torch.set_num_threads((os.cpu_count() or 1) if any(c["device"] == "cuda" for c in job.cases) else 1)
     inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
     sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
     judge = Judge(job, sandbox)

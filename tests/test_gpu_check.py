@@ -182,6 +182,16 @@ def test_a_step_that_crashes_is_failed_even_if_it_had_written_passed(tmp_path):
     assert result.status == "failed" and result.exit_code is not None and result.exit_code < 0
 
 
+def test_without_a_gpu_the_pytest_step_is_skipped_with_pytests_own_reason(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GPU_CHECK_WORK": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env["GPU_CHECK_STEP_JSON"] = str(tmp_path / "step.json")
+    proc = subprocess.run([PY, "-m", "bot.gpucheck.gpu_tasks", "pytest"], cwd=ROOT, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout.decode()[-2000:]
+    step = json.loads((tmp_path / "step.json").read_text())
+    assert step["status"] == "skipped"
+    assert step["reason"].startswith("every gpu test skipped: ") and "needs a CUDA GPU" in step["reason"]
+
+
 # -- the summary and the output folder -----------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,7 @@ from bot.gpucheck.steps import one_line, write_step_json
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
+BASELINES = ROOT / "benchmarks" / "torch_baselines"  # torch.matmul and SDPA as an extension (kernels_vs_torch.py)
 CUDA_SMOKE = (
     "import json, torch; x = torch.arange(1 << 20, device='cuda', dtype=torch.float32); "
     "print(json.dumps({'device': torch.cuda.get_device_name(), 'sum': float(x.sum())}))"
@@ -67,20 +69,31 @@ def sandbox() -> int:
 
 def build() -> int:
     from bot.build import build as build_one
-    from bot.manifest import load_kernel
+    from bot.manifest import BuildSpec, load_kernel
     from bot.sandbox import Sandbox
 
     box = Sandbox.detect()
     store = Path(os.environ.get("OPGATE_BUILD_DIR", work() / "build"))
     kernels = [load_kernel(m.parent) for m in sorted(KERNELS.glob("*/kernel.toml"))]
     devices: tuple[Literal["cuda", "cpu"], ...] = ("cuda", "cpu")
-    jobs = [(k, device) for k in kernels for device in devices if device in k.manifest.build]
+    jobs: list[tuple[Any, Literal["cuda", "cpu"]]] = [
+        (k, device) for k in kernels for device in devices if device in k.manifest.build
+    ]
+    if (BASELINES / "binding.cpp").is_file():
+        jobs.append((None, "cuda"))
 
     def one(job: tuple[Any, Literal["cuda", "cpu"]]) -> dict[str, Any]:
         k, device = job
+        if k is None:  # the benchmark's torch baselines, built once here like a kernel
+            spec = BuildSpec(sources=["binding.cpp"], cflags=["-O3"], entry="matmul")
+            built = build_one("torch_baselines", BASELINES, spec, {}, device, store, box)
+            return _row("torch_baselines", device, built)
         built = build_one(k.name, k.folder, k.manifest.build[device], k.config, device, store, box)
+        return _row(k.name, device, built)
+
+    def _row(name: str, device: str, built: Any) -> dict[str, Any]:
         return {
-            "kernel": k.name, "device": device, "ok": built.ok, "seconds": round(built.seconds, 1),
+            "kernel": name, "device": device, "ok": built.ok, "seconds": round(built.seconds, 1),
             "cached": built.cached, "compiled": built.compiled, "log_tail": "" if built.ok else built.log_tail[-3000:],
         }  # fmt: skip
 
@@ -139,13 +152,12 @@ def scratch_repo(path: Path, kernels: list[str]) -> str:
     return _git(path, "rev-parse", "HEAD").strip()
 
 
-def review(repo: Path, base: str, out: Path) -> tuple[int, dict[str, Any] | None, str]:
+def review(repo: Path, base: str, out: Path, timeout: float) -> tuple[int, dict[str, Any] | None, str]:
     """`opgate review --offline` of base..HEAD; (exit code, report.json or None, last lines of its output)."""
     head = _git(repo, "rev-parse", "HEAD").strip()
     argv = [sys.executable, "-m", "bot", "review", "--repo", str(repo), "--base", base, "--head", head]
     argv += ["--offline", "--out", str(out)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "GITHUB_"))}
-    timeout = max(30.0, seconds_left() - 5)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -200,14 +212,13 @@ def _attach_nsight(out: Path) -> bool:
 def review_all() -> int:
     names = sorted(m.parent.name for m in KERNELS.glob("*/kernel.toml"))
     lines, problems, details = list(CASE_HEADER), [], {}
-    for name in names:
+    for i, name in enumerate(names):
         if seconds_left() < 60:
             problems.append(f"{name}: not reviewed, out of time")
             continue
+        share = (seconds_left() - 5) / (len(names) - i)  # each kernel left gets an equal part of the time
         repo = work() / "scratch" / f"aa-{name}"
         base = scratch_repo(repo, [name])
-        import tomllib
-
         manifest = tomllib.loads((KERNELS / name / "kernel.toml").read_text())
         for source in manifest["build"]["cuda"]["sources"]:
             if source.endswith(".cu"):
@@ -215,7 +226,7 @@ def review_all() -> int:
                 path.write_text("// A/A on the GPU: a comment, no behaviour change\n" + path.read_text())
         _git(repo, "commit", "-qam", "comment only")
         out = work() / f"review-{name}"
-        code, report, tail = review(repo, base, out)
+        code, report, tail = review(repo, base, out, max(30.0, share))
         nsight = _attach_nsight(out)
         rows = case_rows(report, name) if report else []
         details[name] = {"exit": code, "verdict": report and report["verdict"], "cuda_cases": rows, "nsight": nsight}
@@ -249,7 +260,7 @@ def example() -> int:
         _git(repo, "apply", str(patch))
         _git(repo, "commit", "-qam", f"example: {patch.name}")
         out = work() / f"example-{patch.stem}"
-        code, report, tail = review(repo, base, out)
+        code, report, tail = review(repo, base, out, max(30.0, seconds_left() - 5))
         if report is None:
             problems.append(f"{patch.name}: no report (exit {code}: {tail})")
             continue
@@ -279,7 +290,6 @@ def pytest_gpu() -> int:
     except (OSError, ET.ParseError):
         write_step_json("failed", f"pytest exited {code} and wrote no report")
         return 1
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite") or suite
     cases = suite.findall(".//testcase")
     failed = [c for c in cases if c.find("failure") is not None or c.find("error") is not None]
     skipped = [c for c in cases if c.find("skipped") is not None]

@@ -8,6 +8,7 @@
 torch::Tensor matmul(const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b); }
 
 // F.scaled_dot_product_attention(q, k, v, is_causal=True): whichever backend torch picks for bf16, d = 128.
+// Its causal mask is aligned top-left: the kernel's function only where q_len == kv_len (every cuda case).
 torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/std::nullopt, /*dropout_p=*/0.0,
                                           /*is_causal=*/true);

@@ -41,8 +41,8 @@ for tag in manylinux_2_34 manylinux_2_28 manylinux_2_27 manylinux_2_17 manylinux
   platforms+=(--platform "${tag}_x86_64")
 done
 
-rm -rf "$dest"
 mkdir -p "$dest"
+find "$dest" -maxdepth 1 -type f -name '*.whl' -delete  # a fresh set: one version of each project
 echo "gpu-wheels: ${requirements[*]} (CPython $pyver, x86-64 Linux) into $dest/" >&2
 "$python" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
   --python-version "$pyver" --implementation cp "${platforms[@]}" -d "$dest" "${requirements[@]}"
@@ -63,7 +63,7 @@ for wheel in "$dest"/*.whl; do
   seen[$project]="$file"
 done
 
-count="$(find "$dest" -name '*.whl' | wc -l)"
+count="$(find "$dest" -maxdepth 1 -type f -name '*.whl' | wc -l)"
 size="$(du -sm "$dest" | cut -f1)"
 echo "gpu-wheels: $count wheels, ${size} MiB in $dest/:" >&2
 ls "$dest" >&2

@@ -120,7 +120,7 @@ def commit() -> str:
 
 
 def collect(work: Path, out: Path, results: Sequence[Result]) -> list[Path]:
-    """Copy the summary into `out`; where `out` is not the work folder, everything else goes in one tarball."""
+    """Copy the summary into `out`; where `out` is not the work folder, the rest (files under 8 MiB) in one tarball."""
     if out.resolve() == work.resolve():
         return [work / "gpu-check.md", work / "gpu-check.json"]
     out.mkdir(parents=True, exist_ok=True)
@@ -132,7 +132,7 @@ def collect(work: Path, out: Path, results: Sequence[Result]) -> list[Path]:
     with tarfile.open(archive, "w:gz") as tar:
         for path in sorted(work.rglob("*")):
             rel = path.relative_to(work)
-            if path.is_file() and rel.parts[0] not in ("build", "scratch") and path.stat().st_size < 64 << 20:
+            if path.is_file() and rel.parts[0] not in ("build", "scratch") and path.stat().st_size < 8 << 20:
                 tar.add(path, arcname=str(Path("gpu-check") / rel))
     return [*copied, archive]
 

@@ -231,9 +231,11 @@ def review_all() -> int:
         rows = case_rows(report, name) if report else []
         details[name] = {"exit": code, "verdict": report and report["verdict"], "cuda_cases": rows, "nsight": nsight}
         lines += [_case_line(name, c) for c in rows]
-        bad = [c["name"] for c in rows if c["status"] != "ok" or c["verdict"] not in ("pass", "inconclusive")]
+        bad = [c for c in rows if c["status"] != "ok" or c["verdict"] not in ("pass", "inconclusive")]
         if code != 0 or not rows or bad:
-            what = f"cases {', '.join(bad)}" if bad else ("no cuda case ran" if not rows else f"exit {code}")
+            why = f" ({'; '.join(bad[0]['reasons'])[:150]})" if bad and bad[0]["reasons"] else ""
+            listed = ", ".join(f"{c['name']} {c['status']}/{c['verdict']}" for c in bad)
+            what = f"cases {listed}{why}" if bad else ("no cuda case ran" if not rows else f"exit {code}")
             problems.append(f"{name}: {what} ({tail})" if code not in (0, 1) or not rows else f"{name}: {what}")
     lines.append("")
     lines.append(
@@ -268,9 +270,11 @@ def example() -> int:
         rows = {k: case_rows(report, k) for k in changed}
         details[patch.name] = {"exit": code, "verdict": report["verdict"], "cuda_cases": rows}
         lines += [_case_line(k, c) for k in changed for c in rows[k]]
-        broken = [c["name"] for k in changed for c in rows[k] if c["status"] not in ("ok", "incorrect")]
+        broken = [c for k in changed for c in rows[k] if c["status"] not in ("ok", "incorrect")]
         if code not in (0, 1) or broken or not any(rows.values()):
-            problems.append(f"{patch.name}: exit {code}, cases not judged: {', '.join(broken) or 'no cuda case'}")
+            listed = ", ".join(c["name"] for c in broken) or "no cuda case"
+            why = f" ({'; '.join(broken[0]['reasons'])[:150]})" if broken and broken[0]["reasons"] else ""
+            problems.append(f"{patch.name}: exit {code}, cases not judged{why}: {listed}")
         else:
             details[patch.name]["summary"] = f"{patch.name}: verdict {report['verdict']} (exit {code})"
     ran = "; ".join(d.get("summary", "") for d in details.values() if d.get("summary"))

@@ -43,6 +43,19 @@ def size(n: int) -> str:
     return f"{n} B"
 
 
+def us(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} µs"
+
+
+def percent(x: float | None) -> str:
+    """A measured percentage (occupancy, throughput), unsigned."""
+    return "—" if x is None else f"{x:.1f}%"
+
+
+def nbytes(x: float | None) -> str:
+    return "—" if x is None else size(int(x))
+
+
 def share(used: int, budget: int | None) -> str:
     """`used` as a percentage of `budget`; "—" without a budget."""
     return "—" if not budget else f"{100.0 * used / budget:.1f}%"
@@ -126,6 +139,9 @@ def environment(comment: bool = True) -> jinja2.Environment:
         num=num,
         ms=ms,
         pct=pct,
+        us=us,
+        percent=percent,
+        nbytes=nbytes,
         tokens=tokens,
         share=share,
         size=size,

@@ -95,6 +95,28 @@ class CpuUse(_Model):
     untimed_cpu_s: float = 0.0
 
 
+class NsightKernel(_Model):
+    """One kernel launch of a case as Nsight Compute measured it (`ncu --csv`; bot/nsight.py parses it)."""
+
+    function: str
+    duration_us: float | None = None
+    achieved_occupancy_pct: float | None = Field(None, description="sm__warps_active, % of peak sustained active")
+    theoretical_occupancy_pct: float | None = Field(None, description="sm__maximum_warps_per_active_cycle_pct")
+    dram_throughput_pct: float | None = Field(None, description="dram__throughput, % of peak sustained elapsed")
+    dram_bytes: float | None = Field(None, description="bytes read from plus written to device memory")
+    registers: int | None = Field(None, description="launch__registers_per_thread")
+    local_bytes: float | None = Field(
+        None, description="local-memory bytes loaded and stored (register spills, stack arrays); 0 when none"
+    )
+
+
+class NsightMetrics(_Model):
+    """Nsight Compute metrics of one case, where the runner has `ncu` (optional; never gating)."""
+
+    tool: str = Field("ncu", description="the ncu version that measured them")
+    kernels: list[NsightKernel] = Field(default_factory=list)
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
@@ -118,6 +140,7 @@ class CaseReport(_Model):
     sandbox_cpu: dict[str, CpuUse] = Field(default_factory=dict, description="base/head -> CPU the judge saw")
     processes: int = Field(0, description="fresh worker processes per side the latency comes from")
     other_cores: float | None = Field(None, description="cores other processes kept busy while this case was timed")
+    nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 

@@ -1,0 +1,266 @@
+"""scripts/gpu-check.sh on a machine without a GPU: its arguments, its step runner, its summary and output folder.
+
+What needs a GPU (the steps' own work) is not run here; the runner is driven with small real commands.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from bot.gpucheck.__main__ import collect, plan, select
+from bot.gpucheck.steps import Result, Runner, Step
+from bot.gpucheck.summary import render_json, render_markdown
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "gpu-check.sh"
+PY = sys.executable
+
+
+def gpu_check(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": PY, "HOME": "/tmp"}
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def py(code: str) -> tuple[str, ...]:
+    return (PY, "-c", code)
+
+
+def step(name: str, code: str, estimate: float = 0, limit: float = 30, needs: tuple[str, ...] = ()) -> Step:
+    return Step(name, f"what {name} proves", py(code), estimate, limit, needs)
+
+
+def runner(tmp_path: Path, budget: float = 300) -> Runner:
+    return Runner(ROOT, tmp_path / "work", budget, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+
+
+# -- arguments -----------------------------------------------------------------------------------------
+
+
+def test_quick_runs_machine_to_bench_and_says_the_rest_are_not_part_of_it():
+    steps, left_out = select(plan(PY, quick=True), quick=True, only=[])
+    assert [s.name for s in steps] == ["machine", "setup", "sandbox", "build", "cases", "bench"]
+    assert left_out == dict.fromkeys(["ncu", "review", "example", "pytest"], "not part of --quick")
+    bench = next(s for s in steps if s.name == "bench")
+    assert bench.argv[-1] == "--quick"  # the benchmark's headline cases only
+
+
+def test_the_full_run_keeps_every_step_most_telling_first():
+    steps, left_out = select(plan(PY, quick=False), quick=False, only=[])
+    assert not left_out
+    names = [s.name for s in steps]
+    assert names[:4] == ["machine", "setup", "sandbox", "build"] and names[-1] == "pytest"
+    assert all(s.needs == ("machine", "setup") for s in steps[2:])
+
+
+def test_steps_runs_the_named_steps_and_what_they_need():
+    steps, left_out = select(plan(PY, quick=False), quick=False, only=["review"])
+    assert [s.name for s in steps] == ["machine", "setup", "review"]
+    assert left_out["bench"] == "not asked for (--steps)"
+
+
+def test_an_unknown_step_is_one_line_and_exit_2():
+    proc = gpu_check("--steps", "bench,warp-drive")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "gpu-check: error: unknown step warp-drive (steps: machine, setup, sandbox, build, cases, bench, ncu, "
+        "review, example, pytest)"
+    ]
+
+
+@pytest.mark.parametrize("budget", ["0", "-5", "99999", "soon"])
+def test_a_budget_outside_an_hour_is_refused_with_exit_2(budget):
+    proc = gpu_check("--budget", budget)
+    assert proc.returncode == 2 and "--budget" in proc.stderr
+
+
+def test_list_prints_the_plan_and_runs_nothing(tmp_path):
+    proc = gpu_check("--quick", "--list", "--work", str(tmp_path / "work"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("machine ") and "at most 90 s" in lines[0]
+    assert any(line.startswith("pytest ") and "left out: not part of --quick" in line for line in lines)
+    assert lines[-1] == "budget 300 s"
+    assert not (tmp_path / "work").exists()
+
+
+def test_it_refuses_to_clear_a_folder_it_did_not_make(tmp_path):
+    precious = tmp_path / "mine"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    proc = gpu_check("--steps", "machine", "--work", str(precious))
+    assert proc.returncode == 2 and "refusing to clear" in proc.stderr
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_without_a_gpu_the_machine_step_fails_and_the_gpu_steps_say_so(tmp_path):
+    out = tmp_path / "out"
+    proc = gpu_check("--steps", "machine,sandbox", "--work", str(tmp_path / "work"), "--out", str(out))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    report = json.loads((out / "gpu-check.json").read_text())
+    steps = {s["name"]: s for s in report["steps"]}
+    assert steps["machine"]["status"] == "failed" and "torch sees no CUDA GPU" in steps["machine"]["reason"]
+    assert steps["machine"]["details"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert steps["setup"]["status"] == "passed"  # pulled in by --steps sandbox; opgate is installed here
+    assert steps["sandbox"] == steps["sandbox"] | {"status": "skipped", "reason": "needs machine, which failed"}
+    assert steps["bench"]["reason"] == "not asked for (--steps)"
+    assert "| machine | **failed** |" in (out / "gpu-check.md").read_text()
+    assert "| machine | **failed** |" in proc.stdout  # the summary ends the output (what a device call shows)
+
+
+# -- the step runner -----------------------------------------------------------------------------------
+
+
+def test_a_failing_step_does_not_stop_the_next_one(tmp_path):
+    r = runner(tmp_path)
+    first = r.run(step("first", "import sys; print('compiling'); print('nvcc fatal: bad flag'); sys.exit(3)"))
+    second = r.run(step("second", "print('ok')"))
+    assert (first.status, first.exit_code) == ("failed", 3)
+    assert first.reason == "exit 3: nvcc fatal: bad flag"
+    assert second.status == "passed" and second.reason == ""
+    assert (tmp_path / "work" / first.log).read_text() == "compiling\nnvcc fatal: bad flag\n"
+
+
+def test_a_step_whose_need_did_not_pass_is_skipped_with_the_reason(tmp_path):
+    r = runner(tmp_path)
+    r.run(step("setup", "raise SystemExit(1)"))
+    r.skip(step("ncu", ""), "not part of --quick")
+    assert r.run(step("build", "", needs=("setup",))).reason == "needs setup, which failed"
+    assert r.run(step("profile", "", needs=("ncu",))).reason == "needs ncu, which was skipped"
+    assert r.run(step("other", "", needs=("nothing",))).reason == "needs nothing, which was not run"
+
+
+def test_a_step_that_does_not_fit_the_budget_is_skipped_and_names_its_rerun(tmp_path):
+    r = runner(tmp_path, budget=60)
+    result = r.run(step("pytest", "print('never')", estimate=240))
+    assert result.status == "skipped"
+    assert result.reason.startswith("out of time: needs about 240 s, ")
+    assert result.reason.endswith("(run it alone: --steps pytest)")
+    assert not (tmp_path / "work" / "logs" / "pytest.log").exists()
+
+
+def test_a_step_past_its_limit_is_stopped_with_its_whole_process_group(tmp_path):
+    marker = tmp_path / "grandchild-alive"
+    (tmp_path / "late.py").write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w')\n")
+    code = (
+        f"import subprocess, sys, time; subprocess.Popen([sys.executable, {str(tmp_path / 'late.py')!r}]); "
+        "print('building gemm_cuda.cu', flush=True); time.sleep(60)"
+    )
+    r = runner(tmp_path)
+    started = time.monotonic()
+    result = r.run(step("build", code, limit=1.5))
+    assert time.monotonic() - started < 10
+    assert result.status == "failed"
+    assert result.reason == "stopped at its time limit of 2 s; last output: building gemm_cuda.cu"
+    time.sleep(3.5)
+    assert not marker.exists()  # the step's children went with it
+
+
+def test_a_step_reports_its_own_status_reason_details_and_lines(tmp_path):
+    code = (
+        "from bot.gpucheck.steps import write_step_json; "
+        "write_step_json('skipped', 'ncu is not on the PATH', {'ncu': None}, ['| a | b |'])"
+    )
+    result = runner(tmp_path).run(step("ncu", code))
+    assert (result.status, result.reason) == ("skipped", "ncu is not on the PATH")
+    assert result.details == {"ncu": None} and result.markdown == ["| a | b |"]
+
+
+def test_a_step_that_crashes_is_failed_even_if_it_had_written_passed(tmp_path):
+    code = (
+        "import os; from bot.gpucheck.steps import write_step_json; write_step_json('passed', 'so far so good'); "
+        "os.abort()"
+    )
+    result = runner(tmp_path).run(step("cases", code))
+    assert result.status == "failed" and result.exit_code is not None and result.exit_code < 0
+
+
+def test_without_a_gpu_the_pytest_step_is_skipped_with_pytests_own_reason(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GPU_CHECK_WORK": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env["GPU_CHECK_STEP_JSON"] = str(tmp_path / "step.json")
+    proc = subprocess.run([PY, "-m", "bot.gpucheck.gpu_tasks", "pytest"], cwd=ROOT, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stdout.decode()[-2000:]
+    step = json.loads((tmp_path / "step.json").read_text())
+    assert step["status"] == "skipped"
+    assert step["reason"].startswith("every gpu test skipped: ") and "needs a CUDA GPU" in step["reason"]
+
+
+# -- the summary and the output folder -----------------------------------------------------------------
+
+
+def results() -> list[Result]:
+    return [
+        Result("machine", "a GPU", "passed", "NVIDIA H200 (sm_90)", 3.2, 0, "logs/machine.log", {"gpu": "NVIDIA H200"}),
+        Result("build", "extensions build", "failed", "did not build: flashmla_decode (cuda) | nvcc\nerror", 88.0, 1),
+        Result("pytest", "pytest -m gpu", "skipped", "out of time: needs about 240 s, 12 s left"),
+        Result("bench", "kernels vs torch", "passed", "gemm_4096 71% of torch.matmul", 120.0, 0, None, {}, ["| x |"]),
+    ]
+
+
+META = {
+    "started": "2026-12-01 10:00 UTC",
+    "commit": "abc1234",
+    "mode": "full",
+    "budget_s": 450,
+    "elapsed_s": 231.4,
+    "machine": {"gpu": "NVIDIA H200", "driver": "580.159.04", "torch": "2.11.0+cu130", "nvcc": "13.0.48"},
+}
+
+
+def test_the_summary_has_one_row_per_step_with_status_seconds_and_reason():
+    md = render_markdown(results(), META)
+    assert "Commit `abc1234` · mode full · budget 450 s, 231 s used · 2 passed, 1 failed, 1 skipped" in md
+    assert "Machine: GPU NVIDIA H200 · driver 580.159.04 · torch 2.11.0+cu130 · nvcc 13.0.48" in md
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| step")]
+    assert rows[0] == "| machine | passed | 3.2 | a GPU | NVIDIA H200 (sm_90) |"
+    # a reason with a pipe and a newline stays inside its cell
+    assert (
+        rows[1]
+        == "| build | **failed** | 88.0 | extensions build | did not build: flashmla_decode (cuda) \\| nvcc error |"
+    )
+    assert rows[2] == "| pytest | skipped | — | pytest -m gpu | out of time: needs about 240 s, 12 s left |"
+    assert "## bench\n\n| x |" in md
+
+
+def test_the_json_summary_has_its_schema_counts_and_every_step():
+    data = json.loads(render_json(results(), META))
+    assert data["schema"] == "opgate.gpu-check/1"
+    assert data["counts"] == {"passed": 2, "failed": 1, "skipped": 1}
+    assert [s["name"] for s in data["steps"]] == ["machine", "build", "pytest", "bench"]
+    assert data["steps"][0]["details"] == {"gpu": "NVIDIA H200"} and data["machine"]["torch"] == "2.11.0+cu130"
+
+
+def test_the_output_folder_gets_the_summaries_and_one_tarball_of_every_log(tmp_path):
+    work, out = tmp_path / "work", tmp_path / "out"
+    for name in ("gpu-check.md", "gpu-check.json", "kernels_vs_torch.md", "kernels_vs_torch.json"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(name)
+    for i in range(12):
+        (work / "logs" / f"step{i}.log").parent.mkdir(exist_ok=True)
+        (work / "logs" / f"step{i}.log").write_text(f"log {i}")
+    (work / "build" / "ext").mkdir(parents=True)
+    (work / "build" / "ext" / "ext.so").write_bytes(b"\0" * 1000)
+    written = collect(work, out, results())
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written)
+    assert len(written) <= 8  # what a device call brings back
+    with tarfile.open(out / "gpu-check-logs.tar.gz") as tar:
+        names = tar.getnames()
+    assert "gpu-check/logs/step11.log" in names and not any("build" in n for n in names)
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed (apt install shellcheck)")
+def test_the_scripts_pass_shellcheck():
+    proc = subprocess.run(["shellcheck", str(SCRIPT), str(ROOT / "scripts" / "gpu-wheels.sh")], capture_output=True)
+    assert proc.returncode == 0, proc.stdout.decode()
+
+
+def test_the_scripts_parse_as_bash():
+    for script in (SCRIPT, ROOT / "scripts" / "gpu-wheels.sh"):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0

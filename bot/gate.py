@@ -44,6 +44,7 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
     report.seed = run.seed
     report.sandbox_cpu = dict(run.cpu)
     report.other_cores = run.other_cores
+    report.judge_seconds = dict(run.phases)
     if run.status in (CaseStatus.timeout, CaseStatus.crashed):
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"

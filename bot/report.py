@@ -140,6 +140,10 @@ class CaseReport(_Model):
     sandbox_cpu: dict[str, CpuUse] = Field(default_factory=dict, description="base/head -> CPU the judge saw")
     processes: int = Field(0, description="fresh worker processes per side the latency comes from")
     other_cores: float | None = Field(None, description="cores other processes kept busy while this case was timed")
+    judge_seconds: dict[str, float] = Field(
+        default_factory=dict,
+        description="where the case's wall time went: start, spawn, draw, reference, load, warmup, timed, fetch, exit",
+    )
     nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)

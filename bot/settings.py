@@ -82,7 +82,7 @@ class MeasureSettings(BaseModel):
     max_processes: int = Field(10, ge=2)
     target_pct: float = Field(0.5, gt=0)
     warmup_ms: float = 25.0
-    warmup_calls: int = 10
+    warmup_calls: int = 3
 
 
 class DomainTokens(BaseModel):

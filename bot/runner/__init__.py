@@ -73,6 +73,7 @@ class CaseRun(BaseModel):
     output_tail: str = ""
     other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
     noisy: str | None = Field(None, description="why the runner was too busy or throttled to trust latency")
+    phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
 
 
 class Measure(BaseModel):
@@ -87,7 +88,7 @@ class Measure(BaseModel):
     min_processes: int = 3
     max_processes: int = 10
     warmup_ms: float = 25.0
-    warmup_calls: int = 10
+    warmup_calls: int = 3
 
 
 class ReferenceSource(BaseModel):

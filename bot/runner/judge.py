@@ -9,6 +9,7 @@ the reference, and watches how much CPU the sandbox burns outside the timed regi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ class Side:
 
     def __init__(self, label: str, job: JudgeJob, sandbox: Sandbox, root: Path) -> None:
         self.label, self.job, self.sandbox = label, job, sandbox
+        self.phases: dict[str, float] = {}  # shared with the judge: seconds per phase of the current case
         self.out_dir = root / f"out-{label}"
         self.out_dir.mkdir()
         self.in_dir = root / "in"
@@ -104,7 +106,20 @@ class Side:
     def path(self, inside: str) -> str:
         return self.sandbox.localize(self.spec, inside)
 
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - started
+
     def start(self, deadline: float) -> None:
+        self.launch()
+        self.ready(deadline)
+
+    def launch(self) -> None:
+        """Start the zygote (it imports torch: seconds); `ready` waits for it, so sides can start together."""
         cmd_r, self.cmd_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         argv = [sys.executable, self.path(f"{RUN}/worker.py"), str(cmd_r), str(rep_w), self.path(IN), self.path(OUT)]
@@ -116,6 +131,8 @@ class Side:
         self.log = _Log(self.proc.stdout)
         self.log.start()
         self.buffer = b""
+
+    def ready(self, deadline: float) -> None:
         self.expect("zygote", deadline)
 
     @property
@@ -201,6 +218,12 @@ class Worker:
 
     def __init__(self, side: Side, device: str, placement_seed: int, deadline: float) -> None:
         self.side = side
+        with side.phase("spawn"):
+            self._spawn(device, placement_seed, deadline)
+        self.fetches = 0
+
+    def _spawn(self, device: str, placement_seed: int, deadline: float) -> None:
+        side = self.side
         side.send(
             {
                 "op": "spawn",
@@ -212,17 +235,21 @@ class Worker:
             }
         )
         side.expect("ready", deadline)
-        self.fetches = 0
 
     def load(self, file: str, sets: list[list[dict[str, Any]]], max_bytes: int, deadline: float) -> None:
-        self.side.send({"op": "load", "file": file, "sets": sets, "max_bytes": max_bytes})
-        self.side.expect("loaded", deadline)
+        with self.side.phase("load"):
+            self.side.send({"op": "load", "file": file, "sets": sets, "max_bytes": max_bytes})
+            self.side.expect("loaded", deadline)
 
     def go(self, calls: int, deadline: float) -> None:
         self.side.send({"op": "go", "calls": calls})
         self.side.expect("done", deadline)
 
     def fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
+        with self.side.phase("fetch"):
+            return self._fetch(j, refs, deadline)
+
+    def _fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         self.fetches += 1
         self.side.send({"op": "fetch", "set": j, "seq": self.fetches})
         reply = self.side.expect("fetched", deadline)
@@ -241,6 +268,10 @@ class Worker:
         return outs
 
     def exit(self, deadline: float) -> None:
+        with self.side.phase("exit"):
+            self._exit(deadline)
+
+    def _exit(self, deadline: float) -> None:
         self.side.send({"op": "exit"})
         message = self.side.recv(deadline)
         if message.get("event") != "exited" or message.get("status") != 0:
@@ -283,6 +314,9 @@ class Judge:
         )
         (self.root / "in").mkdir()
         self.sides = {label: Side(label, job, sandbox, self.root) for label in job.sides}
+        self.phases: dict[str, float] = {}
+        for side in self.sides.values():
+            side.phases = self.phases
         self.seq = 0
         self.draw_seconds = 0.0
 
@@ -302,7 +336,15 @@ class Judge:
         started = time.perf_counter()
         made = _as_list(self.make_inputs(case, case["device"], seed))
         self.draw_seconds = time.perf_counter() - started  # what one set costs (the last one drawn)
+        self.phases["draw"] = self.phases.get("draw", 0.0) + self.draw_seconds
         return made
+
+    def expected(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """The reference's outputs for `inputs` (the base's reference, run here, in the trusted process)."""
+        started = time.perf_counter()
+        refs = _as_list(self.reference(*inputs))
+        self.phases["reference"] = self.phases.get("reference", 0.0) + time.perf_counter() - started
+        return refs
 
     def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
         """One input file for the block (read-only to both sides); its header and size."""
@@ -323,6 +365,8 @@ class Judge:
     def run_case(self, case: dict[str, Any]) -> CaseRun:
         deadline = time.monotonic() + self.job.timeout_s
         state = _CaseState(case["name"])
+        self.phases.clear()
+        state.phases = self.phases
         try:
             self._case(case, deadline, state)
         except Timeout:
@@ -350,15 +394,26 @@ class Judge:
         side = self.sides[label]
         if not side.alive:
             side.stop()
-            side.start(deadline)
+            with side.phase("start"):
+                side.start(deadline)
         return Worker(side, case["device"], self.seed(case["name"], label, process, "placement"), deadline)
 
     def _case(self, case: dict[str, Any], deadline: float, state: _CaseState) -> None:
         labels: list[str] = [label for label in ("base", "head") if label in self.sides]
+        idle = [side for side in self.sides.values() if not side.alive]
+        started = time.perf_counter()
+        for side in idle:  # start every missing zygote at once: their torch imports overlap
+            side.stop()
+            side.launch()
+        for side in idle:
+            state.enter(side.label, "start")
+            side.ready(deadline)
+        if idle:
+            self.phases["start"] = self.phases.get("start", 0.0) + time.perf_counter() - started
         check_seed = self.seed(case["name"], "check")
         state.seed = check_seed
         inputs = self.inputs(case, check_seed)
-        refs = _as_list(self.reference(*inputs))
+        refs = self.expected(inputs)
         file, sets, size = self.write_sets([inputs])
         state.files.append(file)
         workers: dict[str, Worker] = {}
@@ -402,6 +457,8 @@ class _CaseState:
         self.tampered: str | None = None
         self.other_cores: float | None = None
         self.noisy: str | None = None
+        self.phases: dict[str, float] = {}
+        self.started = time.perf_counter()
 
     def enter(self, label: str, phase: str) -> None:
         self.label, self.phase = label, phase
@@ -428,6 +485,10 @@ class _CaseState:
             output_tail=output[-2000:],
             other_cores=self.other_cores,
             noisy=self.noisy,
+            phases={
+                **{k: round(v, 3) for k, v in self.phases.items()},
+                "total": round(time.perf_counter() - self.started, 3),
+            },
         )
 
 
@@ -487,6 +548,7 @@ class Measure:
             self.timed_cpu[label] += w.side.cpu() - cpu0
         wall = (t1 - t0) / 1e6
         self.timed_wall[label] += wall / 1e3
+        self.judge.phases["timed"] = self.judge.phases.get("timed", 0.0) + wall / 1e3
         return wall / calls
 
     def run(self) -> None:
@@ -555,7 +617,7 @@ class Measure:
             # of the block (the one whose work could still be running when the batch reports done).
             spot = b == forced or self.rng.random() < SPOT_PROBABILITY
             j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
-            refs = _as_list(self.judge.reference(*inputs[j])) if spot else []
+            refs = self.judge.expected(inputs[j]) if spot else []
             block = {}
             for label in order:
                 block[label] = self._timed(label, calls)
@@ -627,6 +689,9 @@ class Measure:
         while len(times) < self.m.warmup_calls or (time.perf_counter() - started) * 1e3 < self.m.warmup_ms:
             times.append(self._timed(label, 1))
         self.timed_wall[label], self.timed_cpu[label] = wall, cpu  # the accounting leaves warm-ups out
+        spent = time.perf_counter() - started
+        self.judge.phases["timed"] -= sum(times) / 1e3
+        self.judge.phases["warmup"] = self.judge.phases.get("warmup", 0.0) + spent
         times.sort()
         return times[len(times) // 2]
 

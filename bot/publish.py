@@ -123,8 +123,6 @@ def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ())
     first = bad[0] if bad else None
     lines = [line for k in bad for line in digest.kernel_lines(k)]  # gate, case, value and limit; short names
     why = f" — {digest.line_text(lines[0], kernel=False)}" if lines else ""
-    if lines:
-        first = next(k for k in bad if k.name == lines[0].kernel)
     if first is None:
         for k in report.kernels:
             case = next((c for c in k.cases if c.verdict in ("fail", "error") and c.reasons), None)

@@ -29,8 +29,14 @@ def main() -> int:
     parser.add_argument("--example", default="fail_latency", choices=sorted(examples.REPORTS))
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "comment.png")
     parser.add_argument("--width", type=int, default=960)
-    parser.add_argument("--height", type=int, default=0, help="crop to this many pixels (default: the whole page)")
+    parser.add_argument(
+        "--height",
+        type=int,
+        help="crop to this many pixels (default: the example's headline to its statistics; a file's whole page)",
+    )
     args = parser.parse_args()
+    if args.height is None:
+        args.height = 0 if args.markdown is not None else 1165  # docs/comment.png: small, the decisive part
     if args.markdown is not None:
         text = args.markdown.read_text()
     else:

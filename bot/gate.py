@@ -29,6 +29,30 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+# The gates a case reason can start with ("correctness: max_abs_err 0.5 > tolerance 0.01"): the kernel's reason
+# for a failing case puts the case right after the gate, so every reason names gate, case, value and limit once.
+CASE_GATES = (
+    "correctness",
+    "stability",
+    "performance",
+    "performance inconclusive",
+    "performance not judged",
+    "measurement rejected",
+)
+
+
+def split_reason(reason: str) -> tuple[str | None, str]:
+    """("performance", "p50 +10.53% … > 3% limit") for a reason that starts with a gate; (None, reason) else."""
+    gate, sep, rest = reason.partition(": ")
+    return (gate, rest) if sep and gate in CASE_GATES else (None, reason)
+
+
+def case_reason(case: str, reason: str) -> str:
+    """A case's reason as its kernel states it: "performance: ragged_200x328x264 p50 +10.53% (…) > 3% limit"."""
+    gate, rest = split_reason(reason)
+    return f"{gate}: {case} {rest}" if gate else f"{case}: {reason}"
+
+
 def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
     """One case: correctness and stability of head, then latency of head against base."""
     tol = case.tolerance or constraints.tolerance
@@ -92,6 +116,7 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
 def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
     head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE) if with_base else None
     report.stop_reason = run.stop_reason
+    report.max_regression_pct = max_regression_pct
     if head_t is None:
         return
     if len(head_t.samples_ms) < 2 or (base_t is not None and len(base_t.samples_ms) < 2):
@@ -120,7 +145,7 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         return
     if verdict == "fail":
         report.verdict = "fail"
-        report.reasons.append(f"performance: {span} regresses more than {max_regression_pct:g}%")
+        report.reasons.append(f"performance: {span} > {max_regression_pct:g}% limit")
     elif verdict == "inconclusive":
         report.verdict = "inconclusive"
         report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
@@ -313,9 +338,10 @@ def judge_kernel(
         kernel.notes.append("base does not build: no latency or resource comparison")
     _judge_resources(kernel, constraints)
     worst = max((c.verdict for c in cases), key=_ORDER.__getitem__, default="skipped")
+    deciding = ("fail", "error", "inconclusive") if policy.inconclusive == "fail" else ("fail", "error")
     for c in cases:
-        if c.verdict in ("fail", "error"):
-            kernel.reasons.append(f"{c.name}: {c.verdict}")
+        if c.verdict in deciding:  # the case's own reasons, each naming the case once (never "case: fail")
+            kernel.reasons.extend(case_reason(c.name, r) for r in c.reasons or [f"{c.verdict}: {c.status.value}"])
     if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
         worst = "fail"
     if worst == "inconclusive":

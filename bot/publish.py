@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from bot import digest
 from bot.accept import gates_overridden
 from bot.budget import BudgetState, state
 from bot.errors import InputError
@@ -120,7 +121,8 @@ def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ())
         names = ", ".join(k.name for k in changed)
         return "success", f"all gates pass: {names}" if names else "no kernel changed"
     first = bad[0] if bad else None
-    why = f" — {first.reasons[0]}" if first and first.reasons else ""
+    lines = [line for k in bad for line in digest.kernel_lines(k)]  # gate, case, value and limit; short names
+    why = f" — {digest.line_text(lines[0], kernel=False)}" if lines else ""
     if first is None:
         for k in report.kernels:
             case = next((c for c in k.cases if c.verdict in ("fail", "error") and c.reasons), None)

@@ -8,18 +8,33 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from pydantic import BaseModel, ConfigDict
 
+from bot.comment_md import (
+    ICONS,
+    built,
+    clip,
+    counts,
+    cpu,
+    delta_cell,
+    delta_chart,
+    err_cell,
+    evidence,
+    names,
+    num,
+    pick,
+    runner,
+    spend_chart,
+    stop,
+)
+from bot.digest import Digest, digest, short_names
 from bot.gate import match_base
-from bot.report import CaseReport, Occupancy, Report, Resource
+from bot.report import Occupancy, Report, Resource
 from bot.safe import Safe, code, comment_safe, fence, untrusted
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
 ACCEPT_MARKER = Safe("<!-- opgate:accept -->")
-
-
-def num(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None else f"{x:.{digits}g}"
 
 
 def ms(x: float | None) -> str:
@@ -86,15 +101,6 @@ def limited(o: Occupancy | None) -> str:
     return "—" if o is None else ", ".join(o.limited_by)
 
 
-def skipped_groups(cases: list[CaseReport]) -> list[tuple[str, list[str]]]:
-    """Skipped cases grouped by their reason, in order: one line per reason in the comment."""
-    groups: dict[str, list[str]] = {}
-    for c in cases:
-        if c.verdict == "skipped":
-            groups.setdefault("; ".join(c.reasons), []).append(c.name)
-    return list(groups.items())
-
-
 PROMPTS = "prompts/"  # templates of the agent's prompt: plain text for the model, not Markdown for a comment
 
 
@@ -135,7 +141,6 @@ def environment(comment: bool = True) -> jinja2.Environment:
         untrusted=untrusted,
         fence=fence,
         code=code,
-        skipped_groups=skipped_groups,
         num=num,
         ms=ms,
         pct=pct,
@@ -150,6 +155,20 @@ def environment(comment: bool = True) -> jinja2.Environment:
         blocks=blocks,
         occupancy=occupancy,
         limited=limited,
+        evidence=evidence,
+        counts=counts,
+        built=built,
+        err_cell=err_cell,
+        pick=pick,
+        delta_cell=delta_cell,
+        stop=stop,
+        cpu=cpu,
+        runner=runner,
+        short_names=short_names,
+        names=names,
+        clip=clip,
+        delta_chart=delta_chart,
+        spend_chart=spend_chart,
         pr_ref=pr_ref,
         github_url=github_url,
         sha=sha,
@@ -161,22 +180,73 @@ def render(template: str, **context: Any) -> str:
     return environment(not template.startswith(PROMPTS)).get_template(template).render(**context)
 
 
-ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}
+COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment body
+COMMENT_TARGET = COMMENT_LIMIT - 1_536  # what the renderer aims under (GitHub counts some characters twice)
+
+
+class Room(BaseModel):
+    """How much detail a comment has room for: logs and patches (characters each), statistics, resources, rows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    log_chars: int
+    patch_chars: int
+    stats: bool = True
+    resources: bool = True
+    charts: bool = True
+    headline_lines: int = 10
+    case_rows: int = 10_000  # rows of a kernel's case table (failing and changed ones first)
+    items: int = 10_000  # items of a kernel's lists (inconclusive cases, notes)
+    left_out: str = ""  # what the comment says it left out to fit
+
+
+ROOMS = (
+    Room(log_chars=6_000, patch_chars=12_000),
+    Room(log_chars=1_500, patch_chars=3_000, left_out="most of the build logs and patches"),
+    Room(log_chars=0, patch_chars=0, stats=False, left_out="build logs, patches and statistics"),
+    Room(
+        log_chars=0,
+        patch_chars=0,
+        stats=False,
+        resources=False,
+        charts=False,
+        left_out="build logs, patches, statistics, resources and charts",
+    ),
+    Room(
+        log_chars=0,
+        patch_chars=0,
+        stats=False,
+        resources=False,
+        charts=False,
+        headline_lines=5,
+        case_rows=8,
+        items=3,
+        left_out="build logs, patches, statistics, resources, charts and most passing cases",
+    ),
+)
+CUT = "\n\n[… cut here to fit GitHub's 65,536 characters; `report.json` has everything]\n"
 
 
 def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
-    """The review comment (what `--post` would post, and `comment.md`).
+    """The review comment (what `--post` would post, and `comment.md`), under GitHub's 65,536 characters.
 
     `pr` (a bot.publish.PrContext) adds what the pull request's history says: "updated for <head>",
-    acceptances still valid or voided by a push, and the token spend of the whole pull request.
+    acceptances still valid or voided by a push, and the token spend of the whole pull request. A report
+    too big for one comment loses detail in steps (logs and patches, statistics, resources and charts, then
+    rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.
     """
+    text = ""
+    for room in ROOMS:
+        text = _comment(report, unseen_files or [], pr, room)
+        if len(text) <= COMMENT_TARGET:
+            return text
+    return text[: text.rfind("\n", 0, COMMENT_TARGET - len(CUT))] + CUT
+
+
+def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> str:
+    d: Digest = digest(report, headline_lines=room.headline_lines)
     return render(
-        "comment.md.j2",
-        marker=REVIEW_MARKER,
-        r=report,
-        icons=ICONS,
-        unseen_files=unseen_files or [],
-        pr=pr,
+        "comment.md.j2", marker=REVIEW_MARKER, r=report, d=d, icons=ICONS, unseen_files=unseen_files, pr=pr, room=room
     )
 
 

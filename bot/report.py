@@ -128,6 +128,7 @@ class CaseReport(_Model):
     base_p50_ms: float | None = None
     regression_pct: float | None = None
     ci95_pct: list[float] | None = None
+    max_regression_pct: float | None = Field(None, description="the latency limit the case was judged against, in %")
     samples: int = 0
     base_samples: int = 0
     stop_reason: str | None = None

@@ -82,7 +82,13 @@ class Run:
 
     @property
     def comment(self) -> str:
-        return (self.out / "comment.md").read_text()
+        """comment.md, checked: headline first, no dash-only row, each reason once, under GitHub's limit."""
+        from bot.report import Report
+        from tests.comment_checks import structure_problems
+
+        text = (self.out / "comment.md").read_text()
+        assert structure_problems(text, Report.model_validate_json((self.out / "report.json").read_text())) == []
+        return text
 
     def kernel(self, name: str) -> dict:
         return next(k for k in self.report["kernels"] if k["name"] == name)

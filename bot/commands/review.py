@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import __version__, fanout, publish
+from bot import __version__, digest, fanout, publish
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.events import PullRequestEvent, load_pull_request_event
 from bot.ledger import Ledger, open_ledger
@@ -152,6 +152,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if report.error:
         summary = f"the review could not run: {report.error}"
     print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
+    for line in digest.plain(report):  # the headline's warnings, failing lines and counts, as in the comment
+        print(f"  {one_line(line, limit=2000)}")
     for error in service_errors:
         print(f"opgate: outside service failed: {one_line(error)}")
     print(f"  report:  {one_line(report_path)}")

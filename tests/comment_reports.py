@@ -1,0 +1,482 @@
+"""Reports the suite renders into comments: one per situation a reviewer meets, and the biggest realistic one.
+
+Numbers follow real reviews of this repository's kernels (the README demo on a 2-core CPU runner: square_512
+and ragged_200x328x264 run, seven cuda cases need a GPU; sm_90a resources of deepgemm_tile's two functions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.budget import BudgetState
+from bot.ledger import AcceptanceRow, UsageRow
+from bot.publish import PrContext, pr_context
+from bot.report import (
+    AgentReport,
+    Build,
+    CaseReport,
+    CaseStatus,
+    Coverage,
+    CpuUse,
+    Environment,
+    Isolation,
+    KernelReport,
+    Listed,
+    Occupancy,
+    Report,
+    Resource,
+    ResourceCheckReport,
+    RunnerHealth,
+)
+
+BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
+HEAD = "13392073d7124eb883404f4059b7907e50c6ea51"
+OLD_HEAD = "0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c"
+PR = 42
+CUDA_CASES = (
+    "gemm_4096",
+    "m128_n2112_k7168",
+    "m128_n7168_k2048",
+    "m4096_n2112_k7168",
+    "m4096_n7168_k2048",
+    "ragged_cuda_200x328x264",
+    "odd_cuda_77x93x101",
+)
+NO_GPU = "needs a CUDA GPU; this machine has none"
+HEALTH = RunnerHealth(cores=2, load1=0.41, governor="performance", cpu_mhz=2399.9)
+GPU_HEALTH = RunnerHealth(
+    cores=16, load1=1.2, governor="performance", cpu_mhz=3100.0, gpu_sm_mhz=1980, gpu_mem_mhz=2619, gpu_temp_c=41
+)
+FN = "void deepgemm_tile::gemm_bf16_kernel<128, {n}, 64, {split}>(unsigned short const*, unsigned short const*, float*, int, int, int, int, int, int, int)"  # noqa: E501
+
+
+def cpu_use(timed: float = 0.09, untimed: float = 0.02) -> dict[str, CpuUse]:
+    return {
+        "head": CpuUse(timed_wall_s=timed, timed_cpu_s=timed * 0.8, untimed_cpu_s=untimed),
+        "base": CpuUse(timed_wall_s=timed * 1.05, timed_cpu_s=timed * 0.85, untimed_cpu_s=untimed / 2),
+    }
+
+
+def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **update: object) -> CaseReport:
+    """A case measured on both sides: correct, Δp50 `delta` with its CI, judged like bot.gate does at 3%."""
+    verdict = "fail" if low > 3.0 else "pass" if high <= 3.0 else "inconclusive"
+    reasons = []
+    span = f"p50 {delta:+.2f}% (95% CI {low:+.2f}%..{high:+.2f}%)"
+    if verdict == "fail":
+        reasons.append(f"performance: {span} > 3% limit")
+    elif verdict == "inconclusive":
+        reasons.append(f"performance inconclusive: {span} straddles the 3% limit")
+    case = CaseReport(
+        name=name,
+        device="cpu",
+        tolerance=0.01,
+        max_abs_err=1.9e-05,
+        p50_ms=p50 * (1 + delta / 100),
+        base_p50_ms=p50,
+        regression_pct=delta,
+        ci95_pct=[low, high],
+        max_regression_pct=3.0,
+        samples=67,
+        base_samples=67,
+        processes=6,
+        stop_reason="decided" if verdict != "inconclusive" else "max_seconds",
+        seed="1351305928456565723",
+        spot_checks=6,
+        sandbox_cpu=cpu_use(),
+        other_cores=0.08,
+        verdict=verdict,
+        reasons=reasons,
+        attempts=2 if verdict == "inconclusive" else 1,
+    )
+    return case.model_copy(update=update)
+
+
+def skipped(name: str, device: str = "cuda", why: str = NO_GPU) -> CaseReport:
+    return CaseReport(
+        name=name,
+        device=device,
+        tolerance=0.01,
+        status=CaseStatus.skipped,
+        verdict="skipped",  # type: ignore[arg-type]
+        reasons=[why],
+    )
+
+
+def resources(n: int, threads: int, dyn: int, blocks: int) -> list[Resource]:
+    occ = Occupancy(
+        blocks_per_sm=blocks,
+        warps_per_sm=blocks * threads // 32,
+        occupancy_pct=blocks * threads / 32 / 64 * 100,
+        limited_by=["registers", "shared memory"],
+        registers_per_block=216 * threads,
+        smem_per_block=dyn + 1024,
+    )
+    return [
+        Resource(
+            function=FN.format(n=n, split=split),
+            registers=215 + 8 * i,
+            extern_smem=True,
+            threads=threads,
+            dynamic_smem_bytes=dyn,
+            barriers=1,
+            occupancy=occ,
+        )
+        for i, split in enumerate(("false", "true"))
+    ]
+
+
+def builds(kernel: KernelReport, device: str = "cpu") -> KernelReport:
+    head, base = resources(128, 128, 98_304, 2), resources(128, 128, 98_304, 2)
+    kernel.build = Build(ok=True, seconds=21.4, cached=False, device=device, resources=head)  # type: ignore[arg-type]
+    kernel.base_build = Build(ok=True, seconds=0.0, cached=True, device=device, resources=base)  # type: ignore[arg-type]
+    kernel.resource_check = ResourceCheckReport(status="ok", head=head, base=base, base_status="ok")
+    return kernel
+
+
+def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] | None = None, **kw) -> KernelReport:
+    from bot.gate import case_reason
+
+    found = list(reasons or [])
+    found += [case_reason(c.name, r) for c in cases if c.verdict in ("fail", "error") for r in c.reasons]
+    k = KernelReport(
+        name=name,
+        domain=kw.pop("domain", "deepgemm"),
+        changed=True,
+        verdict=verdict,  # type: ignore[arg-type]
+        reasons=found,
+        cases=cases,
+        notes=["rollback: 1 file(s), +1/-1 lines in this kernel"],
+        **kw,
+    )
+    return builds(k)
+
+
+def report(kernels: list[KernelReport], **update: object) -> Report:
+    verdicts = {k.verdict for k in kernels}
+    verdict = "error" if "error" in verdicts else "fail" if "fail" in verdicts else "pass"
+    agent = AgentReport(
+        status="offline", domain="deepgemm", model="deepseek-v4", reason="--offline given: the agent was not asked"
+    )
+    r = Report(
+        base_sha=BASE,
+        head_sha=HEAD,
+        pr=None,
+        verdict=verdict,  # type: ignore[arg-type]
+        kernels=[*kernels, KernelReport(name="flashmla_decode", domain="flashmla", changed=False, verdict="skipped")],
+        agents=[agent],
+        agent=agent,
+        environment=Environment(device="cpu", torch="2.13.0+cpu", nvcc="13.0.88", python="3.11.7"),
+        isolation=Isolation(mode="bwrap", tool="bubblewrap 0.11.0"),
+        health=HEALTH,
+        created_at="2026-11-30T20:22:21+00:00",
+        opgate_version="0.1.0",
+    )
+    return r.model_copy(update=update)
+
+
+def demo_cases(first: CaseReport, second: CaseReport) -> list[CaseReport]:
+    return [first, second, *(skipped(n) for n in CUDA_CASES)]
+
+
+# -- the situations ------------------------------------------------------------------------------------------
+
+
+def passing() -> Report:
+    faster = timed("square_512", -7.48, -9.58, -5.11, p50=31.15)
+    cases = demo_cases(faster, timed("ragged_200x328x264", 0.41, -1.2, 1.9))
+    return report([kernel("deepgemm_tile", cases, "pass")])
+
+
+def fail_latency() -> Report:
+    """The issue's example: ragged_200x328x264 +10.53% (CI +9.73..+12.00) against the 3% limit."""
+    cases = demo_cases(timed("square_512", -1.2, -2.9, 0.4, p50=31.15), timed("ragged_200x328x264", 10.53, 9.73, 12.0))
+    return report([kernel("deepgemm_tile", cases, "fail")])
+
+
+def fail_correctness() -> Report:
+    wrong = timed("cpu_seq_8192", 0.0, 0.0, 0.0).model_copy(
+        update=dict(
+            status=CaseStatus.incorrect,
+            max_abs_err=0.0625,
+            tolerance=0.01,
+            verdict="fail",
+            p50_ms=None,
+            base_p50_ms=None,
+            regression_pct=None,
+            ci95_pct=None,
+            samples=0,
+            base_samples=0,
+            processes=0,
+            stop_reason=None,
+            spot_checks=0,
+            sandbox_cpu={},
+            other_cores=None,
+            reasons=["correctness: max_abs_err 0.0625 > tolerance 0.01"],
+        )
+    )
+    nan = wrong.model_copy(
+        update=dict(
+            name="cpu_seq_4096",
+            nan_inf=True,
+            max_abs_err=0.0,
+            reasons=["stability: output has NaN/Inf where the reference has none (or misses them)"],
+        ),
+    )
+    cases = [timed("cpu_seq_2048", 1.1, -0.5, 2.4), nan, wrong, skipped("cuda_seq_8192")]
+    return report([kernel("v41_attention_splitk", cases, "fail", domain="v41_attention")])
+
+
+def tampered() -> Report:
+    case = CaseReport(
+        name="square_512",
+        device="cuda",
+        tolerance=0.01,
+        max_abs_err=0.0,
+        status=CaseStatus.tampered,
+        verdict="error",
+        seed="77",
+        spot_checks=3,
+        reasons=[
+            "measurement rejected: head: the GPU was still busy 4.1 ms after the worker reported its calls done "
+            "(work left running outside the timed region)"
+        ],
+    )
+    r = report([kernel("deepgemm_tile", [case, timed("ragged_200x328x264", 0.2, -0.8, 1.1)], "error")])
+    return r.model_copy(
+        update={"health": GPU_HEALTH, "environment": Environment(device="cuda", gpu="NVIDIA H200", python="3.11.7")}
+    )
+
+
+def crashed() -> Report:
+    case = CaseReport(
+        name="ragged_200x328x264",
+        device="cpu",
+        tolerance=0.01,
+        status=CaseStatus.crashed,
+        verdict="error",
+        seed="99",
+        reasons=["head crashed: worker exited with signal 11 (SIGSEGV) during head timing"],
+    )
+    return report([kernel("deepgemm_tile", demo_cases(timed("square_512", 0.3, -1.0, 1.5), case), "error")])
+
+
+def noisy() -> Report:
+    """A busy runner: latency decides nothing (inconclusive), correctness still counts."""
+    span = "p50 +4.10% (95% CI -0.80%..+9.20%)"
+    busy = timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6).model_copy(
+        update={
+            "reasons": [f"performance inconclusive: noisy runner: other processes kept 1.6 of 2 cores busy ({span})"]
+        },
+    )
+    k = kernel("deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "pass")
+    k.notes.append("latency inconclusive on some cases (policy: neutral)")
+    k.notes.append(
+        "ragged_200x328x264: base measured -55.0% against its first measurement on this device (same binary): the "
+        "runner is noisier or slower than it was; head and base were interleaved, so the verdict stands"
+    )
+    return report([k], health=HEALTH.model_copy(update={"load1": 3.7}))
+
+
+def isolation_none() -> Report:
+    why = "bubblewrap cannot start here (bwrap: setting up uid map: Permission denied)"
+    return passing().model_copy(update={"isolation": Isolation(mode="none", reason=why)})
+
+
+def gpu_skipped() -> Report:
+    """Every case of a kernel needs a GPU and the runner has none: nothing ran, nothing failed."""
+    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "skipped")
+    k.notes.append("no case could run on this machine")
+    return report([k])
+
+
+def resource_fail() -> Report:
+    k = kernel(
+        "deepgemm_tile",
+        demo_cases(timed("square_512", 0.1, -1.0, 1.2), timed("ragged_200x328x264", 0.5, -0.5, 1.5)),
+        "fail",
+    )
+    head = resources(256, 256, 196_608, 1)
+    head[0] = head[0].model_copy(update={"spill_bytes": 16, "spill_store_bytes": 8, "spill_load_bytes": 8})
+    assert k.build is not None and k.resource_check is not None
+    k.build.resources, k.resource_check.head = head, head
+    fn = head[0].function
+    k.reasons = [
+        f"resource: {fn} spills 16 bytes (stores 8 B, loads 8 B)",
+        f"resource: {fn}: occupancy 12.5% -> 12.5% (2 -> 1 blocks/SM, 8 -> 8 warps/SM), limited by registers",
+    ]
+    k.notes += [f"{fn}: dynamic_smem_bytes 98304 -> 196608", f"{head[1].function}: registers 215 -> 223"]
+    return report([k])
+
+
+def build_fail() -> Report:
+    cases = [
+        CaseReport(
+            name=n,
+            device="cpu",
+            tolerance=0.01,
+            status=CaseStatus.compile_fail,
+            verdict="fail",
+            reasons=["head does not build"],
+        )
+        for n in ("square_512", "ragged_200x328x264")
+    ]
+    k = KernelReport(
+        name="deepgemm_tile",
+        domain="deepgemm",
+        changed=True,
+        verdict="fail",
+        cases=cases,
+        reasons=["head does not build (see the build log)"],
+    )
+    log = "\n".join(f"gemm_cpu.cpp:{40 + i}:12: error: 'tile_q' was not declared in this scope" for i in range(40))
+    k.build = Build(ok=False, seconds=3.2, cached=False, device="cpu", log_tail=log)
+    k.base_build = Build(ok=True, seconds=0.0, cached=True, device="cpu")
+    return report([k])
+
+
+def review_error() -> Report:
+    r = report([])
+    return r.model_copy(
+        update={"verdict": "error", "error": "bad input: unknown revision 'feature~3'", "kernels": r.kernels[-1:]}
+    )
+
+
+def no_change() -> Report:
+    r = report([])
+    skipped_agent = AgentReport(status="skipped", reason="no kernel changed")
+    return r.model_copy(update={"agents": [], "agent": skipped_agent})
+
+
+def with_candidate_and_agent() -> Report:
+    r = fail_latency()
+    k = r.kernels[0]
+    k.candidate = kernel(
+        "deepgemm_tile",
+        demo_cases(timed("square_512", -0.4, -1.1, 0.3), timed("ragged_200x328x264", 0.9, -0.2, 2.1)),
+        "pass",
+    )
+    agent = AgentReport(
+        status="ok",
+        domain="deepgemm",
+        model="deepseek-v4",
+        requests=2,
+        prompt_tokens=1234,
+        completion_tokens=321,
+        total_tokens=1555,
+        usage_estimated=1,
+        risk_notes=["tile_n 256 doubles the dynamic shared memory per block"],
+        local_commands=["opgate review --base main --head HEAD --kernel deepgemm_tile"],
+        candidate_patch="--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
+        '@@ -1 +1 @@\n-{"tile_n": 256}\n+{"tile_n": 128}\n',
+    )
+    return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
+
+
+def pr_for(r: Report, budget: int = 500_000, used: int = 123_456) -> PrContext:
+    """What the ledger adds on a pull request: an acceptance voided by a push, the PR's spend, the week's budget."""
+    rows = [
+        UsageRow(
+            task_id="t",
+            model_name="deepseek-v4",
+            prompt_tokens=900,
+            completion_tokens=100,
+            total_tokens=1000,
+            request_id=f"req-{i}",
+            domain="deepgemm",
+            key_fingerprint="sha256:x",
+            pr=PR,
+            head_sha=OLD_HEAD,
+            status="ok",
+        )
+        for i in range(3)
+    ]
+    voided = AcceptanceRow(
+        pr=PR,
+        head_sha=OLD_HEAD,
+        login="maint-bob",
+        role="maintain",
+        kernels=["deepgemm_tile"],
+        override=False,
+        reason="",
+        comment_id=7,
+    )
+    week = BudgetState(domain="deepgemm", week="2026-W48", limit=budget, used=used, reserved=0)
+    return pr_context(r, PR, rows, [voided], {"deepgemm": week})
+
+
+def biggest() -> Report:
+    """The biggest realistic review: 8 changed kernels on a GPU runner, 24 cases each, 6 functions each with
+    long C++ names, failing builds with full logs, agent candidates with 64 KiB patches, every coverage group."""
+    kernels = []
+    for i in range(8):
+        cases = [
+            timed(
+                f"m{4096 * (j + 1)}_n{2112 + j}_k7168_case{j}",
+                0.3 * j - 3,
+                0.3 * j - 4,
+                0.3 * j - 1.5 + (5 if j % 5 == 0 else 0),
+            )
+            for j in range(20)
+        ]
+        if i % 2:  # every other kernel regresses on its last cases
+            cases[-3:] = [timed(c.name, 9.0 + j, 8.0 + j, 10.5 + j) for j, c in enumerate(cases[-3:])]
+        cases += [skipped(f"hopper_only_{j}") for j in range(4)]
+        k = kernel(f"kernel_{i}_{'x' * 40}", cases, "fail" if i % 2 else "pass", domain="deepgemm")
+        fns = [
+            r.model_copy(update={"function": r.function.replace("gemm_bf16_kernel", f"gemm_bf16_kernel_v{j}")})
+            for j in range(3)
+            for r in resources(128, 128, 98_304, 2)
+        ]
+        assert k.build is not None and k.resource_check is not None
+        k.build.resources = k.resource_check.head = fns
+        k.resource_check.log_tail = "\n".join(f"ptxas info : Used {200 + j} registers, {'x' * 200}" for j in range(40))
+        k.base_build = Build(
+            ok=False,
+            seconds=12.0,
+            cached=False,
+            device="cuda",
+            log_tail="\n".join(f"error {j}: {'y' * 280}" for j in range(40)),
+        )
+        k.notes += [f"note {j}: {'z' * 120}" for j in range(10)]
+        k.candidate = kernel(k.name, cases[:6], "pass")
+        kernels.append(k)
+    patch = "\n".join(f"+line {j} {'p' * 150}" for j in range(400))[: 64 * 1024]
+    agents = [
+        AgentReport(
+            status="ok",
+            domain=d,
+            model="deepseek-v4",
+            requests=3,
+            total_tokens=90_000,
+            candidate_patch=patch,
+            risk_notes=[f"risk {j}: {'r' * 200}" for j in range(10)],
+        )
+        for d in ("deepgemm", "flashmla", "v41_attention")
+    ]
+    names = [f"docs/page-{j:03d}.md" for j in range(50)]
+    coverage = Coverage(
+        files=5000,
+        size_limit_bytes=1 << 20,
+        binary=Listed(total=300, names=names),
+        large=Listed(total=120, names=names),
+        unmatched=Listed(total=4500, names=names),
+    )
+    return report(kernels, agents=agents, agent=agents[0], coverage=coverage, pr=PR, health=GPU_HEALTH)
+
+
+REPORTS: dict[str, Callable[[], Report]] = {
+    "pass": passing,
+    "fail_latency": fail_latency,
+    "fail_correctness": fail_correctness,
+    "tampered": tampered,
+    "crashed": crashed,
+    "noisy": noisy,
+    "isolation_none": isolation_none,
+    "gpu_skipped": gpu_skipped,
+    "resource_fail": resource_fail,
+    "build_fail": build_fail,
+    "review_error": review_error,
+    "no_change": no_change,
+    "candidate_and_agent": with_candidate_and_agent,
+    "biggest": biggest,
+}

@@ -1,0 +1,338 @@
+"""The PR comment as GitHub renders it (cmark-gfm): headline first, failing cells marked, each reason once, fits."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from bot import digest, fanout, publish
+from bot.gate import Policy, case_reason, judge_kernel
+from bot.manifest import Constraints
+from bot.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
+from bot.report import CaseReport, KernelReport, Report
+from bot.safe import one_line
+from tests import comment_reports as cr
+from tests.comment_checks import rows, sections, structure_problems, text_of
+from tests.hostile import HOSTILE, html, problems, table_breaks
+
+
+def comment(name: str, with_pr: bool = True) -> str:
+    report = cr.REPORTS[name]()
+    return render_comment(report, pr=cr.pr_for(report) if with_pr else None)
+
+
+@pytest.mark.parametrize("with_pr", [True, False], ids=["pr", "local"])
+@pytest.mark.parametrize("name", sorted(cr.REPORTS))
+def test_every_comment_starts_with_its_verdict_and_renders_cleanly(name: str, with_pr: bool):
+    out = comment(name, with_pr)
+    report = cr.REPORTS[name]()
+    assert structure_problems(out, report) == []
+    rendered = html(out)
+    assert f"opgate: {report.verdict}" in text_of(rendered[: rendered.index("</h2>")])
+    assert problems(out, mentions=("maint-bob",)) == [] and table_breaks(out) == []
+    assert len(out) < COMMENT_LIMIT
+
+
+def test_the_structure_check_finds_what_the_old_comment_did_wrong():
+    """The check itself: a dash-only row, a reason twice, a table before the headline are each found."""
+    report = cr.fail_latency()
+    good = render_comment(report)
+    assert structure_problems(good, report) == []
+    row = "| `gemm_4096` | — | — | — | — | ⏭️ skipped |"
+    dashes = good.replace("| `square_512` |", row + "\n| `square_512` |", 1)
+    assert any("a table row for a case that did not run: ['gemm_4096'" in p for p in structure_problems(dashes, report))
+    assert any("a table row of empty or dash cells" in p for p in structure_problems(dashes, report))
+    line = next(ln for ln in good.splitlines() if ln.startswith("- ❌ **performance**"))
+    twice = good.replace("**Notes**", line + "\n\n**Notes**", 1)
+    assert any(
+        "shown 2 times: deepgemm_tile: performance: ragged_200x328x264" in p for p in structure_problems(twice, report)
+    )
+    table_first = good.replace("\n## ", "\n| a | b |\n|---|---|\n| 1 | 2 |\n\n## ", 1)
+    assert "the comment does not start with its verdict heading" in structure_problems(table_first)[0]
+
+
+@pytest.mark.parametrize("name", sorted(cr.REPORTS))
+def test_no_table_row_is_only_dashes_and_no_cell_is_empty(name: str):
+    for cells in rows(html(comment(name))):
+        assert all(cells), cells
+        assert any(c != "—" for c in cells[1:-1]), cells
+
+
+@pytest.mark.parametrize("name", sorted(cr.REPORTS))
+def test_each_reason_appears_once_in_the_headline_or_under_its_kernel(name: str):
+    report = cr.REPORTS[name]()
+    out = comment(name)
+    assert [p for p in structure_problems(out, report) if p.startswith("shown")] == []
+    for k in report.kernels:
+        assert f"`{k.name}`: fail" not in out and f"{k.name}: fail" not in out
+        for c in k.cases:  # the old comment listed each failing case twice ("case: fail", then the reason)
+            assert f"{c.name}: fail" not in out and f"{c.name}`: fail" not in out
+    lines = [ln for k in report.kernels for ln in digest.kernel_lines(k)]
+    assert len(lines) == sum(len(k.reasons) for k in report.kernels if k.verdict in ("fail", "error"))
+
+
+def test_the_headline_carries_gate_case_value_limit_and_counts():
+    rendered = html(comment("fail_latency"))
+    headline = rendered[: rendered.index("<h3>")]
+    assert "❌ performance ragged_200x328x264 p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit" in text_of(headline)
+    counts = text_of(re.search(r"<p><strong>9 cases</strong>.*?</p>", headline, re.DOTALL).group(0))
+    assert counts == (
+        "9 cases : 2 ran · 🚀 0 faster · 🐢 1 slower · ➖ 1 unchanged · ❌ 1 failed · ⏭️ 7 not run "
+        "(7 cuda: needs a CUDA GPU; this machine has none)"
+    )
+
+
+def test_the_failing_cell_is_marked_and_the_others_are_not():
+    table = {cells[0]: cells for cells in rows(html(comment("fail_latency"))) if len(cells) == 6}
+    assert table["ragged_200x328x264"][4] == "+10.53% (+9.73..+12.00) ❌ > 3%"
+    assert "<strong>+10.53%</strong>" in html(comment("fail_latency"))
+    assert "❌" not in " ".join(table["square_512"]) and "❌" not in table["ragged_200x328x264"][1]
+    wrong = {cells[0]: cells for cells in rows(html(comment("fail_correctness"))) if len(cells) == 6}
+    assert wrong["cpu_seq_8192"][1] == "0.0625 > 0.01 ❌" and wrong["cpu_seq_4096"][1] == "NaN/Inf ❌"
+    assert wrong["cpu_seq_8192"][4] == "not timed: incorrect"  # no dash-only row for a case that failed early
+
+
+def test_cases_that_did_not_run_are_one_line_not_rows():
+    out = comment("fail_latency")
+    assert not any(c[0] in cr.CUDA_CASES for c in rows(html(out)))
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("⏭️ Not run")]
+    assert line.startswith("⏭️ Not run, 7 cuda cases: needs a CUDA GPU; this machine has none — `gemm_4096`, ")
+    gpu = comment("gpu_skipped")
+    assert "| case |" not in gpu and "**7 cases**: 0 ran · ⏭️ 7 not run" in gpu
+
+
+def test_details_open_where_they_decide_the_verdict():
+    def opened(out: str, what: str) -> bool:
+        return bool(re.search(rf"<details open><summary>{what}", out))
+
+    assert opened(comment("fail_latency"), "Statistics") and not opened(comment("fail_latency"), "Resources")
+    assert opened(comment("noisy"), "Statistics") and opened(comment("tampered"), "Statistics")
+    assert opened(comment("resource_fail"), "Resources") and not opened(comment("resource_fail"), "Statistics")
+    assert not opened(comment("pass"), "Statistics") and not opened(comment("pass"), "Resources")
+
+
+def test_statistics_show_processes_stop_reason_spot_checks_cpu_seed_and_runner():
+    cells = {c[0]: c for c in rows(html(comment("noisy"))) if len(c) == 9}
+    assert cells["square_512"][1:6] == ["67 / 67", "6", "cap: time, re-measured in fresh processes", "6", "1.6 of 2"]
+    assert cells["square_512"][6:] == ["0.07 / 0.09 / 0.02", "0.08 / 0.09 / 0.01", "1351305928456565723"]
+    stats = comment("noisy").split("<summary>Statistics")[1].split("</details>")[0]
+    assert "Runner: 2 cores, load 3.7, governor performance, 2399.9 MHz." in stats
+    assert "ragged_200x328x264: base measured -55.0% against its first measurement" in stats  # beside the statistics
+    assert "Not timed, seeds of their check inputs: `square_512` `77` (3 spot checks)." in comment("tampered")
+
+
+def test_a_noisy_runner_is_inconclusive_with_its_reason_once():
+    out = comment("noisy")
+    assert "❔ 2 inconclusive" in out and "✅ opgate: **pass**" in out
+    assert out.count("noisy runner: other processes kept 1.6 of 2 cores busy") == 1
+
+
+def test_tampered_and_crashed_cases_are_errors_that_say_what_happened():
+    tampered = html(comment("tampered"))
+    assert "could not be judged" in text_of(tampered[: tampered.index("</h2>")])
+    assert "⚠️ measurement rejected square_512 head: the GPU was still busy 4.1 ms" in text_of(tampered)
+    row = next(c for c in rows(tampered) if c[0] == "square_512 · cuda")
+    assert row[1] == "⚠️ tampered" and row[-1] == "⚠️ error"
+    crashed = text_of(html(comment("crashed")))
+    assert "⚠️ ragged_200x328x264 : head crashed: worker exited with signal 11 (SIGSEGV)" in crashed
+
+
+def test_isolation_none_is_a_warning_in_the_headline_area():
+    out = comment("isolation_none")
+    warning = out.index("> [!WARNING]\n> **isolation: none**")
+    assert warning < out.index("**9 cases**") < out.index("### ")
+    assert "bubblewrap cannot start here" in out[warning : out.index("**9 cases**")]
+    assert "isolation: none" not in comment("pass") and "- isolation bwrap (bubblewrap 0.11.0)" in comment("pass")
+
+
+def test_a_review_that_could_not_run_says_why_under_the_heading():
+    out = comment("review_error")
+    assert out.startswith(f"{REVIEW_MARKER}\n## ⚠️ opgate: **error** — the review could not run\n\n> [!CAUTION]")
+    assert "unknown revision 'feature~3'" in out
+
+
+def test_resources_show_occupancy_with_short_function_names_and_their_notes_once():
+    out = comment("resource_fail")
+    resources = out.split("<summary>Resources")[1].split("</details>")[0]
+    assert "| `deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>` | 215 → 215 | 0 → **16** |" in resources
+    assert (
+        "- deepgemm_tile::gemm_bf16_kernel&lt;128, 256, 64, false&gt;: dynamic_smem_bytes 98304 -&gt; 196608"
+        in resources
+    )
+    assert "unsigned short const*" not in out.split("<details><summary>Reproducibility")[0]
+    assert out.count("dynamic_smem_bytes 98304") == 1
+    unbuilt = cr.resource_fail()  # static findings stop before any build: ptxas's check still shows its resources
+    unbuilt.kernels[0].build = unbuilt.kernels[0].base_build = None
+    assert "| `deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>` | 215 → 215 | 0 → **16** |" in render_comment(
+        unbuilt
+    )
+
+
+def test_the_delta_chart_plots_each_case_its_ci_and_the_limit_band():
+    out = comment("fail_latency")
+    chart = out.split("```mermaid\n")[1].split("```")[0]
+    assert 'x-axis ["square_512", "ragged_200x328x264"]' in chart
+    series = [line.strip() for line in chart.splitlines() if line.strip().startswith(("bar", "line"))]
+    assert series == [  # floating bars: the CI's top, the measured Δp50, the mask under the CI's bottom
+        "bar [0.40, 12.00]",
+        "bar [-1.20, 10.53]",
+        "bar [-2.90, 9.73]",
+        "line [3.00, 3.00]",
+        "line [-3.00, -3.00]",
+    ]
+    assert 'y-axis "Δ p50 (%)" -4.5 --> 13.5' in chart  # room under the lowest CI and the -3% line
+    assert "```mermaid" not in comment("fail_correctness", with_pr=False)  # one timed case: the table says it all
+
+
+def test_a_case_name_is_never_mermaid_syntax():
+    report = cr.fail_latency()
+    report.kernels[0].cases[0].name = 'x"] ; click A "https://evil.example"'
+    chart = render_comment(report).split("```mermaid\n")[1].split("```")[0]
+    assert 'x-axis ["case 1", "ragged_200x328x264"]' in chart and "evil" not in chart
+
+
+def test_spend_against_the_weekly_budget_is_a_chart_when_a_budget_is_used():
+    report = cr.with_candidate_and_agent()
+    out = render_comment(report, pr=cr.pr_for(report, budget=500_000, used=600_000))
+    chart = out.split("xychart-beta horizontal")[1].split("```")[0]
+    assert 'x-axis ["deepgemm"]' in chart and "bar [120.0]" in chart and "line [100]" in chart
+    assert "| deepgemm | 1,555 | 3 | 3,000 | 600,000 | 500,000 | 120.0% |" in out
+    assert "horizontal" not in render_comment(report, pr=cr.pr_for(report, used=0))
+    assert "| deepgemm | 2 (1 estimated) | 1234 | 321 | 1555 |" in out
+
+
+def test_the_biggest_review_fits_in_one_comment_and_says_what_it_left_out():
+    report = cr.biggest()
+    out = render_comment(report, pr=cr.pr_for(report))
+    assert len(out) < COMMENT_LIMIT and problems(out, mentions=("maint-bob",)) == [] and table_breaks(out) == []
+    assert "Too big for one comment:" in out and "`report.json` has everything" in out
+    parts = sections(out)
+    assert all(k.name in parts for k in report.kernels if k.changed)  # every kernel keeps its section
+    assert "… and 2 more, under their kernels below" in parts[""]
+
+
+def test_even_far_beyond_the_biggest_review_the_comment_is_cut_under_the_limit():
+    report = cr.biggest()
+    report.kernels = [k.model_copy(update={"name": f"{k.name}_{i}"}) for i in range(6) for k in report.kernels]
+    out = render_comment(report, pr=cr.pr_for(report))
+    assert len(out) < COMMENT_LIMIT and out.endswith("`report.json` has everything]\n")
+    assert out.startswith(REVIEW_MARKER + "\n## ❌ opgate: **fail** — 24 of 48 kernels fail a gate")
+
+
+def test_the_step_summary_is_the_comment_without_its_marker(tmp_path: Path):
+    report = cr.fail_latency()
+    text = publish.compose(report, [], cr.pr_for(report))
+    path = tmp_path / "summary.md"
+    publish.write_step_summary(path, text)
+    summary = path.read_text()
+    assert summary == text.removeprefix(REVIEW_MARKER).lstrip("\n") + "\n"
+    assert summary.startswith("## ❌ opgate: **fail**") and "```mermaid" in summary and "<details open>" in summary
+
+
+def test_the_status_names_gate_case_value_and_limit():
+    state, description = publish.acceptance_status(cr.fail_latency())
+    assert (state, description) == (
+        "failure",
+        "gate failed: deepgemm_tile — performance: ragged_200x328x264 p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
+    )
+    _, resource = publish.acceptance_status(cr.resource_fail())
+    assert resource.startswith("gate failed: deepgemm_tile — resource: deepgemm_tile::gemm_bf16_kernel<128, 256, 64, ")
+
+
+# -- the gate states each reason once ----------------------------------------------------------------------
+
+
+def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limit():
+    cases = [
+        CaseReport(
+            name="sq", tolerance=0.01, verdict="fail", reasons=["correctness: max_abs_err 0.5 > tolerance 0.01"]
+        ),
+        CaseReport(name="rg", tolerance=0.01, verdict="fail", reasons=["performance: p50 +10.53% (…) > 3% limit"]),
+        CaseReport(name="cr", tolerance=0.01, verdict="error", reasons=["head crashed: signal 11"]),
+        CaseReport(name="nc", tolerance=0.01, verdict="inconclusive", reasons=["performance inconclusive: p50 …"]),
+    ]
+    k = KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped")
+    judged = judge_kernel(k, [], cases, Constraints(), Policy())
+    assert judged.reasons == [
+        "correctness: sq max_abs_err 0.5 > tolerance 0.01",
+        "performance: rg p50 +10.53% (…) > 3% limit",
+        "cr: head crashed: signal 11",
+    ]
+    strict = judge_kernel(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
+    assert strict.reasons[-1] == "performance inconclusive: nc p50 …" and strict.verdict == "error"
+    assert case_reason("x", "stability: output has NaN/Inf") == "stability: x output has NaN/Inf"
+
+
+# -- the terminal ------------------------------------------------------------------------------------------
+
+
+def test_the_plain_text_form_has_the_warnings_failing_lines_and_counts():
+    assert digest.plain(cr.fail_latency()) == [
+        "fail: deepgemm_tile: performance: ragged_200x328x264 p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
+        "9 cases: 2 ran (0 faster, 1 slower, 1 unchanged), 1 failed, 7 not run (7 cuda: needs a CUDA GPU; this "
+        "machine has none)",
+    ]
+    assert digest.plain(cr.isolation_none())[0].startswith("warning: isolation none, PR code ran without a sandbox")
+    assert digest.plain(cr.noisy())[0].startswith("inconclusive: deepgemm_tile: performance inconclusive: square_512")
+
+
+def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tmp_path: Path):
+    report = cr.fail_latency()
+    report.kernels = report.kernels[:1]
+    report.kernels[0].cases[1].reasons = [f"performance: {HOSTILE}"]
+    report.kernels[0].reasons = [case_reason("ragged_200x328x264", f"performance: {HOSTILE}")]
+    part = tmp_path / "part-deepgemm_tile"
+    part.mkdir()
+    (part / "report.json").write_text(report.to_json())
+    (part / fanout.UNSEEN_FILE).write_text("[]")
+    run = opgate("review", "--merge", str(part), "--base", cr.BASE, "--head", cr.HEAD)
+    assert run.code == 1, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "opgate: verdict FAIL (deepgemm_tile fail)"
+    assert lines[1] == "  " + one_line(f"fail: deepgemm_tile: performance: ragged_200x328x264 {HOSTILE}", limit=2000)
+    assert lines[2].startswith("  9 cases: 2 ran (0 faster, 1 slower, 1 unchanged), 1 failed, 7 not run")
+    assert not any(line.lstrip().startswith(("::", "##[")) for line in lines) and "\r" not in run.stdout
+    assert json.loads((run.out / "report.json").read_text())["verdict"] == "fail"
+
+
+def _report_json_roundtrip(report: Report) -> Report:
+    return Report.model_validate_json(report.to_json())
+
+
+def test_the_comment_reads_the_same_from_report_json():
+    for make in cr.REPORTS.values():
+        report = make()
+        assert render_comment(_report_json_roundtrip(report)) == render_comment(report)
+
+
+# -- the charts, drawn by mermaid.js in Chromium -----------------------------------------------------------
+
+
+def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
+    """Each ```mermaid block parses and draws one bar per case (three overlapping series: CI high, Δp50, mask)."""
+    from tests import browser, comment_page
+
+    mermaid = comment_page.mermaid_path()
+    if (why := browser.missing_reason()) is not None or mermaid is None:
+        pytest.skip(why or "no mermaid.js: run scripts/comment_screenshot.py once (npm pack mermaid) or set "
+                    "OPGATE_TEST_MERMAID")  # fmt: skip
+    comments = []
+    for make in cr.REPORTS.values():
+        report = make()
+        comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000)))
+    every = "\n\n".join(comments)  # one page: each chart in the order the comments hold them
+    expected = [
+        len(re.search(r"x-axis \[(.*)\]", block).group(1).split('", "')) for block in every.split("```mermaid\n")[1:]
+    ]
+    with browser.Browser(width=960, height=900) as chromium:
+        loaded = comment_page.open_page(chromium, every, tmp_path, mermaid)
+        assert chromium.evaluate(loaded, "window.chartErrors") == []
+        bars = chromium.evaluate(
+            loaded,
+            "[...document.querySelectorAll('.mermaid svg')].map(s => s.querySelectorAll('g.bar-plot-0 rect').length)",
+        )
+        assert not chromium.evaluate(loaded, "document.body.innerText.includes('Syntax error')")
+    assert bars == expected and len(bars) >= 10

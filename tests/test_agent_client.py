@@ -21,11 +21,12 @@ from bot.changes import FileChange
 from bot.ledger import Ledger, open_ledger
 from bot.manifest import load_kernel
 from bot.settings import load_settings
+from tests.conftest import REPO_CONFIG
 from tests.gateway import QUOTA_429, RATE_429, Gateway, Step, completion, message
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = load_kernel(ROOT / "kernels" / "deepgemm_tile")
+KERNEL = load_kernel(ROOT / "kernels" / "deepgemm_tile", config=REPO_CONFIG)
 KEY = "sk-test-client-4f1c9a7e2b6d8a0c3e5f"
 VARIABLE = "TAOTOKEN_API_KEY_DEEPGEMM_AGENT"
 GOOD = {
@@ -266,7 +267,8 @@ def sqlite_ledger(tmp_path: Path):
 
 def run_ask(gateway: Gateway, ledger: Ledger, tmp_path: Path, changes=None, **env: str):
     settings = load_settings(
-        {VARIABLE: KEY, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0", "GITHUB_TOKEN": "", **env}
+        {VARIABLE: KEY, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0", "GITHUB_TOKEN": "", **env},
+        REPO_CONFIG,
     )
     return ask(
         KERNEL,

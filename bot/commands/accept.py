@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "accept",
         help="answer an /accept comment on a pull request",
         description="Read an issue_comment event; grant /accept (bound to the PR's head SHA and its stored "
-        "report) or refuse it with the reason. Without --post nothing is written (a dry run).",
+        "report) or refuse it with the reason. Without --post nothing is written (a dry run, which still reads "
+        "the pull request from GitHub: GITHUB_TOKEN).",
     )
     p.add_argument("--event", type=Path, required=True, help="an issue_comment event file ($GITHUB_EVENT_PATH)")
     p.add_argument(

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Write opgate.toml (unless the repository has a configuration), a kernel.toml, reference.py and "
         "agent_task.json for each kernel folder without a manifest, .env.example and the workflow caller "
         ".github/workflows/opgate.yml; then lint what it wrote. Existing files are kept (--force rewrites "
-        "opgate.toml, .env.example and the caller; never a manifest, a reference or a source).",
+        ".env.example and the caller; never a configuration, a manifest, a reference or a source).",
     )
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default: .)")
     p.add_argument(
@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--pin", metavar="SHA", help=f"the commit of opgate's release tag v{__version__} (default: the tag itself)"
     )
-    p.add_argument("--force", action="store_true", help="rewrite opgate.toml, .env.example and the caller")
+    p.add_argument("--force", action="store_true", help="rewrite .env.example and the workflow caller")
 
 
 @dataclass
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     if declare:
         domains = [{"name": domain, "key": key, "weekly": args.weekly_budget, "request": args.request_budget}]
         manifests = [f"{Path(d).as_posix().strip('/')}/*/{MANIFEST_NAME}" for d in dirs]
-        plan.write(CONFIG_FILE, render("opgate.toml.j2", manifests=manifests, domains=domains), ours=True)
+        plan.write(CONFIG_FILE, render("opgate.toml.j2", manifests=manifests, domains=domains), ours=False)
     else:
         plan.kept.append(Path(config.source.split(" ")[0]).relative_to(root).as_posix())
     for d in dirs:

@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bot.config import load_config
 from bot.ledger import open_ledger
 from bot.review import Reviewer, ReviewRequest
 from bot.settings import load_settings
@@ -33,6 +34,7 @@ def git(repo: Path, *args: str) -> str:
 def scratch_repo(tmp: Path) -> tuple[Path, str, str]:
     repo = tmp / "repo"
     shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # its [tool.opgate]: the domains, the layout
     (repo / "README.md").write_text("base\n")
     git(tmp, "init", "-q", "-b", "main", str(repo))
     for args in (("add", "-A"), ("-c", "user.name=b", "-c", "user.email=b@x", "commit", "-qm", "base")):
@@ -85,7 +87,7 @@ def main() -> None:
         print(f"| `opgate review` end to end | {total:.3f} |")
         print(f"| **opgate overhead** (target ≤ 2 s) | **{total - startup:.3f}** |")
 
-        settings = load_settings({"OPGATE_DATABASE_URL": str(tmp / "phases.sqlite")})
+        settings = load_settings({"OPGATE_DATABASE_URL": str(tmp / "phases.sqlite")}, load_config(repo))
         ledger = open_ledger(settings.database_url)
         request = ReviewRequest(repo=repo, base=base, head=head, out=tmp / "out-phases", offline=True)
         started = time.perf_counter()

@@ -42,12 +42,12 @@ def _git(tree: Path, *args: str, stdin: str | None = None) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def staged_problem(raw: str, kernel: str) -> str | None:
+def staged_problem(raw: str, kernel: str, folder: str | None = None) -> str | None:
     """What git itself applied (`git diff --cached --raw -z --no-renames`), checked once more whatever the
     patch text looked like to validate_patch: every path a plain file under kernels/<kernel>/, no symbolic
     link or submodule, no file that gains the executable bit. None when all is well."""
     fields = raw.split("\0")
-    folder = f"{KERNELS_DIR}/{kernel}/"
+    folder = f"{folder or f'{KERNELS_DIR}/{kernel}'}/"
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         parts = meta.lstrip(":").split()
         if len(parts) < 5:
@@ -63,7 +63,7 @@ def staged_problem(raw: str, kernel: str) -> str | None:
 
 
 @contextlib.contextmanager
-def applied(repo: Path, head_sha: str, patch: str, kernel: str) -> Iterator[Candidate]:
+def applied(repo: Path, head_sha: str, patch: str, kernel: str, folder: str | None = None) -> Iterator[Candidate]:
     """A detached worktree of `head_sha` with `patch` applied and committed; removed on exit.
 
     The patch is validated again here (confined to kernels/<kernel>/, size-limited), applied with
@@ -71,13 +71,14 @@ def applied(repo: Path, head_sha: str, patch: str, kernel: str) -> Iterator[Cand
     can review `base...candidate.sha` exactly like a pull request.
     """
     try:
-        text = validate_patch(patch, kernel)
+        text = validate_patch(patch, kernel, folder)
     except PatchError as exc:
         raise CandidateError(str(exc)) from exc
     with gitio.worktree(repo, head_sha) as tree:
         _git(tree, "apply", "--check", "-p1", "--whitespace=nowarn", "-", stdin=text)
         _git(tree, "apply", "-p1", "--whitespace=nowarn", "--index", "-", stdin=text)
-        if (why := staged_problem(_git(tree, "diff", "--cached", "--raw", "-z", "--no-renames"), kernel)) is not None:
+        staged = _git(tree, "diff", "--cached", "--raw", "-z", "--no-renames")
+        if (why := staged_problem(staged, kernel, folder)) is not None:
             raise CandidateError(f"candidate_patch as git applied it {why}")
         _git(
             tree,

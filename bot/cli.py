@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 from bot import __version__
-from bot.commands import accept, dashboard, history, ledger, lint, review, summary
+from bot.commands import accept, dashboard, history, init, ledger, lint, review, summary
+from bot.config import load_config
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
 from bot.safe import LogSafeFormatter, one_line
@@ -15,7 +17,7 @@ from bot.settings import Settings, load_settings
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 
-# Subcommands that need Settings; `lint` runs without them (it checks the configuration itself).
+# Subcommands that need Settings; `lint` and `init` run without them (they check the configuration itself).
 COMMANDS = {
     "review": review,
     "ledger": ledger,
@@ -24,16 +26,63 @@ COMMANDS = {
     "history": history,
     "dashboard": dashboard,
 }
+MODULES = (init, review, lint, ledger, accept, summary, history, dashboard)
+
+EXIT_CODES = """exit codes:
+  0  done (review: every gate passed)
+  1  review: a gate failed or a kernel could not be judged; lint: an error finding (--strict: a warning)
+  2  bad input or configuration: one line on stderr names it and how to fix it
+  3  an outside service (the gateway, GitHub, PostgreSQL) failed after retries; local results are written"""
+
+
+def common_flags(suppress: bool) -> argparse.ArgumentParser:
+    """The flags every command takes, before or after its name (`opgate -q review` = `opgate review -q`)."""
+    default = argparse.SUPPRESS if suppress else None
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("global options")
+    g.add_argument("-q", "--quiet", action="store_true", default=default or False, help="only warnings and results")
+    g.add_argument("--json", action="store_true", default=default or False, help="print the result as one JSON object")
+    g.add_argument(
+        "--create-ledger",
+        action="store_true",
+        default=default or False,
+        help="create a SQLite ledger's missing folder (otherwise a path whose folder does not exist is an error)",
+    )
+    return p
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="opgate", description="Gate changes to GPU kernels.")
+    p = argparse.ArgumentParser(
+        prog="opgate",
+        description="Gate changes to GPU kernels: the agent proposes, the local runner decides.",
+        epilog=EXIT_CODES,
+        formatter_class=_Formatter,
+        parents=[common_flags(suppress=False)],
+    )
     p.add_argument("--version", action="version", version=f"opgate {__version__}")
-    p.add_argument("-q", "--quiet", action="store_true", help="only warnings and the final lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (review, lint, ledger, accept, summary, history, dashboard):
+    shared = common_flags(suppress=True)
+    for module in MODULES:
         module.register(sub)
+    for parser in _all_parsers(p):
+        if parser is not p:
+            parser._add_container_actions(shared)
+            parser.epilog = EXIT_CODES if not parser.epilog else f"{parser.epilog}\n\n{EXIT_CODES}"
+            parser.formatter_class = _Formatter
     return p
+
+
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _all_parsers(sub)
+    return found
 
 
 def _setup_logging(quiet: bool, settings: Settings) -> None:
@@ -50,8 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "lint":
             return lint.run(args)
-        settings = load_settings()
-        _setup_logging(args.quiet, settings)
+        if args.command == "init":
+            return init.run(args)
+        config = load_config(getattr(args, "repo", None) or Path.cwd())
+        settings = load_settings(config=config)
+        if args.create_ledger:
+            settings = settings.model_copy(update={"create_ledger": True})
+        _setup_logging(args.quiet or args.json, settings)
         return COMMANDS[args.command].run(args, settings)
     except OpgateError as exc:
         print(f"opgate: error: {one_line(exc, limit=2000)}", file=sys.stderr)

@@ -16,7 +16,7 @@ from bot.drift import DriftCheck
 from bot.history import CaseFigure, MainCommit, ResourceFigure
 from bot.ledger.history import StoredReview
 from bot.ledger.models import AcceptanceRow, UsageRow
-from bot.tokens import DOMAINS, domain_scores, weeks_before
+from bot.tokens import domain_names, domain_scores, weeks_before
 
 TOKEN_WEEKS = 26  # at most this many weeks on the token charts
 TUNING_TABLES = ("tuning_trials", "tuning_runs")  # a tuning feature's table, when the ledger has one
@@ -35,6 +35,7 @@ class SiteData:
     acceptances: list[AcceptanceRow] = field(default_factory=list)
     usage: list[UsageRow] = field(default_factory=list)
     budgets: dict[str, int] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # configured domain -> its name in charts
     checks: list[DriftCheck] = field(default_factory=list)
     limit_pct: float = 5.0
     tuning_table: str | None = None
@@ -268,7 +269,7 @@ def token_table(data: SiteData) -> dict[str, list[DomainWeekCell]]:
     for u in data.usage:
         totals[u.domain][iso_week(_when(u.created_at))] += u.total_tokens
     table = {}
-    for domain in DOMAINS:
+    for domain in domain_names(data.labels or data.budgets, data.usage):
         cells = []
         for w in weeks:
             weekly, daily = domain_scores(data.usage, domain, w, data.generated_at)
@@ -301,11 +302,12 @@ def token_charts(data: SiteData) -> tuple[Chart, list[Chart]]:
                 Point(x=i, y=pct, label=f"{cell.week}: {cell.tokens:,} tokens, {pct:.1f}% of budget{note}", mark=mark)
             )
             abs_pts.append(Point(x=i, y=cell.tokens, label=f"{cell.week}: {cell.tokens:,} tokens{note}", mark=mark))
-        share.append(Series(name=DOMAINS[domain], points=pts))
+        name = data.labels.get(domain) or domain
+        share.append(Series(name=name, points=pts))
         budget = cells[0].budget if cells else 0
         per_domain.append(
             Chart(
-                title=f"{DOMAINS[domain]} ({domain}): tokens per week",
+                title=f"{name} ({domain}): tokens per week",
                 x_labels=labels,
                 y_label="tokens",
                 series=[Series(name="tokens", points=abs_pts)],

@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import __version__, gitio
 from bot.changes import parse_diff, touching
+from bot.config import RepoConfig
+from bot.coverage import coverage, unclaimed_reason, with_coverage
 from bot.environment import detect
 from bot.errors import InputError
 from bot.gate import overall
-from bot.manifest import KERNELS_DIR, MANIFEST_NAME, load_kernel
+from bot.manifest import find_manifests, load_kernel
 from bot.report import AgentReport, KernelReport, Report
-from bot.review import aggregate_agents
+from bot.review import aggregate_agents, no_manifest
 from bot.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -37,37 +39,50 @@ class PlannedKernel(BaseModel):
     domain: str
 
 
-def _manifests(tree: Path) -> dict[str, tuple[list[str], str] | None]:
-    """Kernel name -> (globs, domain), or None for a kernel whose definition does not load."""
-    found: dict[str, tuple[list[str], str] | None] = {}
-    for manifest in sorted((tree / KERNELS_DIR).glob(f"*/{MANIFEST_NAME}")):
+def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, tuple[list[str], str] | None]]:
+    """Kernel name -> (its folder, (globs, domain)), the second None for a kernel whose definition does not load."""
+    found: dict[str, tuple[str, tuple[list[str], str] | None]] = {}
+    for name, folder in find_manifests(tree, config.manifests).items():
         try:
-            kernel = load_kernel(manifest.parent)
+            kernel = load_kernel(tree / folder, config=config, path=folder)
         except InputError:
-            found[manifest.parent.name] = None
+            found[name] = (folder, None)
             continue
-        found[kernel.name] = (list(kernel.manifest.globs), kernel.manifest.domain.value)
+        found[name] = (folder, (list(kernel.manifest.globs), kernel.manifest.domain))
     return found
 
 
-def plan(repo: Path, base: str, head: str) -> list[PlannedKernel]:
+class Plan(BaseModel):
+    """What `--plan` found: the kernels to review, and kernel sources no manifest claims (which fail it)."""
+
+    kernels: list[PlannedKernel]
+    unclaimed: str | None = None  # the reason, when a changed *.cu/*.cuh lies in no kernel's globs
+
+
+def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> Plan:
     """The kernels `base...head` touches (as `opgate review` decides it), with the base branch's domain."""
+    config = config or RepoConfig()
     top = gitio.toplevel(repo)
     base_sha, head_sha = gitio.resolve(top, base), gitio.resolve(top, head)
     changes = parse_diff(gitio.diff(top, base_sha, head_sha))
     with gitio.worktree(top, base_sha) as base_tree, gitio.worktree(top, head_sha) as head_tree:
-        at_base, at_head = _manifests(base_tree), _manifests(head_tree)
-    planned = []
+        at_base, at_head = _manifests(base_tree, config), _manifests(head_tree, config)
+    if not at_base and not at_head:
+        raise no_manifest(config)
+    planned, every_glob = [], []
     for name in sorted(set(at_base) | set(at_head)):
+        folder = (at_head.get(name) or at_base[name])[0]
         if not NAME.fullmatch(name):
-            raise InputError(f"{KERNELS_DIR}/{name}: a kernel folder name must match {NAME.pattern}")
-        b, h = at_base.get(name), at_head.get(name)
-        globs = [g for side in (b, h) if side for g in side[0]] or [f"{KERNELS_DIR}/{name}/**"]
+            raise InputError(f"{folder}: a kernel folder name must match {NAME.pattern}")
+        b, h = at_base.get(name, (folder, None))[1], at_head.get(name, (folder, None))[1]
+        globs = [g for side in (b, h) if side for g in side[0]] or [f"{folder}/**"]
+        every_glob += globs
         broken = name in at_head and h is None
         if broken or touching(changes, globs):
             domain = (b or h or ([], "unknown"))[1]
             planned.append(PlannedKernel(kernel=name, domain=domain))
-    return planned
+    cov = coverage(changes, every_glob, {}, ignore=config.ignore)
+    return Plan(kernels=planned, unclaimed=unclaimed_reason(cov) if cov.kernel_sources.total else None)
 
 
 def matrix(planned: list[PlannedKernel]) -> str:
@@ -190,11 +205,12 @@ def merge(
     if environment is None:
         environment = detect()
     ordered = [kernels[name] for name in sorted(kernels)]
+    cov = next((p.report.coverage for p in parts if p.report and p.report.coverage), None)
     report = Report(
         base_sha=base_sha,
         head_sha=head_sha,
         pr=pr,
-        verdict=overall(ordered),
+        verdict=with_coverage(overall(ordered), cov),
         kernels=ordered,
         agents=agent_reports,
         agent=aggregate_agents(agent_reports),
@@ -203,6 +219,6 @@ def merge(
         health=health,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         opgate_version=__version__,
-        coverage=next((p.report.coverage for p in parts if p.report and p.report.coverage), None),
+        coverage=cov,
     )
     return report, list(dict.fromkeys(unseen))

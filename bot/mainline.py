@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.changes import matches
+from bot.config import RepoConfig
 from bot.drift import Reference
 from bot.errors import GitError, InputError
 from bot.gitio import git, resolve
-from bot.manifest import KERNELS_DIR, MANIFEST_NAME, load_kernel
+from bot.manifest import find_manifests, load_kernel
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +68,15 @@ def chain(repo: Path, ref: str, head: str) -> list[str]:
     return git(repo, "rev-list", "--first-parent", "--reverse", f"{ref}..{head}").split()
 
 
-def kernel_globs(repo: Path) -> dict[str, list[str]]:
+def kernel_globs(repo: Path, config: RepoConfig | None = None) -> dict[str, list[str]]:
     """Kernel name -> its change globs, from the manifests in the working tree (broken ones left out, logged)."""
+    config = config or RepoConfig()
     found = {}
-    for manifest in sorted((repo / KERNELS_DIR).glob(f"*/{MANIFEST_NAME}")):
+    for name, folder in find_manifests(repo, config.manifests).items():
         try:
-            kernel = load_kernel(manifest.parent)
+            kernel = load_kernel(repo / folder, config=config, path=folder)
         except InputError as exc:
-            log.warning("kernel %s not loaded for drift gaps: %s", manifest.parent.name, exc)
+            log.warning("kernel %s not loaded for drift gaps: %s", name, exc)
             continue
         found[kernel.name] = list(kernel.manifest.globs)
     return found

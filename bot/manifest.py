@@ -1,13 +1,12 @@
-"""Kernel manifests (`kernels/<name>/kernel.toml`), tunable configs and agent task files."""
+"""Kernel manifests (`<root>/<name>/kernel.toml`), tunable configs and agent task files."""
 
 from __future__ import annotations
 
 import json
 import re
 import tomllib
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,14 +23,11 @@ from pydantic import (
 from bot import expr
 from bot.errors import InputError
 
-KERNELS_DIR = "kernels"
+if TYPE_CHECKING:
+    from bot.config import RepoConfig
+
+KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
 MANIFEST_NAME = "kernel.toml"
-
-
-class Domain(StrEnum):
-    deepgemm = "deepgemm"
-    flashmla = "flashmla"
-    v41_attention = "v41_attention"
 
 
 class _Strict(BaseModel):
@@ -149,7 +145,7 @@ class KernelManifest(_Strict):
     """The contract of one kernel folder; see the README's "Kernel manifest"."""
 
     name: str = Field(pattern=r"^[a-z0-9_]+$")
-    domain: Domain
+    domain: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="one of the repository's configured domains")
     description: str = ""
     globs: list[str] = Field(min_length=1)
     config: str = "tile_config.json"
@@ -221,10 +217,15 @@ class Kernel(BaseModel):
     folder: Path
     config: dict[str, Any]
     task: AgentTask | None
+    path: str = Field("", description="the kernel's folder relative to the repository root, e.g. kernels/gemm")
 
     @property
     def name(self) -> str:
         return self.manifest.name
+
+    @property
+    def globs(self) -> list[str]:
+        return list(self.manifest.globs)
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -242,40 +243,69 @@ def load_task(path: Path) -> AgentTask:
         raise InputError(f"{path}: {_first_error(exc)}") from exc
 
 
-def load_kernel(folder: Path) -> Kernel:
-    """Load and validate `folder/kernel.toml` and the files it names."""
-    path = folder / MANIFEST_NAME
+def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | None = None) -> Kernel:
+    """Load and validate `folder/kernel.toml` and the files it names.
+
+    With the repository's `config`, its thresholds are the defaults of `[constraints]` and the domain must be
+    one it configures. `path` is the folder relative to the repository root (default `kernels/<folder>`).
+    """
+    where = folder / MANIFEST_NAME
     try:
-        manifest = KernelManifest.model_validate(tomllib.loads(path.read_text()))
+        raw = tomllib.loads(where.read_text())
     except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise InputError(f"{where}: cannot read: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{path}: not valid TOML: {exc}") from exc
+        raise InputError(f"{where}: not valid TOML: {exc}") from exc
+    if config is not None and config.constraints and isinstance(raw.get("constraints", {}), dict):
+        raw["constraints"] = {**config.constraints, **raw.get("constraints", {})}
+    try:
+        manifest = KernelManifest.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{path}: {_first_error(exc)}") from exc
+        raise InputError(f"{where}: {_first_error(exc)}") from exc
     if manifest.name != folder.name:
-        raise InputError(f"{path}: name {manifest.name!r} differs from its folder {folder.name!r}")
+        raise InputError(f"{where}: name {manifest.name!r} differs from its folder {folder.name!r}")
+    if config is not None and (why := config.check_domain(manifest.domain)) is not None:
+        raise InputError(f"{where}: {why}")
     config_path = folder / manifest.config
     try:
-        config = json.loads(config_path.read_text())
+        tunables = json.loads(config_path.read_text())
     except OSError as exc:
         raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"{config_path}: not valid JSON: {exc}") from exc
-    if not isinstance(config, dict):
+    if not isinstance(tunables, dict):
         raise InputError(f"{config_path}: must be a JSON object of tunables")
     task_path = folder / manifest.task
     task = load_task(task_path) if task_path.exists() else None
-    return Kernel(manifest=manifest, folder=folder, config=config, task=task)
+    return Kernel(
+        manifest=manifest, folder=folder, config=tunables, task=task, path=path or f"{KERNELS_DIR}/{folder.name}"
+    )
 
 
-def discover(root: Path) -> dict[str, Kernel]:
-    """Every kernel under `root/kernels/*/kernel.toml`, by name."""
-    kernels: dict[str, Kernel] = {}
-    base = root / KERNELS_DIR
-    if not base.is_dir():
-        return kernels
-    for manifest in sorted(base.glob(f"*/{MANIFEST_NAME}")):
-        kernel = load_kernel(manifest.parent)
-        kernels[kernel.name] = kernel
-    return kernels
+def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
+    """Kernel name (its folder's name) -> its folder relative to `tree`, for every kernel.toml the globs match.
+
+    Two kernels with one name in different folders are bad input (a kernel is known by its name)."""
+    found: dict[str, str] = {}
+    manifests = {m for g in globs for m in tree.glob(g) if m.name == MANIFEST_NAME and m.is_file()}
+    for manifest in sorted(manifests):
+        rel = manifest.relative_to(tree).as_posix()
+        if rel.startswith(".git/"):
+            continue
+        folder = rel.rpartition("/")[0]
+        name = folder.rpartition("/")[2]
+        if not folder:
+            raise InputError(f"{rel}: a kernel.toml must sit in its kernel's own folder, not the repository root")
+        if name in found:
+            raise InputError(f"two kernels named {name}: {found[name]}/ and {folder}/; rename one folder")
+        found[name] = folder
+    return found
+
+
+def discover(root: Path, config: RepoConfig | None = None) -> dict[str, Kernel]:
+    """Every kernel the configuration's manifest globs find under `root`, by name."""
+    globs = config.manifests if config is not None else [f"{KERNELS_DIR}/*/{MANIFEST_NAME}"]
+    return {
+        name: load_kernel(root / folder, config=config, path=folder)
+        for name, folder in find_manifests(root, globs).items()
+    }

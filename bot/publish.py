@@ -17,7 +17,7 @@ from bot.github import CommentRef, GitHubEdge, StatusRef, StatusState
 from bot.ledger import AcceptanceRow, Ledger, UsageRow
 from bot.render import REVIEW_MARKER, render_comment
 from bot.report import Report
-from bot.settings import DomainTokens, Settings
+from bot.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def pr_context(
 
 def week_budgets(ledger: Ledger, settings: Settings, domains: Sequence[str]) -> dict[str, BudgetState]:
     """This ISO week's budget state of each known domain (read only)."""
-    known = [d for d in domains if d in DomainTokens.model_fields]
+    known = [d for d in domains if d in settings.domains]
     return {d: state(ledger, domain=d, limit=settings.budget_weekly.get(d)) for d in known}
 
 

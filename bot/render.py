@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,8 @@ from bot.gate import match_base
 from bot.report import Occupancy, Report, Resource
 from bot.safe import Safe, code, comment_safe, fence, untrusted
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
+TEMPLATES = Path(str(resources.files("bot.templates")))
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
 ACCEPT_MARKER = Safe("<!-- opgate:accept -->")
 

@@ -200,6 +200,11 @@ class Coverage(_Model):
     binary: Listed = Field(default_factory=Listed)
     large: Listed = Field(default_factory=Listed, description="over size_limit_bytes in head")
     unmatched: Listed = Field(default_factory=Listed, description="matched by no kernel's globs: no gate ran")
+    kernel_sources: Listed = Field(
+        default_factory=Listed,
+        description="unmatched files that look like kernel sources (*.cu, *.cuh): the review fails until a manifest "
+        "claims them or the configuration ignores them",
+    )
 
 
 class Environment(_Model):

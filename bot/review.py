@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import logging
 import time
@@ -20,7 +21,8 @@ from bot.agent.run import AgentFailed, ask
 from bot.build import Built, build, defines, verify
 from bot.candidates import CandidateError, applied
 from bot.changes import FileChange, parse_diff, touching
-from bot.coverage import coverage
+from bot.config import RepoConfig
+from bot.coverage import coverage, unclaimed_reason, with_coverage
 from bot.environment import cpu_name, detect, driver_version
 from bot.errors import BuildError, InputError
 from bot.flags import check_defines, check_flags
@@ -28,7 +30,7 @@ from bot.gate import BASE, HEAD, Policy, judge_case, judge_kernel, overall
 from bot.health import snapshot
 from bot.launch import describe_kernel
 from bot.ledger import BaselineRow, Ledger
-from bot.manifest import KERNELS_DIR, MANIFEST_NAME, Case, Constraints, Kernel, load_kernel
+from bot.manifest import MANIFEST_NAME, Case, Constraints, Kernel, find_manifests, load_kernel
 from bot.progress import Steps
 from bot.render import render_comment
 from bot.report import (
@@ -92,23 +94,29 @@ class _Side:
     tree: Path
     kernels: dict[str, Kernel] = field(default_factory=dict)
     broken: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, str] = field(default_factory=dict)  # kernel -> its folder from the repository root
 
 
-def _load_side(sha: str, tree: Path) -> _Side:
+def _load_side(sha: str, tree: Path, config: RepoConfig) -> _Side:
+    """The kernels the configuration's manifest globs find in one checkout (its own manifests, base's config)."""
     side = _Side(sha=sha, tree=tree)
-    for manifest in sorted((tree / KERNELS_DIR).glob(f"*/{MANIFEST_NAME}")):
-        name = manifest.parent.name
+    for name, folder in find_manifests(tree, config.manifests).items():
+        side.folders[name] = folder
         try:
-            side.kernels[name] = load_kernel(manifest.parent)
+            side.kernels[name] = load_kernel(tree / folder, config=config, path=folder)
         except InputError as exc:
             side.broken[name] = str(exc).replace(str(tree) + "/", "")
     return side
 
 
 @contextlib.contextmanager
-def _checkouts(repo: Path, base: str, head: str) -> Iterator[tuple[_Side, _Side]]:
+def _checkouts(repo: Path, base: str, head: str, config: RepoConfig) -> Iterator[tuple[_Side, _Side]]:
     with gitio.worktree(repo, base) as base_tree, gitio.worktree(repo, head) as head_tree:
-        yield _load_side(base, base_tree), _load_side(head, head_tree)
+        yield _load_side(base, base_tree, config), _load_side(head, head_tree, config)
+
+
+def folder_of(name: str, base: _Side, head: _Side) -> str:
+    return head.folders.get(name) or base.folders[name]
 
 
 def _all_globs(names: list[str], base: _Side, head: _Side) -> list[str]:
@@ -116,8 +124,16 @@ def _all_globs(names: list[str], base: _Side, head: _Side) -> list[str]:
     globs = []
     for name in names:
         known = [k.manifest.globs for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
-        globs += [g for gs in known for g in gs] or [f"{KERNELS_DIR}/{name}/**"]
+        globs += [g for gs in known for g in gs] or [f"{folder_of(name, base, head)}/**"]
     return globs
+
+
+def no_manifest(config: RepoConfig) -> InputError:
+    globs = ", ".join(config.manifests)
+    return InputError(
+        f"no kernel manifest found: {globs} match no kernel.toml in base or head; set manifests in "
+        f"{config.where()} to where your kernels are (opgate init writes one)"
+    )
 
 
 def _to_build(b: Built) -> Build:
@@ -137,6 +153,11 @@ class Reviewer:
         self.ledger = ledger
         self.session = session
         self.env: Environment = detect()
+        if not request.agent_only and (missing := _missing_runner()):
+            raise InputError(
+                f"opgate review builds and runs kernels, which needs {missing}: pip install 'opgate[runner]' "
+                "(or use --plan, --agent-only or --merge, which do not)"
+            )
         self.sandbox = Sandbox.detect()
         if request.require_isolation and not self.sandbox.isolated:
             raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
@@ -172,11 +193,17 @@ class Reviewer:
         kernels: list[KernelReport] = []
         with contextlib.ExitStack() as stack:
             stack.enter_context(self.steps)
+            config = self.settings.repo_config
             with self.phase("checkout"):
-                base, head = stack.enter_context(_checkouts(repo, base_sha, head_sha))
-            names = sorted(set(base.kernels) | set(head.kernels) | set(base.broken) | set(head.broken))
+                base, head = stack.enter_context(_checkouts(repo, base_sha, head_sha, config))
+            names = sorted(set(base.folders) | set(head.folders))
+            if not names:
+                raise no_manifest(config)
             with self.phase("git"):
-                self.coverage = coverage(changes, _all_globs(names, base, head), gitio.sizes(repo, head_sha))
+                globs = _all_globs(names, base, head)
+                self.coverage = coverage(changes, globs, gitio.sizes(repo, head_sha), ignore=config.ignore)
+            if self.coverage.kernel_sources.total:
+                log.warning("%s", unclaimed_reason(self.coverage))
             if req.only_kernel is not None:
                 if req.only_kernel not in names:
                     raise InputError(f"--kernel {req.only_kernel}: no such kernel (have: {', '.join(names)})")
@@ -189,7 +216,7 @@ class Reviewer:
             base_sha=base_sha,
             head_sha=head_sha,
             pr=req.pr,
-            verdict=overall(kernels),
+            verdict=with_coverage(overall(kernels), self.coverage),
             kernels=kernels,
             agents=self.agents,
             agent=aggregate_agents(self.agents),
@@ -220,10 +247,10 @@ class Reviewer:
         self, name: str, base: _Side, head: _Side, changes: list[FileChange], *, candidate_pass: bool = False
     ) -> KernelReport:
         head_k, base_k = head.kernels.get(name), base.kernels.get(name)
-        globs = [g for k in (head_k, base_k) if k for g in k.manifest.globs] or [f"{KERNELS_DIR}/{name}/**"]
+        globs = [g for k in (head_k, base_k) if k for g in k.manifest.globs] or [f"{folder_of(name, base, head)}/**"]
         touched = touching(changes, globs)
         known = head_k or base_k
-        domain = known.manifest.domain.value if known else "unknown"
+        domain = known.manifest.domain if known else "unknown"
         report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
         if name in head.broken:
             report.verdict = "fail"
@@ -285,8 +312,8 @@ class Reviewer:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
         with self.phase("candidate"):
             try:
-                with applied(self.repo, head.sha, patch, report.name) as cand:
-                    side = _load_side(cand.sha, cand.tree)
+                with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
+                    side = _load_side(cand.sha, cand.tree, self.settings.repo_config)
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
                     report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
             except CandidateError as exc:
@@ -300,7 +327,7 @@ class Reviewer:
             report.notes.append("new kernel: judged by its own manifest and reference")
             return
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
-        prefix = f"{KERNELS_DIR}/{head_k.name}/"
+        prefix = f"{head_k.path}/"
         for c in touched:
             if c.path.removeprefix(prefix) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
@@ -475,6 +502,12 @@ class Reviewer:
             elif base_b is not None and result.base_p50_ms is not None:
                 self._baseline(judge, by_name[name], base_b, result)  # the measurement the report shows
         return reports
+
+
+def _missing_runner() -> str | None:
+    """What the runner extra provides and this environment lacks (torch, ninja), or None."""
+    missing = [m for m in ("torch", "ninja") if importlib.util.find_spec(m) is None]
+    return " and ".join(missing) or None
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:

@@ -177,10 +177,12 @@ def command(bwrap: str, spec: Spec, argv: Sequence[str]) -> list[str]:
             args += ["--ro-bind", d, d]
     for f in ETC_FILES:
         args += ["--ro-bind-try", f, f]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    # The private /tmp first: an interpreter or venv that lives under /tmp (an installed opgate in a CI temp
+    # folder) is bound over it below, not hidden by it.
+    args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp"] if _supports(bwrap, "--size") else ["--tmpfs", "/tmp"]
     for root in [*_python_roots(), *([c] if (c := _cuda_root()) else [])]:
         args += ["--ro-bind", str(root), str(root)]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(TMP_SIZE_BYTES), "--tmpfs", "/tmp"] if _supports(bwrap, "--size") else ["--tmpfs", "/tmp"]
     if spec.gpu:
         for device in _gpu_devices():
             args += ["--dev-bind", str(device), str(device)]

@@ -1,14 +1,16 @@
-"""Settings: read once from the environment in `main`, frozen afterwards."""
+"""Settings: read once in `main` from the repository's configuration and the environment, frozen afterwards."""
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
+from bot.config import RepoConfig
 from bot.errors import InputError
 
 # Every variable opgate reads, with its default and meaning. The README table and
@@ -28,23 +30,16 @@ VARIABLES: dict[str, str] = {
     "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
     "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit after a re-measure: neutral (default) or fail",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
-    "TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "gateway key for the deepgemm domain",
-    "TAOTOKEN_API_KEY_FLASHMLA_AGENT": "gateway key for the flashmla domain",
-    "TAOTOKEN_API_KEY_V41_ATTENTION_AGENT": "gateway key for the v41_attention domain",
-    "TAOTOKEN_API_KEY_CI_SUMMARY": "gateway key for CI summaries",
+    # Per domain (the repository's [tool.opgate.domains]): its key variable, named there, and two overrides.
+    "<DOMAIN KEY>": "a domain's gateway key, in the variable its [tool.opgate.domains.<domain>] key names",
+    "OPGATE_AGENT_KEY": "the key of the one domain `opgate review --kernel K` asks (CI: environment opgate-<domain>)",
     # Agent requests and token budgets (bot/agent, bot/budget.py).
     "OPGATE_AGENT_WIRE": "gateway wire: openai (/v1/chat/completions, default) or anthropic (/v1/messages)",
     "OPGATE_AGENT_MAX_TOKENS": "completion cap per agent request, tokens (default 2048)",
     "OPGATE_AGENT_RETRIES": "retries after a 429 rate limit, 5xx/529 or a timeout (default 4)",
     "OPGATE_AGENT_BACKOFF_S": "first retry pause, seconds; doubles per retry up to 30 s, with jitter (default 1)",
-    "OPGATE_BUDGET_WEEKLY_DEEPGEMM": "weekly token budget, deepgemm domain (default 500000)",
-    "OPGATE_BUDGET_WEEKLY_FLASHMLA": "weekly token budget, flashmla domain (default 800000)",
-    "OPGATE_BUDGET_WEEKLY_V41_ATTENTION": "weekly token budget, v41_attention domain (default 520000)",
-    "OPGATE_BUDGET_WEEKLY_CI_SUMMARY": "weekly token budget, CI summaries (default 200000)",
-    "OPGATE_BUDGET_REQUEST_DEEPGEMM": "prompt token budget per request, deepgemm domain (default 5000)",
-    "OPGATE_BUDGET_REQUEST_FLASHMLA": "prompt token budget per request, flashmla domain (default 6000)",
-    "OPGATE_BUDGET_REQUEST_V41_ATTENTION": "prompt token budget per request, v41_attention domain (default 8000)",
-    "OPGATE_BUDGET_REQUEST_CI_SUMMARY": "prompt token budget per request, CI summaries (default 12000)",
+    "OPGATE_BUDGET_WEEKLY_<DOMAIN>": "override a configured domain's weekly token budget (weekly_budget)",
+    "OPGATE_BUDGET_REQUEST_<DOMAIN>": "override a configured domain's prompt token budget per request (request_budget)",
     # GitHub (opgate summary --post).
     "GITHUB_API_URL": "GitHub REST API root (default https://api.github.com; set by Actions)",
     "GITHUB_TOKEN": "token for posting issues and comments (Actions' GITHUB_TOKEN)",
@@ -58,7 +53,9 @@ VARIABLES: dict[str, str] = {
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
 }
 
-KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
+AGENT_KEY = "OPGATE_AGENT_KEY"
+KEY_PREFIX = "TAOTOKEN_API_KEY_"  # the users' naming: any such variable is scrubbed from output, configured or not
+BUDGET_PREFIXES = {"OPGATE_BUDGET_WEEKLY_": "weekly_budget", "OPGATE_BUDGET_REQUEST_": "request_budget"}
 # Secrets opgate does not use for the gateway but must never print.
 SCRUBBED_VARIABLES = (
     "GITHUB_TOKEN",
@@ -68,6 +65,9 @@ SCRUBBED_VARIABLES = (
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_API_KEY",
 )
+
+
+DEFAULT_LEDGER = "reports/opgate.sqlite"
 
 
 class MeasureSettings(BaseModel):
@@ -85,36 +85,26 @@ class MeasureSettings(BaseModel):
     warmup_calls: int = 3
 
 
-class DomainTokens(BaseModel):
-    """A token count per agent domain (the three kernel domains and CI summaries)."""
+class DomainTokens(RootModel[dict[str, int]]):
+    """A token count per configured agent domain (weekly or per-request budgets)."""
 
     model_config = ConfigDict(frozen=True)
 
-    deepgemm: int = Field(gt=0)
-    flashmla: int = Field(gt=0)
-    v41_attention: int = Field(gt=0)
-    ci_summary: int = Field(gt=0)
-
     def get(self, domain: str) -> int:
-        return int(getattr(self, domain))
+        if domain not in self.root:
+            raise InputError(f"domain {domain!r} has no token budget: configure it in [tool.opgate.domains]")
+        return self.root[domain]
 
 
-class WeeklyBudgets(DomainTokens):
-    """Tokens per domain per ISO week: the users' per-task totals × 25 task runs a week, rounded."""
+class DomainSettings(BaseModel):
+    """One configured domain after the environment's overrides."""
 
-    deepgemm: int = Field(500_000, gt=0)  # 19,800 per DeepGEMM tile search
-    flashmla: int = Field(800_000, gt=0)  # 32,000 per FlashMLA mask-branch task
-    v41_attention: int = Field(520_000, gt=0)  # 20,800 per V4.1 split-K task
-    ci_summary: int = Field(200_000, gt=0)  # 7,500 per CI summary
+    model_config = ConfigDict(frozen=True)
 
-
-class RequestBudgets(DomainTokens):
-    """Prompt tokens per request: twice the users' average input per request, rounded."""
-
-    deepgemm: int = Field(5_000, gt=0)
-    flashmla: int = Field(6_000, gt=0)
-    v41_attention: int = Field(8_000, gt=0)
-    ci_summary: int = Field(12_000, gt=0)
+    key: str
+    weekly_budget: int = Field(gt=0)
+    request_budget: int = Field(gt=0)
+    label: str
 
 
 class Settings(BaseModel):
@@ -122,7 +112,8 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    database_url: str = "reports/opgate.sqlite"
+    database_url: str = DEFAULT_LEDGER
+    create_ledger: bool = Field(True, description="create a SQLite ledger's folder (only the built-in default)")
     build_dir: Path = Path("~/.cache/opgate/build").expanduser()
     case_timeout_s: float | None = None
     agent_timeout_s: float = 120.0
@@ -134,8 +125,8 @@ class Settings(BaseModel):
     agent_max_tokens: int = Field(2048, ge=16)
     agent_retries: int = Field(4, ge=0, le=10)
     agent_backoff_s: float = Field(1.0, ge=0)
-    budget_weekly: WeeklyBudgets = WeeklyBudgets()
-    budget_request: RequestBudgets = RequestBudgets()
+    domains: dict[str, DomainSettings] = Field(default_factory=dict)
+    repo_config: RepoConfig = Field(default_factory=RepoConfig, description="the repository's opgate configuration")
     github_api_url: str = "https://api.github.com"
     github_repository: str | None = None
     github_token: str | None = Field(None, repr=False)
@@ -146,6 +137,7 @@ class Settings(BaseModel):
     drift_reference: str = Field("release", min_length=1)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
+    agent_key: str | None = Field(None, repr=False, description="OPGATE_AGENT_KEY: one domain's key, one kernel")
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
     extra_secrets: tuple[str, ...] = Field((), repr=False)
 
@@ -154,7 +146,23 @@ class Settings(BaseModel):
 
     def secrets(self) -> list[str]:
         """Every secret value known to this process, for the log and output scrubbers."""
-        return [*self.keys.values(), *self.extra_secrets]
+        return [*self.keys.values(), *([self.agent_key] if self.agent_key else []), *self.extra_secrets]
+
+    @property
+    def budget_weekly(self) -> DomainTokens:
+        return DomainTokens({name: d.weekly_budget for name, d in self.domains.items()})
+
+    @property
+    def budget_request(self) -> DomainTokens:
+        return DomainTokens({name: d.request_budget for name, d in self.domains.items()})
+
+    def labels(self) -> dict[str, str]:
+        """Domain -> how summaries and the dashboard name it."""
+        return {name: d.label for name, d in self.domains.items()}
+
+    def key_variable(self, domain: str) -> str | None:
+        d = self.domains.get(domain)
+        return d.key if d is not None else None
 
 
 # Variable -> where its value goes in Settings (a dotted path).
@@ -176,8 +184,6 @@ _FIELDS: dict[str, str] = {
     "OPGATE_AGENT_MAX_TOKENS": "agent_max_tokens",
     "OPGATE_AGENT_RETRIES": "agent_retries",
     "OPGATE_AGENT_BACKOFF_S": "agent_backoff_s",
-    **{f"OPGATE_BUDGET_WEEKLY_{d.upper()}": f"budget_weekly.{d}" for d in DomainTokens.model_fields},
-    **{f"OPGATE_BUDGET_REQUEST_{d.upper()}": f"budget_request.{d}" for d in DomainTokens.model_fields},
     "GITHUB_API_URL": "github_api_url",
     "GITHUB_REPOSITORY": "github_repository",
     "GITHUB_TOKEN": "github_token",
@@ -189,20 +195,33 @@ _FIELDS: dict[str, str] = {
 }
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Build Settings from the environment (or a given mapping, for tests)."""
+def load_settings(env: Mapping[str, str] | None = None, config: RepoConfig | None = None) -> Settings:
+    """Build Settings from the repository's configuration and the environment (or given ones, for tests).
+
+    Without `config`, no domain is configured: the agent is never asked and no budget applies."""
     env = os.environ if env is None else env
-    raw: dict[str, Any] = {"measure": {}, "budget_weekly": {}, "budget_request": {}}
+    config = config if config is not None else RepoConfig()
+    raw: dict[str, Any] = {"measure": {}, "repo_config": config}
+    if (ledger := config.ledger_url()) is not None:
+        raw["database_url"], raw["create_ledger"] = ledger, False
+    if config.inconclusive is not None:
+        raw["inconclusive_policy"] = config.inconclusive
     for variable, path in _FIELDS.items():
         value = env.get(variable, "").strip()
         if not value:
             continue
         if variable == "OPGATE_BUILD_DIR":
             value = str(Path(value).expanduser())
+        if variable == "OPGATE_DATABASE_URL":
+            raw["create_ledger"] = False
         section, _, field = path.rpartition(".")
         (raw[section] if section else raw)[field] = value
-    raw["keys"] = {name: env[name] for name in KEY_VARIABLES if env.get(name, "").strip()}
-    raw["extra_secrets"] = tuple(env[n] for n in SCRUBBED_VARIABLES if env.get(n, "").strip())
+    raw["domains"] = _domains(env, config)
+    raw["keys"] = {d["key"]: env[d["key"]] for d in raw["domains"].values() if env.get(d["key"], "").strip()}
+    raw["agent_key"] = env.get(AGENT_KEY, "").strip() or None
+    scrubbed = [n for n in SCRUBBED_VARIABLES if env.get(n, "").strip()]
+    scrubbed += [n for n in env if n.startswith(KEY_PREFIX) and n not in raw["keys"] and env[n].strip()]
+    raw["extra_secrets"] = tuple(env[n] for n in scrubbed)
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
@@ -210,3 +229,35 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         path = ".".join(str(part) for part in first["loc"])
         variable = next((v for v, p in _FIELDS.items() if p == path), path)
         raise InputError(f"bad setting {variable}={env.get(variable, '')!r}: {first['msg']}") from exc
+
+
+def _domains(env: Mapping[str, str], config: RepoConfig) -> dict[str, dict[str, Any]]:
+    """The configured domains with OPGATE_BUDGET_WEEKLY_<DOMAIN> / OPGATE_BUDGET_REQUEST_<DOMAIN> applied."""
+    domains = {
+        name: {
+            "key": config.key_variable(name),
+            "weekly_budget": d.weekly_budget,
+            "request_budget": d.request_budget,
+            "label": config.label(name),
+        }
+        for name, d in config.domains.items()
+    }
+    for variable, value in env.items():
+        prefix = next((p for p in BUDGET_PREFIXES if variable.startswith(p)), None)
+        if prefix is None or not value.strip():
+            continue
+        domain = variable.removeprefix(prefix).lower()
+        if domain not in domains:
+            raise InputError(
+                f"bad setting {variable}: {config.check_domain(domain)}, or unset {variable}"
+                if re.fullmatch(r"[a-z][a-z0-9_]*", domain)
+                else f"bad setting {variable}: not a domain name after {prefix}"
+            )
+        try:
+            tokens = int(value.strip().replace("_", ""))
+        except ValueError:
+            tokens = 0
+        if tokens <= 0:
+            raise InputError(f"bad setting {variable}={value.strip()!r}: a positive whole number of tokens")
+        domains[domain][BUDGET_PREFIXES[prefix]] = tokens
+    return domains

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,8 @@ from markupsafe import Markup
 
 from bot import charts, dashboard
 from bot.dashboard import SiteData
-from bot.tokens import DOMAINS
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "dashboard"
+TEMPLATES = Path(str(resources.files("bot.templates"))) / "dashboard"  # shipped inside the package
 FIXED_PAGES = ("index.html", "tokens.html", "tuning.html")
 LATEST_COMMITS = 15
 
@@ -82,7 +82,7 @@ def pages(data: SiteData, where: str) -> dict[str, str]:
             charts=per_domain,
             table=dashboard.token_table(data),
             weeks=dashboard.token_weeks(data),
-            labels=DOMAINS,
+            labels={d: data.labels.get(d) or d for d in dashboard.token_table(data)},
         ),
         "tuning.html": env.get_template("tuning.html.j2").render(
             **common,

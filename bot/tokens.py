@@ -13,12 +13,6 @@ from pydantic import BaseModel, ConfigDict
 from bot.budget import iso_week, week_start
 from bot.ledger import UsageRow, VerdictRow
 
-DOMAINS: dict[str, str] = {
-    "deepgemm": "DeepGEMM",
-    "flashmla": "FlashMLA",
-    "v41_attention": "V4.1 attention",
-    "ci_summary": "CI summary",
-}
 THRESHOLD = 3.5  # |M| above this is unusual (Iglewicz and Hoaglin)
 MIN_HISTORY = 7  # points of history needed before a score means anything
 WEEKLY_FLOOR = 50_000  # and the spend must differ from the median by at least this many tokens
@@ -198,9 +192,11 @@ def weekly_summary(
     *,
     verdicts: Iterable[VerdictRow] = (),
     now: datetime | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> WeeklySummary:
     """The users' token table for `week` (requests, averages, total, budget, % used, anomaly, local action)
-    and the last CHART_WEEKS weeks' totals per domain."""
+    and the last CHART_WEEKS weeks' totals per domain: the configured domains (`labels`, else `budgets`) in
+    their order, then any other domain the rows spent tokens in (no budget)."""
     start = week_start(week)
     now = now or datetime.now(UTC)
     all_rows = list(rows)
@@ -210,8 +206,10 @@ def weekly_summary(
     by_week: dict[str, Counter[str]] = defaultdict(Counter)
     for r in all_rows:
         by_week[r.domain][iso_week(_when(r.created_at))] += r.total_tokens
+    names = domain_names(labels if labels is not None else budgets, all_rows)
     domains = []
-    for domain, label in DOMAINS.items():
+    for domain in names:
+        label = (labels or {}).get(domain) or domain
         answered = [r for r in in_week if r.domain == domain and r.status == "ok"]
         total = sum(r.total_tokens for r in in_week if r.domain == domain)
         budget = int(budgets.get(domain, 0))
@@ -240,5 +238,11 @@ def weekly_summary(
         end=(start + timedelta(days=6)).date(),
         domains=domains,
         weeks=chart_weeks,
-        history={d: [by_week[d][w] for w in chart_weeks] for d in DOMAINS},
+        history={d: [by_week[d][w] for w in chart_weeks] for d in names},
     )
+
+
+def domain_names(configured: Iterable[str], rows: Iterable[UsageRow]) -> list[str]:
+    """The configured domains in their order, then the other domains rows name (sorted)."""
+    known = list(configured)
+    return known + sorted({r.domain for r in rows if r.domain} - set(known))

@@ -12,8 +12,20 @@ from pathlib import Path
 
 import pytest
 
+from bot.config import load_config
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
+
+
+def repo_config_toml() -> str:
+    """This repository's [tool.opgate] tables (pyproject.toml) as an opgate.toml for a scratch repository."""
+    text = (ROOT / "pyproject.toml").read_text()
+    section = text[text.index("[tool.opgate]") : text.index("[tool.ruff]")]
+    return section.replace("[tool.opgate]\n", "").replace("[tool.opgate.", "[")
+
+
+REPO_CONFIG = load_config(ROOT)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -58,6 +70,7 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
     for name in kernels:
         shutil.copytree(KERNELS / name, path / "kernels" / name, ignore=shutil.ignore_patterns("__pycache__"))
     (path / "README.md").write_text("scratch repository for opgate tests\n")
+    (path / "opgate.toml").write_text(repo_config_toml())
     repo = KernelRepo(path=path, base="")
     repo.base = repo.commit("base")
     return repo
@@ -100,6 +113,8 @@ def opgate(tmp_path: Path, build_dir: Path):
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> Run:
         out = tmp_path / "out"
+        if not (tmp_path / "opgate.toml").exists():  # the commands run here: this repository's domains and budgets
+            (tmp_path / "opgate.toml").write_text(repo_config_toml())
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}
         full_env.update(
             OPGATE_BUILD_DIR=str(build_dir),

@@ -21,11 +21,12 @@ from bot.changes import FileChange
 from bot.ledger import Ledger, open_ledger
 from bot.manifest import load_kernel
 from bot.settings import load_settings
+from tests.conftest import REPO_CONFIG
 from tests.gateway import QUOTA_429, RATE_429, Gateway, Step, completion, message
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL = load_kernel(ROOT / "kernels" / "deepgemm_tile")
+KERNEL = load_kernel(ROOT / "kernels" / "deepgemm_tile", config=REPO_CONFIG)
 KEY = "sk-test-client-4f1c9a7e2b6d8a0c3e5f"
 VARIABLE = "TAOTOKEN_API_KEY_DEEPGEMM_AGENT"
 GOOD = {
@@ -266,7 +267,8 @@ def sqlite_ledger(tmp_path: Path):
 
 def run_ask(gateway: Gateway, ledger: Ledger, tmp_path: Path, changes=None, **env: str):
     settings = load_settings(
-        {VARIABLE: KEY, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0", "GITHUB_TOKEN": "", **env}
+        {VARIABLE: KEY, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0", "GITHUB_TOKEN": "", **env},
+        REPO_CONFIG,
     )
     return ask(
         KERNEL,
@@ -409,3 +411,36 @@ def test_a_valid_candidate_is_applied_and_committed_in_a_scratch_worktree(kernel
         applied(kernel_repo.path, kernel_repo.base, stale, "deepgemm_tile"),
     ):
         pass
+
+
+def test_the_one_domain_key_of_a_ci_agent_job_serves_when_the_domain_variable_is_unset(
+    gateway, sqlite_ledger, tmp_path
+):
+    """CI's agent job holds its kernel's domain key as OPGATE_AGENT_KEY (environment opgate-<domain>)."""
+    agent_key = "sk-ci-agent-9a8b7c6d5e4f3a2b1c0d"
+    gateway.push(completion(json.dumps(GOOD), prompt=700, completion_tokens=80))
+    report, _ = run_ask(gateway, sqlite_ledger, tmp_path, **{VARIABLE: "", "OPGATE_AGENT_KEY": agent_key})
+    assert report.status == "ok" and gateway.requests[0].headers["Authorization"] == f"Bearer {agent_key}"
+    assert [r.domain for r in sqlite_ledger.usage()] == ["deepgemm"]
+
+
+def test_a_task_file_naming_another_domains_key_is_not_sent(gateway, sqlite_ledger, tmp_path):
+    assert KERNEL.task is not None
+    provider = KERNEL.task.provider.model_copy(update={"api_key_env": "TAOTOKEN_API_KEY_FLASHMLA_AGENT"})
+    stray = KERNEL.model_copy(update={"task": KERNEL.task.model_copy(update={"provider": provider})})
+    settings = load_settings({"TAOTOKEN_API_KEY_FLASHMLA_AGENT": KEY, "TAOTOKEN_BASE_URL": gateway.url}, REPO_CONFIG)
+    report, _ = ask(
+        stray,
+        [change("kernels/deepgemm_tile/tile_config.json", CONFIG_DIFF)],
+        settings=settings,
+        ledger=sqlite_ledger,
+        head_sha="f" * 40,
+        pr=12,
+        offline=False,
+        candidates_dir=tmp_path / "agent_candidates",
+    )
+    assert report.status == "offline" and gateway.requests == []
+    assert report.reason == (
+        "the task file names TAOTOKEN_API_KEY_FLASHMLA_AGENT, but the deepgemm domain's key is "
+        "TAOTOKEN_API_KEY_DEEPGEMM_AGENT ([tool.opgate.domains.deepgemm] key): the agent was not asked"
+    )

@@ -18,6 +18,7 @@ from bot.runner import CaseRun, Check, Timing
 from bot.settings import load_settings
 from bot.static import check_tunables
 from bot.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
+from tests.conftest import REPO_CONFIG
 
 DIFF = """\
 diff --git a/kernels/deepgemm_tile/tile_config.json b/kernels/deepgemm_tile/tile_config.json
@@ -242,7 +243,8 @@ def test_gateway_base_url_is_normalised():
 def test_settings_reject_bad_numbers_with_the_setting_name():
     with pytest.raises(InputError, match="OPGATE_MEASURE_MAX_SECONDS"):
         load_settings({"OPGATE_MEASURE_MAX_SECONDS": "soon"})
-    settings = load_settings({"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "sk-123456789", "OPGATE_CASE_TIMEOUT_S": "5"})
+    env = {"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": "sk-123456789", "OPGATE_CASE_TIMEOUT_S": "5"}
+    settings = load_settings(env, REPO_CONFIG)
     assert settings.case_timeout_s == 5 and settings.key_for("TAOTOKEN_API_KEY_DEEPGEMM_AGENT") == "sk-123456789"
     assert "sk-123456789" not in repr(settings)
 

@@ -42,6 +42,7 @@ def test_a_change_every_gate_read_has_no_footer(opgate, kernel_repo):
         "binary": {"total": 0, "names": []},
         "large": {"total": 0, "names": []},
         "unmatched": {"total": 0, "names": []},
+        "kernel_sources": {"total": 0, "names": []},
     }
     assert "no gate read" not in run.comment
 

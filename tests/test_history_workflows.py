@@ -1,4 +1,5 @@
-"""main-record.yml and dashboard.yml: what they may do, and the range script run with bash on this repository."""
+"""Main's record and the dashboard (opgate-main.yml, opgate-dashboard.yml, called by main-record.yml and
+dashboard.yml): what they may do, and the range script run with bash on this repository."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ from pathlib import Path
 
 from tests.test_workflows import ROOT, fake_gh, load, run_script, script, steps  # noqa: F401  (fake_gh: fixture)
 
-RANGE = ("main-record.yml", "plan", "Decide the range (the previous main commit .. this one)")
+RANGE = ("opgate-main.yml", "plan", "Decide the range (the previous main commit .. this one)")
 
 
 def test_main_is_recorded_on_push_and_dispatch_only_and_judged_offline_without_keys() -> None:
-    workflow = load("main-record.yml")
-    assert set(workflow["on"]) == {"push", "workflow_dispatch"}
-    assert workflow["on"]["push"] == {"branches": ["main"]}
+    caller = load("main-record.yml")
+    assert set(caller["on"]) == {"push", "workflow_dispatch"}
+    assert caller["on"]["push"] == {"branches": ["main"]}
+    assert caller["jobs"]["opgate"]["uses"] == "$/.github/workflows/opgate-main.yml"
+    assert set(caller["jobs"]["opgate"]["secrets"]) == {"OPGATE_DATABASE_URL"}
+    workflow = load("opgate-main.yml")
     jobs = workflow["jobs"]
     assert jobs["review"]["permissions"] == {"contents": "read"}
     assert jobs["record"]["permissions"] == {"contents": "read", "issues": "write"}
@@ -25,7 +29,8 @@ def test_main_is_recorded_on_push_and_dispatch_only_and_judged_offline_without_k
 
 
 def test_the_dashboard_is_built_without_write_access_and_deployed_by_a_job_that_only_deploys() -> None:
-    jobs = load("dashboard.yml")["jobs"]
+    assert load("dashboard.yml")["jobs"]["opgate"]["uses"] == "$/.github/workflows/opgate-dashboard.yml"
+    jobs = load("opgate-dashboard.yml")["jobs"]
     assert jobs["build"]["permissions"] == {"contents": "read"}
     assert jobs["deploy"]["permissions"] == {"pages": "write", "id-token": "write"}
     assert [s["uses"].split("@")[0] for s in jobs["deploy"]["steps"]] == ["actions/deploy-pages"]

@@ -11,6 +11,7 @@ import pytest
 from bot.lint import (
     RULES,
     Finding,
+    KeyBook,
     SourceFile,
     default_paths,
     detect_kind,
@@ -30,6 +31,7 @@ from bot.lint import (
     mask,
     rules_markdown,
 )
+from tests.conftest import REPO_CONFIG
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CANARY = "sk-ant-api03-Zq8vK2mR7xW4nP9tL3bY6cH1dF5gJ0sA"
 CANARY_TT = "tt-9fQ2xL7kM4pR8vW3nZ6bT1yH5"
 CANARY_HEX = "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+BOOK = KeyBook.of(REPO_CONFIG)  # this repository's domains and key variables
 
 
 def one(findings: list[Finding], rule: str) -> Finding:
@@ -259,20 +262,22 @@ def test_task_api_key_env_not_a_variable_name() -> None:
 
 
 def test_task_api_key_env_unknown_variable() -> None:
-    f = one(lint_task("t.json", task_text(api_key_env="MY_GATEWAY_KEY")), "TASK003")
+    f = one(lint_task("t.json", task_text(api_key_env="MY_GATEWAY_KEY"), book=BOOK), "TASK003")
     assert (f.line, f.severity) == (5, "warning") and "MY_GATEWAY_KEY" in f.message
 
 
 def test_task_api_key_env_of_another_domain() -> None:
-    f = one(lint_task("t.json", task_text(api_key_env="TAOTOKEN_API_KEY_FLASHMLA_AGENT")), "TASK004")
+    f = one(lint_task("t.json", task_text(api_key_env="TAOTOKEN_API_KEY_FLASHMLA_AGENT"), book=BOOK), "TASK004")
     assert f.line == 5 and "TAOTOKEN_API_KEY_FLASHMLA_AGENT" in f.message
     assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT" in f.message
-    ci = one(lint_task("t.json", task_text(api_key_env="TAOTOKEN_API_KEY_CI_SUMMARY")), "TASK004")
-    assert ci.line == 5 and "TAOTOKEN_API_KEY_CI_SUMMARY" in ci.message and "CI summaries" in ci.message
+    ci = one(lint_task("t.json", task_text(api_key_env="TAOTOKEN_API_KEY_CI_SUMMARY"), book=BOOK), "TASK004")
+    assert ci.line == 5 and "TAOTOKEN_API_KEY_CI_SUMMARY" in ci.message and "ci_summary domain" in ci.message
 
 
 def test_task_domain_from_the_kernel_manifest_wins() -> None:
-    findings = lint_task("t.json", task_text(api_key_env="TAOTOKEN_API_KEY_FLASHMLA_AGENT"), domain="flashmla")
+    findings = lint_task(
+        "t.json", task_text(api_key_env="TAOTOKEN_API_KEY_FLASHMLA_AGENT"), domain="flashmla", book=BOOK
+    )
     assert findings == []
 
 
@@ -479,7 +484,7 @@ def test_xfile_stale_anthropic_base_url() -> None:
         SourceFile("codex/config.toml", CODEX_OK, "codex"),
         SourceFile(".claude/settings.json", stale, "claude"),
     ]
-    findings = lint_files(files)
+    findings = lint_files(files, BOOK)
     f = one(findings, "XFILE001")
     assert (f.path, f.line) == (".claude/settings.json", 3)
     assert "ANTHROPIC_BASE_URL" in f.message
@@ -493,7 +498,7 @@ def test_xfile_codex_v1_suffix_is_not_a_difference() -> None:
         SourceFile("settings.json", CLAUDE_OK, "claude"),
         SourceFile(".env.example", "TAOTOKEN_BASE_URL=https://taotoken.net/api/\n", "env"),
     ]
-    assert lint_files(files) == []
+    assert lint_files(files, BOOK) == []
 
 
 def test_xfile_two_domains_share_a_variable() -> None:
@@ -501,7 +506,7 @@ def test_xfile_two_domains_share_a_variable() -> None:
         SourceFile("kernels/a/agent_task.json", task_text(), "task", "deepgemm"),
         SourceFile("kernels/b/agent_task.json", task_text(), "task", "flashmla"),
     ]
-    findings = [f for f in lint_files(files) if f.rule == "XFILE002"]
+    findings = [f for f in lint_files(files, BOOK) if f.rule == "XFILE002"]
     assert [(f.path, f.line) for f in findings] == [("kernels/a/agent_task.json", 5), ("kernels/b/agent_task.json", 5)]
     assert all("TAOTOKEN_API_KEY_DEEPGEMM_AGENT" in f.message and "provider.api_key_env" in f.message for f in findings)
 
@@ -511,7 +516,7 @@ def test_xfile_codex_shares_a_domain_variable() -> None:
         SourceFile("kernels/a/agent_task.json", task_text(), "task", "deepgemm"),
         SourceFile("config.toml", codex(TAOTOKEN_CODEX_API_KEY="TAOTOKEN_API_KEY_DEEPGEMM_AGENT"), "codex"),
     ]
-    findings = [f for f in lint_files(files) if f.rule == "XFILE002"]
+    findings = [f for f in lint_files(files, BOOK) if f.rule == "XFILE002"]
     codex_hit = next(f for f in findings if f.path == "config.toml")
     assert codex_hit.line == 7 and "model_providers.taotoken.env_key" in codex_hit.message
     assert "Codex" in codex_hit.message and "domain deepgemm" in codex_hit.message
@@ -522,7 +527,7 @@ def test_xfile_same_domain_may_share_its_variable() -> None:
         SourceFile("kernels/a/agent_task.json", task_text(), "task", "deepgemm"),
         SourceFile("kernels/b/agent_task.json", task_text(), "task", "deepgemm"),
     ]
-    assert lint_files(files) == []
+    assert lint_files(files, BOOK) == []
 
 
 # --- paths, kinds, output -----------------------------------------------------------------------
@@ -537,14 +542,15 @@ def test_lint_paths_dispatches_by_name_and_reads_the_kernel_domain(tmp_path: Pat
     (tmp_path / "notes.txt").write_text("hello\n")
     (tmp_path / "config.toml").write_text('model = "x"\n')  # named on the command line: linted as Codex
     findings = lint_paths(
-        [
+        book=BOOK,
+        paths=[
             kernel / "agent_task.json",
             tmp_path / ".env.example",
             tmp_path / "notes.txt",
             tmp_path / "missing.toml",
             tmp_path / "config.toml",
             tmp_path,  # the files again, through the folder: each is linted once
-        ]
+        ],
     )
     assert one(findings, "TASK004").path.endswith("agent_task.json")
     assert one(findings, "ENV001").path.endswith(".env.example")

@@ -12,10 +12,11 @@ import pytest
 from werkzeug import Request
 
 from bot.ledger import Ledger
-from bot.settings import KEY_VARIABLES
+from tests.conftest import REPO_CONFIG
 from tests.gateway import Gateway, Step, completion
 from tests.github_server import FakeGitHub
 
+KEY_VARIABLES = [REPO_CONFIG.key_variable(d) for d in REPO_CONFIG.domains]  # this repository's domain keys
 CANARIES = {name: f"sk-canary-{i}{'7f3a9c1e5b2d4f6a8c0e'[i:]}{i}" for i, name in enumerate(KEY_VARIABLES)}
 CANARIES |= {
     "GITHUB_TOKEN": "ghs_canaryGithubToken7f3a9c1e5b2d4f6a",

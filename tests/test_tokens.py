@@ -14,6 +14,7 @@ WEEK = "2026-W10"  # Monday 2026-03-02
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 AFTER = MONDAY + timedelta(days=8)  # the week is over
 BUDGETS = {"deepgemm": 500_000, "flashmla": 800_000, "v41_attention": 520_000, "ci_summary": 200_000}
+LABELS = {"deepgemm": "DeepGEMM", "flashmla": "FlashMLA", "v41_attention": "V4.1 attention", "ci_summary": "CI summary"}
 
 
 def row(n: int, domain: str, when: datetime, prompt: int, completion: int, status: str = "ok") -> UsageRow:
@@ -87,7 +88,7 @@ def test_the_summary_has_the_users_columns_per_domain():
         VerdictRow(review_id=2, kernel="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail",
                    created_at=MONDAY.isoformat()),
     ]  # fmt: skip
-    s = weekly_summary(rows, BUDGETS, WEEK, verdicts=verdicts, now=AFTER)
+    s = weekly_summary(rows, BUDGETS, WEEK, verdicts=verdicts, now=AFTER, labels=LABELS)
     assert (s.start.isoformat(), s.end.isoformat()) == ("2026-03-02", "2026-03-08")
     by = {d.domain: d for d in s.domains}
     assert [d.label for d in s.domains] == ["DeepGEMM", "FlashMLA", "V4.1 attention", "CI summary"]

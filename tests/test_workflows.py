@@ -1,5 +1,9 @@
 """The GitHub Actions workflows: actionlint and zizmor clean, hardened as GitHub's security guide asks, and
-their trust scripts behave (run with bash, a stand-in `gh` on PATH records what they would ask GitHub)."""
+their trust scripts behave (run with bash, a stand-in `gh` on PATH records what they would ask GitHub).
+
+opgate ships reusable workflows (.github/workflows/opgate-*.yml, `on: workflow_call`); this repository's own
+workflows call them, and so does the example caller a team adopts (examples/workflows/opgate.yml, what
+`opgate init` writes)."""
 
 from __future__ import annotations
 
@@ -14,15 +18,22 @@ from typing import Any
 import pytest
 import yaml
 
+from bot import UPSTREAM, __version__
+from bot.commands.init import caller
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
+EXAMPLE = ROOT / "examples" / "workflows" / "opgate.yml"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
+REUSABLE = [f for f in FILES if f.name.startswith("opgate-")]
+CALLERS = [f for f in FILES if f not in REUSABLE and f.name != "ci.yml"]
+ALL = [*FILES, EXAMPLE]
 ON_ACTIONS = os.environ.get("GITHUB_ACTIONS") == "true"  # there the linters must run, not skip
 SHA = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
 
 
-def load(name: str) -> dict[str, Any]:
-    data = yaml.safe_load((WORKFLOWS / name).read_text())
+def load(name: str | Path) -> dict[str, Any]:
+    data = yaml.safe_load((name if isinstance(name, Path) else WORKFLOWS / name).read_text())
     data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
     return data
 
@@ -49,12 +60,19 @@ def test_the_workflows_exist() -> None:
         "ci.yml",
         "main-record.yml",
         "dashboard.yml",
+        "opgate-review.yml",
+        "opgate-comment.yml",
+        "opgate-tokens.yml",
+        "opgate-main.yml",
+        "opgate-dashboard.yml",
     }
+    for path in REUSABLE:
+        assert set(load(path)["on"]) == {"workflow_call"}, f"{path.name} is a reusable workflow only"
 
 
 def test_actionlint_is_clean() -> None:
     proc = subprocess.run(
-        [tool("actionlint"), "-config-file", str(ROOT / ".github" / "actionlint.yaml"), *map(str, FILES)],
+        [tool("actionlint"), "-config-file", str(ROOT / ".github" / "actionlint.yaml"), *map(str, ALL)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -65,7 +83,7 @@ def test_actionlint_is_clean() -> None:
 
 def test_zizmor_is_clean() -> None:
     proc = subprocess.run(
-        [tool("zizmor"), "--offline", "--no-progress", str(WORKFLOWS)],
+        [tool("zizmor"), "--offline", "--no-progress", str(WORKFLOWS), str(EXAMPLE)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -77,13 +95,19 @@ def test_zizmor_is_clean() -> None:
 # ---------------------------------------------------------------------------- hardening, file by file
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
 def test_hardening(path: Path) -> None:
-    workflow = load(path.name)
+    workflow = load(path)
     assert "pull_request_target" not in workflow["on"] and "workflow_run" not in workflow["on"]
     assert workflow["permissions"] == {}, "no default token permissions; each job asks for its own"
     for name, job in workflow["jobs"].items():
         assert "permissions" in job, f"{path.name}: job {name} declares no permissions"
+        if "uses" in job:  # a call of a reusable workflow: its jobs carry their own timeouts
+            assert job["uses"].startswith("$/.github/workflows/opgate-") or re.fullmatch(
+                r"[\w.-]+/[\w.-]+/\.github/workflows/opgate-[a-z]+\.yml@[0-9a-f]{40}", job["uses"]
+            ), f"{path.name}: {name} calls {job['uses']}: this repository's own copy, or a release pinned by SHA"
+            assert "secrets" not in job or job["secrets"] != "inherit", f"{path.name}: {name} passes every secret"
+            continue
         assert job.get("timeout-minutes"), f"{path.name}: job {name} has no timeout"
     for job, step in steps(workflow):
         uses = step.get("uses")
@@ -96,11 +120,17 @@ def test_hardening(path: Path) -> None:
             assert "${{" not in step["run"], f"{path.name}: {job}: an expression inside run: (pass it through env:)"
 
 
+REVIEW = "opgate-review.yml"
+
+
 def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token() -> None:
-    jobs = load("pr-review.yml")["jobs"]
+    workflow = load(REVIEW)
+    jobs, inputs = workflow["jobs"], workflow["on"]["workflow_call"]["inputs"]
     assert jobs["trust"]["runs-on"] == "ubuntu-24.04"  # deciding trust touches no self-hosted runner
+    assert yaml.safe_load(inputs["gpu-runner"]["default"]) == ["self-hosted", "linux", "gpu"]
+    assert yaml.safe_load(inputs["ledger-runner"]["default"]) == ["self-hosted", "linux", "opgate-ledger"]
     for name in ("plan", "review"):
-        assert jobs[name]["runs-on"] == ["self-hosted", "linux", "gpu"]
+        assert jobs[name]["runs-on"] == "${{ fromJSON(inputs.gpu-runner) }}"
         assert jobs[name]["permissions"] == {"contents": "read"}
         assert "needs.trust.outputs.run == 'true'" in jobs[name]["if"] or name == "plan"
     assert jobs["plan"]["if"] == "needs.trust.outputs.run == 'true'"
@@ -112,7 +142,7 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     assert not any("opgate-head" in str(s) for s in publish["steps"])  # the job that writes never sees PR code
 
 
-@pytest.mark.parametrize("name", ["pr-review.yml", "main-record.yml"])
+@pytest.mark.parametrize("name", [REVIEW, "opgate-main.yml"])
 def test_the_jobs_that_run_pr_code_hold_no_secret_and_the_jobs_with_secrets_run_no_pr_code(name: str) -> None:
     jobs = load(name)["jobs"]
     runs_code = {job for job, step in steps(load(name)) if "opgate review" in step.get("run", "")
@@ -120,50 +150,91 @@ def test_the_jobs_that_run_pr_code_hold_no_secret_and_the_jobs_with_secrets_run_
     assert runs_code == {"review"}
     review = jobs["review"]
     assert "secrets." not in str(review), f"{name}: the job that builds and runs PR code sees a secret"
+    assert "environment" not in review, f"{name}: the job that runs PR code may not enter an environment"
     assert review["permissions"] == {"contents": "read"}
     run = next(s["run"] for s in review["steps"] if "opgate review" in s.get("run", ""))
     assert "--require-isolation" in run and "--offline" in run
     for job_name, job in jobs.items():
-        if "secrets." in str(job) or set(job.get("permissions", {})) - {"contents"}:
+        if "secrets." in str(job) or set(job.get("permissions", {})) - {"contents"} or "environment" in job:
             assert job_name not in runs_code
 
 
+def test_opgate_is_installed_from_the_release_or_the_base_never_from_the_pull_request() -> None:
+    for path in REUSABLE:
+        workflow = load(path)
+        inputs = workflow["on"]["workflow_call"]["inputs"]
+        assert inputs["opgate"]["default"] == f"opgate=={__version__}", f"{path.name}: its release is not the package's"
+        assert f"Version: {__version__}." in path.read_text(), f"{path.name}: say the version in its header"
+        for job, step in steps(workflow):
+            if "-m pip install" in step.get("run", ""):
+                assert step["env"]["OPGATE"] == "${{ inputs.opgate }}", f"{path.name}: {job} installs something else"
+            assert not re.search(r"git (checkout|switch|worktree)", step.get("run", "")), f"{path.name}: {job}"
+    for path in CALLERS:  # this repository develops opgate: its base checkout is the release under test
+        for name, job in load(path)["jobs"].items():
+            assert job["uses"].startswith("$/.github/workflows/opgate-") and job["with"]["opgate"] == ".", name
+
+
 def test_publish_checks_the_parts_against_the_plan() -> None:
-    publish = load("pr-review.yml")["jobs"]["publish"]
-    run = next(s["run"] for s in publish["steps"] if "--merge" in s.get("run", ""))
+    jobs = load(REVIEW)["jobs"]
+    run = next(s["run"] for s in jobs["publish"]["steps"] if "--merge" in s.get("run", ""))
     assert "--agents agents/agent-*/" in run and "--planned plan.json" in run
-    assert load("pr-review.yml")["jobs"]["agent"]["runs-on"] == ["self-hosted", "linux", "opgate-ledger"]
+    assert jobs["agent"]["runs-on"] == "${{ fromJSON(inputs.ledger-runner) }}"
 
 
 def test_one_concurrency_group_per_pull_request() -> None:
-    workflow = load("pr-review.yml")
-    assert workflow["concurrency"] == {
-        "group": "opgate-pr-${{ github.event.pull_request.number || inputs.pr }}",
+    assert load(REVIEW)["concurrency"] == {
+        "group": "opgate-review-${{ github.event.pull_request.number || github.event.inputs.pr }}",
         "cancel-in-progress": True,
     }
-    assert set(workflow["on"]["pull_request"]["types"]) == {"opened", "reopened", "synchronize", "ready_for_review"}
+    for path in (WORKFLOWS / "pr-review.yml", EXAMPLE):
+        workflow = load(path)
+        assert "concurrency" not in workflow, f"{path.name}: a caller's group would deadlock with the called one's"
+        assert set(workflow["on"]["pull_request"]["types"]) == {"opened", "reopened", "synchronize", "ready_for_review"}
+        assert set(workflow["on"]["workflow_dispatch"]["inputs"]) == {"pr", "head_sha"}  # what /ok-to-test sends
 
 
-def test_each_key_reaches_only_the_step_that_calls_the_agent() -> None:
-    for name in ("pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml"):
-        workflow = load(name)
-        for job, step in steps(workflow):
-            env = step.get("env", {})
-            keys = {k: v for k, v in env.items() if k.startswith("TAOTOKEN_")}
-            if not keys:
-                assert "TAOTOKEN" not in str(step), f"{name}: {job}: a key outside env"
-                continue
-            if name == "pr-review.yml":
-                assert job == "agent" and "--agent-only" in step["run"] and "--kernel" in step["run"]
-                for variable, value in keys.items():
-                    domain = variable.removeprefix("TAOTOKEN_API_KEY_").removesuffix("_AGENT").lower()
-                    assert value == f"${{{{ matrix.domain == '{domain}' && secrets.{variable} || '' }}}}"
-            else:
-                assert name == "weekly-tokens.yml" and set(keys) == {"TAOTOKEN_API_KEY_CI_SUMMARY"}
-                assert "opgate summary" in step["run"]
+def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None:
+    """A domain's key is the secret OPGATE_AGENT_KEY of the environment opgate-<domain>: the agent job of a kernel
+    enters its domain's environment, so it receives that domain's key and no other; only the step that runs
+    `opgate review --agent-only --kernel` sees it. No workflow names a gateway key variable."""
+    for path in ALL:
+        workflow = load(path)
+        assert "TAOTOKEN" not in path.read_text(), f"{path.name}: a gateway key variable in a workflow"
         for job_name, job in workflow["jobs"].items():
-            assert "TAOTOKEN" not in str(job.get("env", {})), f"{name}: {job_name}: keys at job level"
-        assert "TAOTOKEN" not in str(workflow.get("env", {}))
+            assert "OPGATE_AGENT_KEY" not in str(job.get("env", {})), f"{path.name}: {job_name}: a key at job level"
+        assert "OPGATE_AGENT_KEY" not in str(workflow.get("env", {}))
+        for job, step in steps(workflow):
+            if "OPGATE_AGENT_KEY" in str(step):
+                assert path.name == REVIEW and job == "agent", f"{path.name}: {job}: holds an agent key"
+                assert step["env"]["OPGATE_AGENT_KEY"] == "${{ secrets.OPGATE_AGENT_KEY }}"
+                assert "--agent-only" in step["run"] and '--kernel "$KERNEL"' in step["run"]
+    agent = load(REVIEW)["jobs"]["agent"]
+    assert agent["environment"] == "opgate-${{ matrix.domain }}"
+    for path in [*CALLERS, EXAMPLE]:
+        for name, job in load(path)["jobs"].items():
+            passed = job.get("secrets", {})
+            if "OPGATE_AGENT_KEY" in passed:
+                assert job["uses"].split("@")[0].endswith("/opgate-review.yml"), f"{path.name}: {name}"
+                assert passed["OPGATE_AGENT_KEY"] == "${{ secrets.OPGATE_AGENT_KEY }}"
+
+
+def test_a_caller_grants_every_permission_the_called_jobs_ask_for() -> None:
+    """GitHub refuses to start a called workflow whose jobs ask for more than the calling job grants."""
+    rank = {"none": 0, "read": 1, "write": 2}
+    for path in [*CALLERS, EXAMPLE]:
+        for name, job in load(path)["jobs"].items():
+            called = load(WORKFLOWS / Path(job["uses"].split("@")[0]).name)
+            for inner_name, inner in called["jobs"].items():
+                for scope, level in inner["permissions"].items():
+                    granted = job["permissions"].get(scope, "none")
+                    assert rank[granted] >= rank[level], f"{path.name}: {name} → {inner_name} needs {scope}: {level}"
+
+
+def test_the_example_caller_is_what_opgate_init_writes_pinned_to_a_release() -> None:
+    assert EXAMPLE.read_text() == caller(UPSTREAM, "0" * 40)
+    text = EXAMPLE.read_text()
+    assert text.count(f"# v{__version__}") == len(load(EXAMPLE)["jobs"])
+    assert len(text.splitlines()) <= 100, "the one workflow file a team writes stays short"
 
 
 # ---------------------------------------------------------------------------- the trust scripts, run
@@ -221,7 +292,7 @@ PULL_EVENT = {
     "INPUT_PR": "",
     "INPUT_HEAD_SHA": "",
 }
-TRUST = ("pr-review.yml", "trust", "Decide whether this head may run on the GPU runners")
+TRUST = (REVIEW, "trust", "Decide whether this head may run on the GPU runners")
 
 
 def test_a_same_repository_pr_is_trusted_for_its_head(fake_gh: Path) -> None:
@@ -255,7 +326,7 @@ def test_a_dispatch_is_bound_to_the_head_sha_a_maintainer_trusted(fake_gh: Path)
     assert code == 1 and "run" not in out
 
 
-OK_TO_TEST = ("accept.yml", "ok-to-test", "Trust the current head for one GPU review")
+OK_TO_TEST = ("opgate-comment.yml", "ok-to-test", "Trust the current head for one GPU review")
 COMMENT = {
     "GH_TOKEN": "x",
     "REPO": "octo-org/kernels",
@@ -264,6 +335,8 @@ COMMENT = {
     "BODY": "/ok-to-test",
     "COMMENT_ID": "7",
     "DEFAULT_BRANCH": "main",
+    "REVIEW_WORKFLOW": "pr-review.yml",
+    "CALLER": "octo-org/kernels/.github/workflows/accept.yml@refs/heads/main",
 }
 
 
@@ -276,6 +349,17 @@ def test_ok_to_test_by_a_writer_dispatches_the_review_for_the_current_head(fake_
     dispatch = f"workflow run pr-review.yml --repo octo-org/kernels --ref main -f pr=42 -f head_sha={HEAD}"
     assert dispatch in calls
     assert any("content=rocket" in c for c in calls) and any(f"trusted head `{HEAD[:10]}`" in c for c in calls)
+
+
+def test_ok_to_test_in_a_single_caller_dispatches_that_caller(fake_gh: Path) -> None:
+    """A team's one workflow file handles both the comment and the review: /ok-to-test dispatches that file."""
+    text, _ = script(*OK_TO_TEST)
+    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("admin\n")
+    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"{HEAD}\n")
+    own = COMMENT | {"REVIEW_WORKFLOW": "", "CALLER": "octo-org/kernels/.github/workflows/opgate.yml@refs/heads/main"}
+    code, _, calls, log = run_script(text, own, fake_gh)
+    assert code == 0, log
+    assert f"workflow run opgate.yml --repo octo-org/kernels --ref main -f pr=42 -f head_sha={HEAD}" in calls
 
 
 def test_ok_to_test_by_a_reader_is_refused_and_dispatches_nothing(fake_gh: Path) -> None:

@@ -50,7 +50,7 @@ def order(changes: list[FileChange], kernel: Kernel) -> list[FileChange]:
 def messages(kernel: Kernel, changes: list[FileChange], left_out: list[str]) -> list[dict[str, str]]:
     """System and user messages for the given diff (nothing trimmed here)."""
     assert kernel.task is not None
-    system = render("prompts/review_system.md.j2", task=kernel.task, kernel=kernel.name)
+    system = render("prompts/review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path)
     user = render(
         "prompts/review_user.md.j2",
         task=kernel.task,

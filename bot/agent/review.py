@@ -129,11 +129,12 @@ def _header_problem(line: str, folder: str) -> str | None:
     return None
 
 
-def validate_patch(patch: str, kernel: str) -> str:
+def validate_patch(patch: str, kernel: str, folder: str | None = None) -> str:
     """The patch, normalised (a ```diff fence removed, a final newline), when it is a unified diff within the
     size limits whose every old and new path, rename and copy source and target lies under
     kernels/<kernel>/ as a plain file name, which makes no symbolic link, submodule or binary file and gives
-    no file the executable bit; else PatchError saying which rule it broke."""
+    no file the executable bit; else PatchError saying which rule it broke. `folder`: the kernel's folder from
+    the repository root when it is not kernels/<kernel>."""
     match = _DIFF_FENCE.match(patch)
     text = (match.group(1) if match else patch).strip("\n") + "\n"
     try:
@@ -142,7 +143,7 @@ def validate_patch(patch: str, kernel: str) -> str:
         raise PatchError("candidate_patch is not Unicode text (a lone surrogate)") from exc
     if size > MAX_PATCH_BYTES:
         raise PatchError(f"candidate_patch is over {MAX_PATCH_BYTES} bytes")
-    folder = f"{KERNELS_DIR}/{kernel}/"
+    folder = f"{folder or f'{KERNELS_DIR}/{kernel}'}/"
     for number, line in enumerate(text.split("\n"), 1):
         if line[:1] in (" ", "+", "-", "\\", "@", ""):
             if "\r" in line or "\x00" in line:
@@ -170,7 +171,7 @@ def validate_patch(patch: str, kernel: str) -> str:
     return text
 
 
-def parse_review(text: str, kernel: str | None = None) -> AgentReview:
+def parse_review(text: str, kernel: str | None = None, folder: str | None = None) -> AgentReview:
     """Parse the reply (a bare JSON object, or one inside a ```json fence); with `kernel`, the candidate
     patch must also pass validate_patch (an invalid one is an output error, so it can be repaired)."""
     if len(text.encode("utf-8", "replace")) > MAX_REPLY_BYTES:
@@ -195,7 +196,7 @@ def parse_review(text: str, kernel: str | None = None) -> AgentReview:
         raise AgentOutputError(f"reply field {where}: {err['msg']}") from exc
     if kernel is not None and review.candidate_patch and review.candidate_patch.strip():
         try:
-            review.candidate_patch = validate_patch(review.candidate_patch, kernel)
+            review.candidate_patch = validate_patch(review.candidate_patch, kernel, folder)
         except PatchError as exc:
             raise AgentOutputError(str(exc)) from exc
     elif review.candidate_patch is not None and not review.candidate_patch.strip():

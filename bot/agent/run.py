@@ -81,7 +81,7 @@ class _Call:
     ) -> None:
         assert kernel.task is not None
         self.task = kernel.task
-        self.domain = kernel.manifest.domain.value
+        self.domain = kernel.manifest.domain
         self.settings, self.ledger = settings, ledger
         self.key, self.head_sha, self.pr = key, head_sha, pr
         self.session, self.sleep = session, sleep
@@ -207,16 +207,23 @@ def ask(
 ) -> tuple[AgentReport, list[str]]:
     """One agent review of one kernel; returns it and the files left out of the prompt for size.
     Raises AgentFailed (carrying the report) only when the gateway failed, after recording what happened."""
-    domain = kernel.manifest.domain.value
+    domain = kernel.manifest.domain
     task = kernel.task
     if task is None:
         return AgentReport(status="skipped", domain=domain, reason=f"{kernel.name} has no agent task file"), []
     report = AgentReport(status="offline", domain=domain, model=task.model)
     variable = task.provider.api_key_env
-    key = settings.key_for(variable)
     if offline:
         report.reason = "--offline given: the agent was not asked"
         return report, []
+    expected = settings.key_variable(domain)
+    if expected is not None and variable != expected:
+        report.reason = (
+            f"the task file names {variable}, but the {domain} domain's key is {expected} "
+            f"([tool.opgate.domains.{domain}] key): the agent was not asked"
+        )
+        return report, []
+    key = settings.key_for(variable) or settings.agent_key
     if key is None:
         report.reason = f"{variable} is not set: the agent was not asked"
         return report, []
@@ -235,7 +242,7 @@ def ask(
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
     call = _Call(kernel, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
     hit = ledger.cached_reply(key_of_prompt) if use_cache else None
-    if hit is not None and (review := _reparse(hit.content, kernel.name)) is not None:
+    if hit is not None and (review := _reparse(hit.content, kernel.name, kernel.path)) is not None:
         call.record(
             call.row(
                 f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
@@ -282,11 +289,11 @@ def _converse(
     stem = f"{head_sha[:12]}_{kernel.name}"
     content = scrub(call.chat(messages).content, secrets)
     try:
-        return parse_review(content, kernel.name), content
+        return parse_review(content, kernel.name, kernel.path), content
     except AgentOutputError as exc:
         first = exc
         _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
-        repair = render("prompts/repair_user.md.j2", error=str(exc), kernel=kernel.name)
+        repair = render("prompts/repair_user.md.j2", error=str(exc), kernel=kernel.name, folder=kernel.path)
         log.info("agent reply for %s rejected (%s): asking once to repair it", kernel.name, exc)
         follow_up = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
     try:
@@ -294,15 +301,15 @@ def _converse(
     except OverBudget as over:
         raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
     try:
-        return parse_review(second, kernel.name), second
+        return parse_review(second, kernel.name, kernel.path), second
     except AgentOutputError:
         _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
         raise
 
 
-def _reparse(content: str, kernel: str) -> AgentReview | None:
+def _reparse(content: str, kernel: str, folder: str | None = None) -> AgentReview | None:
     try:
-        return parse_review(content, kernel)
+        return parse_review(content, kernel, folder)
     except AgentOutputError:
         return None  # stored under older rules: ask again
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 
@@ -22,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "accept",
         help="answer an /accept comment on a pull request",
         description="Read an issue_comment event; grant /accept (bound to the PR's head SHA and its stored "
-        "report) or refuse it with the reason. Without --post nothing is written (a dry run).",
+        "report) or refuse it with the reason. Without --post nothing is written (a dry run, which still reads "
+        "the pull request from GitHub: GITHUB_TOKEN).",
     )
     p.add_argument("--event", type=Path, required=True, help="an issue_comment event file ($GITHUB_EVENT_PATH)")
     p.add_argument(
@@ -41,14 +43,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         ignored = "no /accept command on the comment's first line"
     if ignored is not None or command is None:
         log.info("ignored: %s", ignored)
-        print(f"opgate: ignored, {one_line(ignored)}")
+        _say(args, f"opgate: ignored, {one_line(ignored)}", {"ignored": ignored, "granted": None, "posted": False})
         return 0
     with publish.open_edge(settings) as edge:
         if args.post:
             edge.react(event.comment.id, "eyes")
         pull: PullInfo | None = edge.pull_request(event.number) if event.is_pull_request else None
         role = edge.role(author.login) if pull is not None and command.error is None else "unknown"
-        ledger = open_ledger(settings.database_url)
+        ledger = open_ledger(settings.database_url, create=settings.create_ledger)
         try:
             report = ledger.latest_review(pull.head_sha) if pull is not None else None
             decision = accept.decide(
@@ -59,10 +61,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 pull=pull,
                 report=report,
             )
-            print(f"opgate: /accept {'granted' if decision.granted else 'refused'}: {one_line(decision.reason)}")
+            verdict = f"opgate: /accept {'granted' if decision.granted else 'refused'}: {one_line(decision.reason)}"
+            result = {"ignored": None, "granted": decision.granted, "reason": decision.reason, "posted": args.post}
             if not args.post:
-                print("opgate: dry run (no --post): nothing recorded or posted")
+                _say(args, f"{verdict}\nopgate: dry run (no --post): nothing recorded or posted", result)
                 return 0
+            _say(args, verdict, result)
             if not decision.granted:
                 _refuse(edge, event.number, event.comment.id, decision, command.line)
                 return 0
@@ -80,6 +84,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             edge.reply(pull.number, render_accept_reply(decision, command.line))
         log.info("%s=%s on %s", publish.ACCEPTED_CONTEXT, state, pull.head_sha[:12])
     return 0
+
+
+def _say(args: argparse.Namespace, text: str, data: dict[str, object]) -> None:
+    print(json.dumps(data) if args.json else text)
 
 
 def _refuse(edge: GitHubEdge, number: int, comment_id: int, decision: accept.Decision, line: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def collect(ledger_url: str, settings: Settings, now: datetime) -> tuple[SiteData, str]:
     """Read everything the site shows from the ledger, once; returns the data and where it came from."""
-    with open_ledger(ledger_url) as ledger:
+    with open_ledger(ledger_url, create=settings.create_ledger) as ledger:
         store = History(ledger)
         tuning = next((t for t in TUNING_TABLES if store.has_table(t)), None)
         data = SiteData(
@@ -39,6 +40,7 @@ def collect(ledger_url: str, settings: Settings, now: datetime) -> tuple[SiteDat
             acceptances=store.acceptances(),
             usage=ledger.usage(),
             budgets=settings.budget_weekly.model_dump(),
+            labels=settings.labels(),
             checks=store.latest_checks(),
             limit_pct=settings.drift_limit_pct,
             tuning_table=tuning,
@@ -51,5 +53,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     data, where = collect(settings.database_url, settings, datetime.now(UTC))
     sizes = site.write(data, args.out, where)
     total = sum(sizes.values())
-    print(f"opgate: dashboard -> {args.out / 'index.html'} ({len(sizes)} pages, {total / 1024:.0f} KiB)")
+    if args.json:
+        print(json.dumps({"index": str(args.out / "index.html"), "pages": sorted(sizes), "bytes": total}))
+    else:
+        print(f"opgate: dashboard -> {args.out / 'index.html'} ({len(sizes)} pages, {total / 1024:.0f} KiB)")
     return 0

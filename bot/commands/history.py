@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,7 +82,7 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--report {args.report} reviews pull request #{report.pr}, not a main commit")
     repo = gitio.toplevel(args.repo)
     committed_at, subject, parents = mainline.commit_facts(repo, report.head_sha)
-    with open_ledger(settings.database_url) as ledger:
+    with open_ledger(settings.database_url, create=settings.create_ledger) as ledger:
         store = History(ledger)
         pr = history.pr_from_subject(subject) or store.pr_of_head(report.head_sha)
         if pr is None and len(parents) > 1:
@@ -96,6 +98,18 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
         cases, resources = history.figures(report, commit)
         store.record(commit, cases, resources)
     kernels = sorted({c.kernel for c in cases} | {r.kernel for r in resources})
+    if args.json:
+        data = {
+            "branch": args.branch,
+            "head_sha": report.head_sha,
+            "base_sha": report.base_sha,
+            "pr": pr,
+            "cases": len(cases),
+            "functions": len(resources),
+            "kernels": kernels,
+        }
+        print(json.dumps(data))
+        return 0
     print(
         f"opgate: recorded {args.branch} {report.head_sha[:12]} (against {report.base_sha[:12]}"
         f"{f', PR #{pr}' if pr else ''}): {len(cases)} case figure(s), {len(resources)} function(s)"
@@ -123,8 +137,8 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
     head = gitio.resolve(repo, args.head)
     ref = mainline.reference(repo, args.reference or settings.drift_reference, head, now)
     line = mainline.chain(repo, ref.sha, head)
-    touched = mainline.touched(repo, [ref.sha, *line], mainline.kernel_globs(repo))
-    with open_ledger(settings.database_url) as ledger:
+    touched = mainline.touched(repo, [ref.sha, *line], mainline.kernel_globs(repo, settings.repo_config))
+    with open_ledger(settings.database_url, create=settings.create_ledger) as ledger:
         store = History(ledger)
         overrides: dict[int, list[drift_core.Override]] = defaultdict(list)
         for a in store.acceptances():
@@ -147,22 +161,43 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / "drift.md"
         path.write_text("\n\n---\n\n".join(bodies.values()) if bodies else f"No recorded figures since {ref.label}.\n")
-        print(
-            f"opgate: drift since {ref.label} ({ref.sha[:12]}), {len(line)} main commit(s), limit {limit:g}% -> {path}"
-        )
+        say = (lambda _: None) if args.json else print
+        say(f"opgate: drift since {ref.label} ({ref.sha[:12]}), {len(line)} main commit(s), limit {limit:g}% -> {path}")
         for d in drifts:
             w = d.worst
             state = "DRIFT" if d.flagged else "within the limit"
             where = f"{one_line(w.case_name)} ({one_line(w.device_name)})"
-            print(f"opgate: {one_line(d.kernel)}: {w.drift_pct:+.1f}% on {where} — {state}")
+            say(f"opgate: {one_line(d.kernel)}: {w.drift_pct:+.1f}% on {where} — {state}")
             for sha in d.gaps:
-                print(f"opgate: {d.kernel}: {sha[:12]} touched it but main's record has no figures for it")
-        urls = _post(settings, drifts, bodies) if args.post else {}
+                say(f"opgate: {d.kernel}: {sha[:12]} touched it but main's record has no figures for it")
+        urls = _post(settings, drifts, bodies, say) if args.post else {}
         store.record_checks(drift_core.checks(drifts, now.isoformat(timespec="seconds"), urls))
+    if args.json:
+        data = {
+            "reference": {"label": ref.label, "sha": ref.sha},
+            "commits": len(line),
+            "limit_pct": limit,
+            "path": str(path),
+            "kernels": [
+                {
+                    "kernel": d.kernel,
+                    "drift_pct": d.worst.drift_pct,
+                    "case": d.worst.case_name,
+                    "device": d.worst.device_name,
+                    "flagged": d.flagged,
+                    "gaps": d.gaps,
+                    "issue": urls.get(d.kernel),
+                }
+                for d in drifts
+            ],
+        }
+        print(json.dumps(data))
     return 0
 
 
-def _post(settings: Settings, drifts: list[drift_core.KernelDrift], bodies: dict[str, str]) -> dict[str, str]:
+def _post(
+    settings: Settings, drifts: list[drift_core.KernelDrift], bodies: dict[str, str], say: Callable[[str], None]
+) -> dict[str, str]:
     """Open or edit the issue of each drifting kernel; close the issue of a kernel back within the limit."""
     urls: dict[str, str] = {}
     with publish.open_edge(settings) as gh:
@@ -171,9 +206,9 @@ def _post(settings: Settings, drifts: list[drift_core.KernelDrift], bodies: dict
                 issue = gh.upsert_issue(title(d.kernel), bodies[d.kernel], [LABEL], reopen=True)
                 verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
                 urls[d.kernel] = issue.url
-                print(f"opgate: drift issue #{issue.number} {verb}: {issue.url}")
+                say(f"opgate: drift issue #{issue.number} {verb}: {issue.url}")
             elif (closed := gh.close_issue(title(d.kernel), bodies[d.kernel], [LABEL])) is not None:
                 urls[d.kernel] = closed.url
                 if closed.updated:
-                    print(f"opgate: drift issue #{closed.number} closed: {closed.url}")
+                    say(f"opgate: drift issue #{closed.number} closed: {closed.url}")
     return urls

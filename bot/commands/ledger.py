@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bot import budget, tokens
 from bot.ledger import Ledger, UsageRow, open_ledger
@@ -29,10 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    ledger = open_ledger(settings.database_url)
+    ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     try:
         if args.ledger_command == "budget":
-            print(budget_text(ledger, settings, datetime.now(UTC)))
+            now = datetime.now(UTC)
+            print(json.dumps(budget_data(ledger, settings, now)) if args.json else budget_text(ledger, settings, now))
             return 0
         rows = ledger.usage()
     finally:
@@ -45,25 +48,51 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         for row in rows:
             writer.writerow(row.model_dump())
     tmp.replace(args.csv)
-    print(f"opgate: {len(rows)} usage rows -> {args.csv}")
+    if args.json:
+        print(json.dumps({"rows": len(rows), "csv": str(args.csv)}))
+    else:
+        print(f"opgate: {len(rows)} usage rows -> {args.csv}")
     return 0
+
+
+def budget_data(ledger: Ledger, settings: Settings, now: datetime) -> dict[str, object]:
+    """This week's budget state and anomaly line of every configured domain."""
+    week = budget.iso_week(now)
+    rows = ledger.usage()
+    domains = []
+    for domain in settings.domains:
+        state = budget.state(ledger, domain=domain, limit=settings.budget_weekly.get(domain), now=now)
+        weekly, daily = tokens.domain_scores(rows, domain, week, now)
+        domains.append(
+            {
+                "domain": domain,
+                "used": state.used,
+                "reserved": state.reserved,
+                "left": state.left,
+                "budget": state.limit,
+                "pct_used": round(state.pct_used, 1),
+                "anomaly": tokens.anomaly_text(weekly, daily),
+                "flagged": any(s.status == "flagged" for s in [weekly, *daily]),
+            }
+        )
+    return {"week": week, "ledger": ledger.db.where, "domains": domains}
 
 
 def budget_text(ledger: Ledger, settings: Settings, now: datetime) -> str:
     """The `ledger budget` table: one line per domain, then its anomaly line."""
-    week = budget.iso_week(now)
-    rows = ledger.usage()
+    data = budget_data(ledger, settings, now)
     lines = [
-        f"opgate token budget, week {week} (ledger {ledger.db.where})",
+        f"opgate token budget, week {data['week']} (ledger {data['ledger']})",
         f"{'domain':<15} {'used':>10} {'reserved':>10} {'left':>10} {'budget':>10} {'used %':>7}",
     ]
     notes = []
-    for domain in tokens.DOMAINS:
-        state = budget.state(ledger, domain=domain, limit=settings.budget_weekly.get(domain), now=now)
+    domains: list[dict[str, Any]] = data["domains"]  # type: ignore[assignment]
+    for d in domains:
         lines.append(
-            f"{domain:<15} {state.used:>10,} {state.reserved:>10,} {state.left:>10,} {state.limit:>10,} "
-            f"{state.pct_used:>6.1f}%"
+            f"{d['domain']:<15} {d['used']:>10,} {d['reserved']:>10,} {d['left']:>10,} {d['budget']:>10,} "
+            f"{d['pct_used']:>6.1f}%"
         )
-        weekly, daily = tokens.domain_scores(rows, domain, week, now)
-        notes.append(f"  {domain}: anomaly: {tokens.anomaly_text(weekly, daily)}")
+        notes.append(f"  {d['domain']}: anomaly: {d['anomaly']}")
+    if not domains:
+        lines.append("(no domain configured: add [tool.opgate.domains.NAME] to pyproject.toml or opgate.toml)")
     return "\n".join([*lines, "", "spend anomalies (modified z-score of weekly and daily totals):", *notes])

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from bot import lint
+from bot.config import RepoConfig, load_config
 from bot.errors import InputError
 
 
@@ -21,9 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "paths",
         nargs="*",
         type=Path,
-        help="files or folders (default: .env.example, kernels/*/agent_task.json, examples/)",
+        help="files or folders (default: the opgate configuration, .env.example, each kernel's kernel.toml and "
+        "agent_task.json, examples/)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (--json: json)")
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root for the default paths")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too (default: on errors only)")
     cc = p.add_argument_group("CC Switch (read-only)")
@@ -46,19 +48,25 @@ def run(args: argparse.Namespace) -> int:
     live_flags = ["--" + n.replace("_", "-") for n in names if getattr(args, n)]
     if live_flags and args.cc_switch is None:
         raise InputError(f"{', '.join(live_flags)} needs --cc-switch")
-    problems, files = lint.read_sources(args.paths or lint.default_paths(args.repo))
+    try:
+        config = load_config(args.repo)
+    except InputError:
+        config = RepoConfig(root=args.repo)  # the configuration file itself is linted below (CONF001 says why)
+    book = lint.KeyBook.of(config)
+    root = args.repo if config.root == args.repo.resolve() else config.root  # relative paths stay relative
+    problems, files = lint.read_sources(args.paths or lint.default_paths(root, config))
     snapshot = None
     if args.cc_switch is not None:
         snapshot = lint.read_snapshot(args.cc_switch, args.claude_settings, args.codex_config, args.codex_auth)
         live = lint.live_sources(snapshot)  # linted as files CC Switch writes, also when named as PATHs
         written = {Path(f.path).resolve() for f in live}
         files = [f for f in files if Path(f.path).resolve() not in written] + live
-    findings = lint.lint_files(files)
+    findings = lint.lint_files(files, book)
     if snapshot is not None:
         gateway = os.environ.get("TAOTOKEN_BASE_URL", "").strip() or lint.DEFAULT_GATEWAY
         findings = lint.ordered(findings + lint.lint_ccswitch(snapshot, os.environ, gateway))
     findings = problems + findings
-    if args.format == "json":
+    if args.format == "json" or args.json:
         print(lint.format_json(findings))
     else:
         if findings:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bot import __version__, digest, fanout, publish
+from bot.coverage import unclaimed_reason
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.events import PullRequestEvent, load_pull_request_event
 from bot.ledger import Ledger, open_ledger
@@ -93,8 +95,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         base, head, pr = base or event.base_sha, head or event.head_sha, pr or event.number
     if not base or not head:
         raise InputError("review needs --base and --head (or --event with a pull_request event)")
+    if settings.agent_key is not None and args.only_kernel is None and not args.plan and args.merge is None:
+        raise InputError(
+            "OPGATE_AGENT_KEY is one domain's key: give --kernel K (one kernel, one domain), "
+            "or unset it and set each domain's own key variable"
+        )
     if args.plan:
-        print(fanout.matrix(fanout.plan(args.repo, base, head)))
+        planned = fanout.plan(args.repo, base, head, settings.repo_config)
+        print(fanout.matrix(planned.kernels))  # the matrix (also with --json: it is JSON)
+        if planned.unclaimed is not None:
+            print(f"opgate: error: {one_line(planned.unclaimed, limit=2000)}", file=sys.stderr)
+            return 1
         return 0
     if event is not None and (why := publish.skip_reason(event)) is not None:
         log.info("skipped: %s", why)
@@ -103,7 +114,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.post and pr is None:
         raise InputError("--post needs the pull request: give --event or --pr")
     edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
-    ledger = open_ledger(settings.database_url)
+    ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     failure: Exception | None = None
     try:
         if args.merge is not None:
@@ -151,13 +162,27 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     summary = ", ".join(f"{k.name} {k.verdict}" for k in changed) or "no kernel changed"
     if report.error:
         summary = f"the review could not run: {report.error}"
-    print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
-    for line in digest.plain(report):  # the headline's warnings, failing lines and counts, as in the comment
-        print(f"  {one_line(line, limit=2000)}")
-    for error in service_errors:
-        print(f"opgate: outside service failed: {one_line(error)}")
-    print(f"  report:  {one_line(report_path)}")
-    print(f"  comment: {one_line(comment_path)}")
+    unclaimed = unclaimed_reason(report.coverage) if report.coverage and report.coverage.kernel_sources.total else None
+    result: dict[str, object] = {
+        "verdict": report.verdict,
+        "summary": summary,
+        "kernels": [{"name": k.name, "domain": k.domain, "verdict": k.verdict} for k in changed],
+        "unclaimed": unclaimed,
+        "report": str(report_path),
+        "comment": str(comment_path),
+        "service_errors": service_errors,
+        "posted": None,
+    }
+    if not args.json:
+        print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
+        if unclaimed is not None:
+            print(f"opgate: unjudged: {one_line(unclaimed, limit=2000)}")
+        for line in digest.plain(report):  # the headline's warnings, failing lines and counts, as in the comment
+            print(f"  {one_line(line, limit=2000)}")
+        for error in service_errors:
+            print(f"opgate: outside service failed: {one_line(error)}")
+        print(f"  report:  {one_line(report_path)}")
+        print(f"  comment: {one_line(comment_path)}")
     publish.write_step_summary(settings.step_summary, comment)
     if edge is not None and pr is not None:
         try:
@@ -165,9 +190,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 published = publish.post(edge, pr, report, comment, acceptances)
         except ServiceError as exc:
             service_errors.append(str(exc))
-            print(f"opgate: outside service failed: {one_line(exc)}")
+            if not args.json:
+                print(f"opgate: outside service failed: {one_line(exc)}")
         else:
-            print(f"  posted:  {published.comment.url} ({publish.ACCEPTANCE_CONTEXT}={published.status.state})")
+            result["posted"] = {"url": published.comment.url, "status": published.status.state}
+            if not args.json:
+                print(f"  posted:  {published.comment.url} ({publish.ACCEPTANCE_CONTEXT}={published.status.state})")
+    if args.json:
+        print(json.dumps(result))
     if isinstance(failure, OpgateError):
         raise failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
     if report.verdict != "pass":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(f"--week {week!r}: expected an ISO week such as {budget.iso_week(now)}") from exc
     if args.post and not (settings.github_token and settings.github_repository):
         raise InputError("--post needs GITHUB_TOKEN and GITHUB_REPOSITORY")
-    ledger = open_ledger(settings.database_url)
+    ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     try:
         since = (budget.week_start(week) - HISTORY).isoformat(timespec="seconds")
         summary = tokens.weekly_summary(
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             week,
             verdicts=ledger.verdicts(since=since),
             now=now,
+            labels=settings.labels(),
         )
         drift = History(ledger).latest_checks()
     finally:
@@ -76,17 +78,31 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"summary-{week}.md"
     path.write_text(body)
-    print(f"opgate: token summary {week} -> {path}")
-    for d in summary.anomalies:
-        print(f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}")
-    for c in drift:
-        if c.flagged:
-            where = f"{one_line(c.kernel)} {c.drift_pct:+.1f}% on {one_line(c.case_name)}"
-            print(f"opgate: drift: {where} since {one_line(c.reference_label)}")
+    flagged = [c for c in drift if c.flagged]
+    lines = [f"opgate: token summary {week} -> {path}"]
+    lines += [f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}" for d in summary.anomalies]
+    lines += [
+        f"opgate: drift: {one_line(c.kernel)} {c.drift_pct:+.1f}% on {one_line(c.case_name)} since "
+        f"{one_line(c.reference_label)}"
+        for c in flagged
+    ]
+    issue = None
     if args.post:
         assert settings.github_token is not None and settings.github_repository is not None
         with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:
             issue = gh.upsert_issue(title(week), body, [LABEL])
         verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
-        print(f"opgate: issue #{issue.number} {verb}: {issue.url}")
+        lines.append(f"opgate: issue #{issue.number} {verb}: {issue.url}")
+    if args.json:
+        data = {
+            "week": week,
+            "path": str(path),
+            "domains": [d.model_dump(mode="json", exclude={"weekly", "daily"}) for d in summary.domains],
+            "anomalies": [d.domain for d in summary.anomalies],
+            "drift": [c.model_dump(mode="json") for c in flagged],
+            "issue": None if issue is None else {"number": issue.number, "url": issue.url},
+        }
+        print(json.dumps(data))
+    else:
+        print("\n".join(lines))
     return 0

@@ -54,14 +54,21 @@ class Database:
     # -- opening ------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, url: str) -> Database:
+    def open(cls, url: str, *, create: bool = False) -> Database:
+        """Open the ledger at `url`; a SQLite file's folder must exist unless `create` (then it is made)."""
         if url.startswith(("postgresql://", "postgres://")):
             return cls._open_postgres(url)
-        return cls._open_sqlite(sqlite_path(url))
+        return cls._open_sqlite(sqlite_path(url), create)
 
     @classmethod
-    def _open_sqlite(cls, path: Path) -> Database:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def _open_sqlite(cls, path: Path, create: bool = False) -> Database:
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif not path.parent.is_dir():
+            raise InputError(
+                f"ledger {path}: its folder {path.parent} does not exist; fix OPGATE_DATABASE_URL (or the "
+                "configuration's ledger), create the folder, or pass --create-ledger"
+            )
         conn = sqlite3.connect(path, timeout=60, isolation_level=None)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA busy_timeout=60000")

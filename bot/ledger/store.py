@@ -20,9 +20,10 @@ from bot.report import Report
 _USAGE_COLUMNS = list(UsageRow.model_fields)
 
 
-def open_ledger(url: str) -> Ledger:
-    """The ledger named by OPGATE_DATABASE_URL: a SQLite path, sqlite:///path or postgresql://…"""
-    return Ledger(Database.open(url))
+def open_ledger(url: str, *, create: bool = False) -> Ledger:
+    """The ledger named by OPGATE_DATABASE_URL: a SQLite path, sqlite:///path or postgresql://…; a SQLite
+    file's folder must exist unless `create`."""
+    return Ledger(Database.open(url, create=create))
 
 
 class Ledger:
@@ -32,7 +33,7 @@ class Ledger:
         if isinstance(target, Database):
             self.db = target
         else:
-            self.db = Database.open(str(target))
+            self.db = Database.open(str(target), create=True)
         self.path = Path(self.db.where) if self.db.dialect == "sqlite" else None
         self.db.migrate(MIGRATIONS)
 

@@ -18,14 +18,15 @@ from bot.lint.codex import CODEX_BUILTIN_PROVIDERS, CODEX_KEY, lint_codex
 from bot.lint.collect import Facts, KeyUse, UrlUse
 from bot.lint.env import lint_env
 from bot.lint.findings import RULES, SEVERITIES, Finding, Kind, Rule, Severity, rules_markdown
+from bot.lint.kernel import check_config, check_manifest
 from bot.lint.locate import KeyPath, json_key_lines, toml_key_lines
 from bot.lint.output import counts, exit_code, format_json, format_summary, format_text, ordered
 from bot.lint.paths import SourceFile, default_paths, detect_kind, lint_files, lint_paths, read_sources
 from bot.lint.secrets import (
-    CI_SUMMARY_KEY,
-    DOMAIN_KEYS,
-    KNOWN_KEY_VARIABLES,
+    KEY_PREFIX,
+    KeyBook,
     find_keys,
+    is_domain_key,
     is_placeholder,
     is_secret_name,
     looks_like_key,
@@ -36,19 +37,18 @@ from bot.lint.task import MODEL_PLACEHOLDER, infer_domain, lint_task
 from bot.lint.urls import UrlFlavor, gateway_root, show_url
 
 __all__ = [
-    "CI_SUMMARY_KEY",
     "CLAUDE_TOKEN_VARS",
     "CODEX_BUILTIN_PROVIDERS",
     "CODEX_KEY",
     "DEFAULT_GATEWAY",
-    "DOMAIN_KEYS",
-    "KNOWN_KEY_VARIABLES",
+    "KEY_PREFIX",
     "MODEL_PLACEHOLDER",
     "RULES",
     "SEVERITIES",
     "ClientView",
     "Facts",
     "Finding",
+    "KeyBook",
     "KeyPath",
     "KeyUse",
     "Kind",
@@ -61,6 +61,8 @@ __all__ = [
     "Store",
     "UrlFlavor",
     "UrlUse",
+    "check_config",
+    "check_manifest",
     "counts",
     "default_paths",
     "detect_kind",
@@ -72,6 +74,7 @@ __all__ = [
     "format_text",
     "gateway_root",
     "infer_domain",
+    "is_domain_key",
     "is_placeholder",
     "is_secret_name",
     "json_key_lines",

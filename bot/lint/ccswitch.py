@@ -19,7 +19,7 @@ from bot.lint.codex import check_codex
 from bot.lint.findings import Finding, make_finding, scrub
 from bot.lint.locate import strings
 from bot.lint.output import ordered
-from bot.lint.secrets import KNOWN_KEY_VARIABLES, find_keys, is_secret_name
+from bot.lint.secrets import find_keys, is_domain_key, is_secret_name
 from bot.lint.urls import gateway_root
 
 DEFAULT_GATEWAY = "https://taotoken.net/api"  # the users' gateway; TAOTOKEN_BASE_URL overrides it
@@ -105,7 +105,7 @@ def secrets_of(snapshot: Snapshot, env: Mapping[str, str]) -> set[str]:
     for live in (snapshot.claude_settings, snapshot.codex_config, snapshot.codex_auth):
         found.update(find_keys(live.text or ""))
     for name, value in env.items():
-        secret = name in KNOWN_KEY_VARIABLES or is_secret_name(name)
+        secret = is_domain_key(name) or is_secret_name(name)
         found.update([value.strip()] if secret and len(value.strip()) >= 8 else find_keys(value))
     return found
 

@@ -22,7 +22,7 @@ from bot.lint.ccmodel import (
     real_key,
 )
 from bot.lint.findings import Finding, Severity, make_finding
-from bot.lint.secrets import KNOWN_KEY_VARIABLES
+from bot.lint.secrets import is_domain_key
 
 _RESWITCH = (
     "switch to it again in CC Switch (a hand edit of the live file is copied back into a provider on the next switch)"
@@ -177,7 +177,9 @@ class _Sync:
     # --- keys across clients and task domains -----------------------------------------------------
 
     def shared(self) -> None:
-        domain = {k: var for var in sorted(KNOWN_KEY_VARIABLES) if (k := real_key(self.env.get(var)))}
+        domain = {
+            k: var for var in sorted(v for v in self.env if is_domain_key(v)) if (k := real_key(self.env.get(var)))
+        }
         groups: dict[str, list[KeySite]] = {}
         for site in self.sites + self.stored:
             groups.setdefault(site.key, []).append(site)

@@ -8,7 +8,7 @@ import tomllib
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse
 from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, strings, toml_key_lines
-from bot.lint.secrets import KNOWN_KEY_VARIABLES, VAR_NAME, find_keys, looks_like_key, mask
+from bot.lint.secrets import VAR_NAME, KeyBook, find_keys, is_domain_key, looks_like_key, mask
 from bot.lint.urls import check_url, gateway_root
 
 CODEX_KEY = "TAOTOKEN_CODEX_API_KEY"
@@ -32,7 +32,7 @@ def _strip_toml_comment(line: str) -> str:
 
 
 def check_codex(
-    path: str, text: str, project_level: bool = False, managed: bool = False
+    path: str, text: str, project_level: bool = False, managed: bool = False, book: KeyBook | None = None
 ) -> tuple[list[Finding], Facts]:
     """The findings of a Codex config, the active provider's base URL and every provider's key variable.
 
@@ -131,7 +131,7 @@ def check_codex(
             c.add(line, "CODEX004", f"{label} is {env_key}, Claude Code's variable; Codex uses {CODEX_KEY}")
         else:
             c.facts.keys.append(KeyUse(path, line, label, env_key, "Codex"))
-            if env_key in KNOWN_KEY_VARIABLES:
+            if is_domain_key(env_key, book):
                 c.add(line, "CODEX010", f"{label} is the task-domain variable {env_key}; Codex uses {CODEX_KEY}")
 
         wire = provider.get("wire_api")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.lint.secrets import redact
 
 Severity = Literal["error", "warning", "info"]
-Kind = Literal["env", "task", "claude", "codex"]
+Kind = Literal["env", "task", "claude", "codex", "config", "manifest"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
@@ -37,7 +37,13 @@ class Rule:
 # The rule table (stable ids; the README's table is `rules_markdown()`).
 RULES: dict[str, Rule] = {
     "LINT001": Rule("error", "a path given to lint cannot be read (missing, unreadable, not UTF-8)"),
-    "LINT002": Rule("warning", "a file given by name is not a kind lint knows (.env, task JSON, Claude, Codex)"),
+    "LINT002": Rule(
+        "warning", "a file given by name is not a kind lint knows (.env, task JSON, Claude, Codex, opgate's own)"
+    ),
+    "CONF001": Rule("error", "opgate.toml or pyproject.toml's [tool.opgate] does not match the configuration schema"),
+    "KERN001": Rule("error", "a kernel.toml is not valid TOML, does not match the manifest schema or is misnamed"),
+    "KERN002": Rule("error", "a kernel.toml names a domain the repository does not configure"),
+    "KERN003": Rule("error", "a kernel.toml holds a literal value that looks like a key"),
     "URL001": Rule("error", "a base URL carries a query string, fragment or tracking (utm_) parameters"),
     "URL002": Rule("error", "a base URL is not an http(s) URL with a host"),
     "URL003": Rule("error", "a base URL carries credentials (user:password@)"),

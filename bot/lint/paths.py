@@ -9,14 +9,17 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.config import CONFIG_FILE, RepoConfig
 from bot.lint.across import lint_across
 from bot.lint.claude import check_claude
 from bot.lint.codex import check_codex
 from bot.lint.collect import Facts
 from bot.lint.env import check_env
 from bot.lint.findings import Finding, Kind, make_finding
-from bot.lint.secrets import DOMAIN_KEYS
+from bot.lint.kernel import check_config, check_manifest
+from bot.lint.secrets import KeyBook
 from bot.lint.task import check_task
+from bot.manifest import MANIFEST_NAME, find_manifests
 
 
 @dataclass(frozen=True)
@@ -57,22 +60,33 @@ def detect_kind(path: str | Path, text: str | None = None) -> Kind | None:
         if p.parent.name in (".codex", "codex") or text is None:
             return "codex"
         return "codex" if "model_provider" in text else None
+    if name == CONFIG_FILE:
+        return "config"
+    if name == "pyproject.toml":
+        return "config" if text is not None and "[tool.opgate" in text else None
+    if name == MANIFEST_NAME:
+        return "manifest"
     return None
 
 
-def lint_files(files: Sequence[SourceFile]) -> list[Finding]:
-    """Lint each file by its kind, then across them; findings sorted by path and line."""
+def lint_files(files: Sequence[SourceFile], book: KeyBook | None = None) -> list[Finding]:
+    """Lint each file by its kind, then across them; findings sorted by path and line. `book`: the
+    repository's configured domains and their key variables."""
     findings: list[Finding] = []
     facts: list[Facts] = []
     for f in files:
         if f.kind == "env":
             found, fact = check_env(f.path, f.text)
         elif f.kind == "task":
-            found, fact = check_task(f.path, f.text, f.domain)
+            found, fact = check_task(f.path, f.text, f.domain, book)
         elif f.kind == "claude":
             found, fact = check_claude(f.path, f.text, f.managed)
+        elif f.kind == "config":
+            found, fact = check_config(f.path, f.text)
+        elif f.kind == "manifest":
+            found, fact = check_manifest(f.path, f.text, book)
         else:
-            found, fact = check_codex(f.path, f.text, f.project_level, f.managed)
+            found, fact = check_codex(f.path, f.text, f.project_level, f.managed, book)
         findings += found
         facts.append(fact)
     findings += lint_across(facts)
@@ -91,10 +105,10 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 def _kernel_domain(task_path: Path) -> str | None:
     try:
-        domain = tomllib.loads((task_path.parent / "kernel.toml").read_text()).get("domain")
+        domain = tomllib.loads((task_path.parent / MANIFEST_NAME).read_text()).get("domain")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
-    return domain if domain in DOMAIN_KEYS else None
+    return domain if isinstance(domain, str) else None
 
 
 def _is_project_codex(path: Path) -> bool:
@@ -106,10 +120,10 @@ def _is_project_codex(path: Path) -> bool:
         return True
 
 
-def lint_paths(paths: Iterable[str | Path]) -> list[Finding]:
+def lint_paths(paths: Iterable[str | Path], book: KeyBook | None = None) -> list[Finding]:
     """Read the files (folders: every file of a known kind under them) and lint them together."""
     problems, files = read_sources(paths)
-    return problems + lint_files(files)
+    return problems + lint_files(files, book)
 
 
 def read_sources(paths: Iterable[str | Path]) -> tuple[list[Finding], list[SourceFile]]:
@@ -143,14 +157,20 @@ def read_sources(paths: Iterable[str | Path]) -> tuple[list[Finding], list[Sourc
     return sorted(problems, key=lambda f: f.path), files
 
 
-def default_paths(repo_root: str | Path = ".") -> list[Path]:
-    """What `opgate lint` checks with no PATH: .env.example, every kernel's agent_task.json, examples/.
+def default_paths(repo_root: str | Path = ".", config: RepoConfig | None = None) -> list[Path]:
+    """What `opgate lint` checks with no PATH: the opgate configuration, .env.example, every kernel's
+    kernel.toml and agent_task.json (where the configuration's manifest globs find them), examples/.
 
     Also the repository's own `.claude/settings.json` and `.codex/config.toml` when they exist.
     """
     root = Path(repo_root)
-    out = [p for p in (root / ".env.example", root / ".claude" / "settings.json") if p.is_file()]
-    out += sorted((root / "kernels").glob("*/agent_task.json"))
+    config = config or RepoConfig()
+    out = [p for p in (root / CONFIG_FILE,) if p.is_file()]
+    if (pyproject := root / "pyproject.toml").is_file() and detect_kind(pyproject, pyproject.read_text()) == "config":
+        out.append(pyproject)
+    out += [p for p in (root / ".env.example", root / ".claude" / "settings.json") if p.is_file()]
+    for folder in find_manifests(root, config.manifests).values():
+        out += [p for p in (root / folder / MANIFEST_NAME, root / folder / "agent_task.json") if p.is_file()]
     out += [p for p in (root / ".codex" / "config.toml",) if p.is_file()]
     if (root / "examples").is_dir():
         out.append(root / "examples")

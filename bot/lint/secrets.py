@@ -6,17 +6,39 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.manifest import Domain
-from bot.settings import KEY_VARIABLES
+from bot.config import RepoConfig
 
-# --- the users' key variables -------------------------------------------------------------------
+# --- the repository's key variables -------------------------------------------------------------
 
-DOMAIN_KEYS: dict[str, str] = {d.value: f"TAOTOKEN_API_KEY_{d.value.upper()}_AGENT" for d in Domain}
-CI_SUMMARY_KEY = "TAOTOKEN_API_KEY_CI_SUMMARY"
-KNOWN_KEY_VARIABLES = frozenset(KEY_VARIABLES) | set(DOMAIN_KEYS.values())
+KEY_PREFIX = "TAOTOKEN_API_KEY_"  # the users' naming of task-domain keys (TAOTOKEN_API_KEY_<DOMAIN>_AGENT)
+
+
+@dataclass(frozen=True)
+class KeyBook:
+    """The repository's agent domains and the variable holding each one's key (its opgate configuration)."""
+
+    domains: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: RepoConfig) -> KeyBook:
+        return cls({name: config.key_variable(name) for name in config.domains})
+
+    @property
+    def variables(self) -> frozenset[str]:
+        return frozenset(self.domains.values())
+
+    def owner(self, variable: str) -> str | None:
+        return next((d for d, v in self.domains.items() if v == variable), None)
+
+
+def is_domain_key(name: str, book: KeyBook | None = None) -> bool:
+    """A task-domain key variable: a configured one, or one named the users' way."""
+    return name.startswith(KEY_PREFIX) or (book is not None and name in book.variables)
+
 
 VAR_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _SECRET_WORDS = frozenset(

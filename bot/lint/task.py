@@ -9,38 +9,41 @@ from pydantic import ValidationError
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse, parse_json_object
 from bot.lint.findings import Finding
 from bot.lint.locate import label_of, line_of, strings
-from bot.lint.secrets import DOMAIN_KEYS, KNOWN_KEY_VARIABLES, VAR_NAME, find_keys, looks_like_key, mask
+from bot.lint.secrets import VAR_NAME, KeyBook, find_keys, looks_like_key, mask
 from bot.lint.urls import check_url, gateway_root
 from bot.manifest import REQUIRED_DENY, AgentTask
 
 MODEL_PLACEHOLDER = "YOUR_MODEL_ID"
 
 
-def infer_domain(data: dict[str, Any]) -> str | None:
-    """The task's domain from its target.kernel or task_id, when it names one."""
+def infer_domain(data: dict[str, Any], book: KeyBook) -> str | None:
+    """The task's domain from its target.kernel or task_id, when it names a configured one (or the part of
+    its name before the first `_`, of three letters or more: `v41` for v41_attention)."""
     target = data.get("target")
     names = [str(target.get("kernel", "")) if isinstance(target, dict) else "", str(data.get("task_id", ""))]
     for name in names:
         low = name.lower()
-        for domain in sorted(DOMAIN_KEYS, key=len, reverse=True):
-            if domain in low or (domain == "v41_attention" and "v41" in low):
+        for domain in sorted(book.domains, key=len, reverse=True):
+            head = domain.split("_")[0]
+            if domain in low or ("_" in domain and len(head) >= 3 and head in low):
                 return domain
     return None
 
 
-def _key_owner(variable: str) -> str:
-    domains = {v: k for k, v in DOMAIN_KEYS.items()}
-    return f"the {domains[variable]} domain" if variable in domains else "CI summaries"
+def check_task(
+    path: str, text: str, domain: str | None = None, book: KeyBook | None = None
+) -> tuple[list[Finding], Facts]:
+    """The findings of a task file, its base URL and its key variable (owned by `domain` when known).
 
-
-def check_task(path: str, text: str, domain: str | None = None) -> tuple[list[Finding], Facts]:
-    """The findings of a task file, its base URL and its key variable (owned by `domain` when known)."""
+    `book` is the repository's configured domains and key variables; without it the key variable is only
+    checked for being a variable name."""
+    book = book or KeyBook()
     c = Collector(path)
     parsed = parse_json_object(c, "TASK001", text, "the task file")
     if parsed is None:
         return c.done()
     data, lines = parsed
-    domain = domain or infer_domain(data)
+    domain = domain or infer_domain(data, book)
 
     try:
         AgentTask.model_validate(data)
@@ -63,7 +66,9 @@ def check_task(path: str, text: str, domain: str | None = None) -> tuple[list[Fi
     variable = provider.get("api_key_env")
     if isinstance(variable, str):
         line = line_of(lines, ("provider", "api_key_env"))
-        expected = DOMAIN_KEYS.get(domain or "", "one of " + ", ".join(sorted(KNOWN_KEY_VARIABLES)))
+        expected = book.domains.get(domain or "") or (
+            "one of " + ", ".join(sorted(book.variables)) if book.domains else "e.g. TAOTOKEN_API_KEY_<DOMAIN>_AGENT"
+        )
         if not variable:
             c.add(line, "TASK002", f"provider.api_key_env is empty; name the key variable ({expected})")
         elif looks_like_key(variable) or not VAR_NAME.fullmatch(variable):
@@ -79,13 +84,17 @@ def check_task(path: str, text: str, domain: str | None = None) -> tuple[list[Fi
             c.facts.keys.append(
                 KeyUse(path, line, "provider.api_key_env", variable, f"domain {domain}" if domain else None)
             )
-            if variable not in KNOWN_KEY_VARIABLES:
-                c.add(line, "TASK003", f"provider.api_key_env {variable} is not a known key variable ({expected})")
-            elif domain and variable != DOMAIN_KEYS[domain]:
+            if book.domains and variable not in book.variables:
+                c.add(
+                    line,
+                    "TASK003",
+                    f"provider.api_key_env {variable} is not a configured domain's key variable ({expected})",
+                )
+            elif domain is not None and domain in book.domains and variable != book.domains[domain]:
                 c.add(
                     line,
                     "TASK004",
-                    f"provider.api_key_env {variable} is the key of {_key_owner(variable)}; "
+                    f"provider.api_key_env {variable} is the key of the {book.owner(variable)} domain; "
                     f"a {domain} task uses {expected}",
                 )
 
@@ -107,5 +116,5 @@ def check_task(path: str, text: str, domain: str | None = None) -> tuple[list[Fi
     return c.done()
 
 
-def lint_task(path: str, text: str, domain: str | None = None) -> list[Finding]:
-    return check_task(path, text, domain)[0]
+def lint_task(path: str, text: str, domain: str | None = None, book: KeyBook | None = None) -> list[Finding]:
+    return check_task(path, text, domain, book)[0]

@@ -1,0 +1,250 @@
+"""`opgate init`: scaffold opgate in a kernel repository (config, manifests, .env.example, the workflow caller)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from bot import UPSTREAM, __version__, lint
+from bot.config import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
+from bot.errors import InputError
+from bot.manifest import MANIFEST_NAME
+from bot.render import TEMPLATES
+
+GATEWAY = "https://taotoken.net/api"
+WORKFLOW = Path(".github/workflows/opgate.yml")
+KERNEL_NAME = re.compile(r"[a-z0-9_]+")
+SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "init",
+        help="scaffold opgate in a kernel repository",
+        description="Write opgate.toml (unless the repository has a configuration), a kernel.toml, reference.py and "
+        "agent_task.json for each kernel folder without a manifest, .env.example and the workflow caller "
+        ".github/workflows/opgate.yml; then lint what it wrote. Existing files are kept (--force rewrites "
+        ".env.example and the caller; never a configuration, a manifest, a reference or a source).",
+    )
+    p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default: .)")
+    p.add_argument(
+        "--kernels",
+        action="append",
+        metavar="DIR",
+        help="a folder holding one subfolder per kernel (repeatable; default: kernels/ when it exists)",
+    )
+    p.add_argument("--domain", help="agent domain of the new kernels (default: the repository folder's name)")
+    p.add_argument("--key", help="the domain's key variable (default: TAOTOKEN_API_KEY_<DOMAIN>_AGENT)")
+    p.add_argument("--weekly-budget", type=int, default=200_000, help="tokens per week (default: 200000)")
+    p.add_argument("--request-budget", type=int, default=8_000, help="prompt tokens per request (default: 8000)")
+    p.add_argument("--branch", default="main", help="the default branch main's record follows (default: main)")
+    p.add_argument("--source", default=UPSTREAM, help=f"OWNER/REPO of opgate's reusable workflows ({UPSTREAM})")
+    p.add_argument(
+        "--pin", metavar="SHA", help=f"the commit of opgate's release tag v{__version__} (default: the tag itself)"
+    )
+    p.add_argument("--force", action="store_true", help="rewrite .env.example and the workflow caller")
+
+
+@dataclass
+class Plan:
+    """What init writes, keeps and skips."""
+
+    root: Path
+    force: bool
+    written: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+    def write(self, rel: str | Path, text: str, *, ours: bool) -> None:
+        """Write `rel` unless it exists (opgate's own files are rewritten with --force)."""
+        path = self.root / rel
+        if path.exists() and not (ours and self.force):
+            self.kept.append(str(rel))
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        self.written.append(str(rel))
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES / "init"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render(template: str, **context: Any) -> str:
+    return _env().get_template(template).render(**context)
+
+
+def caller(source: str, ref: str, branch: str = "main") -> str:
+    """The workflow a team commits: one job per reusable workflow, pinned to `ref`."""
+    return render(
+        "opgate.yml.j2", source=source, ref=ref, version=__version__, branch=branch, expr=lambda e: f"${{{{ {e} }}}}"
+    )
+
+
+def _domain_name(text: str) -> str:
+    name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_")
+    return name if DOMAIN_NAME.fullmatch(name) else f"k_{name}" if name else "kernels"
+
+
+def _choose_domain(args: argparse.Namespace, config: RepoConfig, root: Path) -> tuple[str, str, bool]:
+    """(domain, key variable, whether the configuration must declare it)."""
+    if config.source == "built-in defaults":
+        domain = args.domain or _domain_name(root.name)
+        if not DOMAIN_NAME.fullmatch(domain):
+            raise InputError(f"--domain {domain!r}: a domain name is a-z, 0-9 and _, starting with a letter")
+        key = args.key or default_key(domain)
+        if not VARIABLE_NAME.fullmatch(key):
+            raise InputError(f"--key {key[:3]!r}…: name the environment variable (A-Z, 0-9, _), never the key")
+        return domain, key, True
+    if args.domain is not None:
+        if (why := config.check_domain(args.domain)) is not None:
+            raise InputError(why)
+        return args.domain, config.key_variable(args.domain), False
+    if len(config.domains) != 1:
+        have = ", ".join(sorted(config.domains)) or "none"
+        raise InputError(f"{config.where()} configures {have}: give --domain NAME for the new kernels")
+    domain = next(iter(config.domains))
+    return domain, config.key_variable(domain), False
+
+
+def _scaffold_kernel(plan: Plan, folder: Path, domain: str, key: str) -> None:
+    rel = folder.relative_to(plan.root).as_posix()
+    name = folder.name
+    if (folder / MANIFEST_NAME).exists():
+        plan.kept.append(f"{rel}/{MANIFEST_NAME}")
+        return
+    if not KERNEL_NAME.fullmatch(name):
+        plan.skipped.append({"folder": rel, "why": "a kernel folder's name is a-z, 0-9 and _: rename it"})
+        return
+    cu = sorted(p.name for p in folder.glob("*.cu"))
+    cpp = sorted(p.name for p in [*folder.glob("*.cpp"), *folder.glob("*.cc")])
+    cuda_sources = cu + [c for c in cpp if "cuda" in c.lower()] if cu else []
+    cpu_sources = [c for c in cpp if "cuda" not in c.lower()]
+    if not cuda_sources and not cpu_sources:
+        plan.skipped.append({"folder": rel, "why": "no .cu, .cpp or .cc source in it"})
+        return
+    configs = sorted(p.name for p in folder.glob("*config*.json"))
+    config = configs[0] if configs else "tunables.json"
+    if not configs:
+        plan.write(f"{rel}/{config}", "{}\n", ours=False)
+    plan.write(
+        f"{rel}/{MANIFEST_NAME}",
+        render(
+            "kernel.toml.j2",
+            name=name,
+            domain=domain,
+            folder=rel,
+            config=config,
+            cpu_sources=cpu_sources,
+            cuda_sources=cuda_sources,
+            entry=name,
+            device="cpu" if cpu_sources else "cuda",
+        ),
+        ours=False,
+    )
+    plan.write(f"{rel}/reference.py", render("reference.py.j2", name=name), ours=False)
+    plan.write(f"{rel}/agent_task.json", render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY), ours=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    root = args.repo.resolve()
+    if not root.is_dir():
+        raise InputError(f"--repo {args.repo}: no such folder")
+    if args.weekly_budget <= 0 or args.request_budget <= 0:
+        raise InputError("--weekly-budget and --request-budget: positive numbers of tokens")
+    if args.pin is not None and not SHA.fullmatch(args.pin):
+        raise InputError(f"--pin {args.pin!r}: the 40-hex commit of opgate's tag v{__version__}")
+    config = load_config(root)
+    if config.source != "built-in defaults":
+        root = config.root
+    suffix = f"/*/{MANIFEST_NAME}"
+    configured = [
+        g.removesuffix(suffix) for g in config.manifests if g.endswith(suffix) and "*" not in g[: -len(suffix)]
+    ]
+    dirs = args.kernels or (configured if config.source != "built-in defaults" else [])
+    dirs = dirs or (["kernels"] if (root / "kernels").is_dir() else [])
+    if not dirs:
+        raise InputError("no kernel folder here: give --kernels DIR (a folder holding one subfolder per kernel)")
+    for d in dirs:
+        if not (root / d).is_dir():
+            raise InputError(f"--kernels {d}: no such folder under {root}")
+    domain, key, declare = _choose_domain(args, config, root)
+    plan = Plan(root=root, force=args.force)
+    if declare:
+        domains = [{"name": domain, "key": key, "weekly": args.weekly_budget, "request": args.request_budget}]
+        manifests = [f"{Path(d).as_posix().strip('/')}/*/{MANIFEST_NAME}" for d in dirs]
+        plan.write(CONFIG_FILE, render("opgate.toml.j2", manifests=manifests, domains=domains), ours=False)
+    else:
+        plan.kept.append(Path(config.source.split(" ")[0]).relative_to(root).as_posix())
+    for d in dirs:
+        for folder in sorted(p for p in (root / d).iterdir() if p.is_dir() and not p.name.startswith(".")):
+            _scaffold_kernel(plan, folder, domain, key)
+    keys = [{"name": domain, "key": key}] if declare else [
+        {"name": n, "key": config.key_variable(n)} for n in config.domains
+    ]  # fmt: skip
+    plan.write(".env.example", render("env.example.j2", domains=keys, base_url=GATEWAY), ours=True)
+    plan.write(WORKFLOW, caller(args.source, args.pin or f"v{__version__}", args.branch), ours=True)
+    return _lint_and_report(plan, args)
+
+
+def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
+    config = load_config(plan.root)
+    here = Path.cwd()
+    paths = [
+        Path(os.path.relpath(plan.root / rel, here)) if (plan.root / rel).is_relative_to(here) else plan.root / rel
+        for rel in dict.fromkeys([*plan.written, *plan.kept])
+    ]
+    checked = [p for p in paths if p.is_file() and lint.detect_kind(p, p.read_text(errors="replace")) is not None]
+    problems, files = lint.read_sources(checked)
+    findings = problems + lint.lint_files(files, lint.KeyBook.of(config))
+    code = lint.exit_code(findings, ("error",))
+    next_steps = [
+        "write each kernel's reference.py (make_inputs, reference) and its [[cases]] in kernel.toml",
+        "store the ledger URL as the secret OPGATE_DATABASE_URL, and each domain's gateway key as the secret "
+        "OPGATE_AGENT_KEY of the environment opgate-<domain>",
+        "register self-hosted runners labelled gpu and opgate-ledger, then open a pull request",
+    ]
+    if not args.pin:
+        next_steps.append(
+            f"pin the caller to the commit of v{__version__}: opgate init --force --pin "
+            f"$(git ls-remote https://github.com/{args.source} refs/tags/v{__version__} | cut -f1)"
+        )
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "written": plan.written,
+                    "kept": plan.kept,
+                    "skipped": plan.skipped,
+                    "findings": [f.model_dump() for f in findings],
+                    "next": next_steps,
+                }
+            )
+        )
+        return code
+    for rel in plan.written:
+        print(f"opgate: wrote {rel}")
+    for rel in plan.kept:
+        print(f"opgate: kept {rel} (it exists)")
+    for s in plan.skipped:
+        print(f"opgate: skipped {s['folder']}: {s['why']}")
+    if findings:
+        print(lint.format_text(findings))
+    print(lint.format_summary(findings), file=sys.stderr)
+    for step in next_steps:
+        print(f"next: {step}")
+    return code

@@ -7,7 +7,7 @@ import logging
 import sys
 
 from bot import __version__
-from bot.commands import accept, dashboard, history, ledger, lint, review, summary
+from bot.commands import accept, dashboard, history, ledger, lint, review, summary, tune
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
 from bot.settings import Settings, load_settings
@@ -22,6 +22,7 @@ COMMANDS = {
     "summary": summary,
     "history": history,
     "dashboard": dashboard,
+    "tune": tune,
 }
 
 
@@ -30,7 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"opgate {__version__}")
     p.add_argument("-q", "--quiet", action="store_true", help="only warnings and the final lines")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (review, lint, ledger, accept, summary, history, dashboard):
+    for module in (review, tune, lint, ledger, accept, summary, history, dashboard):
         module.register(sub)
     return p
 

@@ -52,6 +52,9 @@ VARIABLES: dict[str, str] = {
     # Main's history and cumulative drift (opgate history, opgate dashboard).
     "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
+    # Tuning (opgate tune).
+    "OPGATE_TUNE_PLATEAU_ROUNDS": "stop tuning when the best speedup has not improved by 1% over this many rounds (3)",
+    "OPGATE_TUNE_MAX_SPACE": "largest space --strategy exhaustive|both sweeps, configs (default 64)",
 }
 
 KEY_VARIABLES = tuple(name for name in VARIABLES if name.startswith("TAOTOKEN_API_KEY_"))
@@ -137,6 +140,8 @@ class Settings(BaseModel):
     github_write_interval_s: float = Field(1.0, ge=0)
     drift_limit_pct: float = Field(5.0, gt=0)
     drift_reference: str = Field("release", min_length=1)
+    tune_plateau_rounds: int = Field(3, ge=1)
+    tune_max_space: int = Field(64, ge=1)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
@@ -176,6 +181,8 @@ _FIELDS: dict[str, str] = {
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
     "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
     "OPGATE_DRIFT_REFERENCE": "drift_reference",
+    "OPGATE_TUNE_PLATEAU_ROUNDS": "tune_plateau_rounds",
+    "OPGATE_TUNE_MAX_SPACE": "tune_max_space",
 }
 
 

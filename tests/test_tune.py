@@ -247,3 +247,34 @@ def test_tune_needs_write_access_and_a_known_kernel() -> None:
     other = command.parse_command("/tune ../../etc")
     assert other is not None
     assert not command.decide(other, login="maint-bob", role="admin", kernels=kernels, number=7).granted
+
+
+# ---------------------------------------------------------------------------- a candidate's identity
+
+
+def test_a_candidate_is_named_by_what_it_changes_not_by_how_the_patch_is_written(kernel_repo) -> None:
+    import json
+
+    from bot.candidates import CandidateError
+    from bot.manifest import load_kernel
+    from bot.tune.model import candidate_label
+    from bot.tune.space import file_patch, inspect
+
+    k = load_kernel(kernel_repo.path / "kernels" / "deepgemm_tile")
+    path = "kernels/deepgemm_tile/tile_config.json"
+    text = (kernel_repo.path / path).read_text()
+    wider = {**k.config, "tile_n": 256}
+    one_line = inspect(kernel_repo.path, kernel_repo.base, file_patch(path, text, json.dumps(wider) + "\n"), k)
+    pretty = inspect(kernel_repo.path, kernel_repo.base, file_patch(path, text, json.dumps(wider, indent=4)), k)
+    assert one_line.key == pretty.key == config_key(wider) and not one_line.is_base and one_line.paths == [path]
+    same = inspect(kernel_repo.path, kernel_repo.base, file_patch(path, text, json.dumps(k.config, indent=2)), k)
+    assert same.is_base and same.key == config_key(k.config)
+    source = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    body = (kernel_repo.path / source).read_text()
+    edited = inspect(kernel_repo.path, kernel_repo.base, file_patch(source, body, "// tuned\n" + body), k)
+    assert edited.key.startswith("tree:") and not edited.is_base
+    assert candidate_label(edited.key, edited.config).startswith("tile_m=128 tile_n=128 tile_k=64 + files ")
+    with pytest.raises(CandidateError, match="outside kernels/deepgemm_tile/"):
+        inspect(kernel_repo.path, kernel_repo.base, file_patch("README.md", "a\n", "b\n"), k)
+    with pytest.raises(CandidateError, match="git apply"):
+        inspect(kernel_repo.path, kernel_repo.base, file_patch(path, '{"tile_m": 1}\n', "{}\n"), k)

@@ -49,6 +49,7 @@ def test_the_workflows_exist() -> None:
         "ci.yml",
         "main-record.yml",
         "dashboard.yml",
+        "tune.yml",
     }
 
 
@@ -122,7 +123,7 @@ def test_one_concurrency_group_per_pull_request() -> None:
 
 
 def test_each_key_reaches_only_the_step_that_calls_the_agent() -> None:
-    for name in ("pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml"):
+    for name in ("pr-review.yml", "accept.yml", "weekly-tokens.yml", "ci.yml", "tune.yml"):
         workflow = load(name)
         for job, step in steps(workflow):
             env = step.get("env", {})
@@ -130,11 +131,13 @@ def test_each_key_reaches_only_the_step_that_calls_the_agent() -> None:
             if not keys:
                 assert "TAOTOKEN" not in str(step), f"{name}: {job}: a key outside env"
                 continue
-            if name == "pr-review.yml":
-                assert "--kernel" in step["run"]
+            if name in ("pr-review.yml", "tune.yml"):
+                assert "--kernel" in step["run"] if name == "pr-review.yml" else "args=(tune " in step["run"]
+                which = "matrix.domain" if name == "pr-review.yml" else "needs.resolve.outputs.domain"
+                assert len(keys) == 3
                 for variable, value in keys.items():
                     domain = variable.removeprefix("TAOTOKEN_API_KEY_").removesuffix("_AGENT").lower()
-                    assert value == f"${{{{ matrix.domain == '{domain}' && secrets.{variable} || '' }}}}"
+                    assert value == f"${{{{ {which} == '{domain}' && secrets.{variable} || '' }}}}"
             else:
                 assert name == "weekly-tokens.yml" and set(keys) == {"TAOTOKEN_API_KEY_CI_SUMMARY"}
                 assert "opgate summary" in step["run"]
@@ -269,3 +272,57 @@ def test_only_a_first_line_ok_to_test_counts(fake_gh: Path, body: str) -> None:
     text, _ = script(*OK_TO_TEST)
     code, _, calls, _ = run_script(text, COMMENT | {"BODY": body}, fake_gh)
     assert code == 0 and calls == []
+
+
+# ---------------------------------------------------------------------------- tune.yml and /tune
+
+
+def test_tuning_runs_candidates_without_a_write_token_and_proposes_without_running_them() -> None:
+    workflow = load("tune.yml")
+    assert set(workflow["on"]) == {"workflow_dispatch"}
+    jobs = workflow["jobs"]
+    assert jobs["resolve"]["runs-on"] == "ubuntu-24.04" and jobs["resolve"]["permissions"] == {"contents": "read"}
+    assert jobs["tune"]["runs-on"] == ["self-hosted", "linux", "gpu"]
+    assert jobs["tune"]["permissions"] == {"contents": "read"}  # this job builds and runs the agent's candidates
+    publish = jobs["publish"]
+    assert publish["runs-on"] == ["self-hosted", "linux", "opgate-ledger"]
+    assert set(publish["permissions"]) == {"contents", "pull-requests", "issues", "actions"}
+    runs = [step.get("run", "") for step in publish["steps"]]
+    assert any("args=(tune --publish tune-out --post)" in r for r in runs)
+    assert not any('tune "$KERNEL"' in r for r in runs)  # the job that writes never tunes
+    assert "TAOTOKEN" not in str(publish)
+    assert any("gh workflow run pr-review.yml" in r for r in runs)  # the normal review runs on the new PR
+
+
+def test_the_tune_comment_job_answers_with_opgate() -> None:
+    job = load("accept.yml")["jobs"]["tune"]
+    assert "startsWith(github.event.comment.body, '/tune')" in job["if"] and "!= 'Bot'" in job["if"]
+    assert job["permissions"] == {"contents": "read", "actions": "write", "issues": "write", "pull-requests": "write"}
+    assert job["steps"][-1]["run"] == '.venv/bin/opgate tune --event "$GITHUB_EVENT_PATH" --post'
+
+
+RESOLVE = ("tune.yml", "resolve", "Check the inputs and find the kernel's domain")
+INPUTS = {"KERNEL": "deepgemm_tile", "ROUNDS": "6", "TOKENS": "", "ISSUE": "12"}
+
+
+def test_resolve_finds_the_domain_of_a_kernel_on_the_default_branch(fake_gh: Path) -> None:
+    text, _ = script(*RESOLVE)
+    code, out, _, log = run_script(f"cd {ROOT}\n{text}", INPUTS, fake_gh)
+    assert code == 0, log
+    assert out == {"domain": "deepgemm"}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"KERNEL": "../../etc"}, "not a kernel name"),
+        ({"KERNEL": "no_such_kernel"}, "no kernel no_such_kernel"),
+        ({"ROUNDS": "6; rm -rf /"}, "rounds is not a number"),
+        ({"TOKENS": "1e9"}, "tokens is not a number"),
+        ({"ISSUE": "12 && true"}, "issue is not a number"),
+    ],
+)
+def test_resolve_refuses_bad_inputs(fake_gh: Path, change: dict[str, str], why: str) -> None:
+    text, _ = script(*RESOLVE)
+    code, out, _, log = run_script(f"cd {ROOT}\n{text}", INPUTS | change, fake_gh)
+    assert code == 1 and out == {} and why in log

@@ -103,6 +103,45 @@ def table(events: Sequence[RoundEvent], trials: dict[str, Trial]) -> tuple[list[
     return rows, notes
 
 
+def messages(
+    kernel: Kernel, view: View, *, config_text: str, example: tuple[str, str], limit: int
+) -> list[dict[str, str]]:
+    """A round's system and user messages (pure); the oldest rows (never the best) are left out while the prompt
+    is over `limit` tokens (the domain's per-request prompt budget)."""
+    task = kernel.task
+    assert task is not None
+    rows, left_out = list(view.rows), 0
+    best_label = best_row_label(view.rows)
+    while True:
+        system = render("prompts/tune_system.md.j2", task=task, config_path=config_path(kernel))
+        user = render(
+            "prompts/tune_user.md.j2",
+            task=task,
+            task_json=task.model_dump_json(indent=2),
+            kernel=kernel.name,
+            config_path=config_path(kernel),
+            config_text=config_text,
+            tunables=kernel.manifest.tunables,
+            space_size=view.space_size,
+            seen=view.seen,
+            worst_case_pct=f"{WORST_CASE_PCT:g}",
+            round=view.round,
+            max_rounds=view.max_rounds,
+            tokens_left=view.tokens_left,
+            example_patch=example[0],
+            example_label=example[1],
+            rows=rows,
+            left_out=left_out,
+            notes=view.notes,
+        )
+        out = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        droppable = [i for i, r in enumerate(rows) if r.label != best_label]
+        if estimate.count_messages(out) <= limit or not droppable:
+            return out
+        rows.pop(droppable[0])
+        left_out += 1
+
+
 class _CappedCall(_Call):
     """A gateway call that also respects the run's own token cap (`--tokens`), checked before the reservation."""
 
@@ -169,45 +208,9 @@ class TuneAgent:
             f"needs up to {need:,}"
         )
 
-    def left(self) -> int:
-        return max(0, self.token_limit - self.spent())
-
     def messages(self, view: View) -> list[dict[str, str]]:
-        """System and user messages; the oldest rows (never the best) are left out while over the per-request
-        prompt budget."""
-        k, task = self.kernel, self.kernel.task
-        assert task is not None
-        limit = self.settings.budget_request.get(k.manifest.domain.value)
-        rows, left_out = list(view.rows), 0
-        best_label = best_row_label(view.rows)
-        while True:
-            system = render("prompts/tune_system.md.j2", task=task, config_path=config_path(k))
-            user = render(
-                "prompts/tune_user.md.j2",
-                task=task,
-                task_json=task.model_dump_json(indent=2),
-                kernel=k.name,
-                config_path=config_path(k),
-                config_text=self.config_text,
-                tunables=k.manifest.tunables,
-                space_size=view.space_size,
-                seen=view.seen,
-                worst_case_pct=f"{WORST_CASE_PCT:g}",
-                round=view.round,
-                max_rounds=view.max_rounds,
-                tokens_left=view.tokens_left,
-                example_patch=self.example[0],
-                example_label=self.example[1],
-                rows=rows,
-                left_out=left_out,
-                notes=view.notes,
-            )
-            messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            droppable = [i for i, r in enumerate(rows) if r.label != best_label]
-            if estimate.count_messages(messages) <= limit or not droppable:
-                return messages
-            rows.pop(droppable[0])
-            left_out += 1
+        limit = self.settings.budget_request.get(self.kernel.manifest.domain.value)
+        return messages(self.kernel, view, config_text=self.config_text, example=self.example, limit=limit)
 
     def propose(self, view: View, stem: str) -> Proposal:
         """Ask once (one repair request for an unusable reply). GatewayError propagates (an outside service)."""
@@ -263,4 +266,4 @@ def best_row_label(rows: Sequence[TableRow]) -> str | None:
     return max(scored)[1] if scored else None
 
 
-__all__ = ["Proposal", "TableRow", "TuneAgent", "View", "table"]
+__all__ = ["Proposal", "TableRow", "TuneAgent", "View", "messages", "table"]

@@ -26,7 +26,17 @@ from bot.safe import one_line
 from bot.settings import Settings
 from bot.tune import analysis, space
 from bot.tune.judge import judge, trial_from
-from bot.tune.model import MIN_GAIN_PCT, WORST_CASE_PCT, Outcome, Proposal, RoundEvent, Source, Stop, Trial
+from bot.tune.model import (
+    MIN_GAIN_PCT,
+    WORST_CASE_PCT,
+    Outcome,
+    Proposal,
+    RoundEvent,
+    Source,
+    Stop,
+    Trial,
+    candidate_label,
+)
 from bot.tune.policy import Exhaustive, Proposer, Search
 from bot.tune.result import Proposed, TokenUse, TuneResult
 
@@ -129,9 +139,10 @@ class Tuner:
             )
         domain = self.kernel.manifest.domain.value
         self.token_limit = req.tokens or default_tokens(self.settings, domain)
+        self.strategy: Strategy | Literal["policy"] = "policy" if self.custom is not None else req.strategy
         self.row, resumed = self.store.open_run(
             kernel=self.kernel.name, domain=domain, base_sha=self.base_sha, device_name=self.device_name,
-            strategy=req.strategy, max_rounds=req.rounds, token_limit=self.token_limit,
+            strategy=self.strategy, max_rounds=req.rounds, token_limit=self.token_limit,
         )  # fmt: skip
         self.run_id = self.row.run_id
         self.base_trial = Trial(
@@ -362,7 +373,7 @@ class Tuner:
         week = budget.state(self.ledger, domain=domain, limit=self.settings.budget_weekly.get(domain))
         return TuneResult(
             run_id=self.run_id, kernel=self.kernel.name, domain=domain, base_sha=self.base_sha,
-            device_name=self.device_name, strategy=self.request.strategy, resumed=resumed,
+            device_name=self.device_name, strategy=self.strategy, resumed=resumed,
             config_path=space.config_path(self.kernel), base_config=dict(self.kernel.config),
             max_rounds=self.request.rounds, rounds=self._rounds("agent") or self._rounds("policy"),
             space_size=len(self.space), seen=len(self._seen() & {space.config_key(c) for c in self.space}),
@@ -377,7 +388,7 @@ class Tuner:
 
 
 def _label(seen: space.Inspected) -> str:
-    return " ".join(f"{k}={v}" for k, v in seen.config.items()) if seen.config else seen.key[:17]
+    return candidate_label(seen.key, seen.config)
 
 
 __all__ = ["RunRow", "TuneRequest", "Tuner", "default_tokens"]

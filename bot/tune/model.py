@@ -53,6 +53,13 @@ def config_label(config: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items())
 
 
+def candidate_label(key: str, config: dict[str, Any]) -> str:
+    """The config, and for a candidate that changes more than the config file, its files' tree (short)."""
+    if key.startswith("tree:"):
+        return f"{config_label(config)} + files {key[5:13]}".strip()
+    return config_label(config) or key[:20]
+
+
 class Trial(BaseModel):
     """One candidate and what the judge said about it (the base itself is the trial of source "base")."""
 
@@ -105,7 +112,7 @@ class Trial(BaseModel):
 
     @property
     def label(self) -> str:
-        return config_label(self.config) or self.key.removeprefix("tree:")[:12]
+        return candidate_label(self.key, self.config)
 
 
 class RoundEvent(BaseModel):

@@ -57,7 +57,7 @@ class TuneResult(BaseModel):
     domain: str
     base_sha: str
     device_name: str
-    strategy: Literal["agent", "exhaustive", "both"]
+    strategy: Literal["agent", "exhaustive", "both", "policy"]  # policy: an offline proposer (benchmarks)
     resumed: bool = False
     config_path: str
     base_config: dict[str, Any]

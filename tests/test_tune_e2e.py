@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.tune.space import file_patch
 from tests.conftest import KernelRepo, make_repo
-from tests.gateway import Gateway
+from tests.gateway import Gateway, completion
 from tests.test_tune_loop import KEY, reply
 
 pytestmark = pytest.mark.slow
@@ -113,3 +114,40 @@ def test_a_killed_run_resumes_and_judges_no_trial_twice(opgate, tmp_path, build_
     outcomes = [e["outcome"] for e in r["events"] if e["source"] == "exhaustive"]
     assert outcomes == ["judged", "judged"]
     assert rows(tmp_path, "SELECT COUNT(*), MIN(state) FROM tuning_runs") == [(1, "done")]
+
+
+SOURCE = "kernels/deepgemm_tile/gemm_cpu.cpp"
+CALL = "  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);\n"
+
+
+def test_a_candidate_faster_on_one_case_and_slower_on_another_is_judged_per_shape_and_not_proposed(
+    opgate, tmp_path, httpserver
+):
+    """Base computes every GEMM twice; the agent's candidate computes square_512 (m = 512) once and the ragged
+    case (m = 200) three times: about twice as fast on one shape and 1.5x slower on the other, and correct."""
+    repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
+    repo.edit(SOURCE, CALL, "  for (int rep = 0; rep < 2; ++rep) {\n  " + CALL + "  }\n")
+    repo.base = repo.commit("a base that computes twice")
+    body = (repo.path / SOURCE).read_text()
+    mixed = body.replace("rep < 2", "rep < (m == 200 ? 3 : 1)")
+    patch = file_patch(SOURCE, body, mixed)
+    answer = {"candidate_patch": patch, "risk_notes": [], "local_commands": [], "expected_metrics": {}}
+    gateway = Gateway(httpserver, [completion(json.dumps(answer)), reply(None)])
+    env = {"OPGATE_MEASURE_MAX_SECONDS": "1", "OPGATE_CASE_TIMEOUT_S": "120", "TAOTOKEN_BASE_URL": gateway.url,
+           "TAOTOKEN_API_KEY_DEEPGEMM_AGENT": KEY}  # fmt: skip
+    out = tmp_path / "tune"
+    run = opgate("tune", "deepgemm_tile", "--repo", str(repo.path), "--rounds", "2", "--out", str(out), env=env)
+    assert run.code == 0, run.stderr
+    r = json.loads((out / "tune.json").read_text())
+    [t] = r["trials"]
+    assert t["key"].startswith("tree:") and t["verdict"] == "fail"
+    cases = {c["name"]: c for c in t["cases"]}
+    square, ragged = cases["square_512"], cases["ragged_200x328x264"]
+    assert square["regression_pct"] < -20 and square["verdict"] in ("pass", "inconclusive")
+    assert ragged["regression_pct"] > 20 and ragged["verdict"] == "fail"
+    shapes = {s["case"]: s for s in r["per_shape"]}
+    assert shapes["square_512"]["key"] == t["key"] and shapes["ragged_200x328x264"]["is_base"]
+    assert r["best"] is None and r["proposal"] is None and r["verified"] is None  # nothing to re-verify
+    second = gateway.bodies[1]["messages"][1]["content"]
+    assert "+ files" in second and "square_512 -" in second and "ragged_200x328x264 +" in second
+    assert "| fail |" in second

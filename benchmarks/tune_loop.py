@@ -6,7 +6,7 @@ runs on a fresh ledger so it measures everything again. "Reached" means the poli
 speedup is within noise of the optimum's (its CI half-width, at least 1 %). Every candidate is a real review of a
 tunable change against HEAD (build, cases, gates).
 
-    .venv/bin/python benchmarks/tune_loop.py [--kernels K ...] [--max-seconds 1] [--json FILE]
+    .venv/bin/python benchmarks/tune_loop.py [--kernels K ...] [--max-seconds 3] [--json FILE]
     .venv/bin/python benchmarks/tune_loop.py --agent      # a real model (needs the domain's key): strategy both
 
 Token estimates (no key needed): the prompt of round 1 and round 6 as the agent would see it (the table filled from
@@ -94,7 +94,7 @@ def token_estimate(kernel_name: str, sweep: TuneResult) -> dict[str, int]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--kernels", nargs="*", default=list(KERNELS))
-    p.add_argument("--max-seconds", type=float, default=1.0, help="OPGATE_MEASURE_MAX_SECONDS (default 1)")
+    p.add_argument("--max-seconds", type=float, default=3.0, help="OPGATE_MEASURE_MAX_SECONDS (default 3, opgate's)")
     p.add_argument("--agent", action="store_true", help="also run --strategy both with the real model (needs keys)")
     p.add_argument("--json", type=Path, help="write every figure here")
     args = p.parse_args()

@@ -278,3 +278,10 @@ def test_a_candidate_is_named_by_what_it_changes_not_by_how_the_patch_is_written
         inspect(kernel_repo.path, kernel_repo.base, file_patch("README.md", "a\n", "b\n"), k)
     with pytest.raises(CandidateError, match="git apply"):
         inspect(kernel_repo.path, kernel_repo.base, file_patch(path, '{"tile_m": 1}\n', "{}\n"), k)
+
+
+def test_a_trials_problems_name_each_failed_case_once_with_its_reason() -> None:
+    slow = case("ragged", 40.0, verdict="fail").model_copy(update={"reason": "performance: p50 +40% regresses"})
+    t = trial("128x256", case("square", -30.0), slow, verdict="fail")
+    t = t.model_copy(update={"reasons": ["ragged: fail", "resource: spills 8 bytes"]})
+    assert t.problems == ["resource: spills 8 bytes", "ragged: performance: p50 +40% regresses"]

@@ -88,7 +88,7 @@ def table(events: Sequence[RoundEvent], trials: dict[str, Trial]) -> tuple[list[
             + f" {c.verdict}"
             for c in t.timed
         )
-        errors = "; ".join(t.reasons + [f"{c.name}: {c.reason}" for c in t.cases if c.verdict in ("fail", "error")])
+        errors = "; ".join(t.problems)
         rows.append(
             TableRow(
                 round=e.round,

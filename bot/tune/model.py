@@ -114,6 +114,13 @@ class Trial(BaseModel):
     def label(self) -> str:
         return candidate_label(self.key, self.config)
 
+    @property
+    def problems(self) -> list[str]:
+        """Why it did not pass: the kernel's own reasons and each failed case's reason (not both for one case)."""
+        echoed = {f"{c.name}: {c.verdict}" for c in self.cases}
+        own = [r for r in self.reasons if r not in echoed]
+        return own + [f"{c.name}: {c.reason}" for c in self.cases if c.verdict in ("fail", "error") and c.reason]
+
 
 class RoundEvent(BaseModel):
     """What happened in one round (an agent request, a policy step, one config of the exhaustive sweep)."""

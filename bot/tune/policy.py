@@ -71,4 +71,4 @@ class CoordinateDescent:
                 candidate = {**current, name: value}
                 if config_key(candidate) not in search.seen:
                     return Proposal(outcome="ok", patch=search.patch_for(candidate))
-        return Proposal(outcome="done", detail="converged: every coordinate neighbour of the best config is judged")
+        return Proposal(outcome="done", detail="every coordinate neighbour of the best config has been judged")

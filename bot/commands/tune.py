@@ -44,7 +44,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--repo", type=Path, default=Path("."), help="git repository (default: .)")
     p.add_argument("--rounds", type=int, default=6, help="agent rounds at most (default: 6)")
     p.add_argument("--tokens", type=int, help="token budget of this run (default: the domain's weekly budget / 25)")
-    p.add_argument("--strategy", choices=("agent", "exhaustive", "both"), default="agent", help="default: agent")
+    p.add_argument(
+        "--strategy",
+        choices=("agent", "exhaustive", "both"),
+        default="agent",
+        help="agent (default); exhaustive: every allowed config; both: the agent, then the sweep and its regret",
+    )
     p.add_argument("--out", type=Path, help="output folder (default: reports/tune/KERNEL)")
     p.add_argument("--post", action="store_true", help="push the winner as a branch and open its pull request")
     p.add_argument("--issue", type=int, help="also reply on this issue or pull request (the /tune comment's)")

@@ -138,6 +138,8 @@ class Tuner:
                 f"{self.settings.tune_max_space}: use --strategy agent, or raise the limit"
             )
         domain = self.kernel.manifest.domain.value
+        if self.custom is None and req.strategy != "exhaustive":
+            self._check_agent()
         self.token_limit = req.tokens or default_tokens(self.settings, domain)
         self.strategy: Strategy | Literal["policy"] = "policy" if self.custom is not None else req.strategy
         self.row, resumed = self.store.open_run(
@@ -166,6 +168,17 @@ class Tuner:
             )
         stop, sweep = self._phases()
         return self._finish(stop, sweep, resumed)
+
+    def _check_agent(self) -> None:
+        """Before a run is opened: the agent can be asked (a task file, its key set)."""
+        task = self.kernel.task
+        if task is None:
+            raise InputError(f"{self.kernel.name} has no agent task file: use --strategy exhaustive")
+        if self.settings.key_for(task.provider.api_key_env) is None:
+            raise InputError(
+                f"{task.provider.api_key_env} is not set: the agent cannot be asked "
+                "(--strategy exhaustive needs no key)"
+            )
 
     def _phases(self) -> tuple[Stop, Stop | None]:
         strategy = self.request.strategy

@@ -112,6 +112,7 @@ def test_the_winner_becomes_a_branch_and_a_pull_request_with_the_evidence(
     pulled = json.loads((folder / "pull.json").read_text())
     assert pulled == {"number": pull["number"], "url": pull["html_url"], "head_sha": sha, "branch": BRANCH,
                       "created": True}  # fmt: skip
+    assert json.loads((folder / "tune.json").read_text())["pull"]["number"] == pull["number"]
     [reply] = server.comments(REPO, ISSUE)
     assert pull["html_url"] in reply["body"] and "x1.037 re-verified" in reply["body"].replace("×", "x")
 

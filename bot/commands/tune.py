@@ -161,6 +161,7 @@ def _post(args: argparse.Namespace, settings: Settings, result: TuneResult, out:
                 result.pull = PullOut(number=pull.number, url=pull.url, head_sha=pull.head_sha,
                                       branch=result.proposal.branch, created=pull.created)  # fmt: skip
                 (out / "pull.json").write_text(json.dumps(result.pull.model_dump(), indent=2) + "\n")
+                (out / "tune.json").write_text(result.to_json())
                 _record_pull(settings, result.run_id, pull.url)
             if args.issue:
                 edge.reply(args.issue, render("tune_reply.md.j2", marker=REPLY_MARKER, r=result, d=None, line=""))
@@ -171,11 +172,10 @@ def _post(args: argparse.Namespace, settings: Settings, result: TuneResult, out:
 
 
 def _record_pull(settings: Settings, run_id: str, url: str) -> None:
+    """The pull request on the run's ledger row (a run recorded in another ledger is left as it is)."""
     ledger = open_ledger(settings.database_url)
     try:
         TuningStore(ledger).set_pull(run_id, url)
-    except KeyError:
-        log.info("run %s is not in this ledger: the pull request is not recorded there", run_id)
     finally:
         ledger.close()
 

@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from bot.agent import estimate  # noqa: E402
 from bot.agent.tune import View, messages, table  # noqa: E402
+from bot.errors import InputError  # noqa: E402
 from bot.ledger import open_ledger  # noqa: E402
 from bot.manifest import load_kernel  # noqa: E402
 from bot.progress import Status  # noqa: E402
@@ -136,10 +137,14 @@ def main() -> int:
                 "tokens": token_estimate(kernel, sweep),
             }
             if args.agent:
-                both, both_s = tune(kernel, f"{tmp}/agent.sqlite", Path(tmp) / "agent", env, strategy="both")
-                row["agent"] = {"comparison": both.comparison.model_dump() if both.comparison else None,
-                                "tokens": both.tokens.model_dump(), "rounds": both.rounds, "seconds": round(both_s, 1),
-                                "stop": both.stop.line()}  # fmt: skip
+                try:
+                    both, both_s = tune(kernel, f"{tmp}/agent.sqlite", Path(tmp) / "agent", env, strategy="both")
+                except InputError as exc:  # no key for the domain: say so and go on
+                    row["agent"] = {"skipped": str(exc)}
+                else:
+                    row["agent"] = {"comparison": both.comparison.model_dump() if both.comparison else None,
+                                    "tokens": both.tokens.model_dump(), "rounds": both.rounds,
+                                    "seconds": round(both_s, 1), "stop": both.stop.line()}  # fmt: skip
             figures.append(row)
             print(json.dumps(row), flush=True)
     print()

@@ -68,6 +68,14 @@ def reached(policy: TuneResult, truth: dict[str, Any], floor: float) -> tuple[in
     return None, None
 
 
+def _verified(result: TuneResult) -> str:
+    """The winner's re-verification (fresh processes, new seed): does the search's best hold?"""
+    v = result.verified
+    if v is None:
+        return "nothing to re-verify"
+    return f"x{v.speedup:.3f} {v.verdict}" if v.speedup is not None else f"no timing, {v.verdict}"
+
+
 def token_estimate(kernel_name: str, sweep: TuneResult) -> dict[str, int]:
     """Prompt tokens of round 1 and round 6 (the table from the sweep's first five trials) and a typical reply."""
     k = load_kernel(ROOT / "kernels" / kernel_name)
@@ -134,6 +142,8 @@ def main() -> int:
                 "policy_stop": policy.stop.line(),
                 "policy_best": policy.best.label if policy.best is not None else "the current config",
                 "policy_best_speedup": round(policy.best.speedup or 1.0, 3) if policy.best is not None else 1.0,
+                "sweep_verified": _verified(sweep),
+                "policy_verified": _verified(policy),
                 "tokens": token_estimate(kernel, sweep),
             }
             if args.agent:

@@ -167,3 +167,19 @@ def test_bad_input_is_one_line_and_exit_2(opgate, kernel_repo, gateway, tmp_path
 def test_an_unknown_kernel_names_the_kernels_there_are(opgate, kernel_repo, tmp_path):
     run = opgate("tune", "no_such", "--repo", str(kernel_repo.path))
     assert run.code == 2 and "no kernel 'no_such'" in run.stderr and "deepgemm_tile" in run.stderr
+
+
+def test_a_new_run_on_the_same_base_replays_cached_replies_and_known_trials_for_free(
+    opgate, kernel_repo, gateway, tmp_path
+):
+    gateway.push(reply({**BASE, "tile_m": 96}))
+    first = tune(opgate, kernel_repo, gateway, "--rounds", "1", tmp=tmp_path)
+    assert first.code == 0, first.stderr
+    again = tune(opgate, kernel_repo, gateway, "--rounds", "1", tmp=tmp_path)
+    assert again.code == 0, again.stderr
+    assert len(gateway.requests) == 1  # the same prompt was answered from the ledger's reply cache
+    r = result(tmp_path)
+    assert not r["resumed"] and [e["outcome"] for e in r["events"]] == ["reused"]
+    assert r["tokens"]["total_tokens"] == 0 and "judging" not in again.stderr
+    cached = ledger_rows(tmp_path, "SELECT status, purpose, tuning_run FROM operator_agent_usage WHERE cached = 1")
+    assert cached == [{"status": "cached", "purpose": "tune", "tuning_run": r["run_id"]}]

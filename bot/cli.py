@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bot import __version__
-from bot.commands import accept, dashboard, history, init, ledger, lint, review, summary
+from bot.commands import accept, dashboard, history, init, ledger, lint, review, summary, tune
 from bot.config import load_config
 from bot.errors import OpgateError
 from bot.redact import RedactingFilter
@@ -25,8 +25,9 @@ COMMANDS = {
     "summary": summary,
     "history": history,
     "dashboard": dashboard,
+    "tune": tune,
 }
-MODULES = (init, review, lint, ledger, accept, summary, history, dashboard)
+MODULES = (init, review, tune, lint, ledger, accept, summary, history, dashboard)
 
 EXIT_CODES = """exit codes:
   0  done (review: every gate passed)

@@ -13,14 +13,16 @@ Settings come as arguments; the CLI reads GITHUB_API_URL, GITHUB_TOKEN and GITHU
 
 from __future__ import annotations
 
+import base64
 import logging
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 import requests
-from github import Auth, Github, GithubException
+from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
 from github.GithubException import BadAttributeException, IncompletableObject
 from github.IssueComment import IssueComment
 from pydantic import BaseModel, ConfigDict
@@ -97,6 +99,24 @@ class IssueRef(_Result):
     updated: bool = False
     state: str = "open"
     url: str = ""  # html_url
+
+
+class PullRef(_Result):
+    """A pull request opgate opened (or found already open for the same branch)."""
+
+    number: int
+    url: str  # html_url
+    head_sha: str
+    created: bool
+    updated: bool = False
+
+
+class FileBlob(_Result):
+    """One file of a commit pushed through the git data API; `content` None deletes the path."""
+
+    path: str
+    content: bytes | None
+    mode: Literal["100644", "100755"] = "100644"
 
 
 def truncate(text: str, limit: int, note: str = "…") -> str:
@@ -399,6 +419,74 @@ class GitHubEdge:
                 return issue
         return None
 
+    # ------------------------------------------------------------------ branches and pull requests
+
+    def default_branch(self) -> str:
+        return self._call("read the default branch", lambda: str(self._repo.default_branch))
+
+    def push_branch(
+        self, branch: str, parent_sha: str, files: Iterable[FileBlob], message: str, *, author: tuple[str, str],
+        date: datetime,
+    ) -> str:  # fmt: skip
+        """Commit `files` on top of `parent_sha` through the git data API (blobs, a tree on the parent's tree, a
+        commit) and point refs/heads/`branch` at it; returns the commit's SHA.
+
+        Idempotent: the same files, message, author and date give the same blobs, tree and commit, so a retry or a
+        re-run finds the branch already there; a branch left at another commit is moved (it is opgate's own).
+        """
+        if not branch or branch.startswith(("/", "refs/")) or ".." in branch:
+            raise ValueError(f"not a branch name: {branch!r}")
+        items = list(files)
+        who = InputGitAuthor(author[0], author[1], date.isoformat(timespec="seconds"))
+
+        def op() -> str:
+            parent = self._repo.get_git_commit(parent_sha)
+            elements = []
+            for f in items:
+                if f.content is None:
+                    elements.append(InputGitTreeElement(f.path, f.mode, "blob", sha=None))
+                    continue
+                blob = self._repo.create_git_blob(base64.b64encode(f.content).decode(), "base64")
+                elements.append(InputGitTreeElement(f.path, f.mode, "blob", sha=blob.sha))
+            tree = self._repo.create_git_tree(elements, parent.tree)
+            commit = self._repo.create_git_commit(message, tree, [parent], author=who, committer=who)
+            try:
+                self._repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
+            except GithubException as exc:
+                if exc.status != 422:
+                    raise
+                ref = self._repo.get_git_ref(f"heads/{branch}")
+                if ref.object.sha != commit.sha:
+                    ref.edit(commit.sha, force=True)
+            return str(commit.sha)
+
+        return self._call(f"push the branch {branch}", op)
+
+    def open_pull(self, branch: str, base: str, title: str, body: str) -> PullRef:
+        """Open a pull request from `branch` into `base`, or edit the one already open from that branch."""
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        owner = self.repository.split("/")[0]
+
+        def op() -> PullRef:
+            for pr in self._repo.get_pulls(state="open", head=f"{owner}:{branch}", base=base):
+                changed = (pr.body or "") != text or pr.title != title
+                if changed:
+                    pr.edit(title=title, body=text)
+                return PullRef(number=pr.number, url=pr.html_url or "", head_sha=pr.head.sha, created=False,
+                               updated=changed)  # fmt: skip
+            pr = self._repo.create_pull(base=base, head=branch, title=title, body=text)
+            return PullRef(number=pr.number, url=pr.html_url or "", head_sha=pr.head.sha, created=True)
+
+        return self._call(f"open a pull request from {branch}", op)
+
+    def dispatch_workflow(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
+        """Start `workflow` (a file name in .github/workflows) on `ref` with `inputs` (workflow_dispatch)."""
+
+        def op() -> None:
+            self._repo.get_workflow(workflow).create_dispatch(ref, inputs, throw=True)
+
+        self._call(f"dispatch {workflow} on {ref}", op)
+
     # ------------------------------------------------------------------ retries and errors
 
     def _call(self, what: str, op: Callable[[], T]) -> T:
@@ -479,8 +567,10 @@ def _retry_after(headers: dict[str, Any] | None) -> float | None:
 __all__ = [
     "ChangedFile",
     "CommentRef",
+    "FileBlob",
     "GitHubEdge",
     "IssueRef",
     "PullInfo",
+    "PullRef",
     "StatusRef",
 ]

@@ -56,3 +56,17 @@ class Steps:
             yield
         finally:
             self._progress.update(task, completed=1)
+
+
+class Status:
+    """Where a long loop stands, one line per step: bold on a terminal, a plain log line in CI logs and pipes."""
+
+    def __init__(self, live: bool | None = None) -> None:
+        self.live = interactive() if live is None else live
+        self._console = Console(stderr=True) if self.live else None
+
+    def line(self, text: str) -> None:
+        if self._console is not None:
+            self._console.print(text, markup=False, highlight=False, style="bold cyan")
+        else:
+            log.info("%s", text)

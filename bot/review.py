@@ -159,7 +159,7 @@ class Reviewer:
                 "(or use --plan, --agent-only or --merge, which do not)"
             )
         self.sandbox = Sandbox.detect()
-        if request.require_isolation and not self.sandbox.isolated:
+        if (request.require_isolation or settings.require_isolation) and not self.sandbox.isolated:
             raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
         self.secret = new_secret()
         self.health = snapshot()

@@ -27,6 +27,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",
     "OPGATE_AGENT_TIMEOUT_S": "gateway request timeout, seconds (default 120)",
+    "OPGATE_REQUIRE_ISOLATION": "1: never build or run repository code without the sandbox (exit 2 instead)",
     "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
     "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit after a re-measure: neutral (default) or fail",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
@@ -51,6 +52,9 @@ VARIABLES: dict[str, str] = {
     # Main's history and cumulative drift (opgate history, opgate dashboard).
     "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
+    # Tuning (opgate tune).
+    "OPGATE_TUNE_PLATEAU_ROUNDS": "stop tuning when the best speedup has not improved by 1% over this many rounds (3)",
+    "OPGATE_TUNE_MAX_SPACE": "largest space --strategy exhaustive|both sweeps, configs (default 64)",
 }
 
 AGENT_KEY = "OPGATE_AGENT_KEY"
@@ -119,6 +123,7 @@ class Settings(BaseModel):
     agent_timeout_s: float = 120.0
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
     noise_limit_cores: float = Field(0.5, ge=0)
+    require_isolation: bool = False
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()
     agent_wire: Literal["openai", "anthropic"] = "openai"
@@ -135,11 +140,17 @@ class Settings(BaseModel):
     github_write_interval_s: float = Field(1.0, ge=0)
     drift_limit_pct: float = Field(5.0, gt=0)
     drift_reference: str = Field("release", min_length=1)
+    tune_plateau_rounds: int = Field(3, ge=1)
+    tune_max_space: int = Field(64, ge=1)
     # Key values by variable name; never printed (see bot.redact).
     keys: dict[str, str] = Field(default_factory=dict, repr=False)
     agent_key: str | None = Field(None, repr=False, description="OPGATE_AGENT_KEY: one domain's key, one kernel")
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
     extra_secrets: tuple[str, ...] = Field((), repr=False)
+
+    def agent_key_for(self, variable: str) -> str | None:
+        """The key for a task's key variable: the variable itself, else OPGATE_AGENT_KEY (CI: one domain's key)."""
+        return self.key_for(variable) or self.agent_key
 
     def key_for(self, variable: str) -> str | None:
         return self.keys.get(variable) or None
@@ -178,6 +189,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_MEASURE_MIN_PROCESSES": "measure.min_processes",
     "OPGATE_MEASURE_MAX_PROCESSES": "measure.max_processes",
     "OPGATE_NOISE_LIMIT_CORES": "noise_limit_cores",
+    "OPGATE_REQUIRE_ISOLATION": "require_isolation",
     "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",
     "OPGATE_MEASURE_TARGET_PCT": "measure.target_pct",
     "OPGATE_AGENT_WIRE": "agent_wire",
@@ -192,6 +204,8 @@ _FIELDS: dict[str, str] = {
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
     "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
     "OPGATE_DRIFT_REFERENCE": "drift_reference",
+    "OPGATE_TUNE_PLATEAU_ROUNDS": "tune_plateau_rounds",
+    "OPGATE_TUNE_MAX_SPACE": "tune_max_space",
 }
 
 

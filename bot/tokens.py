@@ -81,6 +81,10 @@ class DomainWeek(BaseModel):
     avg_input: int
     avg_output: int
     total: int
+    review_total: int = 0  # of `total`, spent by reviews
+    tuning_total: int = 0  # of `total`, spent by `opgate tune` rounds
+    tuning_requests: int = 0
+    tuning_runs: int = 0
     budget: int
     pct_used: float
     anomaly: bool
@@ -212,6 +216,7 @@ def weekly_summary(
         label = (labels or {}).get(domain) or domain
         answered = [r for r in in_week if r.domain == domain and r.status == "ok"]
         total = sum(r.total_tokens for r in in_week if r.domain == domain)
+        tuning = [r for r in in_week if r.domain == domain and r.purpose == "tune"]
         budget = int(budgets.get(domain, 0))
         weekly, daily = domain_scores(all_rows, domain, week, now)
         flagged = any(s.status == "flagged" for s in [weekly, *daily])
@@ -223,6 +228,10 @@ def weekly_summary(
                 avg_input=round(statistics.fmean(r.prompt_tokens for r in answered)) if answered else 0,
                 avg_output=round(statistics.fmean(r.completion_tokens for r in answered)) if answered else 0,
                 total=total,
+                review_total=total - sum(r.total_tokens for r in tuning),
+                tuning_total=sum(r.total_tokens for r in tuning),
+                tuning_requests=sum(1 for r in tuning if r.status == "ok"),
+                tuning_runs=len({r.tuning_run for r in tuning if r.tuning_run}),
                 budget=budget,
                 pct_used=round(100.0 * total / budget, 1) if budget else 0.0,
                 anomaly=flagged,

@@ -26,6 +26,20 @@ Supported endpoints (paths relative to the API root):
     GET    /repos/{o}/{r}/commits/{ref}/status         (combined status)
     GET    /repos/{o}/{r}/collaborators/{user}/permission
     GET    /search/issues?q=...                        (repo:, is:, type:, state:, label:, author:, in:title|body)
+    GET    /repos/{o}/{r}/pulls                        (state, head=owner:branch, base, sort, direction; paginated)
+    POST   /repos/{o}/{r}/pulls                        (from a branch of the repository's git store)
+    PATCH  /repos/{o}/{r}/pulls/{n}                    (title, body, state, base)
+    POST   /repos/{o}/{r}/git/blobs                    (utf-8 or base64)
+    POST   /repos/{o}/{r}/git/trees                    (base_tree; blob entries, paths with folders, sha null deletes)
+    POST   /repos/{o}/{r}/git/commits                  (author/committer with date)
+    GET    /repos/{o}/{r}/git/commits/{sha}
+    GET    /repos/{o}/{r}/git/ref/{ref}                (heads/NAME)
+    POST   /repos/{o}/{r}/git/refs
+    PATCH  /repos/{o}/{r}/git/refs/{ref}               (force)
+    POST   /repos/{o}/{r}/actions/workflows/{id}/dispatches   (recorded in `server.dispatches`; 204)
+
+The git data endpoints are backed by a real bare repository per repository (tests/github_git.py): push a local
+branch into `server.git(full_name).path` to seed it, fetch from it to see what a client pushed.
 
 Every request is recorded (`server.requests`); `server.fail(...)` makes the next N matching requests
 answer an error (or drop the connection), optionally after the request took effect. The
@@ -39,7 +53,9 @@ import contextlib
 import json
 import math
 import re
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -48,6 +64,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+
+from tests.github_git import BareRepo, GitRefused, Person
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"
 DOCS = "https://docs.github.com/rest"
@@ -167,6 +185,8 @@ class _Repo:
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> status records, oldest first
     permissions: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # lower login -> (perm, role)
     next_number: int = 1
+    git: BareRepo | None = None  # the repository's objects and refs (created by FakeGitHub.git)
+    workflows: set[str] | None = None  # known workflow files; None: any name can be dispatched
 
     @property
     def full_name(self) -> str:
@@ -194,6 +214,8 @@ class FakeGitHub:
         self._users: dict[str, dict[str, Any]] = {}
         self._comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
         self._faults: list[Fault] = []
+        self.dispatches: list[dict[str, Any]] = []  # workflow_dispatch events: workflow, ref, inputs
+        self._scratch = Path(tempfile.mkdtemp(prefix="fake-github-"))
         self._ids = 1_000_000
         self._tick = 0
         self._httpd: _Server | None = None
@@ -221,6 +243,7 @@ class FakeGitHub:
         if thread is not None:
             thread.join(timeout=5)
         self._httpd = self._thread = None
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
     def __enter__(self) -> FakeGitHub:
         return self.start()
@@ -265,6 +288,14 @@ class FakeGitHub:
                 default_branch=default_branch,
                 created_at=self._now(),
             )
+
+    def git(self, full_name: str) -> BareRepo:
+        """The repository's bare git store (created empty on first use): push into `.path` to seed it."""
+        with self._lock:
+            repo = self._repo(full_name)
+            if repo.git is None:
+                repo.git = BareRepo(self._scratch / f"{repo.owner}__{repo.name}.git")
+            return repo.git
 
     def add_pull(
         self,
@@ -863,6 +894,17 @@ class FakeGitHub:
                 "get_permission",
             ),
             ("GET", r"/search/issues", "search_issues"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "list_pulls"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "create_pull"),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "edit_pull"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/blobs", "create_blob"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/trees", "create_tree"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/commits", "create_git_commit"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/commits/(?P<sha>[^/]+)", "get_git_commit"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/ref/(?P<ref>.+)", "get_ref"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs", "create_ref"),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs/(?P<ref>.+)", "update_ref"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/workflows/(?P<wf>[^/]+)/dispatches", "dispatch"),
         )
     )
 
@@ -1165,6 +1207,304 @@ class FakeGitHub:
             hits.sort(key=lambda h: (h[1][key], h[1]["number"]), reverse=order == "desc")
         items = [{**self._issue_payload(repo, issue), "score": 1.0} for repo, issue in hits]
         return self._paged(path, query, items, wrap={"total_count": len(items), "incomplete_results": False})
+
+    # ------------------------------------------------------------------ git data and pull requests from branches
+
+    def _git_of(self, params: dict[str, str]) -> tuple[_Repo, BareRepo]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        if repo.git is None:
+            raise ApiError(409, "Git Repository is empty.")
+        return repo, repo.git
+
+    def _refused(self, resource: str, exc: GitRefused) -> ApiError:
+        return _invalid(resource, exc.field or "sha", "custom", exc.message)
+
+    def _git_commit_payload(self, repo: _Repo, git: BareRepo, sha: str) -> dict[str, Any]:
+        c = git.read_commit(sha)
+        api = self._api(f"/repos/{repo.full_name}/git/commits/{sha}")
+
+        def person(p: Person) -> dict[str, str]:
+            seconds = int(p.date.split()[0])
+            when = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return {"name": p.name, "email": p.email, "date": when}
+
+        return {
+            "sha": c.sha,
+            "node_id": _node_id("C", int(c.sha[:8], 16)),
+            "url": api,
+            "html_url": self._html(f"/{repo.full_name}/commit/{c.sha}"),
+            "author": person(c.author),
+            "committer": person(c.committer),
+            "message": c.message.rstrip("\n"),
+            "tree": {"sha": c.tree, "url": self._api(f"/repos/{repo.full_name}/git/trees/{c.tree}")},
+            "parents": [
+                {
+                    "sha": p,
+                    "url": self._api(f"/repos/{repo.full_name}/git/commits/{p}"),
+                    "html_url": self._html(f"/{repo.full_name}/commit/{p}"),
+                }
+                for p in c.parents
+            ],
+            "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None},
+        }
+
+    def _ref_payload(self, repo: _Repo, name: str, sha: str) -> dict[str, Any]:
+        return {
+            "ref": name,
+            "node_id": _node_id("REF", int(sha[:8], 16)),
+            "url": self._api(f"/repos/{repo.full_name}/git/{name}"),
+            "object": {"sha": sha, "type": "commit", "url": self._api(f"/repos/{repo.full_name}/git/commits/{sha}")},
+        }
+
+    def _h_create_blob(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("content"), str):
+            raise _invalid("Blob", "content", "missing_field")
+        encoding = body.get("encoding", "utf-8")
+        if encoding not in ("utf-8", "base64"):
+            raise _invalid("Blob", "encoding", "invalid")
+        try:
+            data = (
+                base64.b64decode(body["content"], validate=True) if encoding == "base64" else body["content"].encode()
+            )
+        except ValueError:
+            raise _invalid("Blob", "content", "invalid") from None
+        sha = git.blob(data)
+        return self._json(201, {"url": self._api(f"/repos/{repo.full_name}/git/blobs/{sha}"), "sha": sha})
+
+    def _h_create_tree(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("tree"), list):
+            raise _invalid("Tree", "tree", "missing_field")
+        entries: list[tuple[str, str, str | None]] = []
+        for item in body["tree"]:
+            if not isinstance(item, dict) or item.get("type", "blob") != "blob":
+                raise _invalid("Tree", "tree.type", "invalid")  # this fake holds blob entries only
+            if "content" in item:
+                sha: str | None = git.blob(str(item["content"]).encode())
+            elif "sha" in item:
+                sha = item["sha"]
+            else:
+                raise _invalid("Tree", "tree.sha", "missing_field")
+            entries.append((str(item.get("path", "")), str(item.get("mode", "")), sha))
+        try:
+            tree = git.tree(entries, body.get("base_tree"))
+        except GitRefused as exc:
+            raise self._refused("Tree", exc) from None
+        api = self._api(f"/repos/{repo.full_name}/git/trees/{tree}")
+        listing = [
+            {
+                "path": path,
+                "mode": mode,
+                "type": kind,
+                "sha": obj,
+                **({"size": git.blob_size(obj)} if kind == "blob" else {}),
+                "url": self._api(f"/repos/{repo.full_name}/git/{kind}s/{obj}"),
+            }
+            for mode, kind, obj, path in git.tree_entries(tree)
+        ]
+        return self._json(201, {"sha": tree, "url": api, "tree": listing, "truncated": False})
+
+    def _person(self, value: Any, default: Person) -> Person:
+        if value is None:
+            return default
+        if not isinstance(value, dict) or not value.get("name") or not value.get("email"):
+            raise _invalid("Commit", "author", "invalid")
+        date = value.get("date")
+        if date is None:
+            return Person(value["name"], value["email"], default.date)
+        try:
+            when = datetime.fromisoformat(str(date).replace("Z", "+00:00"))
+        except ValueError:
+            raise _invalid("Commit", "author.date", "invalid") from None
+        return Person(value["name"], value["email"], f"{int(when.timestamp())} +0000")
+
+    def _h_create_git_commit(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("message"), str) or not body.get("tree"):
+            raise _invalid(
+                "Commit", "message" if isinstance(body, dict) and "tree" in body else "tree", "missing_field"
+            )
+        parents = body.get("parents", [])
+        if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+            raise _invalid("Commit", "parents", "invalid")
+        bot = self.user(self.bot_login, self.bot_type)
+        now = datetime.strptime(self._now(), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        default = Person(
+            bot["login"], f"{bot['id']}+{bot['login']}@users.noreply.github.com", f"{int(now.timestamp())} +0000"
+        )
+        author = self._person(body.get("author"), default)
+        committer = self._person(body.get("committer"), author)
+        try:
+            sha = git.commit(str(body["tree"]), parents, body["message"], author, committer)
+        except GitRefused as exc:
+            raise self._refused("Commit", exc) from None
+        payload = self._git_commit_payload(repo, git, sha)
+        return self._json(201, payload, {"Location": payload["url"]})
+
+    def _h_get_git_commit(self, params: dict[str, str], **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        try:
+            return self._json(200, self._git_commit_payload(repo, git, params["sha"]))
+        except KeyError:
+            raise _not_found() from None
+
+    def _h_get_ref(self, params: dict[str, str], **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        name = f"refs/{params['ref']}"
+        sha = git.ref(name)
+        if sha is None:
+            raise _not_found()
+        return self._json(200, self._ref_payload(repo, name, sha))
+
+    def _h_create_ref(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("ref"), str) or not isinstance(body.get("sha"), str):
+            raise _invalid("Reference", "ref", "missing_field")
+        name = body["ref"]
+        if not name.startswith("refs/") or name.count("/") < 2:
+            raise _invalid("Reference", "ref", "custom", "ref must be formatted as 'refs/heads/branch_name'")
+        try:
+            git.set_ref(name, body["sha"], create=True, force=False)
+        except GitRefused as exc:
+            raise self._refused("Reference", exc) from None
+        self._move_pulls(repo, name, body["sha"])
+        return self._json(201, self._ref_payload(repo, name, body["sha"]))
+
+    def _h_update_ref(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, git = self._git_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("sha"), str):
+            raise _invalid("Reference", "sha", "missing_field")
+        name = f"refs/{params['ref']}"
+        try:
+            git.set_ref(name, body["sha"], create=False, force=bool(body.get("force", False)))
+        except GitRefused as exc:
+            raise self._refused("Reference", exc) from None
+        self._move_pulls(repo, name, body["sha"])
+        return self._json(200, self._ref_payload(repo, name, body["sha"]))
+
+    def _move_pulls(self, repo: _Repo, ref: str, sha: str) -> None:
+        """A push to a branch moves the head of the open pull requests from it, as on GitHub."""
+        for issue in repo.issues.values():
+            pull = issue.get("pull")
+            if pull and issue["state"] == "open" and f"refs/heads/{pull['head']['ref']}" == ref:
+                pull["head"]["sha"] = sha
+                self._fill_pull_files(repo, pull)
+
+    def _fill_pull_files(self, repo: _Repo, pull: dict[str, Any]) -> None:
+        git = repo.git
+        if git is None:
+            return
+        base, head = pull["base"]["sha"], pull["head"]["sha"]
+        pull["files"] = [
+            self._file_record({"filename": path, "additions": a, "deletions": d, "patch": git.diff(base, head, path)})
+            for path, a, d in git.numstat(base, head)
+        ]
+        pull["diff"] = git.diff(base, head)
+
+    def _h_list_pulls(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        state = _first(query, "state") or "open"
+        if state not in ("open", "closed", "all"):
+            raise _invalid("PullRequest", "state")
+        head = _first(query, "head") or ""
+        base = _first(query, "base") or ""
+        items = []
+        for issue in repo.issues.values():
+            pull = issue.get("pull")
+            if pull is None or (state != "all" and issue["state"] != state):
+                continue
+            owner = pull["head"]["repo"].split("/")[0]
+            if head and head not in (f"{owner}:{pull['head']['ref']}",):
+                continue
+            if base and pull["base"]["ref"] != base:
+                continue
+            items.append(issue)
+        items.sort(
+            key=lambda i: (i["created_at"], i["number"]), reverse=(_first(query, "direction") or "desc") == "desc"
+        )
+        return self._paged(path, query, [self._pull_payload(repo, i) for i in items])
+
+    def _h_create_pull(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        if not isinstance(body, dict) or not body.get("head") or not body.get("base"):
+            raise _invalid(
+                "PullRequest", "head" if isinstance(body, dict) and body.get("base") else "base", "missing_field"
+            )
+        if not isinstance(body.get("title"), str) or not body["title"]:
+            raise _invalid("PullRequest", "title", "missing_field")
+        owner, _, branch = str(body["head"]).rpartition(":")
+        if owner and owner.lower() != repo.owner.lower():
+            raise _invalid("PullRequest", "head")  # forks are not modelled here
+        git = repo.git
+        head_sha = git.ref(f"refs/heads/{branch}") if git is not None else None
+        base_sha = git.ref(f"refs/heads/{body['base']}") if git is not None else None
+        if head_sha is None:
+            raise _invalid("PullRequest", "head")
+        if base_sha is None:
+            raise _invalid("PullRequest", "base")
+        for issue in repo.issues.values():
+            pull = issue.get("pull")
+            if (
+                pull
+                and issue["state"] == "open"
+                and pull["head"]["ref"] == branch
+                and pull["base"]["ref"] == body["base"]
+            ):
+                raise _invalid("PullRequest", "", "custom", f"A pull request already exists for {repo.owner}:{branch}.")
+        assert git is not None
+        if git.is_ancestor(head_sha, base_sha):
+            raise _invalid("PullRequest", "", "custom", f"No commits between {body['base']} and {branch}")
+        record = self._new_issue(repo, body["title"], body.get("body"), self.bot_login, [], None)
+        record["pull"] = {
+            "id": self._new_id(),
+            "draft": bool(body.get("draft", False)),
+            "merged": False,
+            "merged_at": None,
+            "head": {"sha": head_sha, "ref": branch, "repo": repo.full_name},
+            "base": {"sha": base_sha, "ref": body["base"]},
+            "files": [],
+            "diff": None,
+        }
+        self._fill_pull_files(repo, record["pull"])
+        payload = self._pull_payload(repo, record)
+        return self._json(201, payload, {"Location": payload["url"]})
+
+    def _h_edit_pull(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        if not isinstance(body, dict):
+            raise _invalid("PullRequest", "body")
+        for key in ("title", "body"):
+            if key in body:
+                if body[key] is not None and not isinstance(body[key], str):
+                    raise _invalid("PullRequest", key)
+                issue[key] = body[key]
+        if "state" in body:
+            if body["state"] not in ("open", "closed"):
+                raise _invalid("PullRequest", "state")
+            issue["state"] = body["state"]
+            issue["closed_at"] = self._now() if body["state"] == "closed" else None
+        issue["updated_at"] = self._now()
+        return self._json(200, self._pull_payload(repo, issue))
+
+    def _h_dispatch(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        workflow = params["wf"]
+        if repo.workflows is not None and workflow not in repo.workflows:
+            raise _not_found()
+        if not isinstance(body, dict) or not isinstance(body.get("ref"), str) or not body["ref"]:
+            raise _invalid("Workflow", "ref", "missing_field")
+        inputs = body.get("inputs", {})
+        if not isinstance(inputs, dict) or not all(isinstance(v, str | bool | int) for v in inputs.values()):
+            raise _invalid("Workflow", "inputs")
+        if len(inputs) > 25:
+            raise ApiError(422, "you may only define up to 25 `inputs` for a `workflow_dispatch` event")
+        if repo.git is not None and repo.git.ref(f"refs/heads/{body['ref']}") is None:
+            raise ApiError(422, f"No ref found for: {body['ref']}")
+        self.dispatches.append(
+            {"repository": repo.full_name, "workflow": workflow, "ref": body["ref"], "inputs": inputs}
+        )
+        return _Response(204)
 
 
 def _parse_search(q: str) -> tuple[dict[str, list[str]], list[str]]:

@@ -36,7 +36,7 @@ HOSTILE_VARIANTS = [
 def hostile_value(annotation: Any, text: str, variant: int = 0, depth: int = 0) -> Any:
     """A value of `annotation` with `text` in every string, choosing enum/literal members by `variant`."""
     origin, args = get_origin(annotation), get_args(annotation)
-    if annotation is str:
+    if annotation is str or annotation is Any:  # a free value (a tuning config's entry) can be text too
         return text
     if annotation is bool:
         return True

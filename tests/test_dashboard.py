@@ -12,7 +12,10 @@ from bot.drift import Reference, checks, drift
 from bot.history import CaseFigure, MainCommit, ResourceFigure
 from bot.ledger import AcceptanceRow, UsageRow, open_ledger
 from bot.ledger.history import History
+from bot.ledger.tuning import TuningStore
 from bot.report import AgentReport, CaseReport, Environment, KernelReport, Report
+from bot.tune.model import RoundEvent, Trial
+from bot.tune.space import config_key
 from tests import browser
 
 NOW = datetime.now(UTC)
@@ -78,10 +81,14 @@ def fill(path: Path, *, tuning: bool = False) -> None:
         found = drift(ref, [sha(i) for i in range(1, 7)], figs, {c.sha: c for c in store.commits()})
         store.record_checks(checks(found, NOW.isoformat(timespec="seconds"), {KERNEL: "https://github.example/i/3"}))
         if tuning:
-            ledger.db.execute(
-                "CREATE TABLE tuning_trials (id INTEGER PRIMARY KEY, kernel TEXT, config TEXT, p50_ms REAL)"
-            )
-            ledger.db.execute("INSERT INTO tuning_trials VALUES (1, 'deepgemm_tile', 'tile_n=256', 0.91)")
+            store = TuningStore(ledger)
+            run, _ = store.open_run(kernel=KERNEL, domain="deepgemm", base_sha=sha(6), device_name="cpu",
+                                    strategy="agent", max_rounds=6, token_limit=20_000)  # fmt: skip
+            config = {"tile_m": 128, "tile_n": 256, "tile_k": 64}
+            trial = Trial(key=config_key(config), config=config, source="agent", status="judged", verdict="pass",
+                          run_id=run.run_id)  # fmt: skip
+            event = RoundEvent(seq=1, round=1, source="agent", outcome="judged", key=trial.key)
+            store.record(run.run_id, event, trial, kernel=KERNEL, base_sha=sha(6), device_name="cpu")
 
 
 @pytest.fixture
@@ -142,12 +149,15 @@ def test_the_site_is_one_folder_that_fetches_nothing(opgate, tmp_path):
 def test_tuning_runs_show_when_the_ledger_has_a_tuning_table_and_are_absent_otherwise(opgate, tmp_path):
     fill(tmp_path / "ledger.sqlite")
     assert opgate("dashboard", "--out", str(tmp_path / "a")).code == 0
-    assert "no tuning table (tuning_trials or tuning_runs)" in (tmp_path / "a" / "tuning.html").read_text()
+    assert "The table is empty." in (tmp_path / "a" / "tuning.html").read_text()  # migration 5 made it
     fill(tmp_path / "t.sqlite", tuning=True)
     run = opgate("dashboard", "--out", str(tmp_path / "b"), env={"OPGATE_DATABASE_URL": str(tmp_path / "t.sqlite")})
     assert run.code == 0, run.stderr
     html = (tmp_path / "b" / "tuning.html").read_text()
-    assert "<code>tuning_trials</code>" in html and "<td>tile_n=256</td>" in html
+    assert (
+        "<code>tuning_trials</code>" in html
+        and "<td>{&#34;tile_m&#34;: 128, &#34;tile_n&#34;: 256, &#34;tile_k&#34;: 64}</td>" in html
+    )
 
 
 def test_an_empty_ledger_builds_a_site_that_says_what_is_missing(opgate, tmp_path, chromium):

@@ -190,7 +190,7 @@ def test_main_figures_round_trip_and_recording_a_commit_again_replaces_them(url)
         assert [(f.sha, f.regression_pct) for f in store.figures()] == [(sha(1), 2.0), (sha(2), 0.5)]
         assert [r.registers for r in store.resources()] == [92]
         assert store.figures(kernel="other") == []
-        assert store.has_table("main_figures") and not store.has_table("tuning_trials")
+        assert store.has_table("main_figures") and store.has_table("tuning_trials") and not store.has_table("nothing")
 
 
 def test_the_latest_drift_check_and_every_override_are_read_back(url):

@@ -12,9 +12,11 @@ from bot.commands.history import render_issue
 from bot.commands.summary import render_summary
 from bot.drift import KernelDrift
 from bot.publish import PrContext
-from bot.render import TEMPLATES, render_accept_reply, render_comment
+from bot.render import TEMPLATES, render, render_accept_reply, render_comment
 from bot.report import Report
 from bot.tokens import WeeklySummary
+from bot.tune.command import TuneDecision
+from bot.tune.result import TuneResult, render_tune
 from tests.hostile import HOSTILE_VARIANTS, hostile_model, html, problems
 
 # A login comes from GitHub (the webhook's sender, the ledger's record of it): the templates mention it on
@@ -45,11 +47,27 @@ def _drift_issue(text: str, variant: int) -> str:
     return render_issue(hostile_model(KernelDrift, text, variant))
 
 
+def _tune(text: str, variant: int) -> str:
+    return render_tune(hostile_model(TuneResult, text, variant), pr_body=variant == 1)
+
+
+def _tune_reply(text: str, variant: int) -> str:
+    """Both replies: the result of a run (variant 0) and the answer to a `/tune` command (variant 1)."""
+    if variant == 0:
+        return render(
+            "tune_reply.md.j2", marker="<!-- opgate:tune-reply -->", r=hostile_model(TuneResult, text), d=None, line=""
+        )
+    decision = hostile_model(TuneDecision, text).model_copy(update={"granted": False})
+    return render("tune_reply.md.j2", marker="<!-- opgate:tune-reply -->", r=None, d=decision, line=text)
+
+
 RENDER: dict[str, Callable[[str, int], str]] = {
     "comment.md.j2": _comment,
     "accept_reply.md.j2": _accept_reply,
     "summary.md.j2": _summary,
     "drift_issue.md.j2": _drift_issue,
+    "tune.md.j2": _tune,
+    "tune_reply.md.j2": _tune_reply,
 }
 
 

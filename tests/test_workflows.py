@@ -26,7 +26,9 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 EXAMPLE = ROOT / "examples" / "workflows" / "opgate.yml"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
 REUSABLE = [f for f in FILES if f.name.startswith("opgate-")]
-CALLERS = [f for f in FILES if f not in REUSABLE and f.name != "ci.yml"]
+# This repository's own workflows: its CI, and tuning its kernels (they run the checkout's opgate, no release)
+LOCAL = {"ci.yml", "tune.yml", "tune-command.yml"}
+CALLERS = [f for f in FILES if f not in REUSABLE and f.name not in LOCAL]
 ALL = [*FILES, EXAMPLE]
 ON_ACTIONS = os.environ.get("GITHUB_ACTIONS") == "true"  # there the linters must run, not skip
 SHA = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
@@ -65,6 +67,8 @@ def test_the_workflows_exist() -> None:
         "opgate-tokens.yml",
         "opgate-main.yml",
         "opgate-dashboard.yml",
+        "tune.yml",
+        "tune-command.yml",
     }
     for path in REUSABLE:
         assert set(load(path)["on"]) == {"workflow_call"}, f"{path.name} is a reusable workflow only"
@@ -205,8 +209,12 @@ def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None
         assert "OPGATE_AGENT_KEY" not in str(workflow.get("env", {}))
         for job, step in steps(workflow):
             if "OPGATE_AGENT_KEY" in str(step):
-                assert path.name == REVIEW and job == "agent", f"{path.name}: {job}: holds an agent key"
                 assert step["env"]["OPGATE_AGENT_KEY"] == "${{ secrets.OPGATE_AGENT_KEY }}"
+                if path.name == "tune.yml":  # one kernel's tuning: its domain's environment, always sandboxed
+                    assert job == "tune" and "args=(tune " in step["run"], f"{path.name}: {job}: holds an agent key"
+                    assert step["env"]["OPGATE_REQUIRE_ISOLATION"] == "1"
+                    continue
+                assert path.name == REVIEW and job == "agent", f"{path.name}: {job}: holds an agent key"
                 assert "--agent-only" in step["run"] and '--kernel "$KERNEL"' in step["run"]
     agent = load(REVIEW)["jobs"]["agent"]
     assert agent["environment"] == "opgate-${{ matrix.domain }}"
@@ -376,3 +384,57 @@ def test_only_a_first_line_ok_to_test_counts(fake_gh: Path, body: str) -> None:
     text, _ = script(*OK_TO_TEST)
     code, _, calls, _ = run_script(text, COMMENT | {"BODY": body}, fake_gh)
     assert code == 0 and calls == []
+
+
+# ---------------------------------------------------------------------------- tune.yml and /tune
+
+
+def test_tuning_runs_candidates_without_a_write_token_and_proposes_without_running_them() -> None:
+    workflow = load("tune.yml")
+    assert set(workflow["on"]) == {"workflow_dispatch"}
+    jobs = workflow["jobs"]
+    assert jobs["resolve"]["runs-on"] == "ubuntu-24.04" and jobs["resolve"]["permissions"] == {"contents": "read"}
+    assert jobs["tune"]["runs-on"] == ["self-hosted", "linux", "gpu"]
+    assert jobs["tune"]["permissions"] == {"contents": "read"}  # this job builds and runs the agent's candidates
+    publish = jobs["publish"]
+    assert publish["runs-on"] == ["self-hosted", "linux", "opgate-ledger"]
+    assert set(publish["permissions"]) == {"contents", "pull-requests", "issues", "actions"}
+    runs = [step.get("run", "") for step in publish["steps"]]
+    assert any("args=(tune --publish tune-out --post)" in r for r in runs)
+    assert not any('tune "$KERNEL"' in r for r in runs)  # the job that writes never tunes
+    assert "TAOTOKEN" not in str(publish)
+    assert any("gh workflow run pr-review.yml" in r for r in runs)  # the normal review runs on the new PR
+
+
+def test_the_tune_comment_job_answers_with_opgate() -> None:
+    job = load("tune-command.yml")["jobs"]["tune"]
+    assert "startsWith(github.event.comment.body, '/tune')" in job["if"] and "!= 'Bot'" in job["if"]
+    assert job["permissions"] == {"contents": "read", "actions": "write", "issues": "write", "pull-requests": "write"}
+    assert job["steps"][-1]["run"] == '.venv/bin/opgate tune --event "$GITHUB_EVENT_PATH" --post'
+
+
+RESOLVE = ("tune.yml", "resolve", "Check the inputs and find the kernel's domain")
+INPUTS = {"KERNEL": "deepgemm_tile", "ROUNDS": "6", "TOKENS": "", "ISSUE": "12"}
+
+
+def test_resolve_finds_the_domain_of_a_kernel_on_the_default_branch(fake_gh: Path) -> None:
+    text, _ = script(*RESOLVE)
+    code, out, _, log = run_script(f"cd {ROOT}\n{text}", INPUTS, fake_gh)
+    assert code == 0, log
+    assert out == {"domain": "deepgemm"}
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"KERNEL": "../../etc"}, "not a kernel name"),
+        ({"KERNEL": "no_such_kernel"}, "no kernel no_such_kernel"),
+        ({"ROUNDS": "6; rm -rf /"}, "rounds is not a number"),
+        ({"TOKENS": "1e9"}, "tokens is not a number"),
+        ({"ISSUE": "12 && true"}, "issue is not a number"),
+    ],
+)
+def test_resolve_refuses_bad_inputs(fake_gh: Path, change: dict[str, str], why: str) -> None:
+    text, _ = script(*RESOLVE)
+    code, out, _, log = run_script(f"cd {ROOT}\n{text}", INPUTS | change, fake_gh)
+    assert code == 1 and out == {} and why in log

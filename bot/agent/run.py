@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import requests
 
@@ -78,6 +79,8 @@ class _Call:
         pr: int | None,
         session: requests.Session | None,
         sleep: Callable[[float], None],
+        purpose: Literal["review", "tune"] = "review",
+        tuning_run: str | None = None,
     ) -> None:
         assert kernel.task is not None
         self.task = kernel.task
@@ -85,6 +88,7 @@ class _Call:
         self.settings, self.ledger = settings, ledger
         self.key, self.head_sha, self.pr = key, head_sha, pr
         self.session, self.sleep = session, sleep
+        self.purpose, self.tuning_run = purpose, tuning_run
         self.answered: list[ChatResult] = []
 
     def row(self, request_id: str, **fields: object) -> UsageRow:
@@ -102,6 +106,8 @@ class _Call:
             "status": "ok",
             "usage_source": "none",
             "wire": self.settings.agent_wire,
+            "purpose": self.purpose,
+            "tuning_run": self.tuning_run,
         }
         data.update(fields)
         return UsageRow.model_validate(data)
@@ -223,7 +229,7 @@ def ask(
             f"([tool.opgate.domains.{domain}] key): the agent was not asked"
         )
         return report, []
-    key = settings.key_for(variable) or settings.agent_key
+    key = settings.agent_key_for(variable)
     if key is None:
         report.reason = f"{variable} is not set: the agent was not asked"
         return report, []
@@ -252,7 +258,7 @@ def ask(
         report.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
         return _ok(report, review, hit.model, kernel, head_sha, candidates_dir), unseen
     try:
-        review, content = _converse(call, kernel, messages, candidates_dir, head_sha)
+        review, content = converse(call, kernel, messages, candidates_dir, f"{head_sha[:12]}_{kernel.name}")
     except OverBudget as exc:
         _spent(report, call)
         report.status, report.reason = "over_budget", f"{exc.reason}; the agent was not asked, the gates still run"
@@ -281,12 +287,11 @@ def ask(
     return _ok(report, review, report.model or task.model, kernel, head_sha, candidates_dir), unseen
 
 
-def _converse(
-    call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, head_sha: str
+def converse(
+    call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
 ) -> tuple[AgentReview, str]:
-    """Ask; on an unusable reply keep it (sanitised) and ask once more to repair it."""
+    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it."""
     secrets = call.settings.secrets()
-    stem = f"{head_sha[:12]}_{kernel.name}"
     content = scrub(call.chat(messages).content, secrets)
     try:
         return parse_review(content, kernel.name, kernel.path), content

@@ -55,6 +55,8 @@ class UsageRow(BaseModel):
     reasoning_tokens: int = 0
     estimated_prompt_tokens: int | None = None
     estimate_ratio: float | None = None
+    purpose: Literal["review", "tune"] = "review"  # what asked: a review, or an `opgate tune` round
+    tuning_run: str | None = None  # the tuning run it belongs to (purpose "tune")
 
 
 class AcceptanceRow(BaseModel):

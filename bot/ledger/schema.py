@@ -186,4 +186,83 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX drift_checks_time ON drift_checks (checked_at)
         """,
     ),
+    (
+        5,
+        """
+        ALTER TABLE operator_agent_usage ADD COLUMN purpose TEXT NOT NULL DEFAULT 'review';
+        ALTER TABLE operator_agent_usage ADD COLUMN tuning_run TEXT;
+        CREATE INDEX operator_agent_usage_tuning ON operator_agent_usage (tuning_run);
+        CREATE TABLE tuning_runs (
+            run_id TEXT PRIMARY KEY,
+            kernel TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            base_sha TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            strategy TEXT NOT NULL,
+            max_rounds INTEGER NOT NULL,
+            token_limit {bigint} NOT NULL,
+            state TEXT NOT NULL,
+            stop TEXT NOT NULL DEFAULT '',
+            stop_detail TEXT NOT NULL DEFAULT '',
+            handover INTEGER NOT NULL DEFAULT 0,
+            best_key TEXT NOT NULL DEFAULT '',
+            best_speedup {real},
+            pull_url TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE INDEX tuning_runs_kernel ON tuning_runs (kernel, base_sha, state);
+        CREATE TABLE tuning_trials (
+            id {pk},
+            kernel TEXT NOT NULL,
+            base_sha TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            candidate_key TEXT NOT NULL,
+            verify_of TEXT NOT NULL DEFAULT '',
+            run_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            config_json TEXT NOT NULL,
+            status TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            speedup {real},
+            cases_faster INTEGER NOT NULL,
+            cases_judged INTEGER NOT NULL,
+            resources TEXT NOT NULL,
+            reasons_json TEXT NOT NULL,
+            seconds {real} NOT NULL,
+            patch TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (kernel, base_sha, device_name, candidate_key, verify_of)
+        );
+        CREATE TABLE tuning_cases (
+            id {pk},
+            trial_id {bigint} NOT NULL REFERENCES tuning_trials (id),
+            case_name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            regression_pct {real},
+            ci_low_pct {real},
+            ci_high_pct {real},
+            p50_ms {real},
+            base_p50_ms {real},
+            max_abs_err {real},
+            reason TEXT NOT NULL,
+            UNIQUE (trial_id, case_name)
+        );
+        CREATE TABLE tuning_rounds (
+            id {pk},
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            round INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            candidate_key TEXT NOT NULL DEFAULT '',
+            tokens INTEGER NOT NULL DEFAULT 0,
+            elapsed_s {real} NOT NULL DEFAULT 0,
+            detail TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            UNIQUE (run_id, seq)
+        )
+        """,
+    ),
 ]

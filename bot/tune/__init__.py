@@ -1,0 +1,1 @@
+"""`opgate tune`: the agent (or a search) iterates against the judge within a token budget."""

@@ -1,0 +1,126 @@
+"""`/tune KERNEL`: parse the command on a comment's first line and decide, from pure inputs, whether to start a run."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from pydantic import BaseModel, ConfigDict
+
+COMMAND = "/tune"
+USAGE = "`/tune KERNEL [--strategy agent|exhaustive|both] [--rounds N] [--tokens T]`, alone on the first line"
+TUNE_ROLES = ("write", "maintain", "admin")
+STRATEGIES = ("agent", "exhaustive", "both")
+MAX_ROUNDS = 50
+KERNEL_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+class TuneCommand(BaseModel):
+    """What the first line asked for; `error` is set when it started with /tune but could not be read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: str
+    kernel: str | None = None
+    strategy: str = "agent"
+    rounds: int = 6
+    tokens: int | None = None
+    error: str | None = None
+
+
+class TuneDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    granted: bool
+    reason: str
+    login: str
+    role: str
+    inputs: dict[str, str] = {}  # tune.yml's workflow_dispatch inputs, when granted
+
+
+def _number(flag: str, value: str, low: int, high: int) -> int:
+    if not value.isdigit() or not low <= int(value) <= high:
+        raise ValueError(f"{flag} needs a whole number from {low} to {high:,}, not {value!r}")
+    return int(value)
+
+
+def parse_command(body: str) -> TuneCommand | None:
+    """The /tune command on the first line of `body`, or None when the comment is not one
+    (`/tunex`, a quoted `> /tune` and `/tune` on a later line are not commands)."""
+    first = body.replace("\r\n", "\n").split("\n", 1)[0].strip()
+    if (first.split(maxsplit=1)[0] if first else "") != COMMAND:
+        return None
+    try:
+        args = shlex.split(first)[1:]
+    except ValueError as exc:
+        return TuneCommand(line=first, error=f"cannot read the command ({exc}); use {USAGE}")
+    found: dict[str, object] = {}
+    kernel: str | None = None
+    i = 0
+    try:
+        while i < len(args):
+            arg = args[i]
+            if arg.startswith("--"):
+                name, eq, value = arg.partition("=")
+                if name not in ("--strategy", "--rounds", "--tokens"):
+                    raise ValueError(f"unknown option {name}")
+                if not eq:
+                    i += 1
+                    if i >= len(args):
+                        raise ValueError(f"{name} needs a value")
+                    value = args[i]
+                if name in found:
+                    raise ValueError(f"{name} given twice")
+                if name == "--strategy" and value not in STRATEGIES:
+                    raise ValueError(f"--strategy is one of {', '.join(STRATEGIES)}, not {value!r}")
+                found[name] = (
+                    value
+                    if name == "--strategy"
+                    else _number(name, value, 1, MAX_ROUNDS if name == "--rounds" else 10_000_000)
+                )
+            elif arg.startswith("-"):
+                raise ValueError(f"unknown option {arg}")
+            elif kernel is None:
+                kernel = arg
+            else:
+                raise ValueError(f"more than one kernel ({kernel}, {arg})")
+            i += 1
+    except ValueError as exc:
+        return TuneCommand(line=first, error=f"{exc}; use {USAGE}")
+    if kernel is None:
+        return TuneCommand(line=first, error=f"which kernel? use {USAGE}")
+    return TuneCommand(
+        line=first,
+        kernel=kernel,
+        strategy=str(found.get("--strategy", "agent")),
+        rounds=int(str(found.get("--rounds", 6))),
+        tokens=int(str(found["--tokens"])) if "--tokens" in found else None,
+    )
+
+
+def decide(command: TuneCommand, *, login: str, role: str, kernels: list[str], number: int) -> TuneDecision:
+    """Grant when the command reads, the commenter may write to the repository and the kernel exists."""
+    role = role or "none"
+
+    def refuse(reason: str) -> TuneDecision:
+        return TuneDecision(granted=False, reason=reason, login=login, role=role)
+
+    if command.error is not None:
+        return refuse(command.error)
+    if role not in TUNE_ROLES:
+        return refuse(f"@{login} has the role `{role}` here; `/tune` needs write, maintain or admin")
+    kernel = command.kernel or ""
+    if not KERNEL_NAME.fullmatch(kernel) or kernel not in kernels:
+        names = ", ".join(f"`{k}`" for k in kernels) or "none"
+        return refuse(f"no kernel `{kernel}` on the default branch (have: {names})")
+    inputs = {"kernel": kernel, "strategy": command.strategy, "rounds": str(command.rounds), "issue": str(number)}
+    if command.tokens is not None:
+        inputs["tokens"] = str(command.tokens)
+    budget = f"{command.tokens:,} tokens" if command.tokens is not None else "the domain's default token budget"
+    return TuneDecision(
+        granted=True,
+        reason=f"tuning `{kernel}` ({command.strategy}, up to {command.rounds} rounds, {budget}) for @{login} ({role})",
+        login=login,
+        role=role,
+        inputs=inputs,
+    )

@@ -1,0 +1,125 @@
+"""Tuning in the ledger (migration 5) on SQLite and PostgreSQL: runs resume, trials are stored once, tokens add up,
+and the weekly summary shows tuning spend apart from review spend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot import tokens
+from bot.commands.summary import render_summary
+from bot.ledger import UsageRow, open_ledger
+from bot.ledger.tuning import TuningStore
+from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
+from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
+
+BASE = "b2" * 20
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "l.sqlite")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def open_run(store: TuningStore, strategy: str = "agent", rounds: int = 6):
+    return store.open_run(
+        kernel="deepgemm_tile", domain="deepgemm", base_sha=BASE, device_name="cpu", strategy=strategy,
+        max_rounds=rounds, token_limit=20_000,
+    )  # fmt: skip
+
+
+def judged(key: str, run_id: str) -> Trial:
+    return Trial(
+        key=key, config={"tile_n": 256}, source="agent", status="judged", verdict="pass", run_id=run_id,
+        cases=[CaseResult(name="square_512", verdict="pass", regression_pct=-4.0, ci95_pct=(-5.0, -3.0), p50_ms=0.9,
+                          base_p50_ms=0.94)],
+    )  # fmt: skip
+
+
+def usage(request_id: str, total: int, purpose: str = "review", run: str | None = None, when: str = "") -> UsageRow:
+    return UsageRow(
+        task_id="t", model_name="m", prompt_tokens=total - 100, completion_tokens=100, total_tokens=total,
+        request_id=request_id, domain="deepgemm", key_fingerprint="sha256:x", pr=None, head_sha=BASE, status="ok",
+        purpose=purpose, tuning_run=run, created_at=when,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def test_an_unfinished_run_is_resumed_and_a_finished_one_is_not(url: str) -> None:
+    with open_ledger(url) as ledger:
+        store = TuningStore(ledger)
+        run, resumed = open_run(store)
+        assert not resumed and run.state == "running"
+        again, resumed = open_run(store, rounds=9)
+        assert resumed and again.run_id == run.run_id and again.max_rounds == 9
+        other, resumed = open_run(store, strategy="exhaustive")
+        assert not resumed and other.run_id != run.run_id
+        store.finish(run.run_id, Stop(kind="budget", detail="spent", handover=True), None)
+        done = store.run(run.run_id)
+        assert (
+            done.state == "done"
+            and done.handover
+            and TuningStore.stop_of(done) == Stop(kind="budget", detail="spent", handover=True)
+        )
+        fresh, resumed = open_run(store)
+        assert not resumed and fresh.run_id != run.run_id
+
+
+def test_a_trial_is_stored_once_with_its_cases_and_its_round(url: str) -> None:
+    with open_ledger(url) as ledger:
+        store = TuningStore(ledger)
+        run, _ = open_run(store)
+        event = RoundEvent(seq=1, round=1, source="agent", outcome="judged", key="config:a", tokens=1555)
+        stored = store.record(run.run_id, event, judged("config:a", run.run_id), kernel="deepgemm_tile",
+                              base_sha=BASE, device_name="cpu")  # fmt: skip
+        assert stored is not None and stored.id
+        again = store.record(
+            run.run_id, RoundEvent(seq=2, round=2, source="agent", outcome="repeat", key="config:a"),
+            judged("config:a", "another-run").model_copy(update={"verdict": "fail"}),
+            kernel="deepgemm_tile", base_sha=BASE, device_name="cpu",
+        )  # fmt: skip
+        assert again is not None and again.id == stored.id and again.verdict == "pass"  # the first judgement stays
+        back = store.trial("deepgemm_tile", BASE, "cpu", "config:a")
+        assert back is not None and back.cases[0].ci95_pct == (-5.0, -3.0) and back.speedup == stored.speedup
+        assert store.trial("deepgemm_tile", BASE, "a100", "config:a") is None  # another device measures again
+        assert [(e.seq, e.outcome, e.tokens) for e in store.events(run.run_id)] == [
+            (1, "judged", 1555),
+            (2, "repeat", 0),
+        ]
+        verify = judged("config:a", run.run_id).model_copy(update={"verify_of": run.run_id, "source": "verify"})
+        store.record(run.run_id, RoundEvent(seq=3, round=0, source="verify", outcome="judged", key="config:a"), verify,
+                     kernel="deepgemm_tile", base_sha=BASE, device_name="cpu")  # fmt: skip
+        assert store.trial("deepgemm_tile", BASE, "cpu", "config:a", verify_of=run.run_id) is not None
+
+
+def test_a_runs_tokens_are_its_own_usage_rows(url: str) -> None:
+    with open_ledger(url) as ledger:
+        store = TuningStore(ledger)
+        run, _ = open_run(store)
+        ledger.record_usage(usage("r1", 1555, "tune", run.run_id))
+        ledger.record_usage(usage("r2", 1000, "tune", "another-run"))
+        ledger.record_usage(usage("r3", 9000))
+        spend = store.tokens(run.run_id)
+        assert (spend.requests, spend.total_tokens, spend.prompt_tokens) == (1, 1555, 1455)
+        rows = {r.request_id: r for r in ledger.usage()}
+        assert rows["r1"].purpose == "tune" and rows["r1"].tuning_run == run.run_id and rows["r3"].purpose == "review"
+
+
+def test_the_weekly_summary_shows_tuning_spend_per_domain_apart_from_reviews(tmp_path: Path) -> None:
+    now = datetime(2026, 3, 4, 12, tzinfo=UTC)
+    rows = [
+        usage("a", 10_000, when="2026-03-03T10:00:00+00:00"),
+        usage("b", 4_000, "tune", "run-1", when="2026-03-03T11:00:00+00:00"),
+        usage("c", 3_000, "tune", "run-2", when="2026-03-04T11:00:00+00:00"),
+    ]
+    summary = tokens.weekly_summary(rows, {"deepgemm": 500_000, "flashmla": 1, "v41_attention": 1, "ci_summary": 1},
+                                    "2026-W10", now=now)  # fmt: skip
+    deepgemm = next(d for d in summary.domains if d.domain == "deepgemm")
+    assert (deepgemm.total, deepgemm.tuning_total, deepgemm.review_total) == (17_000, 7_000, 10_000)
+    assert (deepgemm.tuning_requests, deepgemm.tuning_runs) == (2, 2)
+    body = render_summary(summary)
+    assert "### Tuning spend (`opgate tune`)" in body
+    assert "| deepgemm | 2 | 2 | 7,000 | 10,000 | 41.2% |" in body

@@ -420,6 +420,7 @@ class Reviewer:
                 path=str(judge.folder / judge.manifest.reference.module),
                 inputs=judge.manifest.reference.inputs,
                 function=judge.manifest.reference.function,
+                probes=judge.manifest.reference.probes,
             ),
             cases=[],
             sides=so,
@@ -454,7 +455,8 @@ class Reviewer:
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
-    return {**case.model_dump(), "tolerance": case.tolerance or constraints.tolerance}
+    limits = case.limits(constraints)
+    return {**case.model_dump(), "tolerance": limits.max_abs_err, "limits": limits.model_dump()}
 
 
 def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:

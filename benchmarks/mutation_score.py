@@ -92,8 +92,9 @@ def classify(kernel: dict) -> Outcome:
     for case in kernel["cases"]:
         if case["status"] == "skipped":
             continue
-        out.probe_seconds += case.get("probe_seconds") or 0.0
-        out.case_seconds += case.get("case_seconds") or 0.0
+        phases = case.get("judge_seconds") or {}  # a judge that keeps seconds per phase has "probes", "total"
+        out.probe_seconds += phases.get("probes", case.get("probe_seconds") or 0.0)
+        out.case_seconds += phases.get("total", case.get("case_seconds") or 0.0)
         out.by_probe += [f"{case['name']}/{p['name']}" for p in case.get("probes", []) if p["verdict"] == "fail"]
         if case["status"] not in CAUGHT_STATUS:
             continue

@@ -157,7 +157,9 @@ class CaseReport(_Model):
     probes: list[ProbeReport] = Field(default_factory=list, description="head on each boundary probe")
     probe_count: int | None = Field(None, description="boundary probes the reference built for this case")
     probe_seconds: float | None = Field(None, description="judge wall time of the probes, both sides")
-    case_seconds: float | None = Field(None, description="judge wall time of the whole case, probes included")
+    case_seconds: float | None = Field(
+        None, description="judge wall time of the whole case, probes and a re-measurement included"
+    )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 

@@ -439,13 +439,18 @@ class Reviewer:
         again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
         if again:
             with self.steps.step(f"re-measure {judge.name}: {', '.join(again)} inconclusive, fresh processes"):
-                job2 = job.model_copy(
-                    update={"cases": [_case_job(by_name[n], constraints) for n in again], "secret": new_secret()}
-                )
+                # the re-measurement times the same binaries again; their probes passed in the first run
+                cases2 = [_case_job(by_name[n], constraints) for n in again]
+                job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
                 reruns = run_cases(job2, launch)
             for name in again:
+                first = reports[name]
                 reports[name] = judge_case(by_name[name], constraints, reruns.get(name))
                 reports[name].attempts = 2
+                reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
+                reports[name].probe_seconds = first.probe_seconds
+                seconds = [s for s in (first.case_seconds, reports[name].case_seconds) if s is not None]
+                reports[name].case_seconds = round(sum(seconds), 4) if seconds else None
         for name, result in reports.items():
             if identical:
                 result.stop_reason = "identical_build"

@@ -122,6 +122,7 @@ class JudgeJob(BaseModel):
     measure: Measure
     timeout_s: float
     time: bool = True
+    probes: bool = Field(True, description="run the reference's boundary probes (a re-measurement skips them)")
     secret: str
     isolate_workers: bool = True
 

@@ -393,10 +393,11 @@ class Judge:
         self, case: dict[str, Any], workers: dict[str, Worker], limits: Limits, deadline: float, state: _CaseState
     ) -> None:
         """The reference's boundary probes (make_probes), each run once on every side in its check worker."""
-        if self.make_probes is None:
-            state.probe_count = 0
-            return
+        if not self.job.probes:
+            return  # a re-measurement: the first run checked them
         state.probe_count = 0
+        if self.make_probes is None:
+            return
         for name, probe in self.make_probes(case, case["device"], self.seed(case["name"], "probes")):
             state.probe_count += 1
             inputs = _as_list(probe)

@@ -109,17 +109,18 @@ def make_probes(case: dict, device: str, seed: int):
     a tile edge, the shortest allowed (s_q), one past the first page. Positions past a sequence stay NaN and
     block-table slots past its last block UNUSED_BLOCK, as in make_inputs.
 
-    - last_visible: scores grow by 10.7 per position up to the row's last visible one (causal: n - s_q + s;
-      otherwise n - 1), so each row's softmax sits on that key: seeing the first invisible position, or losing
-      the last visible one, swaps the row's output for another key's value. Every score is offset by +171: a
-      kernel that skips the max subtraction overflows. Built from base-64 digits of positions (exact in bf16,
-      their dot products exact in fp32) in the key-only columns d_v..d.
+    - last_visible: in the first half of the heads, scores grow by 10.7 per position up to the row's last
+      visible one (causal: n - s_q + s; otherwise n - 1), so each row's softmax sits on that key: seeing the
+      first invisible position, or losing the last visible one, swaps the row's output for another key's value.
+      Built from base-64 digits of positions (exact in bf16, their dot products exact in fp32) in the key-only
+      columns d_v..d. Every real score is offset by -171, so a zero key counted (a phantom from a zero-filled
+      tile slot) outweighs them all, and a kernel that skips the max subtraction underflows to a zero sum.
+      The other heads have q = 0 (every visible key weighs exactly 1) and the value is 256 in the first 256
+      columns for every key, so out there is exactly 256 and lse exactly log(n): a phantom key pulls it down by
+      256 / (n + 1), a running sum rounded to fp16 (4097 -> 4096) moves it by 256 / n.
     - page_edges: the positions on both sides of every multiple of 16 (tile and page edges) and each row's last
       visible one carry one-hot codes in the key-only columns; each query row matches one code, so its output is
       the mean of a few keys' values, each marking its own column: a key lost or read twice moves it by >= 8 / K.
-    - uniform: q = 0 (every visible key weighs exactly 1) and the value is 256 in the first 256 columns: out
-      there is exactly 256 and lse exactly log(n); a phantom key (a zero-filled tile slot counted) pulls out
-      down by 256 / (n + 1), an output accumulated in fp16 overflows.
     - sum_drift: keys weigh 1 and 0.61 alternately and the value is 1 in the first 64 columns, where out is
       exactly 1 whatever the weights: a running sum or output kept in fp16 takes rounded steps and drifts.
     """
@@ -150,7 +151,9 @@ def make_probes(case: dict, device: str, seed: int):
         logical[..., cols[digits + i]] = 1.0
         q[..., cols[digits + i]] = -256.0 * 64**i * ((last // 64**i) % 64).float()
     logical[..., cols[2 * digits]] = 1.0
-    q[..., cols[2 * digits]] = 4096.0  # +171 on every score
+    q[..., cols[2 * digits]] = -4096.0  # -171 on every real score; a zero key scores 0
+    logical[..., : min(256, dv)] = 256.0
+    q[:, torch.arange(rows) % h_q >= (h_q + 1) // 2] = 0.0  # the uniform heads
     yield "last_visible", _paged(q.view(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
 
     logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
@@ -175,10 +178,6 @@ def make_probes(case: dict, device: str, seed: int):
         r = torch.arange(rows)
         q[i, r, torch.tensor(cols)[r % codes]] = 24.0
     yield "page_edges", _paged(q.view(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
-
-    logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
-    logical[..., : min(256, dv)] = 256.0
-    yield "uniform", _paged(torch.zeros(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
 
     logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
     logical[..., : min(64, dv)] = 1.0

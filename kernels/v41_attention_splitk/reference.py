@@ -54,15 +54,13 @@ def make_probes(case: dict, device: str, seed: int):
 
     - causal_edge: scores grow by 11.3 per key position up to each row's own, so each row's softmax sits on
       its last visible key; seeing the first invisible one (or losing the last visible one) swaps the row's
-      output for another key's value. Every score is offset by +181: a kernel that skips the max subtraction
-      overflows.
+      output for another key's value. Every real score is offset by -181, so a zero key counted past the
+      sequence (a phantom from a zero-filled tile slot) would outweigh them all, and a kernel that skips the
+      max subtraction underflows to a zero sum.
     - split_edges: the keys on both sides of every multiple of 32 (block_n, split-chunk and row-tile edges)
       and the last two keys carry one-hot codes; each query row matches one code, so its output is the mean
       of a few keys' values, each marking its own column: a key dropped or counted twice at a split or block
       edge moves that column by >= 8 / (keys per code).
-    - uniform: q = 0 (every visible key weighs exactly 1) and v = 256 in the first 64 columns: out there is
-      exactly 256 and lse exactly log(visible keys); a phantom key (a zero-filled slot past the sequence
-      counted) pulls out down by 256 / (n + 1), an output accumulated in fp16 overflows.
     - sum_drift: keys weigh 1 and 0.61 alternately and v = 1 in the first 64 columns, where out is exactly 1
       whatever the weights: a running sum or output kept in fp16 takes rounded steps and drifts.
     causal_edge's keys and queries are small integers times powers of two: its fp32 dot products are exact.
@@ -76,7 +74,7 @@ def make_probes(case: dict, device: str, seed: int):
     def pack(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return q.to(dtype).to(device), k.to(dtype).to(device), v.to(dtype).to(device)
 
-    # causal_edge: q_i . k_j = 128 (j - p_i) + 2048 exactly (p_i: row i's position), from base-64 digits of j in
+    # causal_edge: q_i . k_j = 128 (j - p_i) - 2048 exactly (p_i: row i's position), from base-64 digits of j in
     # k and of -p_i in q against columns of ones; every partial sum is an integer below 2**24.
     digits = max(1, -(-max(skv - 1, 1).bit_length() // 6))
     assert 128 * skv < 2**24 and 2 * digits + 1 <= d, "positions must stay exact in bf16 and fp32"
@@ -89,7 +87,7 @@ def make_probes(case: dict, device: str, seed: int):
         k[..., digits + i] = 1.0
         q[..., digits + i] = -128.0 * 64**i * ((row_pos // 64**i) % 64)
     k[..., 2 * digits] = 1.0
-    q[..., 2 * digits] = 2048.0  # +181 on every score: exp() overflows fp32 without the max subtraction
+    q[..., 2 * digits] = -2048.0  # -181 on every real score; a zero key scores 0
     yield "causal_edge", pack(q, k, torch.randn(b, h, skv, d, generator=gen))
 
     # split_edges: special keys on both sides of every multiple of EDGE, and the sequence's last two keys.
@@ -109,11 +107,6 @@ def make_probes(case: dict, device: str, seed: int):
     for i in range(sq):
         q[..., i, i % codes] = 16.0
     yield "split_edges", pack(q, k, v)
-
-    # uniform: every visible key weighs exactly 1; the first 64 columns of v are 256, the rest random.
-    v = torch.randn(b, h, skv, d, generator=gen)
-    v[..., : min(64, d)] = 256.0
-    yield "uniform", pack(torch.zeros(b, h, sq, d), torch.randn(b, h, skv, d, generator=gen), v)
 
     # sum_drift: scores 0 and -0.5 on alternate keys (weights 1 and 0.61); the first 64 columns of v are 1.
     k = torch.randn(b, h, skv, d, generator=gen)

@@ -79,6 +79,7 @@ class Outcome:
     latency_only: bool = False
     probe_seconds: float = 0.0
     case_seconds: float = 0.0
+    remeasured: int = 0  # cases measured twice (an inconclusive first measurement)
     seconds: float = 0.0
 
     @property
@@ -95,11 +96,13 @@ def classify(kernel: dict) -> Outcome:
         phases = case.get("judge_seconds") or {}  # a judge that keeps seconds per phase has "probes", "total"
         out.probe_seconds += phases.get("probes", case.get("probe_seconds") or 0.0)
         out.case_seconds += phases.get("total", case.get("case_seconds") or 0.0)
+        out.remeasured += case.get("attempts", 1) > 1
         out.by_probe += [f"{case['name']}/{p['name']}" for p in case.get("probes", []) if p["verdict"] == "fail"]
         if case["status"] not in CAUGHT_STATUS:
             continue
         if case["status"] != "incorrect":  # crashed or timed out: in a probe, or on the random inputs / timing
-            during_probe = any(" probe " in r for r in case["reasons"])
+            random_wrong = any(o["nan_inf"] or o["max_abs_err"] > case["tolerance"] for o in case.get("outputs", []))
+            during_probe = any(" probe " in r for r in case["reasons"]) and not random_wrong
             (out.by_probe if during_probe else out.by_random).append(f"{case['name']} ({case['status']})")
         elif any(_random_reason(r) for r in case["reasons"]):
             out.by_random.append(case["name"])
@@ -195,7 +198,8 @@ def main() -> None:
                 share = outcome.probe_seconds / max(outcome.case_seconds - outcome.probe_seconds, 1e-9)
                 print(
                     f"A/A {kernel} #{i + 1}: {outcome.verdict}, {outcome.seconds:.1f} s; probes "
-                    f"{outcome.probe_seconds:.2f} s of {outcome.case_seconds:.2f} s in cases ({share:.1%} of the rest)",
+                    f"{outcome.probe_seconds:.2f} s of {outcome.case_seconds:.2f} s in cases ({share:.1%} of the rest; "
+                    f"{outcome.remeasured} case(s) re-measured)",
                     flush=True,
                 )
         for n, m in enumerate(mutations, 1):
@@ -258,12 +262,17 @@ def summarize(mutations: list[Mutation], results: dict[str, Outcome], aa: dict[s
     if unbuilt := [m.id for m in mutations if not results[m.id].built]:
         print("did not build (not counted): " + ", ".join(unbuilt))
     if aa:
-        print("\n| kernel | A/A reviews | false fails | probe s / case s (rest) | probe share |\n|---|---|---|---|---|")
+        print(
+            "\n| kernel | A/A reviews | false fails | re-measured cases | probe s / rest of the cases s | probe share |"
+            "\n|---|---|---|---|---|---|"
+        )
         for kernel, runs in sorted(aa.items()):
             fails = sum(r.verdict in ("fail", "error") for r in runs)
             probe = sum(r.probe_seconds for r in runs)
             rest = sum(r.case_seconds - r.probe_seconds for r in runs)
-            print(f"| {kernel} | {len(runs)} | {fails} | {probe:.2f} / {rest:.2f} | {probe / max(rest, 1e-9):.1%} |")
+            again = sum(r.remeasured for r in runs)
+            share = probe / max(rest, 1e-9)
+            print(f"| {kernel} | {len(runs)} | {fails} | {again} | {probe:.2f} / {rest:.2f} | {share:.1%} |")
 
 
 if __name__ == "__main__":

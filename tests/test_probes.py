@@ -227,3 +227,27 @@ def test_every_mutation_applies_to_exactly_one_place_in_a_cpu_twin():
     classes = {m.cls for m in mutations}
     assert {"bounds_off_by_one", "dropped_clamp", "mask_shift", "accumulation_dtype", "split_boundary"} <= classes
     assert {"tail_tile", "swapped_stride", "missing_rescale"} <= classes
+
+
+def test_the_mutation_score_tells_random_catches_from_probe_catches_and_latency_fails():
+    score = _module(ROOT / "benchmarks" / "mutation_score.py", "mutation_score")
+
+    def case(status, reasons, probes=(), err=0.0):
+        outputs = [{"name": "out", "max_abs_err": err, "nan_inf": False}]
+        failed = [{"name": p, "verdict": "fail"} for p in probes]
+        return {"name": "c", "status": status, "tolerance": TOL, "reasons": list(reasons), "outputs": outputs,
+                "probes": failed, "probe_seconds": 0.5, "case_seconds": 4.0}  # fmt: skip
+
+    def kernel(verdict, *cases):
+        return {"verdict": verdict, "build": {"ok": True}, "cases": list(cases)}
+
+    random = score.classify(kernel("fail", case("incorrect", ["correctness: max_abs_err 0.5 > tolerance 0.01"])))
+    assert random.caught and random.by_random == ["c"] and not random.by_probe
+    probe_reason = "correctness: max_abs_err 0.5 > tolerance 0.01 on out, first bad element out[0]; boundary probe p"
+    probe = score.classify(kernel("fail", case("incorrect", [probe_reason], ["p"])))
+    assert probe.caught and not probe.by_random and probe.by_probe == ["c/p"]
+    crash = score.classify(kernel("error", case("crashed", ["head crashed: killed by signal 11 during head probe p"])))
+    assert crash.by_probe == ["c (crashed)"] and not crash.by_random
+    slow = score.classify(kernel("fail", case("ok", ["performance: p50 +9.00% regresses more than 3%"])))
+    assert not slow.caught and slow.latency_only
+    assert random.probe_seconds == 0.5 and random.case_seconds == 4.0

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from bot import stats
 from bot.manifest import Case, Constraints
 from bot.occupancy import SM90, drop_pct, occupancy
-from bot.report import CaseReport, CaseStatus, KernelReport, Occupancy, Resource
-from bot.runner import CaseRun
+from bot.report import CaseReport, CaseStatus, KernelReport, Occupancy, ProbeReport, Resource, Violation
+from bot.runner import CaseRun, Check
 
 HEAD, BASE = "head", "base"
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
@@ -25,8 +25,8 @@ class Policy(BaseModel):
     inconclusive: Literal["neutral", "fail"] = "neutral"
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.3g}"
+def _fmt(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
 
 
 # The gates a case reason can start with ("correctness: max_abs_err 0.5 > tolerance 0.01"): the kernel's reason
@@ -54,8 +54,8 @@ def case_reason(case: str, reason: str) -> str:
 
 
 def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
-    """One case: correctness and stability of head, then latency of head against base."""
-    tol = case.tolerance or constraints.tolerance
+    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency."""
+    tol = case.limits(constraints).max_abs_err
     report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
     if run is None:
         report.status, report.verdict = CaseStatus.skipped, "skipped"
@@ -63,8 +63,15 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
         return report
     head = run.checks.get(HEAD)
     base = run.checks.get(BASE)
+    probes = run.probes.get(HEAD, [])
     if head is not None:
         report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
+        report.outputs = list(head.outputs)
+    if probes:  # the headline is the worst error the judge saw on this case, probes included
+        report.max_abs_err = max([report.max_abs_err or 0.0, *(p.max_abs_err or 0.0 for p in probes)])
+        report.nan_inf = report.nan_inf or any(p.nan_inf for p in probes)
+    report.probes = [_probe_report(p, tol) for p in probes]
+    report.probe_count, report.probe_seconds, report.case_seconds = run.probe_count, run.probe_seconds, run.case_seconds
     report.seed = run.seed
     report.sandbox_cpu = dict(run.cpu)
     report.other_cores = run.other_cores
@@ -86,12 +93,12 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
         report.status, report.verdict = CaseStatus.incorrect, "fail"
         report.reasons.append(f"head raised or returned a bad output: {head.error}")
         return report
-    if head.nan_inf:
-        report.status, report.verdict = CaseStatus.incorrect, "fail"
-        report.reasons.append("stability: output has NaN/Inf where the reference has none (or misses them)")
-    if head.max_abs_err is not None and head.max_abs_err > tol:
-        report.status, report.verdict = CaseStatus.incorrect, "fail"
-        report.reasons.append(f"correctness: max_abs_err {_fmt(head.max_abs_err)} > tolerance {_fmt(tol)}")
+    for check in (head, *probes):
+        if reasons := check_reasons(check, tol):
+            report.status, report.verdict = CaseStatus.incorrect, "fail"
+            report.reasons.extend(reasons)
+            if report.failure is None and check.failure is not None:
+                report.failure = check.failure.model_copy(update={"probe": check.probe})
     if report.verdict == "fail":
         return report
     if (spot := run.spots.get(HEAD)) is not None:
@@ -105,12 +112,63 @@ def judge_case(case: Case, constraints: Constraints, run: CaseRun | None, skip_r
             )
             return report
     base_spot = run.spots.get(BASE)
-    base_wrong = base is not None and (base.error or base.nan_inf or (base.max_abs_err or 0.0) > tol)
+    base_wrong = [c for c in (base, *run.probes.get(BASE, [])) if c is not None and check_reasons(c, tol)]
     comparable = not (base_wrong or (base_spot is not None and base_spot.failed))
     if not comparable:
-        report.reasons.append("base is itself incorrect on this case; latency not compared")
+        probe = next((c.probe for c in base_wrong if c.probe), None)
+        on = f" (boundary probe {probe})" if probe and base is not None and not check_reasons(base, tol) else ""
+        report.reasons.append(f"base is itself incorrect on this case{on}; latency not compared")
     _judge_latency(report, run, constraints.max_regression_pct, with_base=comparable)
     return report
+
+
+def check_reasons(check: Check, tol: float) -> list[str]:
+    """Why one check (random inputs or a boundary probe) is wrong: the metric, the output, the first bad element."""
+    on = f"; boundary probe {check.probe}" if check.probe else ""
+    if check.error:
+        probe = f" on boundary probe {check.probe}" if check.probe else ""
+        return [f"{check.label or HEAD} raised or returned a bad output{probe}: {check.error}"]
+    reasons = []
+    v = check.failure
+    if check.nan_inf:
+        first = f", first at {_element(v)}" if v is not None and v.metric == "nan_inf" else ""
+        reasons.append(f"stability: output has NaN/Inf where the reference has none (or misses them){first}{on}")
+    if v is not None and v.metric != "nan_inf":
+        reasons.append(violation_reason(v) + on)
+    elif not check.outputs and check.max_abs_err is not None and check.max_abs_err > tol:  # a run without limits
+        reasons.append(f"correctness: max_abs_err {_fmt(check.max_abs_err)} > tolerance {_fmt(tol)}{on}")
+    return reasons
+
+
+def _element(v: Violation) -> str:
+    """`out[1, 0, 5, 37]: got 0.12, reference 0.95` (a cos_diff row: `out[1, 0, 5, :]`)."""
+    if v.metric == "cos_diff":
+        return f"{v.output}[{', '.join([*map(str, v.index), ':'])}]"
+    where = f"{v.output}[{', '.join(map(str, v.index))}]"
+    return f"{where}: got {_fmt(v.got)}, reference {_fmt(v.expected)}" if v.got is not None else where
+
+
+def violation_reason(v: Violation) -> str:
+    """One line naming the metric, its value and limit, the output and the first bad element."""
+    limit = _fmt(v.limit)
+    if v.metric == "nan_inf":
+        return f"stability: NaN/Inf where the reference has none (or misses them), first at {_element(v)}"
+    what = {"max_abs_err": "max_abs_err", "max_rel_err": "max_rel_err", "cos_diff": "cos_diff (1 - cos-sim)"}
+    bound = "tolerance" if v.metric == "max_abs_err" else "limit"
+    first = "first bad row" if v.metric == "cos_diff" else "first bad element"
+    return f"correctness: {what[v.metric]} {_fmt(v.value)} > {bound} {limit} on {v.output}, {first} {_element(v)}"
+
+
+def _probe_report(check: Check, tol: float) -> ProbeReport:
+    return ProbeReport(
+        name=check.probe or "",
+        verdict="fail" if check_reasons(check, tol) else "pass",
+        max_abs_err=check.max_abs_err,
+        nan_inf=check.nan_inf,
+        error=check.error,
+        outputs=list(check.outputs),
+        failure=check.failure.model_copy(update={"probe": check.probe}) if check.failure else None,
+    )
 
 
 def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
@@ -314,6 +372,20 @@ def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
     kernel.notes.extend(notes)
 
 
+def probe_notes(cases: list[CaseReport]) -> list[str]:
+    """A note when the cases that ran had no boundary probes: random inputs alone miss one-off errors."""
+    reached = [c for c in cases if c.probe_count is not None]
+    without = [c.name for c in reached if c.probe_count == 0]
+    if not reached or not without:
+        return []
+    if len(without) == len(reached):
+        return [
+            "no boundary probes: the reference defines no make_probes, so only random inputs checked correctness "
+            "(a mask or tile edge off by one can pass them; see the README, Kernel manifest)"
+        ]
+    return [f"no boundary probes for {', '.join(without)}: random inputs only"]
+
+
 _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
@@ -327,6 +399,7 @@ def judge_kernel(
     """Fold static findings, builds, resources and cases into the kernel's verdict."""
     kernel.reasons.extend(static_findings)
     kernel.cases = cases
+    kernel.notes.extend(probe_notes(cases))
     if static_findings:
         kernel.verdict = "fail"
         return kernel

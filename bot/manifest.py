@@ -47,12 +47,44 @@ class ReferenceSpec(_Strict):
     module: str = "reference.py"
     inputs: str = "make_inputs"
     function: str = "reference"
+    probes: str = Field("make_probes", description="optional boundary-probe builder; a module without it has none")
+
+
+class OutputLimits(_Strict):
+    """Limits on one output tensor; None leaves a metric ungated (max_abs_err: the case's tolerance)."""
+
+    max_abs_err: float | None = Field(None, gt=0)
+    max_rel_err: float | None = Field(None, gt=0)
+    max_cos_diff: float | None = Field(None, gt=0)
+
+
+class Limits(_Strict):
+    """What one case's outputs must stay within, as the judge applies it (resolved from [constraints])."""
+
+    max_abs_err: float = Field(gt=0, description="the case's tolerance")
+    max_rel_err: float | None = Field(None, gt=0)
+    max_cos_diff: float | None = Field(None, gt=0)
+    outputs: dict[str, OutputLimits] = Field(default_factory=dict)
+
+    def of(self, output: str) -> OutputLimits:
+        """The limits of one output: its own where [constraints.outputs.NAME] sets them, else the case's."""
+        own = self.outputs.get(output, OutputLimits())
+        return OutputLimits(
+            max_abs_err=own.max_abs_err or self.max_abs_err,
+            max_rel_err=own.max_rel_err or self.max_rel_err,
+            max_cos_diff=own.max_cos_diff or self.max_cos_diff,
+        )
 
 
 class Constraints(_Strict):
     """Default gate thresholds of a kernel; a case may override the tolerance."""
 
-    tolerance: float = Field(1e-2, gt=0)
+    tolerance: float = Field(1e-2, gt=0, description="max_abs_err of every output (the users' gate)")
+    max_rel_err: float | None = Field(None, gt=0, description="optional gate on every output's max relative error")
+    max_cos_diff: float | None = Field(None, gt=0, description="optional gate on every output's 1 - cos-sim")
+    outputs: dict[str, OutputLimits] = Field(
+        default_factory=dict, description="[constraints.outputs.NAME]: limits of one named output (lse …)"
+    )
     max_regression_pct: float = Field(3.0, ge=0)
     max_spill_bytes: int = Field(0, ge=0)
     max_registers: int | None = Field(None, gt=0, description="per thread, any CUDA function (optional)")
@@ -139,6 +171,15 @@ class Case(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
     tolerance: float | None = Field(None, gt=0)
     seed: int = 0
+
+    def limits(self, constraints: Constraints) -> Limits:
+        """The limits this case's outputs are judged by (random inputs and boundary probes alike)."""
+        return Limits(
+            max_abs_err=self.tolerance or constraints.tolerance,
+            max_rel_err=constraints.max_rel_err,
+            max_cos_diff=constraints.max_cos_diff,
+            outputs=constraints.outputs,
+        )
 
 
 class KernelManifest(_Strict):

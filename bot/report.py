@@ -117,6 +117,42 @@ class NsightMetrics(_Model):
     kernels: list[NsightKernel] = Field(default_factory=list)
 
 
+class OutputMetrics(_Model):
+    """The error metrics of one output tensor against the reference (bot/metrics.py)."""
+
+    name: str = Field(description="the reference's OUTPUTS name (out, lse …), else out0, out1 …")
+    max_abs_err: float | None = Field(None, description="max |out - ref| over elements finite in both")
+    max_rel_err: float | None = Field(None, description="max |out - ref| / max(|ref|, 1% of the RMS of ref)")
+    cos_diff: float | None = Field(None, description="1 - 2 sum(out ref) / sum(out^2 + ref^2) (DeepGEMM calc_diff)")
+    nan_inf: bool = Field(False, description="NaN/Inf positions differ from the reference's")
+    worst_index: list[int] | None = Field(None, description="where |out - ref| is largest")
+
+
+class Violation(_Model):
+    """The first limit an output broke: which metric, where (row-major first bad element) and by how much."""
+
+    metric: Literal["nan_inf", "max_abs_err", "max_rel_err", "cos_diff"]
+    output: str
+    index: list[int] = Field(description="first bad element (cos_diff: first bad row, the last dimension left out)")
+    value: float = Field(description="the metric over the whole output (nan_inf: 1.0)")
+    limit: float | None = None
+    got: float | None = Field(None, description="the output's element at `index` (not for cos_diff)")
+    expected: float | None = Field(None, description="the reference's element at `index` (not for cos_diff)")
+    probe: str | None = Field(None, description="the boundary probe whose inputs showed it; None: the random inputs")
+
+
+class ProbeReport(_Model):
+    """Head on one boundary probe (inputs the reference module built so a one-off error shows)."""
+
+    name: str
+    verdict: Literal["pass", "fail"]
+    max_abs_err: float | None = None
+    nan_inf: bool = False
+    error: str | None = None
+    outputs: list[OutputMetrics] = Field(default_factory=list)
+    failure: Violation | None = None
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
@@ -146,6 +182,14 @@ class CaseReport(_Model):
         description="where the case's wall time went: start, spawn, draw, reference, load, warmup, timed, fetch, exit",
     )
     nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
+    outputs: list[OutputMetrics] = Field(default_factory=list, description="head's metrics per output, random inputs")
+    failure: Violation | None = Field(None, description="the first limit head broke (random inputs, then probes)")
+    probes: list[ProbeReport] = Field(default_factory=list, description="head on each boundary probe")
+    probe_count: int | None = Field(None, description="boundary probes the reference built for this case")
+    probe_seconds: float | None = Field(None, description="judge wall time of the probes, both sides")
+    case_seconds: float | None = Field(
+        None, description="judge wall time of the whole case, probes and a re-measurement included"
+    )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
 

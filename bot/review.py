@@ -470,6 +470,7 @@ class Reviewer:
                 path=str(judge.folder / judge.manifest.reference.module),
                 inputs=judge.manifest.reference.inputs,
                 function=judge.manifest.reference.function,
+                probes=judge.manifest.reference.probes,
             ),
             cases=[],
             sides=so,
@@ -489,13 +490,18 @@ class Reviewer:
         again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
         if again:
             with self.steps.step(f"re-measure {judge.name}: {', '.join(again)} inconclusive, fresh processes"):
-                job2 = job.model_copy(
-                    update={"cases": [_case_job(by_name[n], constraints) for n in again], "secret": new_secret()}
-                )
+                # the re-measurement times the same binaries again; their probes passed in the first run
+                cases2 = [_case_job(by_name[n], constraints) for n in again]
+                job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
                 reruns = run_cases(job2, launch)
             for name in again:
+                first = reports[name]
                 reports[name] = judge_case(by_name[name], constraints, reruns.get(name))
                 reports[name].attempts = 2
+                reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
+                reports[name].probe_seconds = first.probe_seconds
+                seconds = [s for s in (first.case_seconds, reports[name].case_seconds) if s is not None]
+                reports[name].case_seconds = round(sum(seconds), 4) if seconds else None
         for name, result in reports.items():
             if identical:
                 result.stop_reason = "identical_build"
@@ -511,9 +517,11 @@ def _missing_runner() -> str | None:
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+    limits = case.limits(constraints)
     return {
         **case.model_dump(),
-        "tolerance": case.tolerance or constraints.tolerance,
+        "tolerance": limits.max_abs_err,
+        "limits": limits.model_dump(),
         "max_regression_pct": constraints.max_regression_pct,
     }
 

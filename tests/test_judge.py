@@ -131,3 +131,20 @@ def test_a_hanging_worker_times_out_and_the_next_case_still_runs(ext_factory) ->
     runs = run_cases(two)
     assert runs["tiny"].status == CaseStatus.timeout and "timed out after 5 s during head check" in runs["tiny"].detail
     assert runs["tiny2"].status == CaseStatus.timeout  # a fresh zygote, the same hang
+
+
+def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_skips_them(ext_factory) -> None:
+    so = ext_factory(200)
+    run = run_cases(job({"base": so, "head": so}, max_seconds=0.3))["tiny"]
+    assert run.status == CaseStatus.ok, run.detail
+    assert run.probe_count == 2 and run.probe_seconds is not None and run.case_seconds > run.probe_seconds
+    for label in ("base", "head"):  # deepgemm's reference: tile_edges and large_magnitude, exact integers
+        assert [(c.probe, c.label, c.max_abs_err, c.failure) for c in run.probes[label]] == [
+            ("tile_edges", label, 0.0, None),
+            ("large_magnitude", label, 0.0, None),
+        ]
+    assert [o.name for o in run.checks["head"].outputs] == ["c"]  # the reference's OUTPUTS
+    report = judge_case(CASE, Constraints(), run)
+    assert [p.verdict for p in report.probes] == ["pass", "pass"] and report.verdict in ("pass", "inconclusive")
+    again = run_cases(job({"base": so, "head": so}, max_seconds=0.3).model_copy(update={"probes": False}))["tiny"]
+    assert again.status == CaseStatus.ok and again.probe_count is None and again.probes == {}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.report import CaseStatus, CpuUse
+from bot.report import CaseStatus, CpuUse, OutputMetrics, Violation
 from bot.safe import log_safe
 
 log = logging.getLogger(__name__)
@@ -30,12 +30,15 @@ JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the ca
 
 
 class Check(BaseModel):
-    """One build's output on the judge's check inputs, compared with the reference."""
+    """One build's output on the judge's check inputs (or one boundary probe), compared with the reference."""
 
     label: str = ""
+    probe: str | None = Field(None, description="the boundary probe's name; None: the case's random inputs")
     max_abs_err: float | None = None
     nan_inf: bool = False
     error: str | None = None
+    outputs: list[OutputMetrics] = Field(default_factory=list)
+    failure: Violation | None = Field(None, description="the first limit broken (when the judge had limits)")
 
 
 class Spot(BaseModel):
@@ -64,6 +67,10 @@ class CaseRun(BaseModel):
     detail: str = ""
     failed_label: str | None = Field(None, description="side that was running when it crashed or hung")
     checks: dict[str, Check] = Field(default_factory=dict)
+    probes: dict[str, list[Check]] = Field(default_factory=dict, description="side -> its boundary-probe checks")
+    probe_count: int | None = Field(None, description="probes the reference built (None: the judge never got there)")
+    probe_seconds: float | None = None
+    case_seconds: float | None = None
     timings: dict[str, Timing] = Field(default_factory=dict)
     spots: dict[str, Spot] = Field(default_factory=dict)
     cpu: dict[str, CpuUse] = Field(default_factory=dict)
@@ -95,6 +102,18 @@ class ReferenceSource(BaseModel):
     path: str
     inputs: str = "make_inputs"
     function: str = "reference"
+    probes: str = "make_probes"
+
+
+class Reference(BaseModel):
+    """The reference module's contract, loaded: inputs, the reference itself, and its optional parts."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    make_inputs: Any
+    reference: Any
+    make_probes: Any = None
+    outputs: tuple[str, ...] | None = None
 
 
 class JudgeJob(BaseModel):
@@ -110,6 +129,7 @@ class JudgeJob(BaseModel):
     timeout_s: float
     time: bool = True
     noise_limit_cores: float = 0.5
+    probes: bool = Field(True, description="run the reference's boundary probes (a re-measurement skips them)")
     secret: str
     isolate_workers: bool = True
 
@@ -123,14 +143,20 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def load_reference(ref: ReferenceSource) -> tuple[Any, Any]:
-    """(make_inputs, reference) from the reference module (base's, in a review)."""
+def load_reference(ref: ReferenceSource) -> Reference:
+    """The reference module (base's, in a review): make_inputs, reference, and make_probes / OUTPUTS if it has them."""
     loader = importlib.machinery.SourceFileLoader("opgate_reference", ref.path)
     spec = importlib.util.spec_from_file_location("opgate_reference", ref.path, loader=loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
-    return getattr(module, ref.inputs), getattr(module, ref.function)
+    outputs = getattr(module, "OUTPUTS", None)
+    return Reference(
+        make_inputs=getattr(module, ref.inputs),
+        reference=getattr(module, ref.function),
+        make_probes=getattr(module, ref.probes, None),
+        outputs=tuple(str(n) for n in outputs) if isinstance(outputs, (tuple, list)) else None,
+    )
 
 
 def new_secret() -> str:

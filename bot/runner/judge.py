@@ -28,7 +28,9 @@ from typing import Any
 
 import torch
 
+from bot import metrics
 from bot.health import busy_ticks, noisy, snapshot
+from bot.manifest import Limits
 from bot.report import Isolation
 from bot.runner import CaseRun, Check, CpuUse, JudgeJob, Spot, Timing, describe_exit, protocol
 from bot.safe import log_safe
@@ -278,22 +280,25 @@ class Worker:
             raise WorkerGone("the worker did not exit cleanly", message.get("status"))
 
 
-def compare(outs: list[torch.Tensor], refs: list[torch.Tensor]) -> Check:
-    """max |out - ref| where both are finite; NaN/Inf must sit exactly where the reference has them."""
+def compare(
+    outs: list[torch.Tensor],
+    refs: list[torch.Tensor],
+    names: list[str] | None = None,
+    limits: Limits | None = None,
+) -> Check:
+    """Every metric of every output (bot/metrics.py); NaN/Inf must sit exactly where the reference has them.
+
+    `max_abs_err` is the worst over all outputs (the users' gate); given `limits`, `failure` is the first one
+    broken, with its first bad element."""
     if len(outs) != len(refs):
         return Check(error=f"returned {len(outs)} tensors, the reference {len(refs)}")
-    worst, nan_inf = 0.0, False
     for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
         if tuple(o.shape) != tuple(r.shape):
             return Check(error=f"output {i} has shape {tuple(o.shape)}, the reference {tuple(r.shape)}")
-        o64, r64 = o.double(), r.detach().double().cpu()
-        fo, fr = torch.isfinite(o64), torch.isfinite(r64)
-        if not torch.equal(fo, fr):
-            nan_inf = True
-        both = fo & fr
-        if both.any():
-            worst = max(worst, float((o64[both] - r64[both]).abs().max()))
-    return Check(max_abs_err=worst, nan_inf=nan_inf)
+    names = names if names is not None and len(names) == len(refs) else metrics.output_names(len(refs))
+    outputs, failure = metrics.evaluate(outs, refs, names, limits)
+    worst = max((m.max_abs_err or 0.0 for m in outputs), default=0.0)
+    return Check(max_abs_err=worst, nan_inf=any(m.nan_inf for m in outputs), outputs=outputs, failure=failure)
 
 
 def _as_list(value: Any) -> list[torch.Tensor]:
@@ -308,7 +313,9 @@ class Judge:
         self.secret = bytes.fromhex(job.secret)
         from bot.runner import load_reference
 
-        self.make_inputs, self.reference = load_reference(job.reference)
+        ref = load_reference(job.reference)
+        self.make_inputs, self.reference, self.make_probes = ref.make_inputs, ref.reference, ref.make_probes
+        self.declared_outputs = ref.outputs
         self.root = Path(
             tempfile.mkdtemp(prefix="opgate-judge-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         )
@@ -412,6 +419,7 @@ class Judge:
             self.phases["start"] = self.phases.get("start", 0.0) + time.perf_counter() - started
         check_seed = self.seed(case["name"], "check")
         state.seed = check_seed
+        limits = _limits(case)
         inputs = self.inputs(case, check_seed)
         refs = self.expected(inputs)
         file, sets, size = self.write_sets([inputs])
@@ -421,14 +429,14 @@ class Judge:
             state.enter(label, "check")
             w = workers[label] = self._worker(label, case, 0, deadline)
             w.load(file, sets, size, deadline)
-            try:
-                w.go(1, deadline)
-                check = compare(w.fetch(0, refs, deadline), refs)
-            except Raised as exc:
-                check = Check(error=f"raised or returned a bad output: {exc}")
-            state.checks[label] = check.model_copy(update={"label": label})
+            state.checks[label] = self._check(w, refs, limits, deadline).model_copy(update={"label": label})
         self.drop(file)
-        timed = [label for label in labels if self._correct(state.checks[label], case)]
+        started = time.perf_counter()
+        self._probes(case, workers, limits, deadline, state)
+        state.probe_seconds = round(time.perf_counter() - started, 4)
+        if state.probe_count:
+            self.phases["probes"] = state.probe_seconds
+        timed = [label for label in labels if self._correct(label, state)]
         if not self.job.time or "head" not in timed:
             for label, w in workers.items():
                 state.enter(label, "exit")
@@ -436,8 +444,46 @@ class Judge:
             return
         Measure(self, case, {label: workers[label] for label in timed}, deadline, state, inputs).run()
 
-    def _correct(self, check: Check, case: dict[str, Any]) -> bool:
-        return check.error is None and not check.nan_inf and (check.max_abs_err or 0.0) <= case["tolerance"]
+    def _check(self, w: Worker, refs: list[torch.Tensor], limits: Limits, deadline: float) -> Check:
+        """Run the loaded input set once and compare it with `refs` under `limits` (never timed)."""
+        try:
+            w.go(1, deadline)
+            names = metrics.output_names(len(refs), self.declared_outputs)
+            return compare(w.fetch(0, refs, deadline), refs, names, limits)
+        except Raised as exc:
+            return Check(error=f"raised or returned a bad output: {exc}")
+
+    def _probes(
+        self, case: dict[str, Any], workers: dict[str, Worker], limits: Limits, deadline: float, state: _CaseState
+    ) -> None:
+        """The reference's boundary probes (make_probes), each run once on every side in its check worker."""
+        if not self.job.probes:
+            return  # a re-measurement: the first run checked them
+        state.probe_count = 0
+        if self.make_probes is None:
+            return
+        for name, probe in self.make_probes(case, case["device"], self.seed(case["name"], "probes")):
+            state.probe_count += 1
+            inputs = _as_list(probe)
+            refs = self.expected(inputs)
+            file, sets, size = self.write_sets([inputs])
+            state.files.append(file)
+            for label, w in workers.items():
+                state.enter(label, f"probe {name}")
+                w.load(file, sets, size, deadline)
+                check = self._check(w, refs, limits, deadline)
+                state.probes.setdefault(label, []).append(check.model_copy(update={"label": label, "probe": name}))
+            self.drop(file)
+
+    def _correct(self, label: str, state: _CaseState) -> bool:
+        """Right on the random inputs and on every probe, within every limit: only a correct side is timed."""
+        checks = [state.checks[label], *state.probes.get(label, [])]
+        return all(c.error is None and not c.nan_inf and c.failure is None for c in checks)
+
+
+def _limits(case: dict[str, Any]) -> Limits:
+    """The case's limits as the review resolved them; a job without them gates max_abs_err at the tolerance."""
+    return Limits.model_validate(case.get("limits") or {"max_abs_err": case["tolerance"]})
 
 
 class _CaseState:
@@ -447,6 +493,10 @@ class _CaseState:
         self.name = name
         self.label, self.phase = "setup", "setup"
         self.checks: dict[str, Check] = {}
+        self.probes: dict[str, list[Check]] = {}
+        self.probe_count: int | None = None
+        self.probe_seconds: float | None = None
+        self.started = time.perf_counter()
         self.timings: dict[str, Timing] = {}
         self.spots: dict[str, Spot] = {}
         self.cpu: dict[str, CpuUse] = {}
@@ -458,7 +508,6 @@ class _CaseState:
         self.other_cores: float | None = None
         self.noisy: str | None = None
         self.phases: dict[str, float] = {}
-        self.started = time.perf_counter()
 
     def enter(self, label: str, phase: str) -> None:
         self.label, self.phase = label, phase
@@ -476,6 +525,10 @@ class _CaseState:
             detail=detail,
             failed_label=self.label if status in ("timeout", "crashed") else None,
             checks=self.checks,
+            probes=self.probes,
+            probe_count=self.probe_count,
+            probe_seconds=self.probe_seconds,
+            case_seconds=round(time.perf_counter() - self.started, 4),
             timings=self.timings,
             spots=self.spots,
             cpu=self.cpu,

@@ -4,6 +4,8 @@ import torch
 
 UNUSED_BLOCK = 2147480000  # block_table entry of a slot past a sequence's end: any read of it crashes
 SEQLEN_PAD = 256  # max_blocks_per_seq covers the longest sequence rounded up to this, as in FlashMLA's tests
+OUTPUTS = ("out", "lse")  # names of reference()'s outputs, as reports and reasons show them
+EDGE = 16  # the smallest block_n: every tile edge, and every page edge (block_size 64), falls on a multiple
 
 
 def make_inputs(case: dict, device: str, seed: int) -> tuple[torch.Tensor, ...]:
@@ -17,7 +19,7 @@ def make_inputs(case: dict, device: str, seed: int) -> tuple[torch.Tensor, ...]:
     (host-side launch parameters, like FlashMLA's Python arguments).
     """
     shape, params = case["shape"], case.get("params", {})
-    batch, s_q, h_q, d, dv = (shape[k] for k in ("batch", "s_q", "h_q", "d", "dv"))
+    batch, s_q, h_q, d = (shape[k] for k in ("batch", "s_q", "h_q", "d"))
     mean, block_size = shape["seqlen"], shape["block_size"]
     dtype = getattr(torch, case["dtype"])
     gen = torch.Generator(device="cpu").manual_seed(seed)
@@ -27,21 +29,37 @@ def make_inputs(case: dict, device: str, seed: int) -> tuple[torch.Tensor, ...]:
         seqlens = drawn.round().clamp(min=s_q).to(torch.int32)
     else:
         seqlens = torch.full((batch,), mean, dtype=torch.int32)
-    max_blocks = -(-int(seqlens.max()) // SEQLEN_PAD) * SEQLEN_PAD // block_size
-    num_blocks = batch * max_blocks
+    slots = _slots(seqlens, block_size, gen)
+    logical = torch.randn(batch, slots.shape[1] * block_size, d, generator=gen, dtype=dtype)
+    q = torch.randn(batch, s_q, h_q, d, generator=gen, dtype=dtype)
+    return _paged(q, logical, seqlens, slots, case, device)
 
-    slots = torch.randperm(num_blocks, generator=gen, dtype=torch.int32).view(batch, max_blocks)
-    logical = torch.randn(batch, max_blocks * block_size, d, generator=gen, dtype=dtype)
+
+def _slots(seqlens: torch.Tensor, block_size: int, gen: torch.Generator) -> torch.Tensor:
+    """A random cache block for every (sequence, logical block): int32 [batch, max_blocks_per_seq]."""
+    max_blocks = -(-int(seqlens.max()) // SEQLEN_PAD) * SEQLEN_PAD // block_size
+    batch = len(seqlens)
+    return torch.randperm(batch * max_blocks, generator=gen, dtype=torch.int32).view(batch, max_blocks)
+
+
+def _paged(
+    q: torch.Tensor, logical: torch.Tensor, seqlens: torch.Tensor, slots: torch.Tensor, case: dict, device: str
+) -> tuple[torch.Tensor, ...]:
+    """make_inputs' tuple from per-sequence keys [batch, positions, d]: positions past a sequence are NaN, its
+    blocks scattered through the cache by `slots`, block-table slots past its last block UNUSED_BLOCK."""
+    dtype = getattr(torch, case["dtype"])
+    batch, max_blocks = slots.shape
+    block_size, d = case["shape"]["block_size"], logical.shape[-1]
+    logical = logical.to(dtype).clone()
     for i, n in enumerate(seqlens.tolist()):
         logical[i, n:] = float("nan")
-    kcache = torch.empty(num_blocks, block_size, 1, d, dtype=dtype)
+    kcache = torch.empty(batch * max_blocks, block_size, 1, d, dtype=dtype)
     kcache[slots.long()] = logical.view(batch, max_blocks, block_size, 1, d)
-
     used = -(-seqlens.long() // block_size)
     block_table = torch.where(torch.arange(max_blocks) < used[:, None], slots, UNUSED_BLOCK).to(torch.int32)
-    q = torch.randn(batch, s_q, h_q, d, generator=gen, dtype=dtype)
-    head_dim_v = torch.tensor(dv, dtype=torch.int32)
-    causal = torch.tensor(int(bool(params.get("causal", False))), dtype=torch.int32)
+    head_dim_v = torch.tensor(case["shape"]["dv"], dtype=torch.int32)
+    causal = torch.tensor(int(bool(case.get("params", {}).get("causal", False))), dtype=torch.int32)
+    q = q.to(dtype)
     return q.to(device), kcache.to(device), block_table.to(device), seqlens.to(device), head_dim_v, causal
 
 
@@ -82,3 +100,97 @@ def reference(
         out[i] = row_out.view(s_q, h_q, dv).float()
         lse[i] = row_lse.view(s_q, h_q).T.float()
     return out, lse
+
+
+def make_probes(case: dict, device: str, seed: int):
+    """Boundary probes, each a make_inputs tuple built so that a key position counted one off moves out by >> 1e-2.
+
+    Sequence lengths sit on the edges (varlen cases): one past a page boundary, one short of it, on it, one past
+    a tile edge, the shortest allowed (s_q), one past the first page. Positions past a sequence stay NaN and
+    block-table slots past its last block UNUSED_BLOCK, as in make_inputs.
+
+    - last_visible: in the first half of the heads, scores grow by 10.7 per position up to the row's last
+      visible one (causal: n - s_q + s; otherwise n - 1), so each row's softmax sits on that key: seeing the
+      first invisible position, or losing the last visible one, swaps the row's output for another key's value.
+      Built from base-64 digits of positions (exact in bf16, their dot products exact in fp32) in the key-only
+      columns d_v..d. Every real score is offset by -171, so a zero key counted (a phantom from a zero-filled
+      tile slot) outweighs them all, and a kernel that skips the max subtraction underflows to a zero sum.
+      The other heads have q = 0 (every visible key weighs exactly 1) and the value is 256 in the first 256
+      columns for every key, so out there is exactly 256 and lse exactly log(n): a phantom key pulls it down by
+      256 / (n + 1), a running sum rounded to fp16 (4097 -> 4096) moves it by 256 / n.
+    - page_edges: the positions on both sides of every multiple of 16 (tile and page edges) and each row's last
+      visible one carry one-hot codes in the key-only columns; each query row matches one code, so its output is
+      the mean of a few keys' values, each marking its own column: a key lost or read twice moves it by >= 8 / K.
+    - sum_drift: keys weigh 1 and 0.61 alternately and the value is 1 in the first 64 columns, where out is
+      exactly 1 whatever the weights: a running sum or output kept in fp16 takes rounded steps and drifts.
+    """
+    shape, params = case["shape"], case.get("params", {})
+    batch, s_q, h_q, d, dv = (shape[k] for k in ("batch", "s_q", "h_q", "d", "dv"))
+    mean, block_size = shape["seqlen"], shape["block_size"]
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    rows = s_q * h_q
+    seqlens = _edge_lengths(batch, mean, s_q, block_size, bool(params.get("varlen", True)))
+    slots = _slots(seqlens, block_size, gen)
+    positions = slots.shape[1] * block_size
+    # the last position row r = s * h_q + h of each sequence sees
+    behind = (
+        (s_q - 1 - torch.arange(rows) // h_q) if params.get("causal", False) else torch.zeros(rows, dtype=torch.long)
+    )
+    last = seqlens.long()[:, None] - 1 - behind[None, :]
+    cols = list(range(dv, d)) if d > dv else list(range(d))  # code columns: the key-only ones (MLA: 64)
+
+    digits = max(1, -(-max(positions - 1, 1).bit_length() // 6))
+    assert 256 * positions < 2**24 and 2 * digits + 1 <= len(cols), "positions must stay exact in bf16 and fp32"
+    logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
+    logical[..., cols] = 0.0
+    q = torch.zeros(batch, rows, d)
+    pos = torch.arange(positions)
+    for i in range(digits):
+        logical[..., cols[i]] = ((pos // 64**i) % 64).float()
+        q[..., cols[i]] = 256.0 * 64**i
+        logical[..., cols[digits + i]] = 1.0
+        q[..., cols[digits + i]] = -256.0 * 64**i * ((last // 64**i) % 64).float()
+    logical[..., cols[2 * digits]] = 1.0
+    q[..., cols[2 * digits]] = -4096.0  # -171 on every real score; a zero key scores 0
+    logical[..., : min(256, dv)] = 256.0
+    q[:, torch.arange(rows) % h_q >= (h_q + 1) // 2] = 0.0  # the uniform heads
+    yield "last_visible", _paged(q.view(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
+
+    logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
+    logical[..., cols] = 0.0
+    q = torch.zeros(batch, rows, d)
+    for i, n in enumerate(seqlens.tolist()):
+        edges = {p for p in range(n) if p % EDGE in (0, EDGE - 1)} | set(last[i].tolist())
+        special = sorted(edges)
+        codes = min(len(cols), rows, len(special))
+        # a position every row sees gets the codes in turn; a later one the code of the first row that sees it
+        everyone = int(last[i].min())
+        code = [t % codes if p <= everyone else int((last[i] >= p).nonzero()[0]) % codes for t, p in enumerate(special)]
+        members = [0] * codes
+        slot = []
+        for c in code:
+            slot.append(members[c] % dv)  # each key of a code marks its own value column
+            members[c] += 1
+        at = torch.tensor(special)
+        logical[i, at, :dv] = 0.0
+        logical[i, at, torch.tensor(cols)[code]] = 24.0  # score 24 * 24 / sqrt(576) = 24 against its own code
+        logical[i, at, torch.tensor(slot)] = 8.0
+        r = torch.arange(rows)
+        q[i, r, torch.tensor(cols)[r % codes]] = 24.0
+    yield "page_edges", _paged(q.view(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
+
+    logical = torch.randn(batch, positions, d, generator=gen, dtype=getattr(torch, case["dtype"]))
+    logical[..., : min(64, dv)] = 1.0
+    logical[..., cols[0]] = (pos % 2).float()
+    q = torch.zeros(batch, rows, d)
+    q[..., cols[0]] = -0.5 * d**0.5  # scores 0 and -0.5 on alternate positions
+    yield "sum_drift", _paged(q.view(batch, s_q, h_q, d), logical, seqlens, slots, case, device)
+
+
+def _edge_lengths(batch: int, mean: int, s_q: int, block_size: int, varlen: bool) -> torch.Tensor:
+    """Sequence lengths on page and tile edges near the case's mean (all the mean itself without varlen)."""
+    if not varlen:
+        return torch.full((batch,), mean, dtype=torch.int32)
+    base = block_size * max(1, round(mean / block_size))
+    ends = [base + 1, base - 1, base, base + EDGE + 1, s_q, block_size + 1, base + EDGE, base + block_size - 1]
+    return torch.tensor([max(s_q, ends[i % len(ends)]) for i in range(batch)], dtype=torch.int32)

@@ -155,12 +155,13 @@ REPLAY = """
   }
 """
 
-# The first call is honest; every later call returns at once and computes its result in a thread.
+# Honest through the untimed check and boundary-probe calls (and the warm-up); every later call returns at once
+# and computes its result in a thread.
 ASYNC = """
   static int calls = 0;
   static std::thread pending;
   if (pending.joinable()) pending.join();
-  if (calls++ == 0) {
+  if (calls++ < 8) {
     gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);
   } else {
     std::vector<float> av(a, a + m * k), bv(b, b + k * n);  // the binding frees its copies on return

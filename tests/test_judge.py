@@ -148,3 +148,14 @@ def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_s
     assert [p.verdict for p in report.probes] == ["pass", "pass"] and report.verdict in ("pass", "inconclusive")
     again = run_cases(job({"base": so, "head": so}, max_seconds=0.3).model_copy(update={"probes": False}))["tiny"]
     assert again.status == CaseStatus.ok and again.probe_count is None and again.probes == {}
+
+
+def test_a_side_wrong_on_the_random_inputs_is_not_probed_so_a_probe_cannot_turn_its_fail_into_a_crash(
+    ext_factory,
+) -> None:
+    run = run_cases(job({"base": ext_factory(100), "head": ext_factory(100, "WRONG")}, max_seconds=0.3))["tiny"]
+    assert run.status == CaseStatus.ok and run.probe_count == 2
+    assert "head" not in run.probes and [c.probe for c in run.probes["base"]] == ["tile_edges", "large_magnitude"]
+    report = judge_case(CASE, Constraints(), run)
+    assert report.verdict == "fail" and report.status == CaseStatus.incorrect and report.failure.probe is None
+    assert report.p50_ms is None  # a wrong head is not timed

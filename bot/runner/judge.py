@@ -456,19 +456,25 @@ class Judge:
     def _probes(
         self, case: dict[str, Any], workers: dict[str, Worker], limits: Limits, deadline: float, state: _CaseState
     ) -> None:
-        """The reference's boundary probes (make_probes), each run once on every side in its check worker."""
+        """The reference's boundary probes (make_probes), each run once on every side in its check worker.
+
+        A side already wrong on the random inputs is not probed: its verdict is decided, and a probe that then
+        crashes it would hide the wrong answer behind a crash."""
         if not self.job.probes:
             return  # a re-measurement: the first run checked them
         state.probe_count = 0
         if self.make_probes is None:
             return
+        probed = {label: w for label, w in workers.items() if _right(state.checks[label])}
         for name, probe in self.make_probes(case, case["device"], self.seed(case["name"], "probes")):
             state.probe_count += 1
+            if not probed:
+                continue
             inputs = _as_list(probe)
             refs = self.expected(inputs)
             file, sets, size = self.write_sets([inputs])
             state.files.append(file)
-            for label, w in workers.items():
+            for label, w in probed.items():
                 state.enter(label, f"probe {name}")
                 w.load(file, sets, size, deadline)
                 check = self._check(w, refs, limits, deadline)
@@ -477,8 +483,11 @@ class Judge:
 
     def _correct(self, label: str, state: _CaseState) -> bool:
         """Right on the random inputs and on every probe, within every limit: only a correct side is timed."""
-        checks = [state.checks[label], *state.probes.get(label, [])]
-        return all(c.error is None and not c.nan_inf and c.failure is None for c in checks)
+        return all(_right(c) for c in [state.checks[label], *state.probes.get(label, [])])
+
+
+def _right(check: Check) -> bool:
+    return check.error is None and not check.nan_inf and check.failure is None
 
 
 def _limits(case: dict[str, Any]) -> Limits:

@@ -1,6 +1,6 @@
 /* A tiny torch-free extension for judge tests: gemm(a, b) = a.float() @ b.float(), after spinning SPIN_US
    microseconds (so tests choose how slow "head" is), built by gcc in well under a second. -DCRASH aborts,
-   -DHANG never returns. */
+   -DHANG never returns, -DWRONG returns twice the product. */
 #include <Python.h>
 #include <stdlib.h>
 #include <time.h>
@@ -31,6 +31,15 @@ static PyObject* gemm(PyObject* self, PyObject* args) {
   PyObject* c = bf ? PyNumber_MatrixMultiply(af, bf) : NULL;
   Py_XDECREF(af);
   Py_XDECREF(bf);
+#if defined(WRONG)
+  if (c) {
+    PyObject* two = PyLong_FromLong(2);
+    PyObject* doubled = PyNumber_Multiply(c, two);
+    Py_DECREF(two);
+    Py_DECREF(c);
+    c = doubled;
+  }
+#endif
   return c;
 }
 

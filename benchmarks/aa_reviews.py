@@ -36,6 +36,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="opgate-aa-") as tmp_name:
         repo = Path(tmp_name) / "repo"
         shutil.copytree(ROOT / "kernels" / args.kernel, repo / "kernels" / args.kernel)
+        shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
         git(Path(tmp_name), "init", "-q", "-b", "main", str(repo))
         ident = ("-c", "user.name=aa", "-c", "user.email=aa@localhost")
         git(repo, "add", "-A")

@@ -138,6 +138,8 @@ def review(repo: Path, base: str, head: str, kernel: str, out: Path, env: dict[s
         raise SystemExit(f"opgate review wrote no report (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     report = json.loads((out / "report.json").read_text())
     entry = next(k for k in report["kernels"] if k["name"] == kernel)
+    if not entry["cases"] and (entry.get("build") or {}).get("ok", True):  # e.g. a bad kernel definition
+        raise SystemExit(f"opgate review ran no case of {kernel}: {'; '.join(entry['reasons'])[:2000]}")
     outcome = classify(entry)
     outcome.seconds = time.perf_counter() - started
     return outcome
@@ -155,6 +157,7 @@ def commit_change(repo: Path, base: str, path: str, old: str, new: str, message:
 def scratch_repo(tmp: Path) -> tuple[Path, str]:
     repo = tmp / "repo"
     shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
     (repo / "README.md").write_text("scratch repository for benchmarks/mutation_score.py\n")
     git(tmp, "init", "-q", "-b", "main", str(repo))
     git(repo, "add", "-A")

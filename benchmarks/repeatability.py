@@ -75,6 +75,7 @@ def git(repo: Path, *args: str) -> str:
 def scratch(tmp: Path, change: Change) -> tuple[Path, str, str]:
     repo = tmp / change.name
     shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
     git(tmp, "init", "-q", "-b", "main", str(repo))
     ident = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
     git(repo, "add", "-A")

@@ -63,6 +63,7 @@ def main() -> None:
         tmp = Path(tmp_name)
         repo = tmp / "repo"
         shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
         git(tmp, "init", "-q", "-b", "main", str(repo))
         ident = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
         git(repo, "add", "-A")

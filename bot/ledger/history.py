@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +9,7 @@ from bot.drift import DriftCheck
 from bot.history import CaseFigure, MainCommit, ResourceFigure
 from bot.ledger.db import Database, now
 from bot.ledger.models import AcceptanceRow
-from bot.ledger.store import Ledger
+from bot.ledger.store import Ledger, acceptance_row
 from bot.report import Report
 
 _FIGURE_COLUMNS = list(CaseFigure.model_fields)
@@ -113,20 +112,7 @@ class History:
     def acceptances(self) -> list[AcceptanceRow]:
         """Every granted /accept, of every pull request, oldest first."""
         rows = self.db.rows("SELECT * FROM acceptances ORDER BY id")
-        return [
-            AcceptanceRow(
-                pr=r["pr"],
-                head_sha=r["head_sha"],
-                login=r["login"],
-                role=r["role"],
-                kernels=json.loads(r["kernels_json"]),
-                override=bool(r["override"]),
-                reason=r["reason"],
-                comment_id=r["comment_id"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        return [acceptance_row(r) for r in rows]
 
     def has_table(self, name: str) -> bool:
         if self.db.dialect == "sqlite":

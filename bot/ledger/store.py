@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from bot.ledger.db import Database, now
 from bot.ledger.models import (
@@ -136,20 +137,7 @@ class Ledger:
 
     def acceptances(self, pr: int) -> list[AcceptanceRow]:
         rows = self.db.rows("SELECT * FROM acceptances WHERE pr = ? ORDER BY id", (pr,))
-        return [
-            AcceptanceRow(
-                pr=r["pr"],
-                head_sha=r["head_sha"],
-                login=r["login"],
-                role=r["role"],
-                kernels=json.loads(r["kernels_json"]),
-                override=bool(r["override"]),
-                reason=r["reason"],
-                comment_id=r["comment_id"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        return [acceptance_row(r) for r in rows]
 
     # -- budget rows (callers hold a transaction: see bot.budget) -----------------------------
 
@@ -243,6 +231,21 @@ class Ledger:
             f"INSERT INTO agent_response_cache ({cols}) VALUES ({marks}) ON CONFLICT (cache_key) DO NOTHING",
             list(data.values()),
         )
+
+
+def acceptance_row(r: dict[str, Any]) -> AcceptanceRow:
+    """One row of `acceptances` as the model."""
+    return AcceptanceRow(
+        pr=r["pr"],
+        head_sha=r["head_sha"],
+        login=r["login"],
+        role=r["role"],
+        kernels=json.loads(r["kernels_json"]),
+        override=bool(r["override"]),
+        reason=r["reason"],
+        comment_id=r["comment_id"],
+        created_at=r["created_at"],
+    )
 
 
 def _filters(*, domain: str | None = None, since: str | None = None) -> tuple[str, list[object]]:

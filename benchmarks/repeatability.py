@@ -91,6 +91,7 @@ def scratch(tmp: Path, change: Change) -> tuple[Path, str, str]:
 
 def review(repo: Path, base: str, head: str, kernel: str, out: Path) -> tuple[dict, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "GITHUB_"))}
+    out.mkdir(parents=True, exist_ok=True)  # the ledger's folder must exist (opgate never creates one by itself)
     env["OPGATE_DATABASE_URL"] = str(out / "ledger.sqlite")
     started = time.perf_counter()
     proc = subprocess.run(

@@ -36,6 +36,7 @@ def git(repo: Path, *args: str) -> str:
 
 def review(repo: Path, out: Path, sandbox: bool) -> tuple[float, dict]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "GITHUB_"))}
+    out.mkdir(parents=True, exist_ok=True)  # the ledger's folder must exist (opgate never creates one by itself)
     env["OPGATE_DATABASE_URL"] = str(out / "ledger.sqlite")
     env["OPGATE_SANDBOX"] = "" if sandbox else "none"
     started = time.perf_counter()

@@ -44,13 +44,19 @@ def test_a_probe_catches_what_random_inputs_pass_and_the_reason_names_probe_metr
 
     # flashmla: only the causal case is wrong, and its last_visible probe says where
     prefill = cases["flashmla_decode"]["prefill_4096"]
-    probe = {p["name"]: p for p in prefill["probes"]}["last_visible"]
-    assert probe["verdict"] == "fail" and probe["failure"]["metric"] == "max_abs_err"
-    assert any(
-        r.startswith("correctness: max_abs_err") and "first bad element out[" in r and r.endswith("last_visible")
-        for r in prefill["reasons"]
-    )
-    assert prefill["probe_count"] == 3 and prefill["probe_seconds"] > 0
+    assert prefill["status"] == "incorrect" and prefill["probe_count"] == 3
+    if prefill["failure"]["probe"] is None:
+        # Now and then the secret seed draws a sequence short enough that one extra key shows on the random
+        # inputs too; head is then wrong already and is not probed (a probe could only turn it into a crash).
+        assert prefill["probes"] == [] and prefill["reasons"][0].startswith(("correctness:", "stability:"))
+    else:
+        probe = {p["name"]: p for p in prefill["probes"]}["last_visible"]
+        assert probe["verdict"] == "fail" and probe["failure"]["metric"] == "max_abs_err"
+        assert any(
+            r.startswith("correctness: max_abs_err") and "first bad element out[" in r and r.endswith("last_visible")
+            for r in prefill["reasons"]
+        )
+        assert prefill["probe_seconds"] > 0
     for name in ("decode_128", "decode_512"):  # no causal mask: the bug is not there
         assert cases["flashmla_decode"][name]["status"] == "ok" and all(
             p["verdict"] == "pass" for p in cases["flashmla_decode"][name]["probes"]

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scratch import ROOT, commit_all, kernel_repo
 
 
 @dataclass(frozen=True)
@@ -68,25 +67,14 @@ CHANGES = [
 ]
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
-
-
 def scratch(tmp: Path, change: Change) -> tuple[Path, str, str]:
     repo = tmp / change.name
-    shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
-    git(tmp, "init", "-q", "-b", "main", str(repo))
-    ident = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
-    git(repo, "add", "-A")
-    git(repo, *ident, "commit", "-qm", "base")
-    base = git(repo, "rev-parse", "HEAD")
+    base = kernel_repo(repo)
     target = repo / change.path
     text = target.read_text()
     assert text.count(change.old) == 1, f"{change.path}: {change.old!r} must occur once"
     target.write_text(text.replace(change.old, change.new))
-    git(repo, *ident, "commit", "-qam", change.name)
-    return repo, base, git(repo, "rev-parse", "HEAD")
+    return repo, base, commit_all(repo, change.name)
 
 
 def review(repo: Path, base: str, head: str, kernel: str, out: Path) -> tuple[dict, float]:

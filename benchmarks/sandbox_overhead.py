@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -26,12 +25,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from scratch import ROOT, commit_all, git, kernel_repo
+
 IPC = ("start", "spawn", "load", "fetch", "exit")
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
 
 
 def review(repo: Path, out: Path, sandbox: bool) -> tuple[float, dict]:
@@ -63,14 +59,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="opgate-overhead-") as tmp_name:
         tmp = Path(tmp_name)
         repo = tmp / "repo"
-        shutil.copytree(ROOT / "kernels", repo / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")  # [tool.opgate]: domains, budgets
-        git(tmp, "init", "-q", "-b", "main", str(repo))
-        ident = ("-c", "user.name=bench", "-c", "user.email=bench@localhost")
-        git(repo, "add", "-A")
-        git(repo, *ident, "commit", "-qm", "base")
-        subprocess.run(["git", "-C", str(repo), "apply", str(ROOT / args.patch)], check=True)
-        git(repo, *ident, "commit", "-qam", "change")
+        kernel_repo(repo)
+        git(repo, "apply", str(ROOT / args.patch))
+        commit_all(repo, "change")
         review(repo, tmp / "warm", True)  # builds once: every measured run below finds the cache warm
         walls: dict[bool, list[float]] = {True: [], False: []}
         cases: dict[bool, list[dict[str, float]]] = {True: [], False: []}

@@ -1,8 +1,8 @@
 """How often the latency gate cries wolf, and how often it catches a real slowdown.
 
 Runs the real pipeline minus git: `bot.build.build` (ninja in the sandbox), the trusted judge
-(`bot.runner.run_cases`: base and head in separate sandboxed worker processes, several fresh process
-pairs per comparison, hierarchical bootstrap CI) and `bot.gate.judge_case`; an inconclusive comparison is
+(`bot.untrusted.runner.launch.run_cases`: base and head in separate sandboxed worker processes, several fresh process
+pairs per comparison, hierarchical bootstrap CI) and `bot.verdict.gate.case_verdict`; an inconclusive comparison is
 measured once more in fresh processes, as `opgate review` does.
 
   A/A: two builds of the same GEMM that differ only in an unused define (identical code, two processes).
@@ -28,13 +28,14 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.build import Built, build, verify
-from bot.gate import judge_case
-from bot.manifest import BuildSpec, Case, Constraints, load_kernel
-from bot.report import CaseReport
-from bot.runner import CaseRun, JudgeJob, Measure, ReferenceSource, new_secret, run_cases
-from bot.sandbox import Sandbox
-from bot.settings import load_settings
+from bot.config.manifest import BuildSpec, Case, Constraints, load_kernel
+from bot.config.settings import load_settings
+from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource
+from bot.models.report import CaseReport
+from bot.untrusted.build import Built, build, verify
+from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.sandbox import Sandbox
+from bot.verdict.gate import case_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "kernels" / "deepgemm_tile"
@@ -62,7 +63,7 @@ def variant(folder: Path, build_root: Path, extra_iters: int, tag: int = 0) -> B
 
 
 def comparisons(
-    folder: Path, case: Case, base: Built, head: Built, measure: Measure, n: int, limit: float = 3.0
+    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int, limit: float = 3.0
 ) -> list[CaseReport]:
     """`n` comparisons of head against base, each judged like a review case (re-measured once if inconclusive)."""
     job = JudgeJob(
@@ -81,12 +82,12 @@ def comparisons(
     )
     constraints = Constraints(max_regression_pct=limit)
     runs: dict[str, CaseRun] = run_cases(job)
-    reports = {name: judge_case(case, constraints, runs.get(name)) for name in (c["name"] for c in job.cases)}
+    reports = {name: case_verdict(case, constraints, runs.get(name)) for name in (c["name"] for c in job.cases)}
     again = [c for c in job.cases if reports[c["name"]].verdict == "inconclusive"]
     if again:
         reruns = run_cases(job.model_copy(update={"cases": again, "secret": new_secret()}))
         for c in again:
-            reports[c["name"]] = judge_case(case, constraints, reruns.get(c["name"]))
+            reports[c["name"]] = case_verdict(case, constraints, reruns.get(c["name"]))
             reports[c["name"]].attempts = 2
     return list(reports.values())
 
@@ -94,7 +95,7 @@ def comparisons(
 def calibrate(folder: Path, case: Case, base: Built, build_root: Path) -> tuple[float, float]:
     """(GEMM p50 ms, ms per million extra iterations) from a long comparison with a known amount of work."""
     probe = variant(folder, build_root, 2_000_000)
-    long = Measure(max_seconds=20, min_processes=4, max_processes=6, target_pct=0.2)
+    long = MeasureSettings(max_seconds=20, min_processes=4, max_processes=6, target_pct=0.2)
     [result] = comparisons(folder, case, base, probe, long, 1, limit=1000.0)
     assert result.p50_ms and result.base_p50_ms, result.reasons
     return result.base_p50_ms, (result.p50_ms - result.base_p50_ms) / 2.0
@@ -111,7 +112,7 @@ def main() -> None:
     kernel = load_kernel(KERNEL)
     case = next(c for c in kernel.manifest.cases if c.name == args.case)
     settings = load_settings()
-    measure = Measure(**settings.measure.model_dump())
+    measure = settings.measure
     build_root = settings.build_dir
     with tempfile.TemporaryDirectory(prefix="opgate-gate-power-") as tmp:
         folder = compose_folder(Path(tmp))

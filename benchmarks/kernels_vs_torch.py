@@ -1,7 +1,7 @@
 """Each kernel against its torch baseline on the CUDA cases, timed by opgate's own judge (needs a GPU).
 
 Every kernel's CUDA extension and the torch baselines (benchmarks/torch_baselines: torch.matmul and
-F.scaled_dot_product_attention, built and run like a kernel) go through `bot.runner.run_cases` with a
+F.scaled_dot_product_attention, built and run like a kernel) go through `bot.untrusted.runner.launch.run_cases` with a
 JudgeJob: the judge draws the inputs, checks the output against the reference and times batches of calls
 from request to reply with a device-wide synchronize, in fresh worker processes. Kernel and baseline are
 timed in separate judge runs (not interleaved); their ratio's CI is over worker processes.
@@ -68,8 +68,8 @@ class Bench:
     """Builds, jobs and results of one run."""
 
     def __init__(self, out: Path, quick: bool, device: str = "cuda") -> None:
-        from bot.manifest import load_kernel
-        from bot.sandbox import Sandbox
+        from bot.config.manifest import load_kernel
+        from bot.untrusted.sandbox import Sandbox
 
         self.out, self.quick, self.device = out, quick, device
         self.headline = HEADLINES[device]
@@ -85,8 +85,8 @@ class Bench:
 
     def so(self, name: str) -> str | None:
         """The verified CUDA extension of a kernel (or of the baselines), built once (cached by content)."""
-        from bot.build import build, verify
-        from bot.manifest import BuildSpec
+        from bot.config.manifest import BuildSpec
+        from bot.untrusted.build import build, verify
 
         if name == "torch_baselines":
             spec, folder, config = (
@@ -106,7 +106,8 @@ class Bench:
         return str(verify(built))
 
     def job(self, name: str, cases: list[Any], so: str, *, time_it: bool, baseline: bool = False) -> Any:
-        from bot.runner import JudgeJob, Measure, ReferenceSource, new_secret
+        from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
+        from bot.untrusted.runner.launch import new_secret
 
         k = self.kernels[name]
         if baseline:
@@ -127,7 +128,7 @@ class Bench:
         )
         # One worker process, two blocks: every input set costs the judge a CPU draw (README "H200"), and three
         # headline figures within a lease matter more than a confidence interval across processes.
-        measure = Measure(max_seconds=2.0, min_blocks=2, min_processes=1, max_processes=1)
+        measure = MeasureSettings(max_seconds=2.0, min_blocks=2, min_processes=1, max_processes=1)
         timeout = min(float(k.manifest.timeout_s), max(20.0, seconds_left() - MARGIN_S))
         return JudgeJob(
             kernel=f"{name}{' baseline' if baseline else ''}",
@@ -185,7 +186,7 @@ def timing_row(run: Any) -> dict[str, Any]:
 
 def rates(kernel: str, case: Any, row: dict[str, Any]) -> dict[str, Any]:
     """The case's rate and its share of the baseline or the bandwidth, from the measured latencies."""
-    from bot.stats import hierarchical_ratio_ci
+    from bot.verdict.stats import hierarchical_ratio_ci
 
     unit, amount = throughput.work(kernel, case.shape, case.params or {})
     timed = row.get("kernel", {})
@@ -241,7 +242,7 @@ def table(results: dict[str, Any]) -> list[str]:
 
 
 def mode_check(bench: Bench) -> int:
-    from bot.runner import run_cases
+    from bot.untrusted.runner.launch import run_cases
 
     def one(name: str) -> dict[str, Any]:
         so = bench.so(name)
@@ -274,7 +275,7 @@ def mode_check(bench: Bench) -> int:
 
 
 def mode_time(bench: Bench) -> int:
-    from bot.runner import run_cases
+    from bot.untrusted.runner.launch import run_cases
 
     plan = []  # headline cases first, so a short budget still measures them
     for name in KERNELS:
@@ -327,7 +328,7 @@ def mode_time(bench: Bench) -> int:
 
 
 def mode_ncu(bench: Bench) -> int:
-    from bot import nsight
+    from bot.untrusted import nsight
 
     ncu = shutil.which("ncu")
     if ncu is None:
@@ -397,7 +398,7 @@ def mode_profile(case_key: str, so: str) -> int:
     """Inside ncu: one call of the case after two warm-ups, between cudaProfilerStart and Stop."""
     import torch
 
-    from bot.manifest import load_kernel
+    from bot.config.manifest import load_kernel
 
     name, case_name = case_key.split("/", 1)
     k = load_kernel(ROOT / "kernels" / name)

@@ -2,7 +2,7 @@
 
 Builds a scratch repository holding the project's kernels, commits a README change on top, then
   1. times `opgate review` as users run it (a fresh process each time) against bare Python start-up;
-  2. runs the same review in-process and prints where the time goes (bot.review.Reviewer.phases).
+  2. runs the same review in-process and prints where the time goes (bot.review.flow.Reviewer.phases).
 Target: at most 2 s of opgate overhead on top of Python start-up. Usage:
 
   .venv/bin/python benchmarks/overhead.py [--runs 5]
@@ -19,10 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bot.config import load_config
+from bot.config.repo import load_config
+from bot.config.settings import load_settings
 from bot.ledger import open_ledger
-from bot.review import Reviewer, ReviewRequest
-from bot.settings import load_settings
+from bot.review.flow import Reviewer, ReviewRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,10 +93,10 @@ def main() -> None:
         started = time.perf_counter()
         reviewer = Reviewer(request, settings, ledger)
         setup = time.perf_counter() - started
-        outcome = reviewer.run()
+        reviewer.run()
         ledger.close()
         print(f"| in-process: environment detection | {setup:.3f} |")
-        for phase, seconds in outcome.phases.items():
+        for phase, seconds in reviewer.phases.items():
             print(f"| in-process: {phase} | {seconds:.3f} |")
         imports = subprocess.run(
             [sys.executable, "-c", "import time; t=time.perf_counter(); import bot.cli; print(time.perf_counter()-t)"],

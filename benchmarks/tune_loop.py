@@ -29,13 +29,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.agent import estimate  # noqa: E402
-from bot.agent.tune import View, messages, table  # noqa: E402
+from bot.config.manifest import load_kernel  # noqa: E402
+from bot.config.settings import load_settings  # noqa: E402
 from bot.errors import InputError  # noqa: E402
 from bot.ledger import open_ledger  # noqa: E402
-from bot.manifest import load_kernel  # noqa: E402
-from bot.progress import Status  # noqa: E402
-from bot.settings import load_settings  # noqa: E402
+from bot.present.progress import Status  # noqa: E402
 from bot.tune import analysis  # noqa: E402
+from bot.tune.agent import View, messages, table  # noqa: E402
 from bot.tune.loop import Tuner, TuneRequest  # noqa: E402
 from bot.tune.policy import CoordinateDescent  # noqa: E402
 from bot.tune.result import TuneResult  # noqa: E402

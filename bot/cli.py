@@ -9,11 +9,11 @@ from pathlib import Path
 
 from bot import __version__
 from bot.commands import accept, dashboard, history, init, ledger, lint, review, summary, tune
-from bot.config import load_config
+from bot.config.repo import load_config
+from bot.config.settings import Settings, load_settings
 from bot.errors import OpgateError
-from bot.redact import RedactingFilter
-from bot.safe import LogSafeFormatter, one_line
-from bot.settings import Settings, load_settings
+from bot.text.redact import RedactingFilter
+from bot.text.safe import LogSafeFormatter, one_line
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 

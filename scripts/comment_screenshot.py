@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bot.render import render_comment  # noqa: E402
+from bot.present.render import render_comment  # noqa: E402
 from tests import browser, comment_page  # noqa: E402
 from tests import comment_reports as examples  # noqa: E402
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from html import unescape
 
-from bot import digest
-from bot.digest import NOT_RUN_STATUSES
-from bot.render import COMMENT_LIMIT, REVIEW_MARKER, evidence
-from bot.report import Report
+from bot.models.report import Report
+from bot.present import digest
+from bot.present.digest import NOT_RUN_STATUSES
+from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, evidence
 from tests.hostile import html, table_breaks
 
 

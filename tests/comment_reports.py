@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.budget import BudgetState
-from bot.ledger import AcceptanceRow, UsageRow
-from bot.publish import PrContext, pr_context
-from bot.report import (
+from bot.edges.publish import PrContext, pr_context
+from bot.models.ledger import AcceptanceRow, UsageRow
+from bot.models.report import (
     AgentReport,
     Build,
     CaseReport,
@@ -28,6 +27,7 @@ from bot.report import (
     ResourceCheckReport,
     RunnerHealth,
 )
+from bot.spend.budget import BudgetState
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
 HEAD = "13392073d7124eb883404f4059b7907e50c6ea51"
@@ -134,7 +134,7 @@ def builds(kernel: KernelReport, device: str = "cpu") -> KernelReport:
 
 
 def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] | None = None, **kw) -> KernelReport:
-    from bot.gate import case_reason
+    from bot.verdict.gate import case_reason
 
     found = list(reasons or [])
     found += [case_reason(c.name, r) for c in cases if c.verdict in ("fail", "error") for r in c.reasons]

@@ -12,10 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
+from bot.config.manifest import KERNELS_DIR, MANIFEST_NAME, Kernel, find_manifests, load_kernel
+from bot.config.repo import RepoConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
+
+
+def discover(root: Path, config: RepoConfig | None = None) -> dict[str, Kernel]:
+    """Every kernel the configuration's manifest globs find under `root`, by name (a load error raises)."""
+    globs = config.manifests if config is not None else [f"{KERNELS_DIR}/*/{MANIFEST_NAME}"]
+    return {
+        name: load_kernel(root / folder, config=config, path=folder)
+        for name, folder in find_manifests(root, globs).items()
+    }
 
 
 def repo_config_toml() -> str:
@@ -96,7 +106,7 @@ class Run:
     @property
     def comment(self) -> str:
         """comment.md, checked: headline first, no dash-only row, each reason once, under GitHub's limit."""
-        from bot.report import Report
+        from bot.models.report import Report
         from tests.comment_checks import structure_problems
 
         text = (self.out / "comment.md").read_text()

@@ -14,10 +14,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot import resources
-from bot.build import defines
-from bot.manifest import Kernel
-from bot.report import Resource
+from bot.config.manifest import Kernel
+from bot.models.report import Resource
+from bot.untrusted import resources
+from bot.untrusted.build import defines
 
 ARCH = "sm_90a"
 

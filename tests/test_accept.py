@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
-from bot.github import PullInfo
-from bot.ledger import AcceptanceRow, open_ledger
-from bot.report import AgentReport, Environment, KernelReport, Report
+from bot.ledger import open_ledger
+from bot.models.github import PullInfo
+from bot.models.ledger import AcceptanceRow
+from bot.models.report import AgentReport, Environment, KernelReport, Report
+from bot.verdict.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
 from tests.github_server import FakeGitHub, load_fixture
 
 REPO = "octo-org/kernels"

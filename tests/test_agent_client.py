@@ -17,10 +17,10 @@ from bot.agent.client import GatewayClient, GatewayError
 from bot.agent.retry import Failure, RetryPolicy, backoff, classify, retry_after
 from bot.agent.review import PatchError, parse_review, validate_patch
 from bot.agent.run import AgentFailed, ask, sanitise
-from bot.changes import FileChange
+from bot.config.manifest import load_kernel
+from bot.config.settings import load_settings
 from bot.ledger import Ledger, open_ledger
-from bot.manifest import load_kernel
-from bot.settings import load_settings
+from bot.models.diff import FileChange
 from tests.conftest import REPO_CONFIG
 from tests.gateway import QUOTA_429, RATE_429, Gateway, Step, completion, message
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
@@ -386,7 +386,7 @@ def test_a_frame_over_the_per_request_budget_is_over_budget_without_a_call(gatew
 
 
 def test_a_valid_candidate_is_applied_and_committed_in_a_scratch_worktree(kernel_repo):
-    from bot.candidates import CandidateError, applied
+    from bot.review.candidates import CandidateError, applied
     from tests.conftest import git
 
     config = kernel_repo.path / "kernels/deepgemm_tile/tile_config.json"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.agent.review import AgentOutputError, PatchError, parse_review, validate_patch
-from bot.candidates import CandidateError, applied, staged_problem
 from bot.ledger import Ledger
+from bot.review.candidates import CandidateError, applied, staged_problem
 from tests.conftest import git
 from tests.gateway import Gateway, completion
 from tests.test_agent_client import CONFIG_DIFF, GOOD, run_ask
@@ -227,8 +227,8 @@ def test_a_reported_count_larger_than_the_estimate_is_kept(gateway, sqlite_ledge
 
 
 def test_the_comment_says_when_tokens_are_estimated():
-    from bot.render import render_comment
-    from bot.report import AgentReport, Environment, Report
+    from bot.models.report import AgentReport, Environment, Report
+    from bot.present.render import render_comment
 
     agent = AgentReport(status="ok", domain="deepgemm", requests=2, total_tokens=900, usage_estimated=1)
     report = Report(

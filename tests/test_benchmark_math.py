@@ -11,7 +11,7 @@ import torch
 
 from benchmarks import throughput
 from benchmarks.kernels_vs_torch import table
-from bot.manifest import load_kernel
+from bot.config.manifest import load_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 

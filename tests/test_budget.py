@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import budget
-from bot.ledger import MIGRATIONS, ReservationRow, UsageRow, open_ledger
+from bot.ledger import MIGRATIONS, open_ledger
+from bot.models.ledger import ReservationRow, UsageRow
+from bot.spend import budget
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 NOW = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)  # Wednesday of 2026-W10

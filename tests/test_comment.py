@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bot import digest, fanout, publish
-from bot.gate import Policy, case_reason, judge_kernel
-from bot.manifest import Constraints
-from bot.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
-from bot.report import CaseReport, KernelReport, Report
-from bot.safe import one_line
+from bot.config.manifest import Constraints
+from bot.edges import publish
+from bot.models.report import CaseReport, KernelReport, Report
+from bot.present import digest
+from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
+from bot.review import fanout
+from bot.text.safe import one_line
+from bot.verdict.gate import Policy, case_reason, kernel_verdict
 from tests import comment_reports as cr
 from tests.comment_checks import rows, sections, structure_problems, text_of
 from tests.hostile import HOSTILE, html, problems, table_breaks
@@ -255,13 +257,13 @@ def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limi
         CaseReport(name="nc", tolerance=0.01, verdict="inconclusive", reasons=["performance inconclusive: p50 …"]),
     ]
     k = KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped")
-    judged = judge_kernel(k, [], cases, Constraints(), Policy())
+    judged = kernel_verdict(k, [], cases, Constraints(), Policy())
     assert judged.reasons == [
         "correctness: sq max_abs_err 0.5 > tolerance 0.01",
         "performance: rg p50 +10.53% (…) > 3% limit",
         "cr: head crashed: signal 11",
     ]
-    strict = judge_kernel(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
+    strict = kernel_verdict(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
     assert strict.reasons[-1] == "performance inconclusive: nc p50 …" and strict.verdict == "error"
     assert case_reason("x", "stability: output has NaN/Inf") == "stability: x output has NaN/Inf"
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
+from bot.config.manifest import load_kernel
+from bot.config.repo import load_config
+from bot.config.settings import load_settings
 from bot.errors import InputError
-from bot.manifest import discover, load_kernel
-from bot.settings import load_settings
-from tests.conftest import KERNELS, REPO_CONFIG, ROOT
+from tests.conftest import KERNELS, REPO_CONFIG, ROOT, discover
 
 MOE = """
 manifests = ["ops/*/kernel.toml"]

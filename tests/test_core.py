@@ -7,17 +7,17 @@ import pytest
 
 from bot.agent.client import validate_base_url
 from bot.agent.review import AgentOutputError, parse_review
-from bot.changes import matches, parse_diff, touching
+from bot.config.manifest import Case, Constraints
+from bot.config.settings import load_settings
 from bot.errors import InputError
-from bot.gate import Policy, judge_case, judge_kernel, overall, resource_reasons
-from bot.manifest import Case, Constraints
-from bot.redact import RedactingFilter, scrub
-from bot.render import untrusted
-from bot.report import CaseStatus, KernelReport, Resource
-from bot.runner import CaseRun, Check, Timing
-from bot.settings import load_settings
-from bot.static import check_tunables
-from bot.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
+from bot.models.judging import CaseRun, Check, Timing
+from bot.models.report import CaseStatus, KernelReport, Resource
+from bot.present.render import untrusted
+from bot.review.changes import matches, parse_diff, touching
+from bot.text.redact import RedactingFilter, scrub
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
+from bot.verdict.static import check_tunables
+from bot.verdict.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
 from tests.conftest import REPO_CONFIG
 
 DIFF = """\
@@ -116,27 +116,27 @@ def test_gate_case_correctness_stability_and_latency():
             "base": Timing(label="base", samples_ms=_samples(1.0, 30, 2)),
         },
     )
-    slow = judge_case(CASE, LIMITS, ok)
+    slow = case_verdict(CASE, LIMITS, ok)
     assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +2")
-    wrong = judge_case(
+    wrong = case_verdict(
         CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.5)})
     )
     assert wrong.verdict == "fail" and wrong.status == CaseStatus.incorrect
     assert wrong.reasons == ["correctness: max_abs_err 0.5 > tolerance 0.01"]
-    nan = judge_case(
+    nan = case_verdict(
         CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.0, nan_inf=True)})
     )
     assert nan.verdict == "fail" and nan.nan_inf
-    crashed = judge_case(
+    crashed = case_verdict(
         CASE, LIMITS, CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
     )
     assert crashed.verdict == "error" and crashed.reasons == ["head crashed: killed by signal 11 (SIGSEGV)"]
-    skipped = judge_case(CASE, LIMITS, None, "needs a CUDA GPU")
+    skipped = case_verdict(CASE, LIMITS, None, "needs a CUDA GPU")
     assert skipped.verdict == "skipped" and skipped.status == CaseStatus.skipped
 
 
 def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
-    from bot.report import ResourceCheckReport
+    from bot.models.report import ResourceCheckReport
 
     big = Resource(function="attn<8>", registers=128, smem_bytes=240_000)
     check = ResourceCheckReport(
@@ -145,7 +145,7 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
         threads={"attn<8>": 1024},
         base=[Resource(function="attn<8>", registers=96, smem_bytes=1024)],
     )
-    judged = judge_kernel(
+    judged = kernel_verdict(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
         [],
         [],
@@ -158,7 +158,7 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
         "resource: attn<8> cannot be resident on an SM: 128 registers x 1024 threads = 131,072 allocated per block",
     ]
     assert "attn<8>: registers 96 -> 128" in judged.notes
-    none = judge_kernel(
+    none = kernel_verdict(
         KernelReport(
             name="k", domain="d", changed=True, verdict="skipped", resource_check=ResourceCheckReport(status="no_nvcc")
         ),
@@ -171,7 +171,7 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
 
 
 def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
-    from bot.report import ResourceCheckReport
+    from bot.models.report import ResourceCheckReport
 
     spill = Resource(
         function="gemm_kernel<128,128,64>", registers=255, spill_bytes=96, spill_store_bytes=48, spill_load_bytes=48
@@ -183,18 +183,18 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
         verdict="skipped",
         resource_check=ResourceCheckReport(status="ok", head=[spill], threads={spill.function: 128}),
     )
-    judged = judge_kernel(kernel, [], [], LIMITS, Policy())
+    judged = kernel_verdict(kernel, [], [], LIMITS, Policy())
     assert judged.verdict == "fail"
     assert judged.reasons == ["resource: gemm_kernel<128,128,64> spills 96 bytes (stores 48 B, loads 48 B)"]
-    unsure = judge_case(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
-    neutral = judge_kernel(
+    unsure = case_verdict(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
+    neutral = kernel_verdict(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
         [],
         [unsure],
         LIMITS,
         Policy(inconclusive="neutral"),
     )
-    strict = judge_kernel(
+    strict = kernel_verdict(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
         [],
         [unsure],
@@ -262,12 +262,12 @@ def test_secrets_are_scrubbed_from_text_and_log_records():
 
 
 def test_pr_code_gets_an_environment_without_secrets_or_the_ledger(monkeypatch):
-    from bot.runner import clean_environment
+    from bot.untrusted.sandbox import base_env
 
-    for name in ("TAOTOKEN_API_KEY_DEEPGEMM_AGENT", "GITHUB_TOKEN", "OPGATE_DATABASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+    secrets = ("TAOTOKEN_API_KEY_DEEPGEMM_AGENT", "GITHUB_TOKEN", "OPGATE_DATABASE_URL", "ANTHROPIC_AUTH_TOKEN")
+    for name in secrets:
         monkeypatch.setenv(name, "secret-value-123456")
-    monkeypatch.setenv("OPGATE_BUILD_DIR", "/tmp/builds")
-    env = clean_environment()
+    env = base_env({"OPGATE_BUILD_DIR": "/tmp/builds", **dict.fromkeys(secrets, "secret-value-123456")})
     assert "secret-value-123456" not in env.values()
     assert env["OPGATE_BUILD_DIR"] == "/tmp/builds" and "PATH" in env
 
@@ -277,7 +277,7 @@ def test_untrusted_text_cannot_mention_people():
 
 
 def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
-    from bot.gate import match_base
+    from bot.verdict.gate import match_base
 
     base = [
         Resource(function="k<128, 64, false>(int)", registers=200),
@@ -300,7 +300,7 @@ def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
 
 
 def test_function_names_render_as_literal_code():
-    from bot.render import code
+    from bot.present.render import code
 
     assert code("k<1, 2>(int) | `x`") == "k<1, 2>(int) \\| 'x'"
 

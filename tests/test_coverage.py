@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from bot.changes import FileChange
-from bot.coverage import LISTED_NAMES, coverage
+from bot.models.diff import FileChange
+from bot.review.coverage import LISTED_NAMES, coverage
 
 CONFIG = "kernels/deepgemm_tile/tile_config.json"
 

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.drift import Reference, checks, drift
-from bot.history import CaseFigure, MainCommit, ResourceFigure
-from bot.ledger import AcceptanceRow, UsageRow, open_ledger
-from bot.ledger.history import History
-from bot.ledger.tuning import TuningStore
-from bot.report import AgentReport, CaseReport, Environment, KernelReport, Report
+from bot.ledger import open_ledger
+from bot.mainline.drift import Reference, checks, drift
+from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
+from bot.mainline.store import History
+from bot.models.ledger import AcceptanceRow, UsageRow
+from bot.models.report import AgentReport, CaseReport, Environment, KernelReport, Report
 from bot.tune.model import RoundEvent, Trial
 from bot.tune.space import config_key
+from bot.tune.store import TuningStore
 from tests import browser
 
 NOW = datetime.now(UTC)

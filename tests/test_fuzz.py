@@ -11,14 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bot.agent.review import AgentOutputError, PatchError, parse_review, validate_patch
-from bot.changes import parse_diff, touching
-from bot.coverage import coverage
+from bot.edges.events import parse_issue_comment_event, parse_pull_request_event
 from bot.errors import InputError
-from bot.events import parse_issue_comment_event, parse_pull_request_event
-from bot.render import render_comment
-from bot.report import AgentReport, Report
-from bot.resources import parse_ptx_threads, parse_ptxas
-from bot.safe import code, fence, log_safe, one_line, untrusted
+from bot.models.report import AgentReport, Report
+from bot.present.render import render_comment
+from bot.review.changes import parse_diff, touching
+from bot.review.coverage import coverage
+from bot.text.safe import code, fence, log_safe, one_line, untrusted
+from bot.untrusted.resources import parse_ptx_threads, parse_ptxas
 from tests.hostile import hostile_model, problems, table_breaks
 
 # CI replays the same examples every run (a failure there is a bug, never luck); locally each run explores.

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.manifest import load_kernel
-from bot.occupancy import SM90, occupancy
+from bot.config.manifest import load_kernel
+from bot.verdict.occupancy import SM90, occupancy
 from tests.conftest import KERNELS
 from tests.cuda_probe import PROBES, configs, probe, runtime_main
 

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import pytest
 
-from bot.drift import Override, Reference, chain_ratio, drift
-from bot.history import CaseFigure, MainCommit, ResourceFigure, figures, occupancy_estimate, pr_from_subject
-from bot.ledger import AcceptanceRow, open_ledger
-from bot.ledger.history import History
-from bot.report import AgentReport, Build, CaseReport, Environment, KernelReport, Report, Resource, ResourceCheckReport
+from bot.ledger import open_ledger
+from bot.mainline.drift import Override, Reference, chain_ratio, drift
+from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure, figures, occupancy_estimate, pr_from_subject
+from bot.mainline.store import History
+from bot.models.ledger import AcceptanceRow
+from bot.models.report import (
+    AgentReport,
+    Build,
+    CaseReport,
+    Environment,
+    KernelReport,
+    Report,
+    Resource,
+    ResourceCheckReport,
+)
 from tests.conftest import git
 from tests.github_server import FakeGitHub
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
@@ -194,7 +204,7 @@ def test_main_figures_round_trip_and_recording_a_commit_again_replaces_them(url)
 
 
 def test_the_latest_drift_check_and_every_override_are_read_back(url):
-    from bot.drift import checks
+    from bot.mainline.drift import checks
 
     with open_ledger(url) as ledger:
         store = History(ledger)
@@ -289,7 +299,7 @@ def test_record_then_drift_post_files_one_issue_per_kernel_edits_it_and_closes_i
 
 
 def test_the_weekly_summary_lists_a_drifting_case(opgate, tmp_path):
-    from bot.drift import checks
+    from bot.mainline.drift import checks
 
     with open_ledger(str(tmp_path / "ledger.sqlite")) as led:
         (d,) = drift(REF, [sha(1), sha(2)], [step(1, 3.0), step(2, 3.0)], {})

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.ledger import AcceptanceRow, open_ledger
+from bot.ledger import open_ledger
+from bot.models.ledger import AcceptanceRow
 from tests import browser
 from tests.conftest import git, make_repo
 from tests.gateway import completion

@@ -7,16 +7,16 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.accept import Decision
 from bot.commands.history import render_issue
 from bot.commands.summary import render_summary
-from bot.drift import KernelDrift
-from bot.publish import PrContext
-from bot.render import TEMPLATES, render, render_accept_reply, render_comment
-from bot.report import Report
-from bot.tokens import WeeklySummary
+from bot.edges.publish import PrContext
+from bot.mainline.drift import KernelDrift
+from bot.models.report import Report
+from bot.present.render import TEMPLATES, render, render_accept_reply, render_comment
+from bot.spend.tokens import WeeklySummary
 from bot.tune.command import TuneDecision
 from bot.tune.result import TuneResult, render_tune
+from bot.verdict.accept import Decision
 from tests.hostile import HOSTILE_VARIANTS, hostile_model, html, problems
 
 # A login comes from GitHub (the webhook's sender, the ledger's record of it): the templates mention it on

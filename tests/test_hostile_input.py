@@ -54,7 +54,7 @@ def test_a_file_named_with_bytes_that_are_not_utf8_is_planned_for_its_kernel(opg
 
 
 def test_a_quoted_file_name_in_the_diff_lands_in_its_kernel():
-    from bot.changes import parse_diff, touching
+    from bot.review.changes import parse_diff, touching
 
     diff = (
         'diff --git "a/kernels/k/caf\\303\\251 \\"x\\".cu" "b/kernels/k/caf\\303\\251 \\"x\\".cu"\n'
@@ -148,7 +148,7 @@ def test_a_matrix_part_that_cannot_run_is_an_error_kernel_in_the_merge(opgate, k
 def test_absurd_counts_in_ptxas_output_are_capped_not_a_crash_and_long_digit_runs_parse_in_linear_time():
     import time
 
-    from bot.resources import NUMBER_CAP, parse_ptx_threads, parse_ptxas
+    from bot.untrusted.resources import NUMBER_CAP, parse_ptx_threads, parse_ptxas
 
     text = (
         "ptxas info    : Compiling entry function '_Z1kv' for 'sm_90a'\n"

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from bot import UPSTREAM
 from bot.commands.init import caller
-from bot.config import load_config
-from bot.manifest import discover
-from tests.conftest import git
+from bot.config.repo import load_config
+from tests.conftest import discover, git
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.gate import judge_case
-from bot.manifest import Case, Constraints
-from bot.report import CaseStatus
-from bot.runner import JudgeJob, Measure, ReferenceSource, new_secret, run_cases
-from bot.runner.judge import block_order
+from bot.config.manifest import Case, Constraints
+from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
+from bot.models.report import CaseStatus
+from bot.untrusted.runner.judge import block_order
+from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.verdict.gate import case_verdict
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +55,7 @@ def job(sides: dict[str, Path], **measure: float) -> JudgeJob:
         sides={label: {"cpu": str(so)} for label, so in sides.items()},
         module="opgate_ext",
         entry="gemm",
-        measure=Measure(**settings),
+        measure=MeasureSettings(**settings),
         timeout_s=60,
         secret=new_secret(),
     )
@@ -72,7 +73,7 @@ def test_identical_builds_pass_and_sampling_stops_once_the_ratio_is_precise(ext_
     assert run.stop_reason == "precision"
     assert run.checks["head"].max_abs_err is not None and run.checks["head"].max_abs_err < 1e-3
     assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert report.verdict in ("pass", "inconclusive") and report.spot_checks >= 1  # never a fail on A/A
 
 
@@ -89,7 +90,7 @@ def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
 def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
     slower = job({"base": ext_factory(2000), "head": ext_factory(4000)}, max_seconds=4)
     run = run_cases(slower.model_copy(update={"noise_limit_cores": 99.0}))["tiny"]  # judged however busy
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
     assert report.regression_pct is not None and report.regression_pct > 20
     assert report.processes >= 3  # fresh processes per side, however busy the machine
@@ -104,7 +105,7 @@ def test_a_busy_runner_makes_latency_inconclusive_never_pass_or_fail(ext_factory
             hog.kill()
             hog.wait()
     assert run.other_cores is not None and run.other_cores > 1.0
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "inconclusive" and "noisy runner" in report.reasons[0], report.reasons
 
 
@@ -144,7 +145,7 @@ def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_s
             ("large_magnitude", label, 0.0, None),
         ]
     assert [o.name for o in run.checks["head"].outputs] == ["c"]  # the reference's OUTPUTS
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert [p.verdict for p in report.probes] == ["pass", "pass"] and report.verdict in ("pass", "inconclusive")
     again = run_cases(job({"base": so, "head": so}, max_seconds=0.3).model_copy(update={"probes": False}))["tiny"]
     assert again.status == CaseStatus.ok and again.probe_count is None and again.probes == {}
@@ -156,6 +157,6 @@ def test_a_side_wrong_on_the_random_inputs_is_not_probed_so_a_probe_cannot_turn_
     run = run_cases(job({"base": ext_factory(100), "head": ext_factory(100, "WRONG")}, max_seconds=0.3))["tiny"]
     assert run.status == CaseStatus.ok and run.probe_count == 2
     assert "head" not in run.probes and [c.probe for c in run.probes["base"]] == ["tile_edges", "large_magnitude"]
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "fail" and report.status == CaseStatus.incorrect and report.failure.probe is None
     assert report.p50_ms is None  # a wrong head is not timed

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import expr
+from bot.config import expr
+from bot.config.manifest import Launch, load_kernel
 from bot.errors import InputError
-from bot.gate import SMEM_PER_BLOCK_LIMIT
-from bot.launch import describe, describe_kernel, matches, name_path, values
-from bot.manifest import Launch, load_kernel
-from bot.report import Resource
+from bot.models.report import Resource
+from bot.verdict.gate import SMEM_PER_BLOCK_LIMIT
+from bot.verdict.launch import describe, describe_kernel, matches, name_path, values
 from tests.conftest import KERNELS
 from tests.cuda_probe import PROBES, configs, probe
 

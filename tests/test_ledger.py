@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from bot.errors import InputError, ServiceError
-from bot.ledger import MIGRATIONS, AcceptanceRow, CachedReply, Ledger, UsageRow, open_ledger, sqlite_path
+from bot.ledger import MIGRATIONS, Ledger, open_ledger, sqlite_path
 from bot.ledger.db import TYPES, redact_url
+from bot.models.ledger import AcceptanceRow, CachedReply, UsageRow
 from tests.pg import Cluster, pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 USERS_COLUMNS = {"task_id", "model_name", "prompt_tokens", "completion_tokens", "total_tokens", "created_at"}
@@ -155,7 +156,7 @@ def test_a_cached_reply_is_stored_once_and_read_back(url):
 
 
 def test_the_first_base_measurement_under_a_key_is_the_reference(url):
-    from bot.ledger import BaselineRow
+    from bot.models.ledger import BaselineRow
 
     first = BaselineRow(
         cache_key="b1",
@@ -205,7 +206,7 @@ def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  
 
 
 def test_a_review_and_its_verdicts_round_trip(url):
-    from bot.report import AgentReport, Environment, KernelReport, Report
+    from bot.models.report import AgentReport, Environment, KernelReport, Report
 
     report = Report(
         base_sha="b" * 40,

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import budget
-from bot.ledger import UsageRow, open_ledger
+from bot.ledger import open_ledger
+from bot.models.ledger import UsageRow
+from bot.spend import budget
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 PROCESSES = 8

@@ -7,12 +7,12 @@ import tomllib
 import pytest
 import torch
 
-from bot import metrics
-from bot.gate import Policy, judge_case, judge_kernel
-from bot.manifest import Case, Constraints, KernelManifest, Limits, OutputLimits
-from bot.report import CaseStatus, KernelReport
-from bot.runner import CaseRun, Check
-from bot.runner.judge import compare
+from bot.config.manifest import Case, Constraints, KernelManifest, Limits, OutputLimits
+from bot.models.judging import CaseRun, Check
+from bot.models.report import CaseStatus, KernelReport
+from bot.untrusted.runner.judge import compare
+from bot.verdict import metrics
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 
 CASE = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 4})
 
@@ -105,7 +105,7 @@ def test_a_failing_probe_fails_the_case_and_its_reason_names_metric_output_index
     bad = compare([out], [torch.zeros(2, 3)], ["out"], limits).model_copy(
         update={"label": "head", "probe": "last_visible"}
     )
-    report = judge_case(CASE, Constraints(), _run(good, [bad]))
+    report = case_verdict(CASE, Constraints(), _run(good, [bad]))
     assert report.verdict == "fail" and report.status == CaseStatus.incorrect
     assert report.reasons == [
         "correctness: max_abs_err 0.5 > tolerance 0.01 on out, first bad element out[1, 2]: got 0.5, reference 0; "
@@ -121,12 +121,12 @@ def test_a_gated_relative_error_fails_with_its_own_reason():
     constraints = Constraints(max_rel_err=0.01)
     limits = CASE.limits(constraints)
     check = compare([torch.tensor([105.0, 1.0])], [torch.tensor([100.0, 1.0])], ["lse"], limits)
-    report = judge_case(CASE, constraints, _run(check.model_copy(update={"label": "head"})))
+    report = case_verdict(CASE, constraints, _run(check.model_copy(update={"label": "head"})))
     assert report.verdict == "fail"
     assert report.reasons[0].startswith("correctness: max_abs_err 5 > tolerance 0.01 on lse, first bad element lse[0]")
     loose = Constraints(tolerance=10.0, max_rel_err=0.01)
     check = compare([torch.tensor([105.0, 1.0])], [torch.tensor([100.0, 1.0])], ["lse"], CASE.limits(loose))
-    report = judge_case(CASE, loose, _run(check.model_copy(update={"label": "head"})))
+    report = case_verdict(CASE, loose, _run(check.model_copy(update={"label": "head"})))
     assert report.reasons == [
         "correctness: max_rel_err 0.05 > limit 0.01 on lse, first bad element lse[0]: got 105, reference 100"
     ]
@@ -141,7 +141,7 @@ def test_a_base_that_fails_a_probe_is_not_compared_on_latency():
         checks={"head": good, "base": good},
         probes={"head": [good.model_copy(update={"probe": "tile_edges"})], "base": [bad]},
     )
-    report = judge_case(CASE, Constraints(), run)
+    report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "pass"
     assert report.reasons == ["base is itself incorrect on this case (boundary probe tile_edges); latency not compared"]
 
@@ -150,14 +150,14 @@ def test_a_kernel_whose_reference_has_no_probes_gets_a_note_never_a_failure():
     limits = CASE.limits(Constraints())
     good = compare([torch.zeros(2)], [torch.zeros(2)], ["out"], limits).model_copy(update={"label": "head"})
     none = CaseRun(status=CaseStatus.ok, checks={"head": good}, probe_count=0)
-    cases = [judge_case(CASE, Constraints(), none)]
-    kernel = judge_kernel(
+    cases = [case_verdict(CASE, Constraints(), none)]
+    kernel = kernel_verdict(
         KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped"), [], cases, Constraints(), Policy()
     )
     assert kernel.verdict == "pass"
     assert any(n.startswith("no boundary probes: the reference defines no make_probes") for n in kernel.notes)
-    probed = judge_case(CASE, Constraints(), _run(good, [good.model_copy(update={"probe": "p"})]))
-    kernel = judge_kernel(
+    probed = case_verdict(CASE, Constraints(), _run(good, [good.model_copy(update={"probe": "p"})]))
+    kernel = kernel_verdict(
         KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped"),
         [],
         [probed],

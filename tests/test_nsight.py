@@ -10,17 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import nsight
-from bot.render import render_comment
-from bot.report import (
-    AgentReport,
-    CaseReport,
-    Environment,
-    KernelReport,
-    NsightKernel,
-    NsightMetrics,
-    Report,
-)
+from bot.models.report import AgentReport, CaseReport, Environment, KernelReport, NsightKernel, NsightMetrics, Report
+from bot.present.render import render_comment
+from bot.untrusted import nsight
 
 DATA = Path(__file__).resolve().parent / "data" / "ncu"
 

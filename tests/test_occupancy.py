@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.gate import resource_reasons
-from bot.manifest import Constraints
-from bot.occupancy import BARRIERS, BLOCKS, REGISTERS, SHARED_MEMORY, SM90, THREADS, drop_pct, occupancy
-from bot.render import render_comment
-from bot.report import AgentReport, Build, Environment, KernelReport, Report, Resource, ResourceCheckReport
+from bot.config.manifest import Constraints
+from bot.models.report import AgentReport, Build, Environment, KernelReport, Report, Resource, ResourceCheckReport
+from bot.present.render import render_comment
+from bot.verdict.gate import resource_reasons
+from bot.verdict.occupancy import BARRIERS, BLOCKS, REGISTERS, SHARED_MEMORY, SM90, THREADS, drop_pct, occupancy
 
 GRID_SOURCE = Path(__file__).parent / "data" / "occupancy" / "grid.cpp"
 NVCC = shutil.which("nvcc")

@@ -30,7 +30,8 @@ def test_every_package_and_template_is_in_the_wheel_list():
     patterns = tool["package-data"]["bot.templates"]
     templates = [p.relative_to(ROOT / "templates").as_posix() for p in (ROOT / "templates").rglob("*.j2")]
     assert templates and all(any(fnmatch.fnmatch(t, g) for g in patterns) for t in templates)
-    assert (ROOT / "bot" / "runner" / "worker.py").is_file() and (ROOT / "bot" / "runner" / "protocol.py").is_file()
+    assert (ROOT / "bot" / "untrusted" / "runner" / "worker.py").is_file()
+    assert (ROOT / "bot" / "untrusted" / "runner" / "protocol.py").is_file()
 
 
 def test_lint_summary_and_accept_need_no_torch():
@@ -73,7 +74,7 @@ def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_
     templates = {
         f"bot/templates/{p.relative_to(ROOT / 'templates').as_posix()}" for p in (ROOT / "templates").rglob("*.j2")
     }
-    assert templates <= names and {"bot/runner/worker.py", "bot/runner/protocol.py"} <= names
+    assert templates <= names and {"bot/untrusted/runner/worker.py", "bot/untrusted/runner/protocol.py"} <= names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

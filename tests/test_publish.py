@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bot import fanout, publish
-from bot.budget import BudgetState
+from bot.edges import publish
+from bot.edges.events import PullRequestEvent
 from bot.errors import InputError
-from bot.events import PullRequestEvent
-from bot.ledger import AcceptanceRow, UsageRow, open_ledger
-from bot.render import REVIEW_MARKER
-from bot.report import AgentReport, Build, Resource
+from bot.ledger import open_ledger
+from bot.models.ledger import AcceptanceRow, UsageRow
+from bot.models.report import AgentReport, Build, Resource
+from bot.present.render import REVIEW_MARKER
+from bot.review import fanout
+from bot.spend.budget import BudgetState
 from tests.github_server import FakeGitHub, load_fixture
 from tests.test_accept import BASE, HEAD, OLD, PR, REPO, TOKEN, Accept, github_env, make_report
 

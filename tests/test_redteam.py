@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sandbox import Sandbox
+from bot.untrusted.sandbox import Sandbox
 from tests import redteam
 from tests.redteam import GEMM
 

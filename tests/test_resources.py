@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import resources
-from bot.gate import resource_reasons
-from bot.manifest import Constraints
-from bot.resources import (
+from bot.config.manifest import Constraints
+from bot.untrusted import resources
+from bot.untrusted.resources import (
     ResourceCheck,
     ResourceStatus,
     cache_key,
@@ -21,6 +20,7 @@ from bot.resources import (
     parse_ptx_threads,
     parse_ptxas,
 )
+from bot.verdict.gate import resource_reasons
 
 DATA = Path(__file__).parent / "data" / "ptxas"
 NVCC = shutil.which("nvcc")

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from bot.report import Report
+from bot.models.report import Report
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.safe import LogSafeFormatter, code, fence, log_safe, one_line, untrusted
+from bot.text.safe import LogSafeFormatter, code, fence, log_safe, one_line, untrusted
 from tests.hostile import html, problems, table_breaks
 
 

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.budget import iso_week
-from bot.ledger import Ledger, UsageRow
+from bot.ledger import Ledger
+from bot.models.ledger import UsageRow
+from bot.spend.budget import iso_week
 from tests.github_server import FakeGitHub
 
 REPO = "octo-org/kernels"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.build import build_key, plan_units, unit_flags, unit_key
-from bot.manifest import BuildSpec
-from bot.toolchain import toolchain
+from bot.config.manifest import BuildSpec
+from bot.untrusted.build import build_key, plan_units, unit_flags, unit_key
+from bot.untrusted.toolchain import toolchain
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.ledger import UsageRow, VerdictRow
-from bot.tokens import DAILY_FLOOR, WEEKLY_FLOOR, modified_z, score, weekly_summary
+from bot.models.ledger import UsageRow, VerdictRow
+from bot.spend.tokens import DAILY_FLOOR, WEEKLY_FLOOR, modified_z, score, weekly_summary
 
 WEEK = "2026-W10"  # Monday 2026-03-02
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

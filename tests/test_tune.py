@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.agent.tune import table
 from bot.tune import analysis, command
+from bot.tune.agent import table
 from bot.tune.model import CaseResult, RoundEvent, Trial
 from bot.tune.policy import CoordinateDescent, Exhaustive, Search
 from bot.tune.space import config_key, config_patch, configs, size
@@ -135,7 +135,7 @@ def test_regret_and_evaluations_to_the_optimum_compare_the_agent_with_the_sweep(
 
 
 def kernel():
-    from bot.manifest import load_kernel
+    from bot.config.manifest import load_kernel
 
     return load_kernel(KERNELS / "deepgemm_tile")
 
@@ -153,13 +153,13 @@ def test_the_space_is_every_allowed_config_and_a_config_becomes_a_one_line_patch
 
 
 def load_v41():
-    from bot.manifest import load_kernel
+    from bot.config.manifest import load_kernel
 
     return load_kernel(KERNELS / "v41_attention_splitk")
 
 
 def load_mla():
-    from bot.manifest import load_kernel
+    from bot.config.manifest import load_kernel
 
     return load_kernel(KERNELS / "flashmla_decode")
 
@@ -255,8 +255,8 @@ def test_tune_needs_write_access_and_a_known_kernel() -> None:
 def test_a_candidate_is_named_by_what_it_changes_not_by_how_the_patch_is_written(kernel_repo) -> None:
     import json
 
-    from bot.candidates import CandidateError
-    from bot.manifest import load_kernel
+    from bot.config.manifest import load_kernel
+    from bot.review.candidates import CandidateError
     from bot.tune.model import candidate_label
     from bot.tune.space import file_patch, inspect
 

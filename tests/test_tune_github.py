@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot import __version__
-from bot.report import Environment
+from bot.models.report import Environment
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 from bot.tune.result import TUNE_MARKER, Proposed, TokenUse, TuneResult
 from bot.tune.space import config_key, file_patch

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bot import tokens
 from bot.commands.summary import render_summary
-from bot.ledger import UsageRow, open_ledger
-from bot.ledger.tuning import TuningStore
+from bot.ledger import open_ledger
+from bot.models.ledger import UsageRow
+from bot.spend import tokens
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
+from bot.tune.store import TuningStore
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 BASE = "b2" * 20

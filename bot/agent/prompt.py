@@ -4,19 +4,39 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import cache
 from pathlib import PurePosixPath
 
+import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.changes import FileChange
-from bot.manifest import MANIFEST_NAME, Kernel
-from bot.render import render
+from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.models.diff import FileChange
+from bot.templates import TEMPLATES
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hh", ".hpp", ".hxx", ".inl"})
 CONFIG_SUFFIXES = frozenset({".json", ".toml", ".yaml", ".yml", ".ini", ".cfg"})
 PRIORITY_NAMES = ("kernel source", "config", "other")
 
 Counter = Callable[[list[dict[str, str]]], int]
+
+
+@cache
+def _prompts() -> jinja2.Environment:
+    """The prompts' own environment: plain text for the model (nothing of the comment renderer)."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES / "prompts"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_prompt(template: str, **context: object) -> str:
+    """A prompt template of templates/prompts/, rendered as plain text."""
+    return _prompts().get_template(template).render(**context)
 
 
 class Trimmed(BaseModel):
@@ -50,9 +70,9 @@ def order(changes: list[FileChange], kernel: Kernel) -> list[FileChange]:
 def messages(kernel: Kernel, changes: list[FileChange], left_out: list[str]) -> list[dict[str, str]]:
     """System and user messages for the given diff (nothing trimmed here)."""
     assert kernel.task is not None
-    system = render("prompts/review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path)
-    user = render(
-        "prompts/review_user.md.j2",
+    system = render_prompt("review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path)
+    user = render_prompt(
+        "review_user.md.j2",
         task=kernel.task,
         task_json=kernel.task.model_dump_json(indent=2),
         kernel=kernel.name,

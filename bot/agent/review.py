@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from bot.manifest import KERNELS_DIR
-from bot.safe import one_line
+from bot.config.manifest import KERNELS_DIR
+from bot.text.safe import one_line
 
 MAX_PATCH_BYTES = 64 * 1024
 MAX_PATCH_LINES = 400  # added + removed: "small, explainable, revertible on its own"

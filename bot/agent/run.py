@@ -14,18 +14,19 @@ from typing import Literal
 
 import requests
 
-from bot import budget
 from bot.agent import estimate, prompt
 from bot.agent.client import Attempt, ChatResult, GatewayClient, GatewayError, fingerprint, validate_base_url
+from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
 from bot.agent.review import AgentOutputError, AgentReview, parse_review
-from bot.changes import FileChange
-from bot.ledger import CachedReply, Ledger, UsageRow, now
-from bot.manifest import Kernel
-from bot.redact import scrub
-from bot.render import render
-from bot.report import AgentReport
-from bot.settings import Settings
+from bot.config.manifest import Kernel
+from bot.config.settings import Settings
+from bot.ledger import Ledger, now
+from bot.models.diff import FileChange
+from bot.models.ledger import CachedReply, UsageRow
+from bot.models.report import AgentReport
+from bot.spend import budget
+from bot.text.redact import scrub
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +299,7 @@ def converse(
     except AgentOutputError as exc:
         first = exc
         _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
-        repair = render("prompts/repair_user.md.j2", error=str(exc), kernel=kernel.name, folder=kernel.path)
+        repair = render_prompt("repair_user.md.j2", error=str(exc), kernel=kernel.name, folder=kernel.path)
         log.info("agent reply for %s rejected (%s): asking once to repair it", kernel.name, exc)
         follow_up = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
     try:

@@ -7,13 +7,15 @@ import json
 import logging
 from pathlib import Path
 
-from bot import accept, publish
-from bot.events import load_issue_comment_event
-from bot.github import GitHubEdge, PullInfo
+from bot.config.settings import Settings
+from bot.edges import publish
+from bot.edges.events import load_issue_comment_event
+from bot.edges.github import GitHubEdge
 from bot.ledger import open_ledger
-from bot.render import render_accept_reply
-from bot.safe import one_line
-from bot.settings import Settings
+from bot.models.github import PullInfo
+from bot.present.render import render_accept_reply
+from bot.text.safe import one_line
+from bot.verdict import accept
 
 log = logging.getLogger(__name__)
 

@@ -7,11 +7,11 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import site
-from bot.dashboard import TUNING_TABLES, SiteData
+from bot.config.settings import Settings
+from bot.dashboard import site
+from bot.dashboard.figures import TUNING_TABLES, SiteData
 from bot.ledger import open_ledger
-from bot.ledger.history import History
-from bot.settings import Settings
+from bot.mainline.store import History
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,15 +12,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot import drift as drift_core
-from bot import gitio, history, mainline, publish
+from bot.config.settings import Settings
+from bot.edges import gitio, publish
 from bot.errors import InputError
 from bot.ledger import open_ledger
-from bot.ledger.history import History
-from bot.render import render
-from bot.report import Report
-from bot.safe import Safe, one_line
-from bot.settings import Settings
+from bot.mainline import commits, record
+from bot.mainline import drift as drift_core
+from bot.mainline.store import History
+from bot.models.report import Report
+from bot.present.render import render
+from bot.text.safe import Safe, one_line
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +82,13 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
     if report.pr is not None:
         raise InputError(f"--report {args.report} reviews pull request #{report.pr}, not a main commit")
     repo = gitio.toplevel(args.repo)
-    committed_at, subject, parents = mainline.commit_facts(repo, report.head_sha)
+    committed_at, subject, parents = commits.commit_facts(repo, report.head_sha)
     with open_ledger(settings.database_url, create=settings.create_ledger) as ledger:
         store = History(ledger)
-        pr = history.pr_from_subject(subject) or store.pr_of_head(report.head_sha)
+        pr = record.pr_from_subject(subject) or store.pr_of_head(report.head_sha)
         if pr is None and len(parents) > 1:
             pr = store.pr_of_head(parents[1])  # a merge commit: its second parent is the PR's head
-        commit = history.MainCommit(
+        commit = record.MainCommit(
             sha=report.head_sha,
             base_sha=report.base_sha,
             branch=args.branch,
@@ -95,7 +96,7 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
             subject=subject,
             pr=pr,
         )
-        cases, resources = history.figures(report, commit)
+        cases, resources = record.figures(report, commit)
         store.record(commit, cases, resources)
     kernels = sorted({c.kernel for c in cases} | {r.kernel for r in resources})
     if args.json:
@@ -135,9 +136,9 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
     now = datetime.now(UTC)
     repo = gitio.toplevel(args.repo)
     head = gitio.resolve(repo, args.head)
-    ref = mainline.reference(repo, args.reference or settings.drift_reference, head, now)
-    line = mainline.chain(repo, ref.sha, head)
-    touched = mainline.touched(repo, [ref.sha, *line], mainline.kernel_globs(repo, settings.repo_config))
+    ref = commits.reference(repo, args.reference or settings.drift_reference, head, now)
+    line = commits.chain(repo, ref.sha, head)
+    touched = commits.touched(repo, [ref.sha, *line], commits.kernel_globs(repo, settings.repo_config))
     with open_ledger(settings.database_url, create=settings.create_ledger) as ledger:
         store = History(ledger)
         overrides: dict[int, list[drift_core.Override]] = defaultdict(list)

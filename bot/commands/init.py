@@ -14,10 +14,10 @@ from typing import Any
 import jinja2
 
 from bot import UPSTREAM, __version__, lint
-from bot.config import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
+from bot.config.manifest import MANIFEST_NAME
+from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
 from bot.errors import InputError
-from bot.manifest import MANIFEST_NAME
-from bot.render import TEMPLATES
+from bot.templates import TEMPLATES
 
 GATEWAY = "https://taotoken.net/api"
 WORKFLOW = Path(".github/workflows/opgate.yml")

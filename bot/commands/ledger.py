@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot import budget, tokens
-from bot.ledger import Ledger, UsageRow, open_ledger
-from bot.settings import Settings
+from bot.config.settings import Settings
+from bot.ledger import Ledger, open_ledger
+from bot.models.ledger import UsageRow
+from bot.spend import budget, tokens
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bot import lint
-from bot.config import RepoConfig, load_config
+from bot.config.repo import RepoConfig, load_config
 from bot.errors import InputError
 
 
@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "lint",
         help="check .env, agent task, Claude Code and Codex configs, and CC Switch's sync",
-        description="Static checks of gateway configuration and key governance (rules: see the README).",
+        description="Static checks of gateway configuration and key governance (rules: docs/lint.md).",
     )
     p.add_argument(
         "paths",

@@ -6,18 +6,17 @@ import argparse
 import json
 import logging
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
-from bot import __version__, digest, fanout, publish
-from bot.coverage import unclaimed_reason
-from bot.errors import InputError, OpgateError, ServiceError
-from bot.events import PullRequestEvent, load_pull_request_event
-from bot.ledger import Ledger, open_ledger
-from bot.report import KernelReport, Report
-from bot.review import Reviewer, ReviewRequest, aggregate_agents
-from bot.safe import one_line
-from bot.settings import Settings
+from bot.config.settings import Settings
+from bot.edges import publish
+from bot.edges.events import PullRequestEvent, load_pull_request_event
+from bot.errors import InputError, OpgateError
+from bot.present import digest
+from bot.review import fanout, session
+from bot.review.coverage import unclaimed_reason
+from bot.review.session import ReviewOptions, ReviewResult
+from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
 
@@ -114,140 +113,66 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.post and pr is None:
         raise InputError("--post needs the pull request: give --event or --pr")
     edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
-    ledger = open_ledger(settings.database_url, create=settings.create_ledger)
-    failure: Exception | None = None
-    try:
-        if args.merge is not None:
-            report, unseen, report_path, comment_path = _merge(args, ledger, base, head, pr)
-            service_errors: list[str] = []
-        else:
-            request = ReviewRequest(
-                repo=args.repo,
-                base=base,
-                head=head,
-                out=args.out,
-                offline=args.offline,
-                pr=pr,
-                only_kernel=args.only_kernel,
-                try_candidates=args.try_candidates,
-                require_isolation=args.require_isolation,
-                agent_only=args.agent_only,
-            )
-            reviewer = Reviewer(request, settings, ledger)
-            try:
-                outcome = reviewer.run()
-            except Exception as exc:  # whatever stopped it, the review leaves a report (and, with --post, a status)
-                failure = exc
-                outcome = reviewer.write(failed_report(reviewer, exc))
-            report, unseen = outcome.report, list(reviewer.unseen)
-            report_path, comment_path = outcome.report_path, outcome.comment_path
-            service_errors = outcome.service_errors
-            (args.out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
-        acceptances = ledger.acceptances(pr) if pr is not None else []
-        comment = comment_path.read_text() if args.merge is None else ""
-        if pr is not None or args.merge is not None:  # what the PR's history adds; comment.md = what is posted
-            context = None
-            if pr is not None:
-                rows = ledger.usage()
-                domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
-                context = publish.pr_context(
-                    report, pr, rows, acceptances, publish.week_budgets(ledger, settings, domains)
-                )
-            comment = publish.compose(report, unseen, context)
-            comment_path.write_text(comment)
-    finally:
-        ledger.close()
+    options = ReviewOptions(
+        base=base,
+        head=head,
+        out=args.out,
+        repo=args.repo,
+        pr=pr,
+        offline=args.offline,
+        only_kernel=args.only_kernel,
+        try_candidates=args.try_candidates,
+        require_isolation=args.require_isolation,
+        agent_only=args.agent_only,
+        merge=args.merge,
+        agents=args.agents,
+        planned=args.planned,
+    )
+    result = session.review(options, settings, edge)
+    _print(result, args.json)
+    if isinstance(result.failure, OpgateError):
+        raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
+    if result.report.verdict != "pass":
+        return 1  # a failing gate wins over an outside service's failure
+    return 3 if result.service_errors else 0
 
+
+def _print(result: ReviewResult, as_json: bool) -> None:
+    report = result.report
     changed = [k for k in report.kernels if k.changed]
     summary = ", ".join(f"{k.name} {k.verdict}" for k in changed) or "no kernel changed"
     if report.error:
         summary = f"the review could not run: {report.error}"
     unclaimed = unclaimed_reason(report.coverage) if report.coverage and report.coverage.kernel_sources.total else None
-    result: dict[str, object] = {
-        "verdict": report.verdict,
-        "summary": summary,
-        "kernels": [{"name": k.name, "domain": k.domain, "verdict": k.verdict} for k in changed],
-        "unclaimed": unclaimed,
-        "report": str(report_path),
-        "comment": str(comment_path),
-        "service_errors": service_errors,
-        "posted": None,
-    }
-    if not args.json:
-        print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
-        if unclaimed is not None:
-            print(f"opgate: unjudged: {one_line(unclaimed, limit=2000)}")
-        for line in digest.plain(report):  # the headline's warnings, failing lines and counts, as in the comment
-            print(f"  {one_line(line, limit=2000)}")
-        for error in service_errors:
+    if as_json:
+        posted = result.posted
+        print(
+            json.dumps(
+                {
+                    "verdict": report.verdict,
+                    "summary": summary,
+                    "kernels": [{"name": k.name, "domain": k.domain, "verdict": k.verdict} for k in changed],
+                    "unclaimed": unclaimed,
+                    "report": str(result.report_path),
+                    "comment": str(result.comment_path),
+                    "service_errors": result.service_errors,
+                    "posted": None if posted is None else {"url": posted.comment.url, "status": posted.status.state},
+                }
+            )
+        )
+        return
+    print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
+    if unclaimed is not None:
+        print(f"opgate: unjudged: {one_line(unclaimed, limit=2000)}")
+    for line in digest.plain(report):  # the headline's warnings, failing lines and counts, as in the comment
+        print(f"  {one_line(line, limit=2000)}")
+    for error in result.service_errors:
+        if error != result.post_error:
             print(f"opgate: outside service failed: {one_line(error)}")
-        print(f"  report:  {one_line(report_path)}")
-        print(f"  comment: {one_line(comment_path)}")
-    publish.write_step_summary(settings.step_summary, comment)
-    if edge is not None and pr is not None:
-        try:
-            with edge:
-                published = publish.post(edge, pr, report, comment, acceptances)
-        except ServiceError as exc:
-            service_errors.append(str(exc))
-            if not args.json:
-                print(f"opgate: outside service failed: {one_line(exc)}")
-        else:
-            result["posted"] = {"url": published.comment.url, "status": published.status.state}
-            if not args.json:
-                print(f"  posted:  {published.comment.url} ({publish.ACCEPTANCE_CONTEXT}={published.status.state})")
-    if args.json:
-        print(json.dumps(result))
-    if isinstance(failure, OpgateError):
-        raise failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
-    if report.verdict != "pass":
-        return 1  # a failing gate wins over an outside service's failure
-    return 3 if service_errors else 0
-
-
-def failed_report(reviewer: Reviewer, exc: Exception) -> Report:
-    """The report of a review that could not run: verdict `error`, the reason in one line, what was known."""
-    req = reviewer.request
-    if isinstance(exc, OpgateError):
-        reason = one_line(exc, limit=500)
-    else:
-        reason = one_line(f"internal error {type(exc).__name__}: {exc}", limit=500)
-        log.error("the review stopped on an internal error; report.json says so", exc_info=exc)
-    kernels = []
-    if req.only_kernel is not None:  # a matrix part: its kernel is the one that could not be judged
-        kernels = [
-            KernelReport(name=req.only_kernel, domain="unknown", changed=True, verdict="error", reasons=[reason])
-        ]
-    return Report(
-        base_sha=reviewer.base_sha or req.base,
-        head_sha=reviewer.head_sha or req.head,
-        pr=req.pr,
-        verdict="error",
-        kernels=kernels,
-        agents=reviewer.agents,
-        agent=aggregate_agents(reviewer.agents),
-        environment=reviewer.env,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        opgate_version=__version__,
-        error=reason,
-    )
-
-
-def _merge(
-    args: argparse.Namespace, ledger: Ledger, base: str, head: str, pr: int | None
-) -> tuple[Report, list[str], Path, Path]:
-    """Merge the parts, write report.json into --out and record the merged review in the ledger."""
-    missing = [str(f) for f in [*args.merge, *args.agents] if not f.is_dir()]
-    if missing:
-        raise InputError(f"--merge: no such folder: {', '.join(missing)}")
-    parts = [fanout.read_part(folder) for folder in args.merge]
-    agents = [fanout.read_part(folder, prefix=fanout.AGENT_PREFIX) for folder in args.agents]
-    planned = fanout.read_plan(args.planned) if args.planned is not None else None
-    report, unseen = fanout.merge(parts, base, head, pr, agents=agents, planned=planned)
-    args.out.mkdir(parents=True, exist_ok=True)
-    report_path, comment_path = args.out / "report.json", args.out / "comment.md"
-    report_path.write_text(report.to_json())
-    (args.out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
-    ledger.record_review(report)
-    log.info("merged %d part(s) into %s", len(parts), report_path)
-    return report, unseen, report_path, comment_path
+    print(f"  report:  {one_line(result.report_path)}")
+    print(f"  comment: {one_line(result.comment_path)}")
+    if result.post_error is not None:
+        print(f"opgate: outside service failed: {one_line(result.post_error)}")
+    elif result.posted is not None:
+        posted = result.posted
+        print(f"  posted:  {posted.comment.url} ({publish.ACCEPTANCE_CONTEXT}={posted.status.state})")

@@ -7,15 +7,15 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot import budget, tokens
-from bot.drift import DriftCheck
+from bot.config.settings import Settings
+from bot.edges.github import GitHubEdge
 from bot.errors import InputError
-from bot.github import GitHubEdge
 from bot.ledger import open_ledger
-from bot.ledger.history import History
-from bot.render import render
-from bot.safe import Safe, one_line
-from bot.settings import Settings
+from bot.mainline.drift import DriftCheck
+from bot.mainline.store import History
+from bot.present.render import render
+from bot.spend import budget, tokens
+from bot.text.safe import Safe, one_line
 
 SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
 LABEL = "opgate-tokens"

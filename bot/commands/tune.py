@@ -9,20 +9,20 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot import publish as review_publish
+from bot.config.manifest import find_manifests
+from bot.config.settings import Settings
+from bot.edges import publish as review_publish
+from bot.edges.events import load_issue_comment_event
+from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
-from bot.events import load_issue_comment_event
-from bot.github import GitHubEdge, PullRef
 from bot.ledger import open_ledger
-from bot.ledger.tuning import TuningStore
-from bot.manifest import find_manifests
-from bot.render import render
-from bot.safe import Safe, one_line
-from bot.settings import Settings
+from bot.models.github import PullRef
+from bot.present.render import render
+from bot.text.safe import Safe, one_line
 from bot.tune import command as slash
 from bot.tune import publish
-from bot.tune.loop import Tuner, TuneRequest
 from bot.tune.result import PullOut, TuneResult, render_tune
+from bot.tune.store import TuningStore
 
 log = logging.getLogger(__name__)
 WORKFLOW = "tune.yml"
@@ -68,6 +68,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError("tune needs a KERNEL (or --publish DIR, or --event FILE)")
     if (args.post or args.issue) and not (settings.github_token and settings.github_repository):
         raise InputError("--post and --issue need GITHUB_TOKEN and GITHUB_REPOSITORY")
+    from bot.tune.loop import Tuner, TuneRequest  # builds and runs kernels: loaded only to tune
+
     out = args.out or Path("reports/tune") / args.kernel
     request = TuneRequest(
         repo=args.repo, kernel=args.kernel, base=args.base, strategy=args.strategy, rounds=args.rounds,
@@ -186,7 +188,7 @@ def _kernels(repo: Path, settings: Settings) -> list[str]:
 
 def _answer(args: argparse.Namespace, settings: Settings) -> int:
     """A /tune comment: 👀; granted (write+, a known kernel) → tune.yml dispatched, 🚀 and a reply; else 👎 and why."""
-    from bot import accept
+    from bot.verdict import accept
 
     event = load_issue_comment_event(args.event)
     author = event.comment.user

@@ -21,7 +21,7 @@ DEFAULT_BUDGET_S = 450.0  # 7.5 minutes of steps: the whole command fits the 8 m
 QUICK_BUDGET_S = 300.0
 MARKER = ".gpu-check"  # marks a working folder this command may clear
 MAX_OUT_FILES = 8  # a device call brings back at most 8 files from $OUT
-# Cheaper measurement for the reviews run here: 2 fresh processes per side, 2 blocks each (README "Configuration").
+# Cheaper measurement for the reviews run here: 2 fresh processes per side, 2 blocks each (docs/configuration.md).
 REVIEW_ENV = {
     "OPGATE_MEASURE_MIN_BLOCKS": "2",
     "OPGATE_MEASURE_MIN_PROCESSES": "2",

@@ -43,7 +43,7 @@ def seconds_left() -> float:
 
 
 def sandbox() -> int:
-    from bot.sandbox import Sandbox, Spec, _gpu_devices
+    from bot.untrusted.sandbox import Sandbox, Spec, _gpu_devices
 
     box = Sandbox.detect()
     details: dict[str, Any] = {"isolation": box.isolation.model_dump(), "gpu_devices": [str(p) for p in _gpu_devices()]}
@@ -68,9 +68,9 @@ def sandbox() -> int:
 
 
 def build() -> int:
-    from bot.build import build as build_one
-    from bot.manifest import BuildSpec, load_kernel
-    from bot.sandbox import Sandbox
+    from bot.config.manifest import BuildSpec, load_kernel
+    from bot.untrusted.build import build as build_one
+    from bot.untrusted.sandbox import Sandbox
 
     box = Sandbox.detect()
     store = Path(os.environ.get("OPGATE_BUILD_DIR", work() / "build"))
@@ -198,9 +198,9 @@ def _attach_nsight(out: Path) -> bool:
     source = work() / "nsight.json"
     if not source.is_file() or not (out / "report.json").is_file():
         return False
-    from bot.nsight import attach
-    from bot.render import render_comment
-    from bot.report import NsightMetrics, Report
+    from bot.models.report import NsightMetrics, Report
+    from bot.present.render import render_comment
+    from bot.untrusted.nsight import attach
 
     metrics = {key: NsightMetrics.model_validate(v) for key, v in json.loads(source.read_text()).items()}
     report = attach(Report.model_validate_json((out / "report.json").read_text()), metrics)

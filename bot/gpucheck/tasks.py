@@ -19,7 +19,7 @@ from bot.gpucheck.steps import one_line, write_step_json
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELS = ROOT / ".whl"
-IMPORTS = "import bot.cli, bot.runner.judge, pydantic, github, jinja2, unidiff, tiktoken, torch"
+IMPORTS = "import bot.cli, bot.untrusted.runner.judge, pydantic, github, jinja2, unidiff, tiktoken, torch"
 
 TORCH_PROBE = """
 import json, torch

@@ -7,16 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.ledger.db import Database, now
-from bot.ledger.models import (
-    AcceptanceRow,
-    BaselineRow,
-    CachedReply,
-    ReservationRow,
-    UsageRow,
-    VerdictRow,
-)
 from bot.ledger.schema import MIGRATIONS
-from bot.report import Report
+from bot.models.ledger import AcceptanceRow, BaselineRow, CachedReply, ReservationRow, UsageRow, VerdictRow
+from bot.models.report import Report
 
 _USAGE_COLUMNS = list(UsageRow.model_fields)
 

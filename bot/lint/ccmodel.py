@@ -12,7 +12,7 @@ from typing import Any, Literal
 from bot.lint.locate import KeyPath, json_key_lines, line_of, toml_key_lines
 from bot.lint.secrets import is_placeholder
 from bot.lint.urls import gateway_root, show_url
-from bot.safe import one_line
+from bot.text.safe import one_line
 
 Client = Literal["claude", "codex"]
 CLIENTS: tuple[Client, ...] = ("claude", "codex")

@@ -14,7 +14,7 @@ from bot.errors import InputError
 from bot.lint.ccmodel import CLIENTS, Client, LiveFile, Provider, Snapshot, Store
 from bot.lint.locate import json_key_lines
 from bot.lint.paths import SourceFile
-from bot.safe import one_line
+from bot.text.safe import one_line
 
 # v3.8+ keeps providers in SQLite and migrates config.json into it; when both exist the database wins.
 DB_NAME, JSON_NAME, LOCAL_SETTINGS = "cc-switch.db", "config.json", "settings.json"

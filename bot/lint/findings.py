@@ -34,7 +34,7 @@ class Rule:
     summary: str
 
 
-# The rule table (stable ids; the README's table is `rules_markdown()`).
+# The rule table (stable ids; docs/lint.md's table is `rules_markdown()`).
 RULES: dict[str, Rule] = {
     "LINT001": Rule("error", "a path given to lint cannot be read (missing, unreadable, not UTF-8)"),
     "LINT002": Rule(
@@ -103,7 +103,7 @@ RULES: dict[str, Rule] = {
 
 
 def rules_markdown() -> str:
-    """The rule table for the README."""
+    """The rule table for docs/lint.md."""
     rows = [f"| `{rid}` | {rule.severity} | {rule.summary} |" for rid, rule in RULES.items()]
     return "\n".join(["| Rule | Severity | What it flags |", "| --- | --- | --- |", *rows])
 

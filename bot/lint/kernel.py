@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config import CONFIG_FILE, RepoConfig
+from bot.config.manifest import KernelManifest
+from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.collect import Collector, Facts
 from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
-from bot.manifest import KernelManifest
 
 
 def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from bot.lint.findings import SEVERITIES, Finding, Severity
-from bot.safe import one_line
+from bot.text.safe import one_line
 
 
 def counts(findings: Iterable[Finding]) -> dict[str, int]:

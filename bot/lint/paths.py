@@ -9,7 +9,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.config import CONFIG_FILE, RepoConfig
+from bot.config.manifest import MANIFEST_NAME, find_manifests
+from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.across import lint_across
 from bot.lint.claude import check_claude
 from bot.lint.codex import check_codex
@@ -19,7 +20,6 @@ from bot.lint.findings import Finding, Kind, make_finding
 from bot.lint.kernel import check_config, check_manifest
 from bot.lint.secrets import KeyBook
 from bot.lint.task import check_task
-from bot.manifest import MANIFEST_NAME, find_manifests
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from bot.config import RepoConfig
+from bot.config.repo import RepoConfig
+from bot.config.secrets import KEY_PREFIX
 
 # --- the repository's key variables -------------------------------------------------------------
-
-KEY_PREFIX = "TAOTOKEN_API_KEY_"  # the users' naming of task-domain keys (TAOTOKEN_API_KEY_<DOMAIN>_AGENT)
 
 
 @dataclass(frozen=True)

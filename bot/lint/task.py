@@ -6,12 +6,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.config.manifest import REQUIRED_DENY, AgentTask
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse, parse_json_object
 from bot.lint.findings import Finding
 from bot.lint.locate import label_of, line_of, strings
 from bot.lint.secrets import VAR_NAME, KeyBook, find_keys, looks_like_key, mask
 from bot.lint.urls import check_url, gateway_root
-from bot.manifest import REQUIRED_DENY, AgentTask
 
 MODEL_PLACEHOLDER = "YOUR_MODEL_ID"
 

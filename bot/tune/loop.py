@@ -13,19 +13,19 @@ from typing import Literal
 
 import requests
 
-from bot import __version__, budget, gitio
-from bot.agent.tune import TuneAgent, View, table
-from bot.candidates import CandidateError
-from bot.environment import cpu_name, detect
+from bot import __version__
+from bot.config.manifest import Kernel, find_manifests, load_kernel
+from bot.config.settings import Settings
+from bot.edges import gitio
+from bot.edges.environment import cpu_name, detect
 from bot.errors import InputError
 from bot.ledger import Ledger
-from bot.ledger.tuning import RunRow, TuningStore
-from bot.manifest import Kernel, find_manifests, load_kernel
-from bot.progress import Status
-from bot.safe import one_line
-from bot.settings import Settings
+from bot.present.progress import Status
+from bot.review.candidates import CandidateError
+from bot.spend import budget
+from bot.text.safe import one_line
 from bot.tune import analysis, space
-from bot.tune.judge import judge, trial_from
+from bot.tune.agent import TuneAgent, View, table
 from bot.tune.model import (
     MIN_GAIN_PCT,
     WORST_CASE_PCT,
@@ -39,6 +39,8 @@ from bot.tune.model import (
 )
 from bot.tune.policy import Exhaustive, Proposer, Search
 from bot.tune.result import Proposed, TokenUse, TuneResult
+from bot.tune.store import RunRow, TuningStore
+from bot.tune.trial import review_candidate, trial_from
 
 log = logging.getLogger(__name__)
 RUNS_PER_WEEK = 25  # the default --tokens: a domain's weekly budget / 25 (its users' per-task total)
@@ -273,7 +275,7 @@ class Tuner:
             return
         seq = len(self.events) + 1
         self.status.line(one_line(f"tune {self.kernel.name}: round {rnd} ({source}): judging {_label(seen)}"))
-        k, seconds = judge(
+        k, seconds = review_candidate(
             self.repo, self.base_sha, seen.patch, self.kernel.name, settings=self.settings, ledger=self.ledger,
             out=self.request.out / "trials" / f"{seq:03d}-{_slug(_label(seen))}",
         )  # fmt: skip
@@ -331,7 +333,7 @@ class Tuner:
         if found is not None:
             return found
         self.status.line(one_line(f"tune {self.kernel.name}: re-verifying {winner.label} (fresh processes, new seed)"))
-        k, seconds = judge(
+        k, seconds = review_candidate(
             self.repo, self.base_sha, winner.patch, self.kernel.name, settings=self.settings, ledger=self.ledger,
             out=self.request.out / "verify",
         )  # fmt: skip

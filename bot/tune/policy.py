@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.manifest import Kernel
+from bot.config.manifest import Kernel
 from bot.tune.analysis import best
 from bot.tune.model import Proposal, RoundEvent, Source, Trial
 from bot.tune.space import config_key, config_patch

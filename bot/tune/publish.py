@@ -7,9 +7,10 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from bot.candidates import CandidateError, applied
+from bot.edges.github import GitHubEdge
 from bot.errors import InputError
-from bot.github import FileBlob, GitHubEdge, PullRef
+from bot.models.github import FileBlob, PullRef
+from bot.review.candidates import CandidateError, applied
 from bot.tune.result import TuneResult, render_tune, title
 
 log = logging.getLogger(__name__)

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.render import render
-from bot.report import Environment
-from bot.safe import Safe
+from bot.models.report import Environment
+from bot.present.render import render
+from bot.text.safe import Safe
 from bot.tune.analysis import Comparison, ShapeBest
 from bot.tune.model import HANDOVER, MIN_GAIN_PCT, WORST_CASE_PCT, RoundEvent, Stop, Trial
 

@@ -11,10 +11,10 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-from bot import gitio
 from bot.agent.review import PatchError, validate_patch
-from bot.candidates import CandidateError
-from bot.manifest import KERNELS_DIR, Kernel
+from bot.config.manifest import KERNELS_DIR, Kernel
+from bot.edges import gitio
+from bot.review.candidates import CandidateError
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 

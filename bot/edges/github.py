@@ -1,0 +1,482 @@
+"""The GitHub edge: a thin layer over PyGithub behind a small interface of our own.
+
+Everything opgate asks of GitHub goes through `GitHubEdge`; what comes back is a small pydantic model,
+never a PyGithub object. Failures cross this boundary as `bot.errors.ServiceError` (exit 3), after
+retries with exponential backoff on 5xx, 429, secondary rate limits (403 with Retry-After) and
+connection errors; other 4xx fail at once. PyGithub's own urllib3 retry is switched off (`retry=None`)
+so every failed answer reaches our loop, and the retry unit is a whole operation: an upsert re-reads
+before it writes again, so a write whose answer was lost is found rather than repeated.
+
+The token never appears in a message or a log line (messages are scrubbed with bot.redact as well).
+Settings come as arguments; the CLI reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, TypeVar
+
+import requests
+from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
+from github.GithubException import BadAttributeException, IncompletableObject
+from github.IssueComment import IssueComment
+
+from bot.errors import InputError, ServiceError
+from bot.models.github import (
+    REACTIONS,
+    STATUS_STATES,
+    CommentRef,
+    FileBlob,
+    IssueRef,
+    PullInfo,
+    PullRef,
+    Reaction,
+    StatusRef,
+    StatusState,
+)
+from bot.text.redact import scrub
+
+log = logging.getLogger("opgate.github")
+
+T = TypeVar("T")
+
+DEFAULT_API_URL = "https://api.github.com"
+MAX_BODY_CHARS = 65536  # GitHub's limit for issue and comment bodies
+MAX_DESCRIPTION_CHARS = 140  # GitHub's limit for a commit status description
+TRUNCATION_NOTE = "\n\n… (truncated: GitHub allows at most 65536 characters)"
+
+
+def truncate(text: str, limit: int, note: str = "…") -> str:
+    """`text` cut to at most `limit` characters, ending in `note` when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(note))] + note[:limit]
+
+
+class GitHubEdge:
+    """opgate's view of one GitHub repository.
+
+    api_url: the REST root (https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server).
+    retries: further attempts after the first, for retryable failures; backoff_s doubles per attempt up
+    to max_backoff_s (a Retry-After header within that cap is honoured). bot_login: when given, only
+    comments by this login count as ours in upsert_comment (e.g. "github-actions[bot]").
+    seconds_between_requests / seconds_between_writes: PyGithub's pacing (its defaults, which GitHub
+    recommends against secondary rate limits); tests pass None.
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        repository: str,
+        *,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        timeout_s: int = 15,
+        per_page: int = 100,
+        bot_login: str | None = None,
+        seconds_between_requests: float | None = 0.25,
+        seconds_between_writes: float | None = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        api_url = (api_url or DEFAULT_API_URL).strip().rstrip("/")
+        parsed = urllib.parse.urlsplit(api_url)
+        if parsed.username or parsed.password:
+            raise InputError("GitHub API URL must not carry credentials (the token goes in GITHUB_TOKEN)")
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise InputError(f"GitHub API URL must be http(s)://host[/path], got {api_url!r}")
+        if not token or not token.strip():
+            raise InputError("no GitHub token (GITHUB_TOKEN is empty)")
+        owner, _, name = repository.strip().partition("/")
+        if not owner or not name or "/" in name:
+            raise InputError(f"GitHub repository must be 'owner/name', got {repository!r}")
+        if retries < 0 or backoff_s < 0 or max_backoff_s < 0 or per_page < 1 or timeout_s < 1:
+            raise InputError("GitHub retry, backoff, timeout and page settings must be positive")
+        self.api_url = api_url
+        self.repository = f"{owner}/{name}"
+        self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
+        self.bot_login = bot_login
+        self._token = token.strip()
+        self._sleep = sleep
+        self._gh = Github(
+            base_url=api_url,
+            auth=Auth.Token(self._token),
+            timeout=timeout_s,
+            per_page=min(per_page, 100),
+            retry=None,  # no urllib3 retries: 5xx and connection errors come to _call
+            seconds_between_requests=seconds_between_requests,
+            seconds_between_writes=seconds_between_writes,
+            lazy=True,  # objects are built from URLs without a GET; attributes are fetched when read
+        )
+        self._repo = self._gh.get_repo(self.repository)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self._gh.close()
+
+    def __enter__(self) -> GitHubEdge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GitHubEdge({self.api_url!r}, repository={self.repository!r})"
+
+    # ------------------------------------------------------------------ pull requests
+
+    def pull_request(self, number: int) -> PullInfo:
+        def op() -> PullInfo:
+            pr = self._repo.get_pull(number)
+            head_repo = pr.head.repo
+            return PullInfo(
+                number=pr.number,
+                state=pr.state,
+                draft=bool(pr.draft),
+                merged=bool(pr.merged),
+                title=pr.title or "",
+                author=pr.user.login,
+                head_sha=pr.head.sha,
+                base_sha=pr.base.sha,
+                head_ref=pr.head.ref,
+                base_ref=pr.base.ref,
+                head_repo=head_repo.full_name if head_repo is not None else None,
+                base_repo=pr.base.repo.full_name,
+            )
+
+        return self._call(f"read pull request #{number}", op)
+
+    # ------------------------------------------------------------------ comments
+
+    def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
+        """Edit our comment on issue/PR `number` (the one whose body starts with `marker`), else post it.
+
+        The body is made to start with the marker, so the next run finds it. All pages of comments are
+        searched; the oldest match wins. Retries re-read the comments first, so a POST whose answer was
+        lost is found and edited instead of duplicated.
+        """
+        if not marker.strip():
+            raise ValueError("upsert_comment needs a non-empty marker")
+        text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
+        text = truncate(text, MAX_BODY_CHARS, TRUNCATION_NOTE)
+
+        def op() -> CommentRef:
+            issue = self._repo.get_issue(number)
+            mine = self._find_comment(issue.get_comments(), marker)
+            if mine is None:
+                created = issue.create_comment(text)
+                return CommentRef(id=created.id, created=True, url=created.html_url or "")
+            if mine.body == text:
+                return CommentRef(id=mine.id, created=False, updated=False, url=mine.html_url or "")
+            mine.edit(text)
+            return CommentRef(id=mine.id, created=False, updated=True, url=mine.html_url or "")
+
+        return self._call(f"post the {marker.strip()} comment on #{number}", op)
+
+    def _find_comment(self, comments: Iterable[IssueComment], marker: str) -> IssueComment | None:
+        for comment in comments:
+            if not (comment.body or "").lstrip().startswith(marker):
+                continue
+            if self.bot_login is not None and (comment.user is None or comment.user.login != self.bot_login):
+                continue
+            return comment
+        return None
+
+    def reply(self, number: int, body: str) -> CommentRef:
+        """Post a new comment on issue/PR `number`. (A retried POST whose answer was lost may post twice.)"""
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+
+        def op() -> CommentRef:
+            created = self._repo.get_issue(number).create_comment(text)
+            return CommentRef(id=created.id, created=True, url=created.html_url or "")
+
+        return self._call(f"reply on #{number}", op)
+
+    def react(self, comment_id: int, content: Reaction) -> None:
+        """Add a reaction to an issue/PR comment (GitHub answers 200 when it is already there)."""
+        if content not in REACTIONS:
+            raise ValueError(f"unknown reaction {content!r}; one of {', '.join(REACTIONS)}")
+
+        def op() -> None:
+            comment = IssueComment(self._repo.requester, url=f"{self._repo.url}/issues/comments/{int(comment_id)}")
+            comment.create_reaction(content)
+
+        self._call(f"react {content} to comment {comment_id}", op)
+
+    # ------------------------------------------------------------------ statuses
+
+    def set_status(
+        self,
+        sha: str,
+        context: str,
+        state: StatusState,
+        description: str,
+        target_url: str | None = None,
+    ) -> StatusRef:
+        """Set commit status `context` on `sha`; the description is cut to GitHub's 140 characters."""
+        if state not in STATUS_STATES:
+            raise ValueError(f"unknown status state {state!r}; one of {', '.join(STATUS_STATES)}")
+        if not sha or not context:
+            raise ValueError("set_status needs a sha and a context")
+        short = truncate(" ".join(description.split()), MAX_DESCRIPTION_CHARS)
+
+        def op() -> StatusRef:
+            kwargs: dict[str, Any] = {"state": state, "description": short, "context": context}
+            if target_url:
+                kwargs["target_url"] = target_url
+            status = self._repo.get_commit(sha).create_status(**kwargs)
+            return StatusRef(
+                id=status.id, sha=sha, context=status.context, state=status.state, description=status.description
+            )
+
+        return self._call(f"set status {context}={state} on {sha[:12]}", op)
+
+    # ------------------------------------------------------------------ people
+
+    def role(self, user: str) -> str:
+        """`user`'s role on the repository: role_name (admin, maintain, write, triage, read or a custom role),
+        else the permission (admin, write, read, none). An unknown user (404) is "none"."""
+
+        def op() -> str:
+            try:
+                _, data = self._repo.requester.requestJsonAndCheck(
+                    "GET", f"{self._repo.url}/collaborators/{urllib.parse.quote(user, safe='')}/permission"
+                )
+            except GithubException as exc:
+                if exc.status == 404:
+                    return "none"
+                raise
+            data = data if isinstance(data, dict) else {}
+            role = data.get("role_name") or data.get("permission")
+            return str(role) if role else "none"
+
+        return self._call(f"read the role of {user}", op)
+
+    # ------------------------------------------------------------------ issues
+
+    def upsert_issue(self, title: str, body: str, labels: Iterable[str] = (), *, reopen: bool = False) -> IssueRef:
+        """Edit the issue titled exactly `title` (open or closed; the oldest if several), else open one.
+
+        With labels, candidates are listed by the first label (consistent right after a write); without,
+        the search API is used (eventually consistent: an issue opened seconds ago may not be found).
+        Labels are added to an existing issue, never removed; a closed issue stays closed unless `reopen`.
+        """
+        wanted = list(dict.fromkeys(label for label in labels if label))
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        if not title.strip():
+            raise ValueError("upsert_issue needs a title")
+
+        def op() -> IssueRef:
+            existing = self._find_issue(title, wanted)
+            if existing is None:
+                issue = self._repo.create_issue(title=title, body=text, labels=wanted)
+                return IssueRef(number=issue.number, created=True, state=issue.state, url=issue.html_url or "")
+            have = [label.name for label in existing.labels]
+            missing = [name for name in wanted if name.lower() not in {h.lower() for h in have}]
+            changes: dict[str, Any] = {}
+            if (existing.body or "") != text:
+                changes["body"] = text
+            if missing:
+                changes["labels"] = have + missing
+            if reopen and existing.state == "closed":
+                changes["state"] = "open"
+            if changes:
+                existing.edit(**changes)
+            return IssueRef(
+                number=existing.number,
+                created=False,
+                updated=bool(changes),
+                state=existing.state,
+                url=existing.html_url or "",
+            )
+
+        return self._call(f"file the issue {title!r}", op)
+
+    def close_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueRef | None:
+        """Edit the issue titled exactly `title` to `body` and close it, if there is one still open; never
+        creates one. None when no such issue exists (a closed one is left as it is, and returned)."""
+        wanted = list(dict.fromkeys(label for label in labels if label))
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+
+        def op() -> IssueRef | None:
+            existing = self._find_issue(title, wanted)
+            if existing is None:
+                return None
+            if existing.state == "closed":
+                return IssueRef(number=existing.number, created=False, state="closed", url=existing.html_url or "")
+            existing.edit(body=text, state="closed")
+            return IssueRef(
+                number=existing.number, created=False, updated=True, state="closed", url=existing.html_url or ""
+            )
+
+        return self._call(f"close the issue {title!r}", op)
+
+    def _find_issue(self, title: str, labels: list[str]) -> Any:
+        if labels:
+            candidates: Iterable[Any] = self._repo.get_issues(
+                state="all", labels=labels[:1], sort="created", direction="asc"
+            )
+        else:
+            phrase = title.replace('"', " ")
+            candidates = self._gh.search_issues(
+                f'repo:{self.repository} is:issue in:title "{phrase}"', sort="created", order="asc"
+            )
+        for issue in candidates:
+            # title first: reading a field an answer lacks (pull_request, on plain issues) costs a GET
+            if issue.title == title and issue.pull_request is None:
+                return issue
+        return None
+
+    # ------------------------------------------------------------------ branches and pull requests
+
+    def default_branch(self) -> str:
+        return self._call("read the default branch", lambda: str(self._repo.default_branch))
+
+    def push_branch(
+        self, branch: str, parent_sha: str, files: Iterable[FileBlob], message: str, *, author: tuple[str, str],
+        date: datetime,
+    ) -> str:  # fmt: skip
+        """Commit `files` on top of `parent_sha` through the git data API (blobs, a tree on the parent's tree, a
+        commit) and point refs/heads/`branch` at it; returns the commit's SHA.
+
+        Idempotent: the same files, message, author and date give the same blobs, tree and commit, so a retry or a
+        re-run finds the branch already there; a branch left at another commit is moved (it is opgate's own).
+        """
+        if not branch or branch.startswith(("/", "refs/")) or ".." in branch:
+            raise ValueError(f"not a branch name: {branch!r}")
+        items = list(files)
+        who = InputGitAuthor(author[0], author[1], date.isoformat(timespec="seconds"))
+
+        def op() -> str:
+            parent = self._repo.get_git_commit(parent_sha)
+            elements = []
+            for f in items:
+                if f.content is None:
+                    elements.append(InputGitTreeElement(f.path, f.mode, "blob", sha=None))
+                    continue
+                blob = self._repo.create_git_blob(base64.b64encode(f.content).decode(), "base64")
+                elements.append(InputGitTreeElement(f.path, f.mode, "blob", sha=blob.sha))
+            tree = self._repo.create_git_tree(elements, parent.tree)
+            commit = self._repo.create_git_commit(message, tree, [parent], author=who, committer=who)
+            try:
+                self._repo.create_git_ref(f"refs/heads/{branch}", commit.sha)
+            except GithubException as exc:
+                if exc.status != 422:
+                    raise
+                ref = self._repo.get_git_ref(f"heads/{branch}")
+                if ref.object.sha != commit.sha:
+                    ref.edit(commit.sha, force=True)
+            return str(commit.sha)
+
+        return self._call(f"push the branch {branch}", op)
+
+    def open_pull(self, branch: str, base: str, title: str, body: str) -> PullRef:
+        """Open a pull request from `branch` into `base`, or edit the one already open from that branch."""
+        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        owner = self.repository.split("/")[0]
+
+        def op() -> PullRef:
+            for pr in self._repo.get_pulls(state="open", head=f"{owner}:{branch}", base=base):
+                changed = (pr.body or "") != text or pr.title != title
+                if changed:
+                    pr.edit(title=title, body=text)
+                return PullRef(number=pr.number, url=pr.html_url or "", head_sha=pr.head.sha, created=False,
+                               updated=changed)  # fmt: skip
+            pr = self._repo.create_pull(base=base, head=branch, title=title, body=text)
+            return PullRef(number=pr.number, url=pr.html_url or "", head_sha=pr.head.sha, created=True)
+
+        return self._call(f"open a pull request from {branch}", op)
+
+    def dispatch_workflow(self, workflow: str, ref: str, inputs: dict[str, str]) -> None:
+        """Start `workflow` (a file name in .github/workflows) on `ref` with `inputs` (workflow_dispatch)."""
+
+        def op() -> None:
+            self._repo.get_workflow(workflow).create_dispatch(ref, inputs, throw=True)
+
+        self._call(f"dispatch {workflow} on {ref}", op)
+
+    # ------------------------------------------------------------------ retries and errors
+
+    def _call(self, what: str, op: Callable[[], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return op()
+            except GithubException as exc:
+                retry_after = _retry_after(exc.headers)
+                retryable = exc.status is not None and (
+                    exc.status >= 500 or exc.status == 429 or (exc.status == 403 and retry_after is not None)
+                )
+                reason = _describe_http(exc)
+                if not retryable or attempt >= self.retries:
+                    raise ServiceError(self._message(what, reason, attempt)) from exc
+            except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+                retry_after = None
+                reason = f"connection failed ({type(exc).__name__})"
+                if attempt >= self.retries:
+                    raise ServiceError(self._message(what, reason, attempt)) from exc
+            except requests.RequestException as exc:
+                raise ServiceError(self._message(what, f"request failed ({type(exc).__name__})", attempt)) from exc
+            except (BadAttributeException, IncompletableObject, KeyError, ValueError) as exc:
+                # An answer we could not read: not JSON, a field missing or of the wrong type.
+                reason = f"unexpected answer ({type(exc).__name__})"
+                raise ServiceError(self._message(what, reason, attempt)) from exc
+            delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, self.max_backoff_s))
+            attempt += 1
+            log.warning(
+                "%s", scrub(f"GitHub: {what}: {reason}; retry {attempt}/{self.retries} in {delay:.3g}s", self._secrets)
+            )
+            self._sleep(delay)
+
+    @property
+    def _secrets(self) -> list[str]:
+        return [self._token]
+
+    def _message(self, what: str, reason: str, attempt: int) -> str:
+        tries = f" after {attempt + 1} attempts" if attempt else ""
+        message = f"GitHub ({self.api_url}, {self.repository}): could not {what}: {reason}{tries}"
+        return scrub(message, self._secrets).replace(self._token, "***")
+
+
+def _describe_http(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    message = data.get("message") if isinstance(data.get("message"), str) else None
+    hint = {
+        401: "the token was rejected",
+        403: "forbidden (token scope or rate limit)",
+        404: "not found (or the token cannot see it)",
+        422: "GitHub refused the request",
+    }.get(exc.status, "")
+    parts = [f"HTTP {exc.status}"]
+    if message:
+        parts.append(message[:200])
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        first = errors[0]
+        detail = first.get("message") or first.get("code") or ""
+        parts.append(f"[{first.get('field', '')}: {str(detail)[:200]}]")
+    if hint:
+        parts.append(f"({hint})")
+    return " ".join(parts)
+
+
+def _retry_after(headers: dict[str, Any] | None) -> float | None:
+    if not headers:
+        return None
+    value = {str(k).lower(): v for k, v in headers.items()}.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+__all__ = ["DEFAULT_API_URL", "GitHubEdge", "truncate"]

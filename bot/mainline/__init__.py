@@ -1,0 +1,1 @@
+"""Main's history: each main commit's figures, the first-parent line, cumulative drift."""

@@ -1,0 +1,178 @@
+"""Main's record: a review of one main commit against the previous one, as rows per commit, case and device (pure)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.models.report import KernelReport, Report, Resource
+
+# A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".
+_SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
+_MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
+
+# sm_90 (H100/H200) per-SM limits for the occupancy estimate.
+SM90_REGISTERS = 65_536
+SM90_SMEM_BYTES = 233_472  # 228 KiB usable by blocks
+SM90_SMEM_RESERVED = 1_024  # per block, reserved by the runtime
+SM90_MAX_WARPS = 64
+SM90_MAX_BLOCKS = 32
+REGISTER_UNIT = 256  # registers are allocated per warp in units of 256
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MainCommit(_Row):
+    """One recorded main commit: what was judged (`sha`) against what (`base_sha`, the previous main commit)."""
+
+    sha: str
+    base_sha: str
+    branch: str = "main"
+    committed_at: str  # ISO 8601, the commit's committer date
+    subject: str = ""
+    pr: int | None = None  # the pull request that landed it, when the commit says so or the ledger knows its head
+    recorded_at: str = ""
+
+
+class CaseFigure(_Row):
+    """One case of one kernel at one main commit, on one device: head (this commit) against base (the one before)."""
+
+    sha: str
+    base_sha: str
+    kernel: str
+    domain: str
+    case_name: str
+    device: str  # cpu | cuda
+    device_name: str  # the GPU's name, or "cpu"
+    p50_ms: float
+    base_p50_ms: float | None = None
+    regression_pct: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    max_abs_err: float | None = None
+    verdict: str
+    committed_at: str
+
+    @property
+    def ratio(self) -> float | None:
+        """head ÷ base p50 as measured interleaved in the same process; None without a base."""
+        if self.regression_pct is not None:
+            return 1.0 + self.regression_pct / 100.0
+        if self.base_p50_ms:
+            return self.p50_ms / self.base_p50_ms
+        return None
+
+    @property
+    def band_ms(self) -> tuple[float, float] | None:
+        """The 95% CI of the ratio as a p50 band in ms (base p50 × (1 + CI)); None without both."""
+        if self.base_p50_ms is None or self.ci_low_pct is None or self.ci_high_pct is None:
+            return None
+        return self.base_p50_ms * (1 + self.ci_low_pct / 100), self.base_p50_ms * (1 + self.ci_high_pct / 100)
+
+
+class ResourceFigure(_Row):
+    """One compiled GPU function of a kernel at one main commit, as ptxas reported it."""
+
+    sha: str
+    kernel: str
+    function: str
+    registers: int
+    spill_bytes: int = 0
+    smem_bytes: int = 0
+    stack_bytes: int = 0
+    threads: int | None = None  # max threads per block (__launch_bounds__), when known
+    committed_at: str
+
+    @property
+    def occupancy(self) -> float | None:
+        return occupancy_estimate(self.registers, self.threads, self.smem_bytes)
+
+
+def pr_from_subject(subject: str) -> int | None:
+    """The pull request number a squash or merge commit names in its subject; None otherwise."""
+    for pattern in (_SQUASH_PR, _MERGE_PR):
+        if m := pattern.search(subject):
+            return int(m.group(1))
+    return None
+
+
+def occupancy_estimate(registers: int, threads: int | None, smem_bytes: int) -> float | None:
+    """Theoretical occupancy on sm_90 (resident warps ÷ 64) from registers per thread, threads per block and
+    static shared memory; None when the block size is unknown. An estimate: dynamic shared memory is not
+    in ptxas' figures, and register allocation is simplified to 256-register units per warp."""
+    if not threads or threads <= 0:
+        return None
+    warps = math.ceil(threads / 32)
+    regs_per_warp = math.ceil(max(registers, 1) * 32 / REGISTER_UNIT) * REGISTER_UNIT
+    limits = [
+        SM90_MAX_BLOCKS,
+        SM90_REGISTERS // (regs_per_warp * warps),
+        SM90_MAX_WARPS // warps,
+        SM90_SMEM_BYTES // (smem_bytes + SM90_SMEM_RESERVED) if smem_bytes else SM90_MAX_BLOCKS,
+    ]
+    return min(limits) * warps / SM90_MAX_WARPS
+
+
+def _device_name(report: Report, device: str) -> str:
+    return (report.environment.gpu or "cuda") if device == "cuda" else "cpu"
+
+
+def _resources(kernel: KernelReport) -> tuple[list[Resource], dict[str, int]]:
+    if kernel.resource_check is not None and kernel.resource_check.status == "ok":
+        return kernel.resource_check.head, kernel.resource_check.threads
+    return (kernel.build.resources if kernel.build is not None else []), {}
+
+
+def figures(report: Report, commit: MainCommit) -> tuple[list[CaseFigure], list[ResourceFigure]]:
+    """The measured cases and compiled functions of every changed kernel in a main commit's review.
+
+    A case without a head p50 (skipped, incorrect, not timed) has no figure: its verdict stays in the review.
+    """
+    cases: list[CaseFigure] = []
+    resources: list[ResourceFigure] = []
+    for k in report.kernels:
+        if not k.changed:
+            continue
+        for c in k.cases:
+            if c.p50_ms is None:
+                continue
+            low, high = (c.ci95_pct[0], c.ci95_pct[1]) if c.ci95_pct and len(c.ci95_pct) == 2 else (None, None)
+            cases.append(
+                CaseFigure(
+                    sha=commit.sha,
+                    base_sha=commit.base_sha,
+                    kernel=k.name,
+                    domain=k.domain,
+                    case_name=c.name,
+                    device=c.device,
+                    device_name=_device_name(report, c.device),
+                    p50_ms=c.p50_ms,
+                    base_p50_ms=c.base_p50_ms,
+                    regression_pct=c.regression_pct,
+                    ci_low_pct=low,
+                    ci_high_pct=high,
+                    max_abs_err=c.max_abs_err,
+                    verdict=c.verdict,
+                    committed_at=commit.committed_at,
+                )
+            )
+        found, threads = _resources(k)
+        for r in found:
+            resources.append(
+                ResourceFigure(
+                    sha=commit.sha,
+                    kernel=k.name,
+                    function=r.function,
+                    registers=r.registers,
+                    spill_bytes=r.spill_bytes,
+                    smem_bytes=r.smem_bytes,
+                    stack_bytes=r.stack_bytes,
+                    threads=threads.get(r.function),
+                    committed_at=commit.committed_at,
+                )
+            )
+    return cases, resources

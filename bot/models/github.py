@@ -1,0 +1,75 @@
+"""GitHub's objects as opgate needs them: small frozen models the GitHub edge returns (never PyGithub objects)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+STATUS_STATES = ("error", "failure", "pending", "success")
+REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
+
+StatusState = Literal["error", "failure", "pending", "success"]
+Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class PullInfo(_Result):
+    """A pull request as opgate needs it."""
+
+    number: int
+    state: str  # "open" or "closed"
+    draft: bool
+    merged: bool
+    title: str
+    author: str
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    base_ref: str
+    head_repo: str | None  # "owner/name" of the head; None when the fork was deleted
+    base_repo: str
+
+
+class CommentRef(_Result):
+    id: int
+    created: bool  # a new comment was posted
+    updated: bool = False  # an existing comment was edited (False when its body was already right)
+    url: str = ""  # html_url
+
+
+class StatusRef(_Result):
+    id: int
+    sha: str
+    context: str
+    state: str
+    description: str | None
+
+
+class IssueRef(_Result):
+    number: int
+    created: bool
+    updated: bool = False
+    state: str = "open"
+    url: str = ""  # html_url
+
+
+class PullRef(_Result):
+    """A pull request opgate opened (or found already open for the same branch)."""
+
+    number: int
+    url: str  # html_url
+    head_sha: str
+    created: bool
+    updated: bool = False
+
+
+class FileBlob(_Result):
+    """One file of a commit pushed through the git data API; `content` None deletes the path."""
+
+    path: str
+    content: bytes | None
+    mode: Literal["100644", "100755"] = "100644"

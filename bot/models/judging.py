@@ -1,0 +1,103 @@
+"""The judge's job and what it reports back: pydantic models only (the review, the gate and the judge share them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.models.report import CaseStatus, CpuUse, OutputMetrics, Violation
+
+
+class MeasureSettings(BaseModel):
+    """How long and how hard the judge times each case (OPGATE_MEASURE_*; one definition for settings and job)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_seconds: float = Field(6.0, gt=0)
+    min_blocks: int = Field(5, ge=2)
+    max_samples: int = Field(200, ge=3)
+    min_processes: int = Field(3, ge=1)  # one: a side alone (no base) needs no second process
+    max_processes: int = Field(10, ge=1)
+    target_pct: float = Field(0.5, gt=0)
+    warmup_ms: float = 25.0
+    warmup_calls: int = 3
+
+
+class Check(BaseModel):
+    """One build's output on the judge's check inputs (or one boundary probe), compared with the reference."""
+
+    label: str = ""
+    probe: str | None = Field(None, description="the boundary probe's name; None: the case's random inputs")
+    max_abs_err: float | None = None
+    nan_inf: bool = False
+    error: str | None = None
+    outputs: list[OutputMetrics] = Field(default_factory=list)
+    failure: Violation | None = Field(None, description="the first limit broken (when the judge had limits)")
+
+
+class Spot(BaseModel):
+    """Outputs of timed calls the judge checked (random calls of random blocks)."""
+
+    label: str
+    checked: int = 0
+    failed: int = 0
+    worst_abs_err: float = 0.0
+    first_failure: str | None = None
+
+
+class Timing(BaseModel):
+    label: str
+    samples_ms: list[float] = Field(description="per-call milliseconds, one per timed block")
+    processes: list[list[float]] = Field(default_factory=list, description="the same samples, per worker process")
+    calls_per_sample: int = 1
+
+
+class CaseRun(BaseModel):
+    """Everything the judge reported for one case, whatever happened to the workers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: CaseStatus
+    detail: str = ""
+    failed_label: str | None = Field(None, description="side that was running when it crashed or hung")
+    checks: dict[str, Check] = Field(default_factory=dict)
+    probes: dict[str, list[Check]] = Field(default_factory=dict, description="side -> its boundary-probe checks")
+    probe_count: int | None = Field(None, description="probes the reference built (None: the judge never got there)")
+    probe_seconds: float | None = None
+    case_seconds: float | None = None
+    timings: dict[str, Timing] = Field(default_factory=dict)
+    spots: dict[str, Spot] = Field(default_factory=dict)
+    cpu: dict[str, CpuUse] = Field(default_factory=dict)
+    stop_reason: str | None = None
+    seed: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    output_tail: str = ""
+    other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
+    noisy: str | None = Field(None, description="why the runner was too busy or throttled to trust latency")
+    phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
+
+
+class ReferenceSource(BaseModel):
+    path: str
+    inputs: str = "make_inputs"
+    function: str = "reference"
+    probes: str = "make_probes"
+
+
+class JudgeJob(BaseModel):
+    """The judge's whole input (written to a private file; the secret never reaches a worker)."""
+
+    kernel: str
+    reference: ReferenceSource
+    cases: list[dict[str, Any]]
+    sides: dict[str, dict[str, str]] = Field(description="base/head -> device -> verified .so path")
+    module: str
+    entry: str
+    measure: MeasureSettings
+    timeout_s: float
+    time: bool = True
+    noise_limit_cores: float = 0.5
+    probes: bool = Field(True, description="run the reference's boundary probes (a re-measurement skips them)")
+    secret: str
+    isolate_workers: bool = True

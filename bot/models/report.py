@@ -1,0 +1,325 @@
+"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA = "opgate.report/1"
+
+
+class CaseStatus(StrEnum):
+    """What happened when a case ran (the measurement, not the judgement)."""
+
+    ok = "ok"
+    compile_fail = "compile_fail"
+    incorrect = "incorrect"
+    timeout = "timeout"
+    crashed = "crashed"
+    tampered = "tampered"  # the worker broke the measurement rules (work outside the timed region …)
+    skipped = "skipped"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Occupancy(_Model):
+    """Theoretical occupancy of one function at its launch, per SM (bot/occupancy.py, as cuda_occupancy.h)."""
+
+    arch: str = "sm_90"
+    blocks_per_sm: int
+    warps_per_sm: int
+    max_warps_per_sm: int = 64
+    occupancy_pct: float = Field(description="warps_per_sm / max_warps_per_sm, in %")
+    limited_by: list[str] = Field(description="registers | shared memory | threads | blocks | barriers (ties: all)")
+    limits: dict[str, int | None] = Field(
+        default_factory=dict, description="blocks per SM each resource alone allows; null: no limit"
+    )
+    registers_per_block: int = Field(0, description="allocated: per warp rounded up to 256, times warps")
+    smem_per_block: int = Field(0, description="allocated: static + dynamic + 1 KiB reserve, rounded up to 128 B")
+
+
+class Resource(_Model):
+    """One compiled GPU function as ptxas reports it, with its launch (kernel.toml [launch]) and occupancy."""
+
+    function: str
+    registers: int
+    spill_bytes: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    smem_bytes: int = Field(0, description="static shared memory per block (ptxas)")
+    stack_bytes: int = 0
+    barriers: int | None = Field(None, description="named barriers (ptxas `used N barriers`)")
+    extern_smem: bool = Field(False, description="its PTX uses `extern __shared__` memory, sized at launch")
+    threads: int | None = Field(None, description="threads per block: kernel.toml [launch], else __launch_bounds__")
+    dynamic_smem_bytes: int | None = Field(None, description="dynamic shared memory per block; null: not described")
+    occupancy: Occupancy | None = None
+
+
+class Build(_Model):
+    ok: bool
+    seconds: float
+    cached: bool
+    device: Literal["cpu", "cuda"]
+    resources: list[Resource] = Field(default_factory=list)
+    key: str = ""
+    log_tail: str = ""
+
+
+class ResourceCheckReport(_Model):
+    """The compile-only ptxas check of the kernel's .cu files (runs wherever nvcc is, GPU or not)."""
+
+    status: Literal["ok", "no_nvcc", "compile_fail"]
+    arch: str = "sm_90a"
+    head: list[Resource] = Field(default_factory=list)
+    base: list[Resource] = Field(default_factory=list)
+    base_status: Literal["ok", "no_nvcc", "compile_fail"] | None = None
+    threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
+    launch_errors: list[str] = Field(
+        default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
+    )
+    launch_notes: list[str] = Field(default_factory=list, description="about the launch descriptions (not fatal)")
+    seconds: float = 0.0
+    cached: bool = False
+    log_tail: str = ""
+
+
+class CpuUse(_Model):
+    """CPU seconds of a side's sandbox while it was timed, inside and outside its timed calls (CPU cases)."""
+
+    timed_wall_s: float = 0.0
+    timed_cpu_s: float = 0.0
+    untimed_cpu_s: float = 0.0
+
+
+class NsightKernel(_Model):
+    """One kernel launch of a case as Nsight Compute measured it (`ncu --csv`; bot/nsight.py parses it)."""
+
+    function: str
+    duration_us: float | None = None
+    achieved_occupancy_pct: float | None = Field(None, description="sm__warps_active, % of peak sustained active")
+    theoretical_occupancy_pct: float | None = Field(None, description="sm__maximum_warps_per_active_cycle_pct")
+    dram_throughput_pct: float | None = Field(None, description="dram__throughput, % of peak sustained elapsed")
+    dram_bytes: float | None = Field(None, description="bytes read from plus written to device memory")
+    registers: int | None = Field(None, description="launch__registers_per_thread")
+    local_bytes: float | None = Field(
+        None, description="local-memory bytes loaded and stored (register spills, stack arrays); 0 when none"
+    )
+
+
+class NsightMetrics(_Model):
+    """Nsight Compute metrics of one case, where the runner has `ncu` (optional; never gating)."""
+
+    tool: str = Field("ncu", description="the ncu version that measured them")
+    kernels: list[NsightKernel] = Field(default_factory=list)
+
+
+class OutputMetrics(_Model):
+    """The error metrics of one output tensor against the reference (bot/metrics.py)."""
+
+    name: str = Field(description="the reference's OUTPUTS name (out, lse …), else out0, out1 …")
+    max_abs_err: float | None = Field(None, description="max |out - ref| over elements finite in both")
+    max_rel_err: float | None = Field(None, description="max |out - ref| / max(|ref|, 1% of the RMS of ref)")
+    cos_diff: float | None = Field(None, description="1 - 2 sum(out ref) / sum(out^2 + ref^2) (DeepGEMM calc_diff)")
+    nan_inf: bool = Field(False, description="NaN/Inf positions differ from the reference's")
+    worst_index: list[int] | None = Field(None, description="where |out - ref| is largest")
+
+
+class Violation(_Model):
+    """The first limit an output broke: which metric, where (row-major first bad element) and by how much."""
+
+    metric: Literal["nan_inf", "max_abs_err", "max_rel_err", "cos_diff"]
+    output: str
+    index: list[int] = Field(description="first bad element (cos_diff: first bad row, the last dimension left out)")
+    value: float = Field(description="the metric over the whole output (nan_inf: 1.0)")
+    limit: float | None = None
+    got: float | None = Field(None, description="the output's element at `index` (not for cos_diff)")
+    expected: float | None = Field(None, description="the reference's element at `index` (not for cos_diff)")
+    probe: str | None = Field(None, description="the boundary probe whose inputs showed it; None: the random inputs")
+
+
+class ProbeReport(_Model):
+    """Head on one boundary probe (inputs the reference module built so a one-off error shows)."""
+
+    name: str
+    verdict: Literal["pass", "fail"]
+    max_abs_err: float | None = None
+    nan_inf: bool = False
+    error: str | None = None
+    outputs: list[OutputMetrics] = Field(default_factory=list)
+    failure: Violation | None = None
+
+
+class CaseReport(_Model):
+    name: str
+    device: Literal["cpu", "cuda"] = "cpu"
+    status: CaseStatus = CaseStatus.ok
+    max_abs_err: float | None = None
+    tolerance: float
+    nan_inf: bool = False
+    p50_ms: float | None = None
+    base_p50_ms: float | None = None
+    regression_pct: float | None = None
+    ci95_pct: list[float] | None = None
+    max_regression_pct: float | None = Field(None, description="the latency limit the case was judged against, in %")
+    samples: int = 0
+    base_samples: int = 0
+    stop_reason: str | None = None
+    attempts: int = Field(1, description="measurements in fresh processes (2 after an inconclusive first)")
+    base_drift_pct: float | None = Field(
+        None, description="base p50 now vs the first measurement of the same base binary on this device"
+    )
+    seed: str | None = Field(None, description="seed of the check inputs, drawn from the run's secret (revealed after)")
+    spot_checks: int = Field(0, description="outputs of timed calls of head compared with the reference")
+    sandbox_cpu: dict[str, CpuUse] = Field(default_factory=dict, description="base/head -> CPU the judge saw")
+    processes: int = Field(0, description="fresh worker processes per side the latency comes from")
+    other_cores: float | None = Field(None, description="cores other processes kept busy while this case was timed")
+    judge_seconds: dict[str, float] = Field(
+        default_factory=dict,
+        description="where the case's wall time went: start, spawn, draw, reference, load, warmup, timed, fetch, exit",
+    )
+    nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
+    outputs: list[OutputMetrics] = Field(default_factory=list, description="head's metrics per output, random inputs")
+    failure: Violation | None = Field(None, description="the first limit head broke (random inputs, then probes)")
+    probes: list[ProbeReport] = Field(default_factory=list, description="head on each boundary probe")
+    probe_count: int | None = Field(None, description="boundary probes the reference built for this case")
+    probe_seconds: float | None = Field(None, description="judge wall time of the probes, both sides")
+    case_seconds: float | None = Field(
+        None, description="judge wall time of the whole case, probes and a re-measurement included"
+    )
+    verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
+    reasons: list[str] = Field(default_factory=list)
+
+
+class KernelReport(_Model):
+    name: str
+    domain: str
+    changed: bool
+    verdict: Literal["pass", "fail", "skipped", "error"]
+    reasons: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
+    build: Build | None = None
+    base_build: Build | None = None
+    resource_check: ResourceCheckReport | None = None
+    cases: list[CaseReport] = Field(default_factory=list)
+    candidate: KernelReport | None = Field(
+        None, description="--try-candidates: the agent's patch on top of head, through the same gates"
+    )
+
+
+class AgentReport(_Model):
+    status: Literal["ok", "offline", "skipped", "over_budget", "error"]
+    domain: str | None = None
+    model: str | None = None
+    reason: str = ""
+    requests: int = 0
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    usage_estimated: int = Field(
+        0, description="answered requests whose usage the gateway did not report usably: tokens are estimated"
+    )
+    risk_notes: list[str] = Field(default_factory=list)
+    candidate_patch: str | None = None
+    local_commands: list[str] = Field(default_factory=list)
+    expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+
+
+def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
+    """The report's `agent` block: the sum over every domain asked in this review."""
+    if not agents:
+        return AgentReport(status="skipped", reason="no kernel changed")
+    statuses = [a.status for a in agents]
+    status = next((s for s in ("error", "over_budget", "ok", "offline") if s in statuses), "skipped")
+    return AgentReport(
+        status=status,  # type: ignore[arg-type]
+        domain=",".join(sorted({a.domain or "" for a in agents})),
+        model=",".join(sorted({a.model for a in agents if a.model})) or None,
+        reason="; ".join(a.reason for a in agents if a.reason),
+        requests=sum(a.requests for a in agents),
+        prompt_tokens=sum(a.prompt_tokens for a in agents),
+        completion_tokens=sum(a.completion_tokens for a in agents),
+        total_tokens=sum(a.total_tokens for a in agents),
+        usage_estimated=sum(a.usage_estimated for a in agents),
+        risk_notes=[n for a in agents for n in a.risk_notes],
+        candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
+    )
+
+
+class Listed(_Model):
+    """Some changed files: how many, and the first of their names (a PR can change thousands)."""
+
+    total: int = 0
+    names: list[str] = Field(default_factory=list, description="the first LISTED_NAMES, in diff order")
+
+
+class Coverage(_Model):
+    """What no gate read: changed files that are binary, over the size limit, or in no kernel's globs."""
+
+    files: int = Field(0, description="files the diff changes")
+    size_limit_bytes: int
+    binary: Listed = Field(default_factory=Listed)
+    large: Listed = Field(default_factory=Listed, description="over size_limit_bytes in head")
+    unmatched: Listed = Field(default_factory=Listed, description="matched by no kernel's globs: no gate ran")
+    kernel_sources: Listed = Field(
+        default_factory=Listed,
+        description="unmatched files that look like kernel sources (*.cu, *.cuh): the review fails until a manifest "
+        "claims them or the configuration ignores them",
+    )
+
+
+class Environment(_Model):
+    device: Literal["cpu", "cuda"]
+    gpu: str | None = None
+    torch: str | None = None
+    nvcc: str | None = None
+    python: str
+
+
+class RunnerHealth(_Model):
+    """The machine while it measured: load, CPU governor and clock; on a GPU runner clocks and throttling."""
+
+    cores: int
+    load1: float | None = None
+    governor: str | None = None
+    cpu_mhz: float | None = None
+    gpu_sm_mhz: int | None = None
+    gpu_mem_mhz: int | None = None
+    gpu_temp_c: int | None = None
+    gpu_throttle: list[str] = Field(default_factory=list)
+    gpu_other_processes: int = 0
+
+
+class Isolation(_Model):
+    """How processes running repository code were isolated in this review."""
+
+    mode: Literal["bwrap", "none"]
+    reason: str = ""
+    tool: str | None = None
+
+
+class Report(_Model):
+    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
+    base_sha: str
+    head_sha: str
+    pr: int | None = None
+    verdict: Literal["pass", "fail", "error"]
+    kernels: list[KernelReport]
+    agents: list[AgentReport] = Field(default_factory=list)
+    agent: AgentReport
+    environment: Environment
+    isolation: Isolation | None = None
+    health: RunnerHealth | None = None
+    created_at: str
+    opgate_version: str
+    coverage: Coverage | None = None
+    error: str | None = Field(None, description="why the review itself could not run (verdict error)")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2) + "\n"

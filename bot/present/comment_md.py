@@ -1,0 +1,223 @@
+"""Markdown pieces of the PR comment (pure, each made comment-safe here): headline lines, table cells, charts."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, RunnerHealth
+from bot.present.digest import STOP_REASONS, Counts, KernelView, Line
+from bot.text.safe import Safe, code, untrusted
+
+ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+# -- the headline -------------------------------------------------------------------------------------------
+
+
+def evidence(ln: Line, single: bool = False) -> Safe:
+    """A failing line: icon, kernel (when there are several), **gate**, `case`, the measured value and the limit."""
+    kernel = "" if single else f"`{code(ln.kernel)}` · "
+    gate = f"**{untrusted(ln.gate)}** " if ln.gate else ""
+    case = (f"`{code(ln.case)}`" + ("" if ln.gate else ":") + " ") if ln.case else ""
+    return Safe(f"{ICONS[ln.verdict]} {kernel}{gate}{case}{untrusted(ln.text)}")
+
+
+def counts(n: Counts) -> Safe:
+    """ "2 ran · 🚀 1 faster · 🐢 1 slower · ➖ 0 unchanged · ❌ 1 failed · ⏭️ 7 not run" (zero failures left out)."""
+    parts = [f"{n.ran} ran"]
+    if n.ran:
+        parts += [f"🚀 {n.faster} faster", f"🐢 {n.slower} slower", f"➖ {n.unchanged} unchanged"]
+    for value, label in ((n.failed, "❌ {} failed"), (n.errors, "⚠️ {} error"), (n.inconclusive, "❔ {} inconclusive"),
+                         (n.not_run, "⏭️ {} not run")):  # fmt: skip
+        if value:
+            parts.append(label.format(value))
+    return Safe(" · ".join(parts))
+
+
+def built(b: Build | None, label: str) -> Safe:
+    """ "head cpu ok 12.3 s", "base cpu ok (cached)", "head cuda **failed** 3.1 s"."""
+    if b is None:
+        return Safe("")
+    took = "(cached)" if b.cached else f"{b.seconds:.1f} s"
+    return Safe(f"{label} {b.device} {'ok' if b.ok else '**failed**'} {took}")
+
+
+# -- the case table: one cell per gate, the failing one marked ---------------------------------------------
+
+
+def err_cell(c: CaseReport) -> Safe:
+    """Correctness and stability: `max_abs_err ≤ tolerance`, or what failed, in bold with ❌."""
+    if c.status in (CaseStatus.crashed, CaseStatus.timeout, CaseStatus.tampered):
+        return Safe(f"⚠️ {c.status.value}")
+    if c.nan_inf:
+        return Safe("**NaN/Inf** ❌")
+    if c.max_abs_err is not None and c.max_abs_err > c.tolerance:
+        return Safe(f"**{num(c.max_abs_err)}** > {num(c.tolerance)} ❌")
+    if c.status == CaseStatus.incorrect:
+        return Safe(f"**wrong output** ❌ ({num(c.max_abs_err)} ≤ {num(c.tolerance)})")
+    return Safe("—" if c.max_abs_err is None else f"{num(c.max_abs_err)} ≤ {num(c.tolerance)}")
+
+
+def _ci(c: CaseReport) -> str:
+    low, high = c.ci95_pct or (0.0, 0.0)
+    return f"({low:+.2f}..{high:+.2f})"
+
+
+def delta_cell(c: CaseReport) -> Safe:
+    """Δp50 with its 95% CI; the regression that failed in bold with ❌ and the limit; ❔ when it straddles."""
+    if c.regression_pct is None or not c.ci95_pct:
+        if c.stop_reason in ("identical_build", "no_base"):
+            return Safe(STOP_REASONS[c.stop_reason])
+        if c.p50_ms is not None:
+            return Safe("no base to compare")
+        return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
+    limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
+    if c.verdict == "fail" and c.status == CaseStatus.ok:
+        return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}")
+    mark = " ❔" if c.verdict == "inconclusive" else ""
+    return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}")
+
+
+def stop(c: CaseReport) -> str:
+    words = STOP_REASONS.get(c.stop_reason or "", c.stop_reason or "—")
+    return words + (", re-measured in fresh processes" if c.attempts > 1 else "")
+
+
+def cpu(use: CpuUse | None) -> str:
+    """CPU seconds a side's sandbox used in its timed calls, the wall time of those calls, and CPU outside them."""
+    if use is None or not (use.timed_wall_s or use.timed_cpu_s or use.untimed_cpu_s):
+        return "—"
+    return f"{use.timed_cpu_s:.2f} / {use.timed_wall_s:.2f} / {use.untimed_cpu_s:.2f}"
+
+
+def runner(h: RunnerHealth | None) -> str:
+    """The machine while it measured, in one line."""
+    if h is None:
+        return "not recorded"
+    parts = [f"{h.cores} cores"]
+    parts += [f"load {h.load1:g}"] if h.load1 is not None else []
+    parts += [f"governor {h.governor}"] if h.governor else []
+    parts += [f"{h.cpu_mhz:g} MHz"] if h.cpu_mhz else []
+    if h.gpu_sm_mhz is not None:
+        parts.append(f"GPU SM {h.gpu_sm_mhz} MHz, memory {h.gpu_mem_mhz} MHz, {h.gpu_temp_c} °C")
+        parts.append("throttled: " + ", ".join(h.gpu_throttle) if h.gpu_throttle else "not throttled")
+        parts += [f"{h.gpu_other_processes} other GPU process(es)"] if h.gpu_other_processes else []
+    return ", ".join(parts)
+
+
+def names(items: list[str], limit: int = 10) -> Safe:
+    """Names as code spans, the first `limit` of them, the rest counted."""
+    shown = ", ".join(f"`{code(n)}`" for n in items[:limit])
+    return Safe(shown + (f" and {len(items) - limit} more" if len(items) > limit else ""))
+
+
+def clip(text: str, chars: int, keep: str = "tail") -> str:
+    """At most `chars` characters of a log (its end) or a patch (its start), whole lines, the cut said."""
+    if len(text) <= chars:
+        return text
+    lines = text.splitlines()
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines) if keep == "tail" else lines:
+        if used + len(line) + 1 > chars:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    cut = f"[… {len(lines) - len(kept)} more line(s) in report.json]"
+    return "\n".join([cut, *reversed(kept)]) if keep == "tail" else "\n".join([*kept, cut])
+
+
+# -- mermaid charts (GitHub renders ```mermaid blocks in comments and job summaries) ------------------------
+
+_LABEL = re.compile(r"[A-Za-z0-9_.+-]{1,28}")
+# The chart draws its own light background, so the bar that masks each interval's lower part (and the text) reads
+# the same in GitHub's light and dark modes. Bars rise from the axis floor, overlapping in the order given.
+_LIGHT = {
+    "backgroundColor": "#ffffff",
+    "titleColor": "#1f2328",
+    "xAxisLabelColor": "#1f2328",
+    "xAxisTitleColor": "#1f2328",
+    "xAxisTickColor": "#59636e",
+    "xAxisLineColor": "#59636e",
+    "yAxisLabelColor": "#1f2328",
+    "yAxisTitleColor": "#1f2328",
+    "yAxisTickColor": "#59636e",
+    "yAxisLineColor": "#59636e",
+}
+
+
+def _init(palette: list[str], height: int) -> str:
+    config = {
+        "xyChart": {"height": height},
+        "themeVariables": {"xyChart": {**_LIGHT, "plotColorPalette": ", ".join(palette)}},
+    }
+    return "%%{init: " + json.dumps(config) + "}%%"
+
+
+def _label(name: str, i: int) -> str:
+    """A mermaid axis label: the case name when it is plain and short, else its position (never untrusted syntax)."""
+    return name if _LABEL.fullmatch(name) else f"case {i + 1}"
+
+
+def _axis(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    pad = max(0.5, (high - low) * 0.1)
+    return float(f"{low - pad:.2f}"), float(f"{high + pad:.2f}")
+
+
+def delta_chart(view: KernelView) -> Safe:
+    """Δp50 per case as a floating bar over its 95% CI (dark up to the measured Δp50, light above it) against the
+    ±limit band (red lines), as mermaid: the gate fails a case whose whole bar lies above the upper line."""
+    bars, limit = view.bars, view.limit_pct
+    values = [v for b in bars for v in (b.low, b.high, b.delta)] + ([limit, -limit] if limit is not None else [])
+    low, high = _axis(values)
+    labels = ", ".join(f'"{_label(b.label, i)}"' for i, b in enumerate(bars))
+    series = [("bar", [b.high for b in bars]), ("bar", [b.delta for b in bars]), ("bar", [b.low for b in bars])]
+    palette = ["#9ec5fe", "#0969da", "#ffffff"]  # CI above Δp50, CI below it, the mask under the CI
+    if limit is not None:
+        series += [("line", [limit] * len(bars)), ("line", [-limit] * len(bars))]
+        palette += ["#cf222e", "#cf222e"]
+    lines = [
+        _init(palette, 320),
+        "xychart-beta",
+        '    title "Δ p50 vs base (%): 95% CI, shade changes at the measured value"',
+        f"    x-axis [{labels}]",
+        f'    y-axis "Δ p50 (%)" {low:g} --> {high:g}',
+    ]
+    lines += [f"    {kind} [" + ", ".join(f"{v:.2f}" for v in values) + "]" for kind, values in series]
+    return Safe("\n".join(lines))
+
+
+def spend_chart(spend: list[Any]) -> Safe:
+    """This week's spend of each budgeted domain in % of its budget (bars) against 100 % (a line), as mermaid."""
+    rows = [d for d in spend if d.week_budget]
+    used = [100.0 * (d.week_used or 0) / d.week_budget for d in rows]
+    labels = ", ".join(f'"{_label(d.domain, i)}"' for i, d in enumerate(rows))
+    return Safe(
+        "\n".join(
+            [
+                _init(["#0969da", "#cf222e"], 120 + 50 * len(rows)),
+                "xychart-beta horizontal",
+                '    title "Tokens this week, all PRs, in % of the weekly budget"',
+                f"    x-axis [{labels}]",
+                f'    y-axis "% of the weekly budget" 0 --> {max(110.0, max(used) * 1.1):.0f}',
+                "    bar [" + ", ".join(f"{u:.1f}" for u in used) + "]",
+                "    line [" + ", ".join(["100"] * len(rows)) + "]",
+            ]
+        )
+    )
+
+
+def pick(cases: list[CaseReport], n: int) -> list[CaseReport]:
+    """At most `n` cases in their order: those that did not pass first, then the largest latency changes."""
+    if len(cases) <= n:
+        return cases
+    rank = sorted(range(len(cases)), key=lambda i: (cases[i].verdict == "pass", -abs(cases[i].regression_pct or 0)))
+    keep = set(rank[:n])
+    return [c for i, c in enumerate(cases) if i in keep]

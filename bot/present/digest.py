@@ -1,0 +1,336 @@
+"""The reviewer's digest of a report (pure): the failing lines, the counts, what did not run, chart data, plain text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Report
+from bot.verdict.gate import CASE_GATES, case_reason
+
+KERNEL_GATES = ("resource", *CASE_GATES)
+HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
+NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
+STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
+    "decided": "decided: the CI cleared the limit",
+    "precision": "precise: the CI is narrow enough",
+    "max_processes": "cap: processes",
+    "max_samples": "cap: samples",
+    "max_seconds": "cap: time",
+    "no_base": "no base to compare",
+    "identical_build": "identical build: not timed",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Line(_Model):
+    """One reason a kernel fails (or a case is inconclusive): its gate, kernel, case and the rest of the text."""
+
+    kernel: str
+    case: str | None = None
+    gate: str | None = None
+    text: str
+    verdict: Literal["fail", "error", "inconclusive"]
+
+
+class NotRun(_Model):
+    """Cases that did not run for one reason ("needs a CUDA GPU; this machine has none")."""
+
+    reason: str
+    devices: list[str]
+    names: list[str]
+
+
+class Counts(_Model):
+    """Cases of the changed kernels: how many ran and what latency did (CI against 0), failed, or did not run."""
+
+    cases: int = 0
+    ran: int = 0
+    failed: int = 0
+    errors: int = 0
+    faster: int = Field(0, description="the whole 95% CI of Δp50 below 0")
+    slower: int = Field(0, description="the whole 95% CI of Δp50 above 0")
+    unchanged: int = Field(0, description="the 95% CI of Δp50 holds 0")
+    inconclusive: int = 0
+    not_run: int = 0
+
+
+class Bar(_Model):
+    """One case in the Δp50 chart."""
+
+    label: str
+    delta: float
+    low: float
+    high: float
+
+
+class KernelView(_Model):
+    kernel: KernelReport
+    ran: list[CaseReport]
+    not_run: list[NotRun]
+    lines: list[Line] = Field(description="failing lines the headline had no room for")
+    inconclusive: list[Line]
+    case_notes: list[Line] = Field(description="reasons of cases that passed (base incorrect: latency not compared)")
+    notes: list[str]
+    stats_notes: list[str]
+    resource_notes: list[str]
+    counts: Counts
+    mixed_devices: bool
+    stats_open: bool
+    resources_open: bool
+    bars: list[Bar]
+    bars_of: int = Field(description="cases with a CI; bars holds at most MAX_BARS of them")
+    limit_pct: float | None
+
+
+class Digest(_Model):
+    lines: list[Line]
+    more: int = Field(description="failing lines left out of the headline")
+    counts: Counts
+    not_run: list[NotRun]
+    kernels: list[KernelView]
+    unchanged: list[str]
+    single: bool = Field(description="one kernel section: lines need not name the kernel")
+    tally: dict[str, int] = Field(description="kernel sections per verdict")
+
+
+MAX_BARS = 30
+
+
+def not_run_groups(cases: Iterable[CaseReport]) -> list[NotRun]:
+    """Cases that did not run, one group per reason, in order of first appearance."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for c in cases:
+        if c.status in NOT_RUN_STATUSES:
+            devices, names = groups.setdefault("; ".join(c.reasons) or "not run", ([], []))
+            names.append(c.name)
+            if c.device not in devices:
+                devices.append(c.device)
+    return [NotRun(reason=r, devices=d, names=n) for r, (d, n) in groups.items()]
+
+
+def count(cases: Iterable[CaseReport]) -> Counts:
+    n = dict.fromkeys(Counts.model_fields, 0)
+    for c in cases:
+        n["cases"] += 1
+        if c.status in NOT_RUN_STATUSES:
+            n["not_run"] += 1
+            continue
+        n["ran"] += 1
+        n["failed"] += c.verdict == "fail"
+        n["errors"] += c.verdict == "error"
+        n["inconclusive"] += c.verdict == "inconclusive"
+        if c.ci95_pct and len(c.ci95_pct) == 2:
+            low, high = c.ci95_pct
+            key = "faster" if high < 0 else "slower" if low > 0 else "unchanged"
+            n[key] += 1
+    return Counts(**n)
+
+
+def _split(reason: str, gates: tuple[str, ...]) -> tuple[str | None, str]:
+    gate, sep, rest = reason.partition(": ")
+    return (gate, rest) if sep and gate in gates else (None, reason)
+
+
+def kernel_lines(k: KernelReport) -> list[Line]:
+    """The kernel's reasons as lines: a case's reason is found by the text kernel_verdict made of it."""
+    if k.verdict not in ("fail", "error"):
+        return []
+    of_case = {case_reason(c.name, r): (c, r) for c in k.cases for r in c.reasons}
+    short = short_names(sorted(_functions(k)))
+    lines = []
+    for reason in k.reasons:
+        if reason in of_case:
+            c, r = of_case[reason]
+            gate, rest = _split(r, CASE_GATES)
+            verdict = c.verdict if c.verdict in ("fail", "error") else "fail"
+            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict=verdict))  # type: ignore[arg-type]
+        else:
+            gate, rest = _split(reason, KERNEL_GATES)
+            lines.append(Line(kernel=k.name, gate=gate, text=shorten(rest, short), verdict=k.verdict))
+    return lines
+
+
+def _case_lines(k: KernelReport, verdicts: tuple[str, ...], taken: set[str]) -> list[Line]:
+    lines = []
+    for c in k.cases:
+        if c.verdict not in verdicts or c.status in NOT_RUN_STATUSES:
+            continue
+        for r in c.reasons:
+            if case_reason(c.name, r) in taken:
+                continue  # the kernel states it already (policy: inconclusive fails)
+            gate, rest = _split(r, CASE_GATES)
+            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict="inconclusive"))
+    return lines
+
+
+def _short(function: str) -> str:
+    """`void ns::k<128, 64>(int, float*)` -> `ns::k<128, 64>` (linear: names come from untrusted ptxas output)."""
+    s = function.strip()
+    if not s.endswith(")"):
+        return function
+    depth, start = 0, -1
+    for i in range(len(s) - 1, -1, -1):  # the "(" that opens the final parameter list
+        depth += {")": 1, "(": -1}.get(s[i], 0)
+        if depth == 0:
+            start = i
+            break
+    cut, angle = 0, 0
+    for j, ch in enumerate(s[:start]):  # the return type ends at the last space outside <…>
+        angle += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == " " and angle == 0:
+            cut = j + 1
+    return s[cut:start] if start > 0 and s[cut:start] else function
+
+
+def short_names(functions: list[str]) -> dict[str, str]:
+    """Function -> what the table shows: `ns::kernel<128, 64>` without its return type and parameter list,
+    where that still tells every function apart (C++ overloads keep their full names)."""
+    shorts = {f: _short(f) for f in functions}
+    seen: dict[str, int] = {}
+    for short in shorts.values():
+        seen[short] = seen.get(short, 0) + 1
+    return {f: short if seen[short] == 1 else f for f, short in shorts.items()}
+
+
+def shorten(text: str, short: dict[str, str]) -> str:
+    """`text` with every long function name it mentions in its short form (longest names first)."""
+    for name in sorted(short, key=len, reverse=True):
+        if short[name] != name and name in text:
+            text = text.replace(name, short[name])
+    return text
+
+
+def _functions(k: KernelReport) -> set[str]:
+    names = {r.function for b in (k.build, k.base_build) if b for r in b.resources}
+    if k.resource_check is not None:
+        names |= {r.function for r in (*k.resource_check.head, *k.resource_check.base)}
+    return names
+
+
+def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
+    """(notes, statistics notes, resource notes): each note shown once, beside what it is about."""
+    functions = _functions(k)
+    short = short_names(sorted(functions))
+    launch = set(k.resource_check.launch_notes) if k.resource_check else set()
+    drift = tuple(f"{c.name}: base measured " for c in k.cases)
+    notes: list[str] = []
+    stats: list[str] = []
+    resources: list[str] = []
+    for note in k.notes:
+        head = note.split(": ", 1)[0]
+        if note.startswith(drift) and drift:
+            stats.append(note)
+        elif note in launch or head in functions or note.startswith(("resource check", "base CUDA sources")):
+            resources.append(shorten(note, short))
+        else:
+            notes.append(note)
+    return notes, stats, resources
+
+
+def _bars(ran: list[CaseReport]) -> tuple[list[Bar], int]:
+    timed = [c for c in ran if c.regression_pct is not None and c.ci95_pct and len(c.ci95_pct) == 2]
+    shown = sorted(timed, key=lambda c: -abs(c.regression_pct or 0.0))[:MAX_BARS]
+    keep = {id(c) for c in shown}
+    bars = [
+        Bar(label=c.name, delta=c.regression_pct or 0.0, low=c.ci95_pct[0], high=c.ci95_pct[1])  # type: ignore[index]
+        for c in timed
+        if id(c) in keep
+    ]
+    return bars, len(timed)
+
+
+def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> KernelView:
+    ran = [c for c in k.cases if c.status not in NOT_RUN_STATUSES]
+    lines = [ln for ln in kernel_lines(k) if (ln.kernel, ln.case, ln.text) not in headline]
+    taken = set(k.reasons)
+    notes, stats, resources = _sort_notes(k)
+    resource_failed = any(r.startswith("resource: ") for r in k.reasons)
+    latency_decides = any(c.verdict in ("fail", "inconclusive") and c.status == CaseStatus.ok for c in ran)
+    bars, timed = _bars(ran)
+    limits = {c.max_regression_pct for c in ran if c.max_regression_pct is not None}
+    return KernelView(
+        kernel=k,
+        ran=ran,
+        not_run=not_run_groups(k.cases),
+        lines=lines,
+        inconclusive=_case_lines(k, ("inconclusive",), taken),
+        case_notes=_case_lines(k, ("pass",), taken),
+        notes=notes,
+        stats_notes=stats,
+        resource_notes=resources,
+        counts=count(k.cases),
+        mixed_devices=len({c.device for c in ran}) > 1,
+        stats_open=latency_decides or any(c.status == CaseStatus.tampered for c in ran),
+        resources_open=resource_failed,
+        bars=bars if timed >= 2 else [],
+        bars_of=timed,
+        limit_pct=limits.pop() if len(limits) == 1 else None,
+    )
+
+
+def shown(k: KernelReport) -> bool:
+    """Whether the kernel gets its own section: it changed, or it failed anyway (a broken manifest, a lost part)."""
+    return k.changed or k.verdict in ("fail", "error")
+
+
+def digest(report: Report, headline_lines: int = HEADLINE_LINES) -> Digest:
+    kernels = [k for k in report.kernels if shown(k)]
+    every = [ln for k in kernels for ln in kernel_lines(k)]
+    top = every[:headline_lines]
+    keys = {(ln.kernel, ln.case, ln.text) for ln in top}
+    cases = [c for k in kernels for c in k.cases]
+    return Digest(
+        lines=top,
+        more=len(every) - len(top),
+        counts=count(cases),
+        not_run=not_run_groups(cases),
+        kernels=[kernel_view(k, keys) for k in kernels],
+        unchanged=[k.name for k in report.kernels if not shown(k)],
+        single=len(kernels) == 1,
+        tally={v: sum(k.verdict == v for k in kernels) for v in ("pass", "fail", "error", "skipped")},
+    )
+
+
+# -- plain text (terminals, logs) -------------------------------------------------------------------------
+
+
+def line_text(line: Line, *, kernel: bool = True) -> str:
+    """A failing line as plain text: "deepgemm_tile: performance: ragged_200x328x264 p50 +10.53% (…) > 3% limit"."""
+    where = f"{line.kernel}: " if kernel else ""
+    if line.case is None:
+        return f"{where}{line.gate}: {line.text}" if line.gate else f"{where}{line.text}"
+    return f"{where}{line.gate}: {line.case} {line.text}" if line.gate else f"{where}{line.case}: {line.text}"
+
+
+def counts_text(n: Counts, not_run: list[NotRun]) -> str:
+    """ "9 cases: 2 ran (1 faster, 1 slower, 0 unchanged), 1 failed, 7 not run (7 cuda: needs a CUDA GPU …)"."""
+    if not n.cases:
+        return "no case"
+    parts = [f"{n.ran} ran" + (f" ({n.faster} faster, {n.slower} slower, {n.unchanged} unchanged)" if n.ran else "")]
+    parts += [f"{v} {label}" for v, label in ((n.failed, "failed"), (n.errors, "error"), (n.inconclusive,
+              "inconclusive")) if v]  # fmt: skip
+    if n.not_run:
+        why = "; ".join(f"{len(g.names)} {'/'.join(g.devices)}: {g.reason}" for g in not_run)
+        parts.append(f"{n.not_run} not run ({why})")
+    return f"{n.cases} case{'s' if n.cases != 1 else ''}: " + ", ".join(parts)
+
+
+def plain(report: Report) -> list[str]:
+    """What `opgate review` prints after its verdict: warnings, failing lines, counts (one_line them to print)."""
+    d = digest(report, headline_lines=len(report.kernels) * 1000)
+    out = []
+    if report.isolation is not None and report.isolation.mode == "none":
+        out.append(f"warning: isolation none, PR code ran without a sandbox ({report.isolation.reason})")
+    for ln in d.lines:
+        out.append(f"{ln.verdict}: {line_text(ln)}")
+    for view in d.kernels:
+        out.extend(f"inconclusive: {line_text(ln)}" for ln in view.inconclusive)
+    if d.kernels:
+        out.append(counts_text(d.counts, d.not_run))
+    return out

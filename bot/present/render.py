@@ -1,0 +1,253 @@
+"""Render reports and prompts from the Jinja templates in templates/ (pure, StrictUndefined)."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+import jinja2
+from pydantic import BaseModel, ConfigDict
+
+from bot.models.report import Occupancy, Report, Resource
+from bot.present.comment_md import (
+    ICONS,
+    built,
+    clip,
+    counts,
+    cpu,
+    delta_cell,
+    delta_chart,
+    err_cell,
+    evidence,
+    names,
+    num,
+    pick,
+    runner,
+    spend_chart,
+    stop,
+)
+from bot.present.digest import Digest, digest, short_names
+from bot.templates import TEMPLATES
+from bot.text.safe import Safe, code, comment_safe, fence, untrusted
+from bot.verdict.gate import match_base
+
+# The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
+REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
+ACCEPT_MARKER = Safe("<!-- opgate:accept -->")
+
+
+def ms(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} ms"
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:+.2f}%"
+
+
+def tokens(x: int | None) -> str:
+    """A token count with thousands separators; "—" for unknown (e.g. a budget not configured)."""
+    return "—" if x is None else f"{x:,}"
+
+
+def size(n: int) -> str:
+    """Bytes as a person reads them: "1 MiB", "512 KiB", "900 B"."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
+
+
+def us(x: float | None) -> str:
+    return "—" if x is None else f"{x:.4g} µs"
+
+
+def percent(x: float | None) -> str:
+    """A measured percentage (occupancy, throughput), unsigned."""
+    return "—" if x is None else f"{x:.1f}%"
+
+
+def nbytes(x: float | None) -> str:
+    return "—" if x is None else size(int(x))
+
+
+def share(used: int, budget: int | None) -> str:
+    """`used` as a percentage of `budget`; "—" without a budget."""
+    return "—" if not budget else f"{100.0 * used / budget:.1f}%"
+
+
+def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
+    """Head function name -> its base counterpart (to put base beside head in the table)."""
+    return match_base(head, base)
+
+
+def smem(r: Resource) -> str:
+    """Shared memory per block as `static + dynamic` bytes ("?" for dynamic memory nobody sized)."""
+    if r.dynamic_smem_bytes is None:
+        return f"{r.smem_bytes:,} + ?" if r.extern_smem else f"{r.smem_bytes:,}"
+    return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,}"
+
+
+def blocks(o: Occupancy | None) -> str:
+    return "—" if o is None else str(o.blocks_per_sm)
+
+
+def occupancy(o: Occupancy | None) -> str:
+    """Resident warps per SM in % of the 64 an SM holds."""
+    return "—" if o is None else f"{o.occupancy_pct:g}%"
+
+
+def limited(o: Occupancy | None) -> str:
+    return "—" if o is None else ", ".join(o.limited_by)
+
+
+_GITHUB_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~/#?=&%-]*")
+_SHA = re.compile(r"[0-9a-f]{7,64}")
+
+
+def pr_ref(number: Any) -> Safe:
+    """A pull request number opgate read (an int): a live #N reference; anything else is shown inert."""
+    return Safe(f"#{number}") if isinstance(number, int) and not isinstance(number, bool) else untrusted(number)
+
+
+def github_url(url: Any) -> Safe:
+    """A URL the GitHub API returned (an issue's html_url): a live link when it is a plain https URL."""
+    return Safe(url) if isinstance(url, str) and _GITHUB_URL.fullmatch(url) else untrusted(url)
+
+
+def sha(value: Any, length: int = 12) -> Safe:
+    """A commit SHA (hex only), shortened; anything else is shown inert."""
+    text = str(value)
+    return Safe(text[:length]) if _SHA.fullmatch(text) else untrusted(text[:length])
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The Jinja environment of everything opgate posts or writes for people (the agent's prompts have their own,
+    bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made Safe
+    (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=comment_safe,
+    )
+    env.filters.update(
+        untrusted=untrusted,
+        fence=fence,
+        code=code,
+        num=num,
+        ms=ms,
+        pct=pct,
+        us=us,
+        percent=percent,
+        nbytes=nbytes,
+        tokens=tokens,
+        share=share,
+        size=size,
+        base_for=base_for,
+        smem=smem,
+        blocks=blocks,
+        occupancy=occupancy,
+        limited=limited,
+        evidence=evidence,
+        counts=counts,
+        built=built,
+        err_cell=err_cell,
+        pick=pick,
+        delta_cell=delta_cell,
+        stop=stop,
+        cpu=cpu,
+        runner=runner,
+        short_names=short_names,
+        names=names,
+        clip=clip,
+        delta_chart=delta_chart,
+        spend_chart=spend_chart,
+        pr_ref=pr_ref,
+        github_url=github_url,
+        sha=sha,
+    )
+    return env
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
+
+
+COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment body
+COMMENT_TARGET = COMMENT_LIMIT - 1_536  # what the renderer aims under (GitHub counts some characters twice)
+
+
+class Room(BaseModel):
+    """How much detail a comment has room for: logs and patches (characters each), statistics, resources, rows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    log_chars: int
+    patch_chars: int
+    stats: bool = True
+    resources: bool = True
+    charts: bool = True
+    headline_lines: int = 10
+    case_rows: int = 10_000  # rows of a kernel's case table (failing and changed ones first)
+    items: int = 10_000  # items of a kernel's lists (inconclusive cases, notes)
+    left_out: str = ""  # what the comment says it left out to fit
+
+
+ROOMS = (
+    Room(log_chars=6_000, patch_chars=12_000),
+    Room(log_chars=1_500, patch_chars=3_000, left_out="most of the build logs and patches"),
+    Room(log_chars=0, patch_chars=0, stats=False, left_out="build logs, patches and statistics"),
+    Room(
+        log_chars=0,
+        patch_chars=0,
+        stats=False,
+        resources=False,
+        charts=False,
+        left_out="build logs, patches, statistics, resources and charts",
+    ),
+    Room(
+        log_chars=0,
+        patch_chars=0,
+        stats=False,
+        resources=False,
+        charts=False,
+        headline_lines=5,
+        case_rows=8,
+        items=3,
+        left_out="build logs, patches, statistics, resources, charts and most passing cases",
+    ),
+)
+CUT = "\n\n[… cut here to fit GitHub's 65,536 characters; `report.json` has everything]\n"
+
+
+def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
+    """The review comment (what `--post` would post, and `comment.md`), under GitHub's 65,536 characters.
+
+    `pr` (a bot.publish.PrContext) adds what the pull request's history says: "updated for <head>",
+    acceptances still valid or voided by a push, and the token spend of the whole pull request. A report
+    too big for one comment loses detail in steps (logs and patches, statistics, resources and charts, then
+    rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.
+    """
+    text = ""
+    for room in ROOMS:
+        text = _comment(report, unseen_files or [], pr, room)
+        if len(text) <= COMMENT_TARGET:
+            return text
+    return text[: text.rfind("\n", 0, COMMENT_TARGET - len(CUT))] + CUT
+
+
+def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> str:
+    d: Digest = digest(report, headline_lines=room.headline_lines)
+    return render(
+        "comment.md.j2", marker=REVIEW_MARKER, r=report, d=d, icons=ICONS, unseen_files=unseen_files, pr=pr, room=room
+    )
+
+
+def render_accept_reply(decision: Any, command_line: str) -> str:
+    """The reply to an `/accept` (a bot.accept.Decision): why it was refused, or what an override recorded."""
+    return render("accept_reply.md.j2", marker=ACCEPT_MARKER, d=decision, command=command_line)

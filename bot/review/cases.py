@@ -1,0 +1,184 @@
+"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge,
+the inconclusive ones re-measured in fresh processes, base's latency kept as a baseline."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from bot.config.manifest import Case, Constraints, Kernel
+from bot.config.settings import Settings
+from bot.edges.environment import cpu_name, driver_version
+from bot.errors import BuildError
+from bot.ledger import Ledger
+from bot.models.judging import JudgeJob, ReferenceSource
+from bot.models.ledger import BaselineRow
+from bot.models.report import Build, CaseReport, CaseStatus, Environment
+from bot.present.progress import Steps
+from bot.untrusted.build import Built, build, verify
+from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.sandbox import Sandbox
+from bot.verdict.gate import BASE, HEAD, case_verdict
+
+Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
+
+
+def to_build(b: Built) -> Build:
+    return Build(
+        ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail
+    )
+
+
+class KernelCases:
+    """Builds and runs one kernel's cases for a review (its settings, sandbox, secret and ledger)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        env: Environment,
+        ledger: Ledger,
+        sandbox: Sandbox,
+        steps: Steps,
+        *,
+        secret: str,
+        base_sha: str,
+    ) -> None:
+        self.settings, self.env, self.ledger, self.sandbox, self.steps = settings, env, ledger, sandbox, steps
+        self.secret, self.base_sha = secret, base_sha
+
+    def build(self, head_k: Kernel, base_k: Kernel | None) -> Builds:
+        """Head (and base) builds for every device this machine can run."""
+        devices: list[Literal["cpu", "cuda"]] = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
+        out: Builds = {HEAD: {}, BASE: {}}
+        for label, k in ((BASE, base_k), (HEAD, head_k)):
+            if k is None:
+                continue
+            for device in devices:
+                spec = k.manifest.build.get(device)
+                if spec is not None:
+                    with self.steps.step(f"build {k.name} {label} ({device})"):
+                        out[label][device] = build(
+                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox
+                        )
+        return out
+
+    def run(self, rules: Kernel, builds: Builds, *, trusted_reference: bool) -> list[CaseReport]:
+        """Every case of `rules` (the manifest the change is held to): the runnable ones go to one judge run per
+        device; the rest are reported as skipped, or failed when head does not build."""
+        constraints = rules.manifest.constraints
+        reports: dict[str, CaseReport] = {}
+        runnable: dict[str, list[Case]] = {}
+        for case in rules.manifest.cases:
+            head_b = builds[HEAD].get(case.device)
+            if case.device == "cuda" and self.env.device != "cuda":
+                reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
+            elif head_b is None:
+                reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
+            elif not head_b.ok:
+                report = case_verdict(case, constraints, None, "")
+                report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
+                reports[case.name] = report
+            else:
+                runnable.setdefault(case.device, []).append(case)
+        for device, cases in runnable.items():
+            reports.update(self._measure(rules, cases, builds, device, trusted_reference))
+        return [reports[case.name] for case in rules.manifest.cases]
+
+    def _measure(
+        self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
+    ) -> dict[str, CaseReport]:
+        """Run `cases` in the judge (once more, in fresh processes, for those that came back inconclusive)."""
+        constraints = rules.manifest.constraints
+        head_b, base_b = builds[HEAD][device], builds[BASE].get(device)
+        # The same build key is the same binary: its latency cannot differ, so it is not timed again.
+        identical = base_b is not None and base_b.ok and base_b.key == head_b.key
+        sides = {HEAD: head_b} if identical or base_b is None or not base_b.ok else {BASE: base_b, HEAD: head_b}
+        try:
+            so = {label: {device: str(verify(b))} for label, b in sides.items()}
+        except BuildError as exc:
+            return {c.name: _refused(c, constraints, str(exc)) for c in cases}
+        job = JudgeJob(
+            kernel=rules.name,
+            reference=ReferenceSource(
+                path=str(rules.folder / rules.manifest.reference.module),
+                inputs=rules.manifest.reference.inputs,
+                function=rules.manifest.reference.function,
+                probes=rules.manifest.reference.probes,
+            ),
+            cases=[],
+            sides=so,
+            module=head_b.module,
+            entry=head_b.entry,
+            measure=self.settings.measure,
+            timeout_s=self.settings.case_timeout_s or rules.manifest.timeout_s,
+            time=not identical,
+            noise_limit_cores=self.settings.noise_limit_cores,
+            secret=self.secret,
+        )
+        launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
+        by_name = {c.name: c for c in cases}
+        with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
+            runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
+        reports = {name: case_verdict(by_name[name], constraints, runs.get(name)) for name in by_name}
+        again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
+        if again:
+            with self.steps.step(f"re-measure {rules.name}: {', '.join(again)} inconclusive, fresh processes"):
+                # the re-measurement times the same binaries again; their probes passed in the first run
+                cases2 = [_case_job(by_name[n], constraints) for n in again]
+                job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
+                reruns = run_cases(job2, launch)
+            for name in again:
+                first = reports[name]
+                reports[name] = case_verdict(by_name[name], constraints, reruns.get(name))
+                reports[name].attempts = 2
+                reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
+                reports[name].probe_seconds = first.probe_seconds
+                seconds = [s for s in (first.case_seconds, reports[name].case_seconds) if s is not None]
+                reports[name].case_seconds = round(sum(seconds), 4) if seconds else None
+        for name, result in reports.items():
+            if identical:
+                result.stop_reason = "identical_build"
+            elif base_b is not None and result.base_p50_ms is not None:
+                self._baseline(rules, by_name[name], base_b, result)  # the measurement the report shows
+        return reports
+
+    def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
+        """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.
+
+        Interleaving decides the verdict; the stored baseline only shows when a runner drifts.
+        """
+        device = self.env.gpu if case.device == "cuda" and self.env.gpu else cpu_name()
+        parts = [self.base_sha, base_b.key, rules.name, case.name, device, self.env.torch, driver_version()]
+        key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+        assert result.base_p50_ms is not None
+        prior = self.ledger.baseline(key)
+        if prior is not None:
+            result.base_drift_pct = round((result.base_p50_ms / prior.p50_ms - 1.0) * 100.0, 2)
+        self.ledger.record_baseline(
+            BaselineRow(
+                cache_key=key,
+                base_sha=self.base_sha,
+                kernel=rules.name,
+                case_name=case.name,
+                device_name=device,
+                p50_ms=result.base_p50_ms,
+                samples=result.base_samples,
+            )
+        )
+
+
+def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+    limits = case.limits(constraints)
+    return {
+        **case.model_dump(),
+        "tolerance": limits.max_abs_err,
+        "limits": limits.model_dump(),
+        "max_regression_pct": constraints.max_regression_pct,
+    }
+
+
+def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:
+    report = case_verdict(case, constraints, None, "")
+    report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {why}"]
+    return report

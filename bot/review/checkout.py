@@ -1,0 +1,60 @@
+"""Base and head checked out in temporary worktrees, each with the kernels its own manifests define."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.config.manifest import Kernel, find_manifests, load_kernel
+from bot.config.repo import RepoConfig
+from bot.edges import gitio
+from bot.errors import InputError
+
+
+@dataclass
+class Checkout:
+    """One revision checked out: its kernels, or the error that stopped a kernel loading."""
+
+    sha: str
+    tree: Path
+    kernels: dict[str, Kernel] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)
+    folders: dict[str, str] = field(default_factory=dict)  # kernel -> its folder from the repository root
+
+
+def load_checkout(sha: str, tree: Path, config: RepoConfig) -> Checkout:
+    """The kernels the configuration's manifest globs find in one checkout (its own manifests, base's config)."""
+    side = Checkout(sha=sha, tree=tree)
+    for name, folder in find_manifests(tree, config.manifests).items():
+        side.folders[name] = folder
+        try:
+            side.kernels[name] = load_kernel(tree / folder, config=config, path=folder)
+        except InputError as exc:
+            side.broken[name] = str(exc).replace(str(tree) + "/", "")
+    return side
+
+
+@contextlib.contextmanager
+def checkouts(repo: Path, base: str, head: str, config: RepoConfig) -> Iterator[tuple[Checkout, Checkout]]:
+    with gitio.worktree(repo, base) as base_tree, gitio.worktree(repo, head) as head_tree:
+        yield load_checkout(base, base_tree, config), load_checkout(head, head_tree, config)
+
+
+def folder_of(name: str, base: Checkout, head: Checkout) -> str:
+    return head.folders.get(name) or base.folders[name]
+
+
+def kernel_globs(name: str, base: Checkout, head: Checkout) -> list[str]:
+    """A kernel's globs on both sides (one without a loadable manifest: its folder)."""
+    known = [k.manifest.globs for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
+    return [g for gs in known for g in gs] or [f"{folder_of(name, base, head)}/**"]
+
+
+def no_manifest(config: RepoConfig) -> InputError:
+    globs = ", ".join(config.manifests)
+    return InputError(
+        f"no kernel manifest found: {globs} match no kernel.toml in base or head; set manifests in "
+        f"{config.where()} to where your kernels are (opgate init writes one)"
+    )

@@ -1,0 +1,65 @@
+"""What no gate read in a change: binary files, files over a size limit, files in no kernel (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from bot.config.repo import KERNEL_SOURCES
+from bot.models.diff import FileChange
+from bot.models.report import Coverage, Listed
+from bot.review.changes import matches
+
+LARGE_FILE_BYTES = 1024 * 1024  # a changed file larger than this in head is listed for a person to look at
+LISTED_NAMES = 50  # names kept per group in report.json (the comment shows fewer, and counts the rest)
+
+
+def listed(names: Iterable[str]) -> Listed:
+    every = list(dict.fromkeys(names))
+    return Listed(total=len(every), names=every[:LISTED_NAMES])
+
+
+def coverage(
+    changes: list[FileChange],
+    globs: list[str],
+    sizes: Mapping[str, int],
+    limit: int = LARGE_FILE_BYTES,
+    ignore: list[str] | None = None,
+) -> Coverage:
+    """Group the changed files no gate reads: binary (no line was diffed), larger than `limit` bytes in head
+    (`sizes`: path -> bytes; a deleted file has none), and matched by none of the kernels' `globs` — among
+    those, the ones that look like kernel sources (*.cu, *.cuh) and no `ignore` glob excuses."""
+    unmatched = [c for c in changes if not any(matches(p, globs) for p in c.paths)]
+    return Coverage(
+        files=len(changes),
+        size_limit_bytes=limit,
+        binary=listed(c.path for c in changes if c.binary),
+        large=listed(c.path for c in changes if sizes.get(c.path, 0) > limit),
+        unmatched=listed(c.path for c in unmatched),
+        kernel_sources=listed(unclaimed_sources(unmatched, ignore or [])),
+    )
+
+
+def unclaimed_sources(unmatched: list[FileChange], ignore: list[str]) -> list[str]:
+    """Changed files in no kernel's globs that look like kernel sources, unless the configuration ignores them."""
+    return [
+        c.path
+        for c in unmatched
+        if any(matches(p, [f"**/{s}"]) for p in c.paths for s in KERNEL_SOURCES)
+        and not any(matches(p, ignore) for p in c.paths)
+    ]
+
+
+def with_coverage(verdict: str, cov: Coverage | None) -> str:
+    """The review's verdict once coverage is known: a pass fails while kernel sources go unjudged."""
+    if verdict == "pass" and cov is not None and cov.kernel_sources.total:
+        return "fail"
+    return verdict
+
+
+def unclaimed_reason(cov: Coverage) -> str:
+    """One line: which kernel sources no manifest claims, and the fix."""
+    names = ", ".join(cov.kernel_sources.names[:5]) + (" …" if cov.kernel_sources.total > 5 else "")
+    return (
+        f"{cov.kernel_sources.total} changed kernel source file(s) no kernel.toml claims ({names}): add a manifest "
+        "(opgate init) or widen a kernel's globs, or list them under ignore in the opgate configuration"
+    )

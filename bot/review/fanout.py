@@ -1,0 +1,225 @@
+"""Past one GPU box: plan one matrix job per changed kernel, then merge the jobs' parts into one report."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from bot import __version__
+from bot.config.manifest import find_manifests, load_kernel
+from bot.config.repo import RepoConfig
+from bot.edges import gitio
+from bot.edges.environment import detect
+from bot.errors import InputError
+from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
+from bot.review.changes import parse_diff, touching
+from bot.review.checkout import no_manifest
+from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.text.safe import one_line
+from bot.verdict.gate import overall
+
+log = logging.getLogger(__name__)
+
+NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a kernel folder name safe for a matrix value and an artifact name
+PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in pr-review.yml)
+AGENT_PREFIX = "agent-"  # an agent part (an --agent-only run) is named agent-<kernel>
+UNSEEN_FILE = "unseen_files.json"  # beside report.json: files the agent did not see (for the merged comment)
+
+
+class PlannedKernel(BaseModel):
+    """One matrix entry: a kernel the change touches and the domain whose key its job may use."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    domain: str
+
+
+def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, tuple[list[str], str] | None]]:
+    """Kernel name -> (its folder, (globs, domain)), the second None for a kernel whose definition does not load."""
+    found: dict[str, tuple[str, tuple[list[str], str] | None]] = {}
+    for name, folder in find_manifests(tree, config.manifests).items():
+        try:
+            kernel = load_kernel(tree / folder, config=config, path=folder)
+        except InputError:
+            found[name] = (folder, None)
+            continue
+        found[name] = (folder, (list(kernel.manifest.globs), kernel.manifest.domain))
+    return found
+
+
+class Plan(BaseModel):
+    """What `--plan` found: the kernels to review, and kernel sources no manifest claims (which fail it)."""
+
+    kernels: list[PlannedKernel]
+    unclaimed: str | None = None  # the reason, when a changed *.cu/*.cuh lies in no kernel's globs
+
+
+def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> Plan:
+    """The kernels `base...head` touches (as `opgate review` decides it), with the base branch's domain."""
+    config = config or RepoConfig()
+    top = gitio.toplevel(repo)
+    base_sha, head_sha = gitio.resolve(top, base), gitio.resolve(top, head)
+    changes = parse_diff(gitio.diff(top, base_sha, head_sha))
+    with gitio.worktree(top, base_sha) as base_tree, gitio.worktree(top, head_sha) as head_tree:
+        at_base, at_head = _manifests(base_tree, config), _manifests(head_tree, config)
+    if not at_base and not at_head:
+        raise no_manifest(config)
+    planned, every_glob = [], []
+    for name in sorted(set(at_base) | set(at_head)):
+        folder = (at_head.get(name) or at_base[name])[0]
+        if not NAME.fullmatch(name):
+            raise InputError(f"{folder}: a kernel folder name must match {NAME.pattern}")
+        b, h = at_base.get(name, (folder, None))[1], at_head.get(name, (folder, None))[1]
+        globs = [g for side in (b, h) if side for g in side[0]] or [f"{folder}/**"]
+        every_glob += globs
+        broken = name in at_head and h is None
+        if broken or touching(changes, globs):
+            domain = (b or h or ([], "unknown"))[1]
+            planned.append(PlannedKernel(kernel=name, domain=domain))
+    cov = coverage(changes, every_glob, {}, ignore=config.ignore)
+    return Plan(kernels=planned, unclaimed=unclaimed_reason(cov) if cov.kernel_sources.total else None)
+
+
+def matrix(planned: list[PlannedKernel]) -> str:
+    """The plan as a GitHub Actions matrix (`{"include": [...]}`), one line of JSON."""
+    return json.dumps({"include": [p.model_dump() for p in planned]}, separators=(",", ":"))
+
+
+class Part(BaseModel):
+    """One matrix job's output folder: its report (None when the job left none, or none that reads) and
+    unseen files."""
+
+    folder: Path
+    kernel: str
+    report: Report | None
+    unseen: list[str] = []
+    problem: str | None = None  # why a report that is there could not be read
+
+
+MAX_PART_BYTES = 16 * 1024 * 1024
+
+
+def read_plan(path: Path) -> list[PlannedKernel]:
+    """The matrix `--plan` printed (what the publish job expects one part of per kernel)."""
+    try:
+        include = json.loads(path.read_text())["include"]
+        return [PlannedKernel.model_validate(entry) for entry in include]
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # a ValidationError is a ValueError
+        raise InputError(f'{path}: not a plan matrix ({{"include": [{{kernel, domain}}]}}): {exc}') from exc
+
+
+def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
+    """A part as its job left it. The job ran PR code: a report.json that is not UTF-8, not JSON, not the
+    schema or too large makes the kernel an `error` (with the reason), never a crash of the merge."""
+    name = folder.name.removeprefix(prefix)
+    path = folder / "report.json"
+    if not path.exists():
+        return Part(folder=folder, kernel=name, report=None)
+    try:
+        if path.stat().st_size > MAX_PART_BYTES:
+            raise ValueError(f"over {MAX_PART_BYTES // 2**20} MiB")
+        report = Report.model_validate_json(path.read_bytes())
+        unseen_path = folder / UNSEEN_FILE
+        unseen = json.loads(unseen_path.read_bytes()) if unseen_path.exists() else []
+        if not isinstance(unseen, list):
+            raise ValueError(f"{UNSEEN_FILE} is not a list")
+    except (OSError, ValueError, RecursionError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
+        log.warning("%s", problem)
+        return Part(folder=folder, kernel=name, report=None, problem=problem)
+    return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen])
+
+
+def _check_part(part: Part, base_sha: str, head_sha: str) -> None:
+    r = part.report
+    assert r is not None
+    if (r.base_sha, r.head_sha) != (base_sha, head_sha):
+        raise InputError(
+            f"{part.folder}: the part reviewed {r.base_sha[:10]}...{r.head_sha[:10]}, "
+            f"not {base_sha[:10]}...{head_sha[:10]}"
+        )
+    others = sorted({k.name for k in r.kernels} - {part.kernel})
+    if others:
+        raise InputError(f"{part.folder}: a part of {part.kernel!r} reports other kernels too: {', '.join(others)}")
+
+
+def merge(
+    parts: list[Part],
+    base_sha: str,
+    head_sha: str,
+    pr: int | None,
+    *,
+    agents: list[Part] | None = None,
+    planned: list[PlannedKernel] | None = None,
+) -> tuple[Report, list[str]]:
+    """One report from the parts; a part without a report is an `error` kernel (its job crashed or timed out).
+
+    Every part is untrusted data (the job that wrote it ran pull-request code): its SHAs must be the ones
+    merged, it may report only its own kernel, and with `planned` only a planned kernel; an agent part may
+    report only its kernel's planned domain. Agent parts replace the parts' own (offline) agent reviews.
+    """
+    domains = {p.kernel: p.domain for p in planned} if planned is not None else None
+    for part in [*parts, *(agents or [])]:
+        if domains is not None and part.kernel not in domains:
+            raise InputError(f"{part.folder}: {part.kernel!r} is not a planned kernel ({', '.join(domains)})")
+        if part.report is not None:
+            _check_part(part, base_sha, head_sha)
+    kernels: dict[str, KernelReport] = {}
+    agent_reports: list[AgentReport] = []
+    unseen: list[str] = []
+    environment = None
+    health = next((p.report.health for p in parts if p.report is not None and p.report.health), None)
+    isolation = next((p.report.isolation for p in parts if p.report is not None and p.report.isolation), None)
+    for part in agents or []:
+        for a in part.report.agents if part.report is not None else []:
+            if domains is not None and a.domain != domains[part.kernel]:
+                raise InputError(
+                    f"{part.folder}: agent domain {a.domain!r} is not {part.kernel}'s {domains[part.kernel]!r}"
+                )
+            agent_reports.append(a)
+        unseen.extend(part.unseen)
+    for part in parts:
+        r = part.report
+        if r is None:
+            reason = (
+                part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
+            )
+            kernels[part.kernel] = KernelReport(
+                name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
+            )
+            continue
+        for k in r.kernels:
+            if k.name in kernels:
+                raise InputError(f"{part.folder}: kernel {k.name} is in two parts")
+            kernels[k.name] = k
+        if agents is None:
+            agent_reports.extend(r.agents)
+            unseen.extend(part.unseen)
+        environment = environment or r.environment
+    if environment is None:
+        environment = detect()
+    ordered = [kernels[name] for name in sorted(kernels)]
+    cov = next((p.report.coverage for p in parts if p.report and p.report.coverage), None)
+    report = Report(
+        base_sha=base_sha,
+        head_sha=head_sha,
+        pr=pr,
+        verdict=with_coverage(overall(ordered), cov),
+        kernels=ordered,
+        agents=agent_reports,
+        agent=aggregate_agents(agent_reports),
+        environment=environment,
+        isolation=isolation,
+        health=health,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        opgate_version=__version__,
+        coverage=cov,
+    )
+    return report, list(dict.fromkeys(unseen))

@@ -1,0 +1,259 @@
+"""One review, from two revisions to a Report: the changed kernels, each through the agent, its checks and gates."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import requests
+
+from bot import __version__
+from bot.agent.run import AgentFailed, ask
+from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.config.settings import Settings
+from bot.edges import gitio
+from bot.edges.environment import detect
+from bot.errors import InputError
+from bot.ledger import Ledger
+from bot.models.diff import FileChange
+from bot.models.report import AgentReport, Coverage, Environment, KernelReport, Report, aggregate_agents
+from bot.phases import Phases
+from bot.present.progress import Steps
+from bot.review.candidates import CandidateError, applied
+from bot.review.cases import KernelCases, to_build
+from bot.review.changes import parse_diff, touching
+from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
+from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.review.resource_check import flag_findings, resource_check
+from bot.untrusted.runner.health import snapshot
+from bot.untrusted.runner.launch import new_secret
+from bot.untrusted.sandbox import Sandbox
+from bot.verdict.flags import check_defines
+from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
+from bot.verdict.static import check_tunables
+
+log = logging.getLogger(__name__)
+
+RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    repo: Path
+    base: str
+    head: str
+    out: Path
+    offline: bool = False
+    pr: int | None = None
+    only_kernel: str | None = None
+    try_candidates: bool = False
+    require_isolation: bool = False
+    agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
+
+
+class Reviewer:
+    """Holds what one review needs; `run` walks every kernel through the gates and returns the report."""
+
+    def __init__(
+        self, request: ReviewRequest, settings: Settings, ledger: Ledger, session: requests.Session | None = None
+    ) -> None:
+        self.request = request
+        self.settings = settings
+        self.ledger = ledger
+        self.session = session
+        self.env: Environment = detect()
+        if not request.agent_only and (missing := missing_runner()):
+            raise InputError(
+                f"opgate review builds and runs kernels, which needs {missing}: pip install 'opgate[runner]' "
+                "(or use --plan, --agent-only or --merge, which do not)"
+            )
+        self.sandbox = Sandbox.detect()
+        if (request.require_isolation or settings.require_isolation) and not self.sandbox.isolated:
+            raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
+        self.secret = new_secret()
+        self.health = snapshot()
+        self.policy = Policy(inconclusive=settings.inconclusive_policy)
+        self.phases = Phases()  # wall time per phase (benchmarks/overhead.py prints them)
+        self.steps = Steps()
+        self.repo = request.repo
+        self.base_sha = ""
+        self.head_sha = ""
+        self.agents: list[AgentReport] = []
+        self.unseen: list[str] = []
+        self.service_errors: list[str] = []
+        self.coverage: Coverage | None = None
+
+    def run(self) -> Report:
+        req = self.request
+        with self.phases.timed("git"):
+            repo = self.repo = gitio.toplevel(req.repo)
+            base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
+            self.base_sha, self.head_sha = base_sha, head_sha
+            changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
+        kernels: list[KernelReport] = []
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(self.steps)
+            config = self.settings.repo_config
+            with self.phases.timed("checkout"):
+                base, head = stack.enter_context(checkouts(repo, base_sha, head_sha, config))
+            names = sorted(set(base.folders) | set(head.folders))
+            if not names:
+                raise no_manifest(config)
+            with self.phases.timed("git"):
+                globs = [g for name in names for g in kernel_globs(name, base, head)]
+                self.coverage = coverage(changes, globs, gitio.sizes(repo, head_sha), ignore=config.ignore)
+            if self.coverage.kernel_sources.total:
+                log.warning("%s", unclaimed_reason(self.coverage))
+            if req.only_kernel is not None:
+                if req.only_kernel not in names:
+                    raise InputError(f"--kernel {req.only_kernel}: no such kernel (have: {', '.join(names)})")
+                names = [req.only_kernel]
+            for name in names:
+                kernels.append(self.review_kernel(name, base, head, changes))
+            with self.phases.timed("checkout"):
+                stack.close()  # remove the worktrees
+        return Report(
+            base_sha=base_sha,
+            head_sha=head_sha,
+            pr=req.pr,
+            verdict=with_coverage(overall(kernels), self.coverage),
+            kernels=kernels,
+            agents=self.agents,
+            agent=aggregate_agents(self.agents),
+            environment=self.env,
+            isolation=self.sandbox.isolation,
+            health=self.health,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            opgate_version=__version__,
+            coverage=self.coverage,
+        )
+
+    # -- one kernel ---------------------------------------------------------------------------
+
+    def review_kernel(
+        self, name: str, base: Checkout, head: Checkout, changes: list[FileChange], *, candidate_pass: bool = False
+    ) -> KernelReport:
+        head_k, base_k = head.kernels.get(name), base.kernels.get(name)
+        touched = touching(changes, kernel_globs(name, base, head))
+        known = head_k or base_k
+        domain = known.manifest.domain if known else "unknown"
+        report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
+        if name in head.broken:
+            report.verdict = "fail"
+            report.reasons.append(f"invalid kernel definition: {head.broken[name]}")
+            return report
+        if head_k is None:
+            report.notes.append("kernel removed in head")
+            return report
+        if not touched:
+            return report
+        rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
+        self._notes(report, touched, base_k, head_k)
+        agent = None
+        if not candidate_pass:
+            # The task file (which key variable, which gateway) comes from base too: a PR cannot pick the key.
+            asked = head_k.model_copy(update={"task": rules.task}) if base_k is not None else head_k
+            with self.phases.timed("agent"):
+                agent = self._ask_agent(asked, touched, head.sha)
+        if self.request.agent_only:
+            report.notes.append("agent only: built, run and gated in another job")
+            return report
+        report = self._gate_kernel(report, rules, head_k, base_k)
+        if agent is not None and agent.candidate_patch and self.request.try_candidates:
+            self._try_candidate(report, agent.candidate_patch, base, head)
+        return report
+
+    def _gate_kernel(self, report: KernelReport, rules: Kernel, head_k: Kernel, base_k: Kernel | None) -> KernelReport:
+        """Static checks, resource check, builds and cases of one changed kernel."""
+        name = head_k.name
+        findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
+        findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
+        if findings:
+            return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
+        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
+            report.resource_check = resource_check(head_k, base_k, self.settings.build_dir / "resources", self.sandbox)
+        runner = KernelCases(
+            self.settings,
+            self.env,
+            self.ledger,
+            self.sandbox,
+            self.steps,
+            secret=self.secret,
+            base_sha=self.base_sha,
+        )
+        with self.phases.timed("build"):
+            builds = runner.build(head_k, base_k)
+        device = "cuda" if self.env.device == "cuda" and "cuda" in builds.get(HEAD, {}) else "cpu"
+        if (hb := builds.get(HEAD, {}).get(device)) is not None:
+            report.build = to_build(hb)
+        if (bb := builds.get(BASE, {}).get(device)) is not None:
+            report.base_build = to_build(bb)
+        if report.build is not None and report.resource_check is not None:
+            report.build.resources = report.resource_check.head
+        if report.base_build is not None and report.resource_check is not None:
+            report.base_build.resources = report.resource_check.base
+        with self.phases.timed("run"):
+            cases = runner.run(rules, builds, trusted_reference=base_k is not None)
+        for c in cases:
+            if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
+                report.notes.append(
+                    f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
+                    " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
+                    " so the verdict stands"
+                )
+        return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
+
+    def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
+        """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
+        with self.phases.timed("candidate"):
+            try:
+                with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
+                    side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
+                    changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
+                    report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
+            except CandidateError as exc:
+                report.notes.append(f"agent candidate not tried: {exc}")
+
+    def _notes(self, report: KernelReport, touched: list[FileChange], base_k: Kernel | None, head_k: Kernel) -> None:
+        added = sum(c.added for c in touched)
+        removed = sum(c.removed for c in touched)
+        report.notes.append(f"rollback: {len(touched)} file(s), +{added}/-{removed} lines in this kernel")
+        if base_k is None:
+            report.notes.append("new kernel: judged by its own manifest and reference")
+            return
+        judged = {MANIFEST_NAME, base_k.manifest.reference.module}
+        prefix = f"{head_k.path}/"
+        for c in touched:
+            if c.path.removeprefix(prefix) in judged:
+                report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
+
+    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:
+        candidates = self.request.out / "agent_candidates"
+        try:
+            agent, unseen = ask(
+                kernel,
+                touched,
+                settings=self.settings,
+                ledger=self.ledger,
+                head_sha=head_sha,
+                pr=self.request.pr,
+                offline=self.request.offline,
+                candidates_dir=candidates,
+                session=self.session,
+            )
+        except AgentFailed as exc:
+            agent, unseen = exc.report, exc.unseen
+            self.service_errors.append(agent.reason)
+        self.agents.append(agent)
+        self.unseen.extend(unseen)
+        return agent
+
+
+def missing_runner() -> str | None:
+    """What the runner extra provides and this environment lacks (torch, ninja), or None."""
+    missing = [m for m in ("torch", "ninja") if importlib.util.find_spec(m) is None]
+    return " and ".join(missing) or None

@@ -1,0 +1,1 @@
+"""Text that leaves opgate: untrusted text made safe for logs and comments, secrets masked."""

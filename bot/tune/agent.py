@@ -1,0 +1,270 @@
+"""Ask the agent for the next tuning candidate: the task, the space and every measurement so far, within budgets."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import requests
+from pydantic import BaseModel
+
+from bot.agent import estimate
+from bot.agent.client import validate_base_url
+from bot.agent.prompt import render_prompt
+from bot.agent.review import AgentOutputError, parse_review
+from bot.agent.run import OverBudget, _Call, cache_key, converse
+from bot.config.manifest import Kernel
+from bot.config.settings import Settings
+from bot.errors import InputError
+from bot.ledger import Ledger, now
+from bot.models.ledger import CachedReply
+from bot.spend import budget
+from bot.text.safe import one_line
+from bot.tune.model import WORST_CASE_PCT, Proposal, RoundEvent, Trial
+from bot.tune.space import config_path
+
+log = logging.getLogger(__name__)
+MAX_CELL = 240  # characters of untrusted text (errors) per table cell
+
+
+class TableRow(BaseModel):
+    round: int
+    label: str
+    verdict: str
+    speedup: str
+    cases: str
+    resources: str
+    errors: str
+
+
+class View(BaseModel):
+    """What one round's prompt shows besides the task: where the search stands."""
+
+    round: int
+    max_rounds: int | None
+    tokens_left: int
+    seen: int
+    space_size: int
+    rows: list[TableRow]
+    notes: list[str]
+
+
+def _cell(text: str) -> str:
+    return one_line(text, MAX_CELL).replace("|", "/")
+
+
+def table(events: Sequence[RoundEvent], trials: dict[str, Trial]) -> tuple[list[TableRow], list[str]]:
+    """The measured candidates in the order they were first proposed (pure), and notes on the other rounds."""
+    rows: list[TableRow] = []
+    notes: list[str] = []
+    shown: dict[str, int] = {}
+    for e in events:
+        t = trials.get(e.key)
+        if e.outcome in ("malformed", "no_candidate", "over_budget", "invalid") and t is None:
+            what = {
+                "malformed": "your reply could not be used",
+                "no_candidate": "you proposed no candidate",
+                "over_budget": "the token budget refused the request",
+                "invalid": "the candidate was refused",
+            }
+            why = f": {_cell(e.detail)}" if e.detail else ""
+            notes.append(f"round {e.round}: {what[e.outcome]}{why}")
+            continue
+        if t is None:
+            continue
+        if e.key in shown:
+            notes.append(f"round {e.round}: {t.label} again, answered from round {shown[e.key]} (not measured twice)")
+            continue
+        shown[e.key] = e.round
+        if e.outcome == "base":
+            notes.append(f"round {e.round}: {t.label} is the current config (speed x1.000 by definition)")
+            continue
+        cases = "; ".join(
+            f"{c.name} {c.regression_pct:+.1f}%"
+            + (f" [{c.ci95_pct[0]:+.1f}, {c.ci95_pct[1]:+.1f}]" if c.ci95_pct else "")
+            + f" {c.verdict}"
+            for c in t.timed
+        )
+        errors = "; ".join(t.problems)
+        rows.append(
+            TableRow(
+                round=e.round,
+                label=t.label,
+                verdict=t.verdict,
+                speedup=f"x{t.speedup:.3f}" if t.speedup is not None else "—",
+                cases=cases or "—",
+                resources=_cell(t.resources) or "—",
+                errors=_cell(errors) or "—",
+            )
+        )
+    return rows, notes
+
+
+def messages(
+    kernel: Kernel, view: View, *, config_text: str, example: tuple[str, str], limit: int
+) -> list[dict[str, str]]:
+    """A round's system and user messages (pure); the oldest rows (never the best) are left out while the prompt
+    is over `limit` tokens (the domain's per-request prompt budget)."""
+    task = kernel.task
+    assert task is not None
+    rows, left_out = list(view.rows), 0
+    best_label = best_row_label(view.rows)
+    while True:
+        system = render_prompt("tune_system.md.j2", task=task, config_path=config_path(kernel))
+        user = render_prompt(
+            "tune_user.md.j2",
+            task=task,
+            task_json=task.model_dump_json(indent=2),
+            kernel=kernel.name,
+            config_path=config_path(kernel),
+            config_text=config_text,
+            tunables=kernel.manifest.tunables,
+            space_size=view.space_size,
+            seen=view.seen,
+            worst_case_pct=f"{WORST_CASE_PCT:g}",
+            round=view.round,
+            max_rounds=view.max_rounds,
+            tokens_left=view.tokens_left,
+            example_patch=example[0],
+            example_label=example[1],
+            rows=rows,
+            left_out=left_out,
+            notes=view.notes,
+        )
+        out = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        droppable = [i for i, r in enumerate(rows) if r.label != best_label]
+        if estimate.count_messages(out) <= limit or not droppable:
+            return out
+        rows.pop(droppable[0])
+        left_out += 1
+
+
+class _CappedCall(_Call):
+    """A gateway call that also respects the run's own token cap (`--tokens`), checked before the reservation."""
+
+    def __init__(self, *args: Any, cap: Callable[[int], str | None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cap = cap
+
+    def chat(self, messages: list[dict[str, str]]) -> Any:
+        estimated = estimate.count_messages(messages)
+        need = budget.reservation_size(
+            estimated, self.settings.agent_max_tokens, self.ledger.estimate_ratios(self.domain)
+        )
+        refused = self.cap(need)
+        if refused is not None:
+            self.record(self.row(f"local-{uuid.uuid4().hex}", status="over_budget", error_type="over_budget"))
+            raise OverBudget(refused)
+        return super().chat(messages)
+
+
+class TuneAgent:
+    """The agent as a proposer: one request per round (and at most one repair), every token in the ledger
+    as a `tune` row of this run; a reply already given to the same prompt is reused (0 tokens)."""
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        *,
+        settings: Settings,
+        ledger: Ledger,
+        run_id: str,
+        base_sha: str,
+        config_text: str,
+        example: tuple[str, str],
+        token_limit: int,
+        spent: Callable[[], int],
+        candidates_dir: Path,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if kernel.task is None:
+            raise InputError(f"{kernel.name} has no agent task file: use --strategy exhaustive")
+        key = settings.agent_key_for(kernel.task.provider.api_key_env)
+        if key is None:
+            raise InputError(
+                f"{kernel.task.provider.api_key_env} is not set: the agent cannot be asked (--strategy exhaustive "
+                "needs no key)"
+            )
+        validate_base_url(settings.base_url_override or kernel.task.provider.base_url)
+        self.kernel, self.settings, self.ledger = kernel, settings, ledger
+        self.run_id, self.config_text, self.example = run_id, config_text, example
+        self.token_limit, self.spent = token_limit, spent
+        self.candidates_dir = candidates_dir
+        self.call = _CappedCall(
+            kernel, settings, ledger, key=key, head_sha=base_sha, pr=None, session=session, sleep=sleep,
+            purpose="tune", tuning_run=run_id, cap=self._cap,
+        )  # fmt: skip
+
+    def _cap(self, need: int) -> str | None:
+        spent = self.spent()
+        if spent + need <= self.token_limit:
+            return None
+        return (
+            f"the run's token budget of {self.token_limit:,} (--tokens) is spent: {spent:,} used, the next request "
+            f"needs up to {need:,}"
+        )
+
+    def messages(self, view: View) -> list[dict[str, str]]:
+        limit = self.settings.budget_request.get(self.kernel.manifest.domain)
+        return messages(self.kernel, view, config_text=self.config_text, example=self.example, limit=limit)
+
+    def propose(self, view: View, stem: str) -> Proposal:
+        """Ask once (one repair request for an unusable reply). GatewayError propagates (an outside service)."""
+        messages = self.messages(view)
+        task = self.kernel.task
+        assert task is not None
+        key = cache_key(self.settings.agent_wire, task.model, messages, self.settings.agent_max_tokens)
+        hit = self.ledger.cached_reply(key)
+        if hit is not None:
+            try:
+                review = parse_review(hit.content, self.kernel.name)
+            except AgentOutputError:
+                review = None
+            if review is not None:
+                self.call.record(
+                    self.call.row(f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True,
+                                  usage_source="cache")
+                )  # fmt: skip
+                log.info("round %s: the same prompt was answered before (%s): 0 tokens", view.round, hit.created_at)
+                return _proposal(review.candidate_patch, tokens=0, cached=True)
+        before = len(self.call.answered)
+        try:
+            review, content = converse(self.call, self.kernel, messages, self.candidates_dir, stem)
+        except OverBudget as exc:
+            return Proposal(outcome="over_budget", detail=exc.reason, tokens=self._tokens(before))
+        except AgentOutputError as exc:
+            return Proposal(outcome="malformed", detail=str(exc), tokens=self._tokens(before))
+        self.ledger.store_reply(
+            CachedReply(
+                cache_key=key, model=self.call.answered[-1].model if self.call.answered else task.model,
+                wire=self.settings.agent_wire, content=content,
+                prompt_tokens=sum(r.prompt_tokens for r in self.call.answered[before:]),
+                completion_tokens=sum(r.completion_tokens for r in self.call.answered[before:]), created_at=now(),
+            )
+        )  # fmt: skip
+        return _proposal(review.candidate_patch, tokens=self._tokens(before))
+
+    def _tokens(self, before: int) -> int:
+        return sum(r.total_tokens for r in self.call.answered[before:])
+
+
+def _proposal(patch: str | None, *, tokens: int, cached: bool = False) -> Proposal:
+    if patch is None:
+        return Proposal(
+            outcome="no_candidate", tokens=tokens, cached=cached, detail="the reply's candidate_patch is null"
+        )
+    return Proposal(outcome="ok", patch=patch, tokens=tokens, cached=cached)
+
+
+def best_row_label(rows: Sequence[TableRow]) -> str | None:
+    """The label of the fastest row (kept when the table is trimmed)."""
+    scored = [(float(r.speedup[1:]), r.label) for r in rows if r.speedup.startswith("x") and r.verdict == "pass"]
+    return max(scored)[1] if scored else None
+
+
+__all__ = ["Proposal", "TableRow", "TuneAgent", "View", "messages", "table"]

@@ -1,0 +1,106 @@
+"""One tuning candidate reviewed like a pull request against base: the patch in a scratch worktree, then a Reviewer."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.config.settings import Settings
+from bot.ledger import Ledger
+from bot.models.report import KernelReport
+from bot.review.candidates import applied
+from bot.review.flow import Reviewer, ReviewRequest
+from bot.review.session import write
+from bot.tune.model import CaseResult, Source, Trial
+
+log = logging.getLogger(__name__)
+MAX_FUNCTIONS = 3  # resource summary: the first few compiled functions
+
+
+def resource_line(k: KernelReport) -> str:
+    """Registers, spills, shared memory and occupancy of the candidate's compiled functions, in one line."""
+    check = k.resource_check
+    if check is None or not check.head:
+        return "no CUDA resource check (no nvcc)" if check is not None and check.status == "no_nvcc" else ""
+    parts = []
+    for r in check.head[:MAX_FUNCTIONS]:
+        smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
+        occ = f", {r.occupancy.warps_per_sm} warps/SM" if r.occupancy is not None else ""
+        name = r.function.split("(", 1)[0].removeprefix("void ")  # a demangled signature: its name and template
+        parts.append(f"{name}: {r.registers} regs, {r.spill_bytes} B spill, {smem:,} B smem{occ}")
+    more = f" (+{len(check.head) - MAX_FUNCTIONS} more)" if len(check.head) > MAX_FUNCTIONS else ""
+    return "; ".join(parts) + more
+
+
+def trial_from(
+    k: KernelReport,
+    *,
+    key: str,
+    config: dict[str, Any],
+    source: Source,
+    patch: str,
+    run_id: str,
+    seconds: float,
+    verify_of: str = "",
+) -> Trial:
+    """A trial from the review's kernel section (pure): per-case Δp50 with its CI, verdicts, resources, reasons."""
+    cases = [
+        CaseResult(
+            name=c.name,
+            status=c.status.value,
+            verdict=c.verdict,
+            regression_pct=c.regression_pct,
+            ci95_pct=(c.ci95_pct[0], c.ci95_pct[1]) if c.ci95_pct and len(c.ci95_pct) == 2 else None,
+            p50_ms=c.p50_ms,
+            base_p50_ms=c.base_p50_ms,
+            max_abs_err=c.max_abs_err,
+            reason=c.reasons[0] if c.reasons else "",
+        )
+        for c in k.cases
+        if c.verdict != "skipped"
+    ]
+    verdict = k.verdict if k.verdict in ("pass", "fail") else "error"
+    reasons = list(k.reasons)
+    if k.verdict == "skipped":
+        reasons.append("the review judged no change to this kernel")
+    return Trial(
+        key=key,
+        config=config,
+        source=source,
+        status="error" if verdict == "error" else "judged",
+        verdict=verdict,
+        cases=cases,
+        reasons=reasons,
+        resources=resource_line(k),
+        seconds=round(seconds, 2),
+        patch=patch,
+        run_id=run_id,
+        verify_of=verify_of,
+    )
+
+
+def review_candidate(
+    repo: Path,
+    base_sha: str,
+    patch: str,
+    kernel: str,
+    *,
+    settings: Settings,
+    ledger: Ledger,
+    out: Path,
+) -> tuple[KernelReport, float]:
+    """Review base...(base + patch) for `kernel` only, offline (the candidate is the agent's; nobody asks it
+    again): static checks, resources, builds, cases, gates. Every call is a new Reviewer, so a new secret seed
+    and fresh worker processes. Returns the kernel's section of the report (also written into `out`)."""
+    started = time.perf_counter()
+    with applied(repo, base_sha, patch, kernel) as cand:
+        request = ReviewRequest(repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel)
+        reviewer = Reviewer(request, settings, ledger)
+        report = reviewer.run()
+        write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)
+    found = next((k for k in report.kernels if k.name == kernel), None)
+    if found is None:  # pragma: no cover - only_kernel reviews exactly this kernel
+        found = KernelReport(name=kernel, domain="unknown", changed=False, verdict="error", reasons=["not reviewed"])
+    return found, time.perf_counter() - started

@@ -1,0 +1,282 @@
+"""Build a kernel's torch extension with ninja inside the sandbox, from content-keyed objects.
+
+Pipeline, visible in the function names: `plan_units` (which sources are bindings, which are kernel
+bodies) → `unit_key` per object → `build` writes a ninja file for the missing objects and the link,
+runs ninja in the sandbox (kernel folder read-only, a private output folder), then hashes what came out
+and moves it into the store → a `Built` record whose sha256 every later load checks (`verify`).
+
+A binding (a source that includes a torch header) is compiled without the tunable defines, so it is
+compiled once per binding source and toolchain; a tunable or kernel-body change recompiles only the
+body (seconds) and relinks. Nothing is imported at build time. Sandboxed processes never see the store:
+objects and the .so are handed to them one file at a time, read-only, after their hash was checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bot.config.manifest import BuildSpec
+from bot.errors import BuildError
+from bot.untrusted.sandbox import Bind, Sandbox, Spec
+from bot.untrusted.toolchain import EXT_NAME, Toolchain, toolchain
+
+SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl"}
+HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".inl", ".cuh"}
+UNIT_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu"}
+CUDA_ONLY_SUFFIXES = {".cu", ".cuh"}
+KEY_VERSION = "opgate.build/2"
+BUILD_TIMEOUT_S = 1800
+SRC, OBJ, OUT = "/opgate/src", "/opgate/obj", "/opgate/build"
+_TORCH_INCLUDE = re.compile(rb"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
+_LOCAL_INCLUDE = re.compile(rb"#\s*include\s*\"([^\"]+)\"")
+
+
+class Built(BaseModel):
+    """Outcome of one build; when `ok`, `so_path` holds a file whose sha256 is `sha256`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    device: Literal["cpu", "cuda"]
+    key: str
+    module: str = EXT_NAME
+    entry: str = ""
+    so_path: str | None = None
+    sha256: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+    compiled: list[str] = []
+    log_tail: str = ""
+
+
+class Unit(BaseModel):
+    """One compilation unit: a binding (torch headers, no tunables) or a kernel body (tunables, no torch)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str
+    binding: bool
+    nvcc: bool
+    key: str = ""
+
+
+def defines(config: dict[str, object]) -> list[str]:
+    """Each tunable becomes `-DKEY=value` (values were checked against the manifest first)."""
+    return [f"-D{key.upper()}={value}" for key, value in sorted(config.items())]
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def plan_units(folder: Path, spec: BuildSpec, device: str) -> list[Unit]:
+    """Every source of the build spec, classified; a CPU build never compiles a .cu file."""
+    units = []
+    for source in spec.sources:
+        path = folder / source
+        if not path.is_file() or not path.resolve().is_relative_to(folder.resolve()):
+            raise BuildError(f"{source}: not a file inside the kernel folder")
+        if path.suffix not in UNIT_SUFFIXES:
+            continue  # a header listed among the sources
+        if device == "cpu" and path.suffix in CUDA_ONLY_SUFFIXES:
+            continue
+        binding = bool(_TORCH_INCLUDE.search(path.read_bytes()))
+        units.append(Unit(source=source, binding=binding, nvcc=path.suffix == ".cu"))
+    if not units:
+        raise BuildError(f"no compilation unit for {device} in {', '.join(spec.sources)}")
+    return units
+
+
+def unit_flags(unit: Unit, spec: BuildSpec, config: dict[str, object], tc: Toolchain) -> list[str]:
+    """The compiler arguments of one unit, with paths as the sandbox sees them."""
+    if unit.nvcc:
+        base = [*tc.nvcc_flags, *spec.cuda_cflags]
+        if not any(f.startswith(("-std=", "--std")) for f in base):
+            base.append("-std=c++20")
+    else:
+        base = ["-fPIC", *([] if any(f.startswith("-std=") for f in spec.cflags) else ["-std=c++20"]), *spec.cflags]
+    if unit.binding:  # torch's includes and extension name; never the tunables
+        return [*base, *tc.binding_cflags, f"-I{SRC}"]
+    return [*base, *defines(config), f"-I{SRC}"]
+
+
+def _headers(folder: Path, device: str) -> list[Path]:
+    files = [p for p in folder.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES]
+    if device == "cpu":
+        files = [p for p in files if p.suffix not in CUDA_ONLY_SUFFIXES]
+    return sorted(files)
+
+
+def unit_key(folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: str) -> str:
+    """sha256 over the unit, every header of the folder (and any unit it #includes), its flags and toolchain."""
+    h = hashlib.sha256(KEY_VERSION.encode() + b"\0" + tc.key.encode() + b"\0")
+    text = (folder / unit.source).read_bytes()
+    included = {m.decode(errors="replace") for m in _LOCAL_INCLUDE.findall(text)}
+    extra = [folder / i for i in sorted(included) if Path(i).suffix in UNIT_SUFFIXES and (folder / i).is_file()]
+    for path in [folder / unit.source, *_headers(folder, device), *extra]:
+        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    h.update(json.dumps([unit.source, unit.binding, unit.nvcc, flags]).encode())
+    return h.hexdigest()
+
+
+def build_key(
+    folder: Path, spec: BuildSpec, config: dict[str, object], device: Literal["cpu", "cuda"], build_root: Path
+) -> str:
+    """The key of the linked extension: its objects' keys and the link flags."""
+    tc = toolchain(device, build_root / "toolchain")
+    units = _keyed_units(folder, spec, config, device, tc)
+    return _link_key(units, tc)
+
+
+def _keyed_units(folder: Path, spec: BuildSpec, config: dict[str, object], device: str, tc: Toolchain) -> list[Unit]:
+    units = plan_units(folder, spec, device)
+    return [
+        u.model_copy(update={"key": unit_key(folder, u, unit_flags(u, spec, config, tc), tc, device)}) for u in units
+    ]
+
+
+def _link_key(units: list[Unit], tc: Toolchain) -> str:
+    return hashlib.sha256(
+        json.dumps([KEY_VERSION, tc.key, tc.ldflags, sorted(u.key for u in units)]).encode()
+    ).hexdigest()
+
+
+class _Record(BaseModel):
+    """What the store keeps beside each object and extension (written only by the trusted side)."""
+
+    sha256: str
+    seconds: float = 0.0
+
+
+def _cached(path: Path) -> bool:
+    """The file exists and matches the sha256 recorded beside it (a mismatch is removed: rebuilt)."""
+    record = path.with_suffix(".json")
+    try:
+        want = _Record.model_validate_json(record.read_text()).sha256
+    except (OSError, ValidationError):
+        return False
+    if path.is_file() and not path.is_symlink() and _sha(path) == want:
+        return True
+    for p in (path, record):
+        p.unlink(missing_ok=True)
+    return False
+
+
+def _store(produced: Path, target: Path, seconds: float) -> str:
+    """Move a file the sandbox produced into the store, with its hash recorded beside it."""
+    if produced.is_symlink() or not produced.is_file():
+        raise BuildError(f"{produced.name}: the build did not produce a regular file")
+    digest = _sha(produced)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    shutil.copyfile(produced, tmp)
+    os.chmod(tmp, 0o444)
+    tmp.replace(target)
+    record = target.with_suffix(".json")
+    tmp_record = record.with_name(f".{record.name}.{os.getpid()}.tmp")
+    tmp_record.write_text(_Record(sha256=digest, seconds=round(seconds, 3)).model_dump_json())
+    tmp_record.replace(record)
+    return digest
+
+
+def verify(built: Built) -> Path:
+    """The extension's path after checking its sha256 against the build record; BuildError otherwise."""
+    if not built.ok or built.so_path is None:
+        raise BuildError("no extension to load: the build failed")
+    path = Path(built.so_path)
+    if path.is_symlink() or not path.is_file() or _sha(path) != built.sha256:
+        raise BuildError(f"{path}: the extension does not match its recorded sha256 (cache tampered with?)")
+    return path
+
+
+def _ninja(units: list[Unit], cached: set[str], flags: dict[str, list[str]], tc: Toolchain) -> str:
+    """A ninja file: compile the units not in the store, link everything into ext.so."""
+    q = shlex.join
+    lines = [
+        "ninja_required_version = 1.3",
+        "rule cxx",
+        f"  command = {shlex.quote(tc.cxx)} $flags -c $in -o $out",
+        "rule nvcc",
+        f"  command = {shlex.quote(tc.nvcc or 'nvcc')} $flags -c $in -o $out",
+        "rule link",
+        f"  command = {shlex.quote(tc.cxx)} $in $ldflags -o $out",
+    ]
+    objects = []
+    for u in units:
+        if u.key in cached:
+            objects.append(f"{OBJ}/{u.key}.o")
+            continue
+        obj = f"{OUT}/{u.key}.o"
+        objects.append(obj)
+        lines += [f"build {obj}: {'nvcc' if u.nvcc else 'cxx'} {SRC}/{u.source}", f"  flags = {q(flags[u.key])}"]
+    lines += [f"build {OUT}/ext.so: link {' '.join(objects)}", f"  ldflags = {q(tc.ldflags)}", ""]
+    return "\n".join(lines)
+
+
+def build(
+    kernel: str,
+    folder: Path,
+    spec: BuildSpec,
+    config: dict[str, object],
+    device: Literal["cpu", "cuda"],
+    build_root: Path,
+    sandbox: Sandbox,
+) -> Built:
+    """Build (or reuse) the extension of `folder` with the given tunables; never raises for a compile error."""
+    started = time.perf_counter()
+    try:
+        tc = toolchain(device, build_root / "toolchain")
+        units = _keyed_units(folder, spec, config, device, tc)
+    except BuildError as exc:
+        return Built(ok=False, device=device, key="", entry=spec.entry, log_tail=str(exc))
+    key = _link_key(units, tc)
+    so = build_root / "ext" / key / "ext.so"
+    if _cached(so):
+        return Built(
+            ok=True, device=device, key=key, entry=spec.entry, so_path=str(so), sha256=_sha(so), cached=True,
+            seconds=time.perf_counter() - started,
+        )  # fmt: skip
+    objects = build_root / "objects"
+    cached = {u.key for u in units if _cached(objects / f"{u.key}.o")}
+    flags = {u.key: unit_flags(u, spec, config, tc) for u in units}
+    work_parent = build_root / "work"
+    work_parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{kernel}-{device}-", dir=work_parent))
+    try:
+        binds = [Bind(folder.resolve(), SRC), Bind(work, OUT, writable=True)]
+        binds += [Bind(objects / f"{k}.o", f"{OBJ}/{k}.o") for k in sorted(cached)]
+        spec_ = Spec(binds=binds, cwd=OUT)
+        (work / "build.ninja").write_text(sandbox.localize(spec_, _ninja(units, cached, flags, tc)))
+        jobs = str(max(1, min(len(units), os.cpu_count() or 1)))
+        code, output = sandbox.run(spec_, ["ninja", "-C", OUT, "-j", jobs], timeout=BUILD_TIMEOUT_S)
+        seconds = time.perf_counter() - started
+        tail = "\n".join(output.strip().splitlines()[-40:])
+        if code != 0:
+            return Built(ok=False, device=device, key=key, entry=spec.entry, seconds=seconds, log_tail=tail)
+        compiled = [u for u in units if u.key not in cached]
+        for u in compiled:
+            _store(work / f"{u.key}.o", objects / f"{u.key}.o", seconds)
+        digest = _store(work / "ext.so", so, seconds)
+    except BuildError as exc:
+        return Built(ok=False, device=device, key=key, entry=spec.entry, log_tail=str(exc))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return Built(
+        ok=True, device=device, key=key, entry=spec.entry, so_path=str(so), sha256=digest, seconds=seconds,
+        compiled=[u.source for u in compiled], log_tail=tail,
+    )  # fmt: skip

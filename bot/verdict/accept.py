@@ -1,0 +1,197 @@
+"""`/accept`: parse the command on a comment's first line and decide, from pure inputs, whether to grant it."""
+
+from __future__ import annotations
+
+import shlex
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.models.github import PullInfo, StatusState
+from bot.models.ledger import AcceptanceRow
+from bot.models.report import Report
+
+COMMAND = "/accept"
+USAGE = '`/accept`, `/accept KERNEL` or `/accept [KERNEL] --override "REASON"`, alone on the first line'
+ACCEPT_ROLES = ("write", "maintain", "admin")
+OVERRIDE_ROLES = ("maintain", "admin")
+REVIEW_ACTION = "created"  # an edited comment never grants (it could rewrite an old comment into a command)
+
+
+class AcceptCommand(BaseModel):
+    """What the first line asked for; `error` is set when it started with /accept but could not be read."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: str
+    kernel: str | None = None
+    override: bool = False
+    reason: str = ""
+    error: str | None = None
+
+
+class Decision(BaseModel):
+    """Grant or refuse one /accept; a refusal's `reason` is what the reply says."""
+
+    model_config = ConfigDict(frozen=True)
+
+    granted: bool
+    reason: str
+    login: str
+    role: str
+    head_sha: str | None = None
+    kernels: list[str] = []
+    override: bool = False
+    override_reason: str = ""
+    overridden: list[str] = []  # kernels whose failed gates this acceptance overrides
+
+
+def ignore_reason(action: str, login: str, is_bot: bool) -> str | None:
+    """Why an issue_comment event is not ours to answer at all (no reaction, no reply); None to go on."""
+    if action != REVIEW_ACTION:
+        return f"comment {action}, not created: only new comments are commands"
+    if is_bot or login.lower().endswith("[bot]"):
+        return f"comment by the bot account {login}"
+    return None
+
+
+def parse_command(body: str) -> AcceptCommand | None:
+    """The /accept command on the first line of `body`, or None when the comment is not one.
+
+    `/acceptx`, a quoted `> /accept` and `/accept` on any later line are not commands.
+    """
+    first = body.replace("\r\n", "\n").split("\n", 1)[0].strip()
+    word = first.split(maxsplit=1)[0] if first else ""
+    if word != COMMAND:
+        return None
+    try:
+        args = shlex.split(first)[1:]
+    except ValueError as exc:
+        return AcceptCommand(line=first, error=f"cannot read the command ({exc}); use {USAGE}")
+    kernel: str | None = None
+    override, reason = False, ""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--override" or arg.startswith("--override="):
+            if override:
+                return AcceptCommand(line=first, error=f"--override given twice; use {USAGE}")
+            override = True
+            if arg.startswith("--override="):
+                reason = arg.partition("=")[2]
+            elif i + 1 < len(args):
+                i += 1
+                reason = args[i]
+            if not reason.strip():
+                return AcceptCommand(line=first, error=f"--override needs a reason in quotes; use {USAGE}")
+        elif arg.startswith("-"):
+            return AcceptCommand(line=first, error=f"unknown option {arg}; use {USAGE}")
+        elif kernel is None:
+            kernel = arg
+        else:
+            return AcceptCommand(line=first, error=f"more than one kernel ({kernel}, {arg}); use {USAGE}")
+        i += 1
+    return AcceptCommand(line=first, kernel=kernel, override=override, reason=reason.strip())
+
+
+def decide(
+    command: AcceptCommand,
+    *,
+    login: str,
+    role: str,
+    is_pull_request: bool,
+    pull: PullInfo | None,
+    report: Report | None,
+) -> Decision:
+    """Grant or refuse, in the order a person would check: the command, the PR, the role, the evidence."""
+    role = role or "none"
+
+    def refuse(reason: str) -> Decision:
+        return Decision(granted=False, reason=reason, login=login, role=role, head_sha=pull.head_sha if pull else None)
+
+    if command.error is not None:
+        return refuse(command.error)
+    if not is_pull_request or pull is None:
+        return refuse("this is an issue, not a pull request: there is nothing to accept")
+    if pull.merged or pull.state != "open":
+        return refuse(f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}")
+    if role not in ACCEPT_ROLES:
+        return refuse(f"@{login} has the role `{role}` here; `/accept` needs write, maintain or admin")
+    short = pull.head_sha[:10]
+    if report is None:
+        return refuse(
+            f"no opgate report for the head `{short}` yet: the review of this commit has not finished (or failed "
+            "before writing one). Wait for the `opgate/acceptance` status, then `/accept` again"
+        )
+    changed = [k for k in report.kernels if k.changed]
+    if command.kernel is not None:
+        known = {k.name: k for k in report.kernels}
+        if command.kernel not in known:
+            names = ", ".join(f"`{k.name}`" for k in changed) or "none"
+            return refuse(f"no kernel `{command.kernel}` in the report for `{short}` (changed: {names})")
+        if not known[command.kernel].changed:
+            return refuse(f"`{command.kernel}` is not changed by this pull request at `{short}`")
+        selected = [known[command.kernel]]
+    else:  # the whole pull request: every changed kernel, and any kernel the review could not pass
+        selected = [k for k in report.kernels if k.changed or k.verdict in ("fail", "error")]
+    if not selected:
+        return refuse(f"this pull request changes no kernel at `{short}`: there is nothing to accept")
+    failed = [k.name for k in selected if k.verdict in ("fail", "error")]
+    if failed and not command.override:
+        names = ", ".join(f"`{n}`" for n in failed)
+        return refuse(
+            f"gates did not pass for {names} at `{short}`; fix the change, or a maintainer can "
+            '`/accept --override "REASON"`'
+        )
+    if failed and role not in OVERRIDE_ROLES:
+        return refuse(f"`--override` of failed gates needs maintain or admin; @{login} has `{role}`")
+    kernels = [k.name for k in selected]
+    what = "override" if failed else "accept"
+    return Decision(
+        granted=True,
+        reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({role})",
+        login=login,
+        role=role,
+        head_sha=pull.head_sha,
+        kernels=kernels,
+        override=bool(failed),
+        override_reason=command.reason if failed else "",
+        overridden=failed,
+    )
+
+
+def acceptance_row(decision: Decision, pr: int, comment_id: int) -> AcceptanceRow:
+    """The ledger row of a granted decision (who, role, SHA, kernels, reason)."""
+    assert decision.granted and decision.head_sha is not None
+    return AcceptanceRow(
+        pr=pr,
+        head_sha=decision.head_sha,
+        login=decision.login,
+        role=decision.role,
+        kernels=decision.kernels,
+        override=decision.override,
+        reason=decision.override_reason,
+        comment_id=comment_id,
+    )
+
+
+def accepted_status(report: Report, rows: list[AcceptanceRow]) -> tuple[StatusState, str]:
+    """`opgate/accepted` for the report's head from the acceptances recorded for that head."""
+    rows = [r for r in rows if r.head_sha == report.head_sha]
+    changed = [k.name for k in report.kernels if k.changed or k.verdict in ("fail", "error")]
+    done = {k for r in rows for k in r.kernels}
+    who = ", ".join(dict.fromkeys(f"@{r.login}" for r in rows)) or "nobody"
+    waiting = [k for k in changed if k not in done]
+    if not waiting:
+        return "success", f"accepted by {who} for {report.head_sha[:10]}"
+    return "pending", f"accepted by {who}: {', '.join(sorted(done))}; waiting for {', '.join(waiting)}"
+
+
+def gates_overridden(report: Report, rows: list[AcceptanceRow]) -> AcceptanceRow | None:
+    """The latest override that, with earlier ones for this head, covers every failed kernel; else None."""
+    rows = [r for r in rows if r.head_sha == report.head_sha]
+    failed = {k.name for k in report.kernels if k.verdict in ("fail", "error")}
+    overrides = [r for r in rows if r.override]
+    if not failed or not overrides:
+        return None
+    covered = {k for r in overrides for k in r.kernels}
+    return overrides[-1] if failed <= covered else None

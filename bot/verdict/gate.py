@@ -1,0 +1,435 @@
+"""The gate: pure functions from measured evidence to verdicts and reasons."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.config.manifest import Case, Constraints
+from bot.models.judging import CaseRun, Check
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Occupancy, ProbeReport, Resource, Violation
+from bot.verdict import stats
+from bot.verdict.occupancy import SM90, drop_pct, occupancy
+
+HEAD, BASE = "head", "base"
+SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
+
+
+class Policy(BaseModel):
+    """How the gate treats a latency comparison whose CI straddles the threshold."""
+
+    model_config = ConfigDict(frozen=True)
+
+    inconclusive: Literal["neutral", "fail"] = "neutral"
+
+
+def _fmt(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
+
+
+# The gates a case reason can start with ("correctness: max_abs_err 0.5 > tolerance 0.01"): the kernel's reason
+# for a failing case puts the case right after the gate, so every reason names gate, case, value and limit once.
+CASE_GATES = (
+    "correctness",
+    "stability",
+    "performance",
+    "performance inconclusive",
+    "performance not judged",
+    "measurement rejected",
+)
+
+
+def split_reason(reason: str) -> tuple[str | None, str]:
+    """("performance", "p50 +10.53% … > 3% limit") for a reason that starts with a gate; (None, reason) else."""
+    gate, sep, rest = reason.partition(": ")
+    return (gate, rest) if sep and gate in CASE_GATES else (None, reason)
+
+
+def case_reason(case: str, reason: str) -> str:
+    """A case's reason as its kernel states it: "performance: ragged_200x328x264 p50 +10.53% (…) > 3% limit"."""
+    gate, rest = split_reason(reason)
+    return f"{gate}: {case} {rest}" if gate else f"{case}: {reason}"
+
+
+def case_verdict(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
+    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency."""
+    tol = case.limits(constraints).max_abs_err
+    report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
+    if run is None:
+        report.status, report.verdict = CaseStatus.skipped, "skipped"
+        report.reasons.append(skip_reason or "not run")
+        return report
+    head = run.checks.get(HEAD)
+    base = run.checks.get(BASE)
+    probes = run.probes.get(HEAD, [])
+    if head is not None:
+        report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
+        report.outputs = list(head.outputs)
+    if probes:  # the headline is the worst error the judge saw on this case, probes included
+        report.max_abs_err = max([report.max_abs_err or 0.0, *(p.max_abs_err or 0.0 for p in probes)])
+        report.nan_inf = report.nan_inf or any(p.nan_inf for p in probes)
+    report.probes = [_probe_report(p, tol) for p in probes]
+    report.probe_count, report.probe_seconds, report.case_seconds = run.probe_count, run.probe_seconds, run.case_seconds
+    report.seed = run.seed
+    report.sandbox_cpu = dict(run.cpu)
+    report.other_cores = run.other_cores
+    report.judge_seconds = dict(run.phases)
+    if run.status in (CaseStatus.timeout, CaseStatus.crashed):
+        report.status, report.verdict = run.status, "error"
+        who = run.failed_label or "the runner"
+        report.reasons.append(f"{who} {run.status.value}: {run.detail}")
+        return report
+    if run.status == CaseStatus.tampered:
+        report.status, report.verdict = run.status, "error"
+        report.reasons.append(f"measurement rejected: {run.detail}")
+        return report
+    if head is None:
+        report.status, report.verdict = CaseStatus.crashed, "error"
+        report.reasons.append("head produced no result")
+        return report
+    if head.error:
+        report.status, report.verdict = CaseStatus.incorrect, "fail"
+        report.reasons.append(f"head raised or returned a bad output: {head.error}")
+        return report
+    for check in (head, *probes):
+        if reasons := check_reasons(check, tol):
+            report.status, report.verdict = CaseStatus.incorrect, "fail"
+            report.reasons.extend(reasons)
+            if report.failure is None and check.failure is not None:
+                report.failure = check.failure.model_copy(update={"probe": check.probe})
+    if report.verdict == "fail":
+        return report
+    if (spot := run.spots.get(HEAD)) is not None:
+        report.spot_checks = spot.checked
+        report.max_abs_err = max(report.max_abs_err or 0.0, spot.worst_abs_err)
+        if spot.failed:
+            report.status, report.verdict = CaseStatus.incorrect, "fail"
+            report.reasons.append(
+                f"correctness: {spot.failed} of {spot.checked} checked timed calls differ from the reference "
+                f"({spot.first_failure}): every call must compute its result"
+            )
+            return report
+    base_spot = run.spots.get(BASE)
+    base_wrong = [c for c in (base, *run.probes.get(BASE, [])) if c is not None and check_reasons(c, tol)]
+    comparable = not (base_wrong or (base_spot is not None and base_spot.failed))
+    if not comparable:
+        probe = next((c.probe for c in base_wrong if c.probe), None)
+        on = f" (boundary probe {probe})" if probe and base is not None and not check_reasons(base, tol) else ""
+        report.reasons.append(f"base is itself incorrect on this case{on}; latency not compared")
+    _judge_latency(report, run, constraints.max_regression_pct, with_base=comparable)
+    return report
+
+
+def check_reasons(check: Check, tol: float) -> list[str]:
+    """Why one check (random inputs or a boundary probe) is wrong: the metric, the output, the first bad element."""
+    on = f"; boundary probe {check.probe}" if check.probe else ""
+    if check.error:
+        probe = f" on boundary probe {check.probe}" if check.probe else ""
+        return [f"{check.label or HEAD} raised or returned a bad output{probe}: {check.error}"]
+    reasons = []
+    v = check.failure
+    if check.nan_inf:
+        first = f", first at {_element(v)}" if v is not None and v.metric == "nan_inf" else ""
+        reasons.append(f"stability: output has NaN/Inf where the reference has none (or misses them){first}{on}")
+    if v is not None and v.metric != "nan_inf":
+        reasons.append(violation_reason(v) + on)
+    elif not check.outputs and check.max_abs_err is not None and check.max_abs_err > tol:  # a run without limits
+        reasons.append(f"correctness: max_abs_err {_fmt(check.max_abs_err)} > tolerance {_fmt(tol)}{on}")
+    return reasons
+
+
+def _element(v: Violation) -> str:
+    """`out[1, 0, 5, 37]: got 0.12, reference 0.95` (a cos_diff row: `out[1, 0, 5, :]`)."""
+    if v.metric == "cos_diff":
+        return f"{v.output}[{', '.join([*map(str, v.index), ':'])}]"
+    where = f"{v.output}[{', '.join(map(str, v.index))}]"
+    return f"{where}: got {_fmt(v.got)}, reference {_fmt(v.expected)}" if v.got is not None else where
+
+
+def violation_reason(v: Violation) -> str:
+    """One line naming the metric, its value and limit, the output and the first bad element."""
+    limit = _fmt(v.limit)
+    if v.metric == "nan_inf":
+        return f"stability: NaN/Inf where the reference has none (or misses them), first at {_element(v)}"
+    what = {"max_abs_err": "max_abs_err", "max_rel_err": "max_rel_err", "cos_diff": "cos_diff (1 - cos-sim)"}
+    bound = "tolerance" if v.metric == "max_abs_err" else "limit"
+    first = "first bad row" if v.metric == "cos_diff" else "first bad element"
+    return f"correctness: {what[v.metric]} {_fmt(v.value)} > {bound} {limit} on {v.output}, {first} {_element(v)}"
+
+
+def _probe_report(check: Check, tol: float) -> ProbeReport:
+    return ProbeReport(
+        name=check.probe or "",
+        verdict="fail" if check_reasons(check, tol) else "pass",
+        max_abs_err=check.max_abs_err,
+        nan_inf=check.nan_inf,
+        error=check.error,
+        outputs=list(check.outputs),
+        failure=check.failure.model_copy(update={"probe": check.probe}) if check.failure else None,
+    )
+
+
+def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
+    head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE) if with_base else None
+    report.stop_reason = run.stop_reason
+    report.max_regression_pct = max_regression_pct
+    if head_t is None:
+        return
+    if len(head_t.samples_ms) < 2 or (base_t is not None and len(base_t.samples_ms) < 2):
+        report.verdict = "inconclusive"
+        report.reasons.append("performance not judged: fewer than two valid timing samples (throttled GPU?)")
+        return
+    report.p50_ms = stats.median(head_t.samples_ms)
+    report.samples = len(head_t.samples_ms)
+    if base_t is None:
+        return
+    report.base_p50_ms = stats.median(base_t.samples_ms)
+    report.base_samples = len(base_t.samples_ms)
+    pairs = [(h, b) for h, b in zip(head_t.processes, base_t.processes, strict=False) if len(h) >= 2 and len(b) >= 2]
+    report.processes = len(pairs)
+    if len(pairs) >= 2:  # variation between processes is inside this interval
+        ratio, low, high = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
+    else:  # one process pair: the interval knows only its samples (reported as processes = 1)
+        ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
+    report.regression_pct = round((ratio - 1.0) * 100.0, 3)
+    report.ci95_pct = [round((low - 1.0) * 100.0, 3), round((high - 1.0) * 100.0, 3)]
+    verdict = stats.latency_verdict(low, high, max_regression_pct)
+    span = f"p50 {report.regression_pct:+.2f}% (95% CI {report.ci95_pct[0]:+.2f}%..{report.ci95_pct[1]:+.2f}%)"
+    if run.noisy:  # a busy or throttled runner decides nothing, either way
+        report.verdict = "inconclusive"
+        report.reasons.append(f"performance inconclusive: {run.noisy} ({span})")
+        return
+    if verdict == "fail":
+        report.verdict = "fail"
+        report.reasons.append(f"performance: {span} > {max_regression_pct:g}% limit")
+    elif verdict == "inconclusive":
+        report.verdict = "inconclusive"
+        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
+
+
+def _shape(function: str) -> str:
+    """A function name with its integer literals blanked: `k<128, 64, false>` and `k<256, 64, false>` match."""
+    return re.sub(r"\b\d+\b", "#", function)
+
+
+def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
+    """Head function -> the same function in base: by name, else by a shape that is unique on both sides
+    (a tunable change renames template instantiations, and their growth should still be shown)."""
+    by_name = {r.function: r for r in base}
+    base_shapes: dict[str, list[Resource]] = {}
+    for r in base:
+        base_shapes.setdefault(_shape(r.function), []).append(r)
+    head_shapes: dict[str, int] = {}
+    for r in head:
+        head_shapes[_shape(r.function)] = head_shapes.get(_shape(r.function), 0) + 1
+    matched = {}
+    for r in head:
+        shape = _shape(r.function)
+        if r.function in by_name:
+            matched[r.function] = by_name[r.function]
+        elif head_shapes[shape] == 1 and len(base_shapes.get(shape, [])) == 1:
+            matched[r.function] = base_shapes[shape][0]
+    return matched
+
+
+def _occupancy_of(r: Resource, threads: dict[str, int] | None) -> Occupancy | None:
+    """The function's occupancy as described, else from its launch bounds when its smem is known."""
+    if r.occupancy is not None:
+        return r.occupancy
+    block = r.threads or (threads or {}).get(r.function)
+    if not block or (r.dynamic_smem_bytes is None and r.extern_smem):
+        return None
+    barriers = 1 if r.barriers is None else r.barriers
+    return occupancy(r.registers, block, r.smem_bytes, r.dynamic_smem_bytes or 0, barriers)
+
+
+def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
+    """Why one resource allows only so many blocks, in the kernel author's numbers."""
+    block = threads or r.threads or 0
+    if factor == "registers":
+        return f"{r.registers} registers x {block} threads = {occ.registers_per_block:,} allocated per block"
+    if factor == "shared memory":
+        return f"{occ.smem_per_block:,} B shared memory per block (static + dynamic + 1 KiB reserve)"
+    if factor == "threads":
+        return f"{block} threads per block"
+    if factor == "barriers":
+        return f"{r.barriers} barriers per block"
+    return f"at most {occ.limits.get(factor)} blocks per SM"
+
+
+def _limited_by(r: Resource, occ: Occupancy, threads: int | None) -> str:
+    return "; ".join(f"{f}: {explain(r, occ, f, threads)}" for f in occ.limited_by)
+
+
+def _smem(r: Resource) -> str:
+    """`static + dynamic B`; `?` for dynamic memory nobody sized; static alone when no launch was described."""
+    if r.dynamic_smem_bytes is None:
+        return f"{r.smem_bytes:,} + ? B" if r.extern_smem else f"{r.smem_bytes:,} B"
+    return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,} B"
+
+
+def resource_reasons(
+    head: list[Resource], base: list[Resource], constraints: Constraints, threads: dict[str, int] | None = None
+) -> tuple[list[str], list[str]]:
+    """(failures, notes) for the resources and occupancy of head against base.
+
+    Fails: spills, static + dynamic smem per block over 232,448 B (or `max_smem_bytes`), registers over
+    `max_registers`, a launch that fits no SM, fewer resident warps per SM than base beyond
+    `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change is noted either way.
+    """
+    failures: list[str] = []
+    notes: list[str] = []
+    base_of = match_base(head, base)
+    for r in head:
+        if r.spill_bytes > constraints.max_spill_bytes:
+            failures.append(
+                f"resource: {r.function} spills {r.spill_bytes} bytes "
+                f"(stores {r.spill_store_bytes} B, loads {r.spill_load_bytes} B)"
+            )
+        smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
+        if smem > SMEM_PER_BLOCK_LIMIT:
+            failures.append(
+                f"resource: {r.function} uses {_smem(r)} shared memory per block (static + dynamic) "
+                f"> {SMEM_PER_BLOCK_LIMIT:,}"
+            )
+        if constraints.max_registers is not None and r.registers > constraints.max_registers:
+            failures.append(f"resource: {r.function} uses {r.registers} registers > limit {constraints.max_registers}")
+        if constraints.max_smem_bytes is not None and smem > constraints.max_smem_bytes:
+            failures.append(
+                f"resource: {r.function} uses {_smem(r)} smem per block > limit {constraints.max_smem_bytes:,}"
+            )
+        b = base_of.get(r.function)
+        if (occ := _occupancy_of(r, threads)) is not None:
+            block = r.threads or (threads or {}).get(r.function)
+            failures.extend(_occupancy_failures(r, occ, block, constraints, smem))
+            if b is not None and b.occupancy is not None and occ.blocks_per_sm > 0:
+                fatal, change = _occupancy_change(r, occ, b.occupancy, block, constraints)
+                if change:
+                    (failures if fatal else notes).append(change)
+        if b is not None:
+            for field in ("registers", "smem_bytes", "dynamic_smem_bytes", "stack_bytes"):
+                new, old = getattr(r, field), getattr(b, field)
+                if new is not None and old is not None and new > old:
+                    notes.append(f"{r.function}: {field} {old} -> {new}")
+    return failures, notes
+
+
+def _occupancy_failures(
+    r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int
+) -> list[str]:
+    if occ.blocks_per_sm == 0:
+        why = [explain(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
+        if smem <= SMEM_PER_BLOCK_LIMIT or why:  # an smem overflow alone is reported above
+            why = why or [explain(r, occ, "shared memory", block)]
+            return [f"resource: {r.function} cannot be resident on an SM: {'; '.join(why)}"]
+        return []
+    if constraints.min_warps_per_sm is not None and occ.warps_per_sm < constraints.min_warps_per_sm:
+        return [
+            f"resource: {r.function} keeps {occ.warps_per_sm} warps per SM < min_warps_per_sm "
+            f"{constraints.min_warps_per_sm}, limited by {_limited_by(r, occ, block)}"
+        ]
+    return []
+
+
+def _occupancy_change(
+    r: Resource, occ: Occupancy, base: Occupancy, block: int | None, constraints: Constraints
+) -> tuple[bool, str]:
+    """(fails, text): fails when resident warps fell more than allowed; text "" when occupancy did not change."""
+    if occ.warps_per_sm == base.warps_per_sm:
+        return False, ""
+    change = (
+        f"{r.function}: occupancy {base.occupancy_pct:g}% -> {occ.occupancy_pct:g}% "
+        f"({base.blocks_per_sm} -> {occ.blocks_per_sm} blocks/SM, {base.warps_per_sm} -> {occ.warps_per_sm} warps/SM), "
+        f"limited by {_limited_by(r, occ, block)}"
+    )
+    drop, allowed = drop_pct(base, occ), constraints.max_occupancy_drop_pct
+    fewer = f"{drop:g}% fewer resident warps than base"
+    if drop > allowed:
+        return True, f"resource: {change}: {fewer} > max_occupancy_drop_pct {allowed:g}%"
+    if drop > 0:
+        return False, f"{change}: {fewer}, within max_occupancy_drop_pct {allowed:g}%"
+    return False, change
+
+
+def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
+    check = kernel.resource_check
+    if check is None:
+        return
+    if check.status == "no_nvcc":
+        kernel.notes.append("resource check skipped: nvcc is not on the PATH")
+        return
+    if check.status == "compile_fail":
+        kernel.reasons.append(f"resource: the CUDA sources do not compile for {check.arch} (see the log)")
+        return
+    if check.base_status == "compile_fail":
+        kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
+    kernel.reasons.extend(f"resource: {e}" for e in check.launch_errors)
+    kernel.notes.extend(check.launch_notes)
+    failures, notes = resource_reasons(check.head, check.base, constraints, check.threads)
+    kernel.reasons.extend(failures)
+    kernel.notes.extend(notes)
+
+
+def probe_notes(cases: list[CaseReport]) -> list[str]:
+    """A note when the cases that ran had no boundary probes: random inputs alone miss one-off errors."""
+    reached = [c for c in cases if c.probe_count is not None]
+    without = [c.name for c in reached if c.probe_count == 0]
+    if not reached or not without:
+        return []
+    if len(without) == len(reached):
+        return [
+            "no boundary probes: the reference defines no make_probes, so only random inputs checked correctness "
+            "(a mask or tile edge off by one can pass them; see docs/manifest.md, boundary probes)"
+        ]
+    return [f"no boundary probes for {', '.join(without)}: random inputs only"]
+
+
+_ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
+
+
+def kernel_verdict(
+    kernel: KernelReport,
+    static_findings: list[str],
+    cases: list[CaseReport],
+    constraints: Constraints,
+    policy: Policy,
+) -> KernelReport:
+    """Fold static findings, builds, resources and cases into the kernel's verdict."""
+    kernel.reasons.extend(static_findings)
+    kernel.cases = cases
+    kernel.notes.extend(probe_notes(cases))
+    if static_findings:
+        kernel.verdict = "fail"
+        return kernel
+    if kernel.build is not None and not kernel.build.ok:
+        kernel.verdict = "fail"
+        kernel.reasons.append("head does not build (see the build log)")
+        return kernel
+    if kernel.base_build is not None and not kernel.base_build.ok:
+        kernel.notes.append("base does not build: no latency or resource comparison")
+    _judge_resources(kernel, constraints)
+    worst = max((c.verdict for c in cases), key=_ORDER.__getitem__, default="skipped")
+    deciding = ("fail", "error", "inconclusive") if policy.inconclusive == "fail" else ("fail", "error")
+    for c in cases:
+        if c.verdict in deciding:  # the case's own reasons, each naming the case once (never "case: fail")
+            kernel.reasons.extend(case_reason(c.name, r) for r in c.reasons or [f"{c.verdict}: {c.status.value}"])
+    if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
+        worst = "fail"
+    if worst == "inconclusive":
+        worst = "fail" if policy.inconclusive == "fail" else "pass"
+        kernel.notes.append(f"latency inconclusive on some cases (policy: {policy.inconclusive})")
+    if worst == "skipped":
+        kernel.notes.append("no case could run on this machine")
+    kernel.verdict = worst  # type: ignore[assignment]
+    return kernel
+
+
+def overall(kernels: list[KernelReport]) -> Literal["pass", "fail", "error"]:
+    verdicts = {k.verdict for k in kernels}
+    if "error" in verdicts:
+        return "error"
+    if "fail" in verdicts:
+        return "fail"
+    return "pass"

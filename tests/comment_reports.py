@@ -28,6 +28,7 @@ from bot.models.report import (
     RunnerHealth,
 )
 from bot.spend.budget import BudgetState
+from bot.verdict.gate import case_reason
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
 HEAD = "13392073d7124eb883404f4059b7907e50c6ea51"
@@ -152,8 +153,9 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] 
 
 
 def report(kernels: list[KernelReport], **update: object) -> Report:
-    verdicts = {k.verdict for k in kernels}
-    verdict = "error" if "error" in verdicts else "fail" if "fail" in verdicts else "pass"
+    from bot.verdict.gate import overall
+
+    verdict = overall(kernels)
     agent = AgentReport(
         status="offline", domain="deepgemm", model="deepseek-v4", reason="--offline given: the agent was not asked"
     )
@@ -268,8 +270,10 @@ def noisy() -> Report:
             "reasons": [f"performance inconclusive: noisy runner: other processes kept 1.6 of 2 cores busy ({span})"]
         },
     )
-    k = kernel("deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "pass")
-    k.notes.append("latency inconclusive on some cases (policy: neutral)")
+    k = kernel(
+        "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"
+    )
+    k.undecided = [case_reason(c.name, r) for c in k.cases if c.verdict == "inconclusive" for r in c.reasons]
     k.notes.append(
         "ragged_200x328x264: base measured -55.0% against its first measurement on this device (same binary): the "
         "runner is noisier or slower than it was; head and base were interleaved, so the verdict stands"
@@ -284,8 +288,16 @@ def isolation_none() -> Report:
 
 def gpu_skipped() -> Report:
     """Every case of a kernel needs a GPU and the runner has none: nothing ran, nothing failed."""
-    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "skipped")
-    k.notes.append("no case could run on this machine")
+    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided")
+    k.undecided = ["no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)"]
+    return report([k])
+
+
+def new_kernel() -> Report:
+    """A kernel new in this change: judged by its own manifest and reference, nothing failed, a person must accept."""
+    cases = demo_cases(timed("square_512", 0.0, -0.5, 0.5), timed("ragged_200x328x264", 0.1, -0.4, 0.6))
+    k = kernel("deepgemm_fast", cases, "needs_accept")
+    k.accept_needed = ["new kernel: judged by its own manifest and reference, which this change wrote"]
     return report([k])
 
 
@@ -473,6 +485,7 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "noisy": noisy,
     "isolation_none": isolation_none,
     "gpu_skipped": gpu_skipped,
+    "new_kernel": new_kernel,
     "resource_fail": resource_fail,
     "build_fail": build_fail,
     "review_error": review_error,

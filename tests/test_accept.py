@@ -189,6 +189,14 @@ def test_one_kernel_can_be_accepted_while_another_fails() -> None:
     assert accepted_status(report, [row]) == ("pending", "accepted by @maint-bob: deepgemm_tile; waiting for other")
 
 
+def test_a_writer_accepts_a_kernel_that_needs_a_person_without_an_override() -> None:
+    """needs_accept (a new kernel, an implausible speedup) and undecided: nothing failed, so write access decides."""
+    for verdict in ("needs_accept", "undecided"):
+        d = _decide("/accept", role="write", report=make_report(verdicts={"deepgemm_tile": verdict}))
+        assert d.granted and not d.override and d.kernels == ["deepgemm_tile"], verdict
+        assert "nothing failed, a person's call" in d.reason
+
+
 def test_an_override_not_needed_is_a_plain_accept() -> None:
     d = _decide('/accept --override "just in case"', role="write", report=make_report())
     assert d.granted and not d.override and d.override_reason == ""

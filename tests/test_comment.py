@@ -10,6 +10,7 @@ import pytest
 
 from bot.config.manifest import Constraints
 from bot.edges import publish
+from bot.models.ledger import AcceptanceRow
 from bot.models.report import CaseReport, KernelReport, Report
 from bot.present import digest
 from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
@@ -33,7 +34,7 @@ def test_every_comment_starts_with_its_verdict_and_renders_cleanly(name: str, wi
     report = cr.REPORTS[name]()
     assert structure_problems(out, report) == []
     rendered = html(out)
-    assert f"opgate: {report.verdict}" in text_of(rendered[: rendered.index("</h2>")])
+    assert f"opgate: {report.verdict.replace('_', ' ')}" in text_of(rendered[: rendered.index("</h2>")])
     assert problems(out, mentions=("maint-bob",)) == [] and table_breaks(out) == []
     assert len(out) < COMMENT_LIMIT
 
@@ -73,7 +74,8 @@ def test_each_reason_appears_once_in_the_headline_or_under_its_kernel(name: str)
         for c in k.cases:  # the old comment listed each failing case twice ("case: fail", then the reason)
             assert f"{c.name}: fail" not in out and f"{c.name}`: fail" not in out
     lines = [ln for k in report.kernels for ln in digest.kernel_lines(k)]
-    assert len(lines) == sum(len(k.reasons) for k in report.kernels if k.verdict in ("fail", "error"))
+    failing = [r for k in report.kernels if k.verdict in ("fail", "error") for r in k.reasons]
+    assert len(lines) == len(failing) + sum(len(k.undecided) + len(k.accept_needed) for k in report.kernels)
 
 
 def test_the_headline_carries_gate_case_value_limit_and_counts():
@@ -126,9 +128,10 @@ def test_statistics_show_processes_stop_reason_spot_checks_cpu_seed_and_runner()
     assert "Not timed, seeds of their check inputs: `square_512` `77` (3 spot checks)." in comment("tampered")
 
 
-def test_a_noisy_runner_is_inconclusive_with_its_reason_once():
+def test_a_noisy_runner_is_undecided_never_a_pass_with_its_reason_once():
     out = comment("noisy")
-    assert "❔ 2 inconclusive" in out and "✅ opgate: **pass**" in out
+    assert "❔ 2 undecided" in out and "## ❔ opgate: **undecided** — `deepgemm_tile` is undecided" in out
+    assert "✅" not in out.split("\n**")[0]  # no green check in the headline
     assert out.count("noisy runner: other processes kept 1.6 of 2 cores busy") == 1
 
 
@@ -244,6 +247,38 @@ def test_the_status_names_gate_case_value_and_limit():
     assert resource.startswith("gate failed: deepgemm_tile — resource: deepgemm_tile::gemm_bf16_kernel<128, 256, 64, ")
 
 
+def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
+    """undecided (latency, nothing ran) and needs /accept (a new kernel) say so in the headline and the status."""
+    expected = {
+        "noisy": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — deepgemm_tile: "),
+        "gpu_skipped": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — "),
+        "new_kernel": (
+            "🔶 opgate: **needs accept**",
+            "pending",
+            "needs /accept: deepgemm_fast — deepgemm_fast: new kernel",
+        ),
+        "pass": ("✅ opgate: **pass**", "success", "all gates pass: deepgemm_tile"),
+    }
+    for name, (headline, state, description) in expected.items():
+        report = cr.REPORTS[name]()
+        assert comment(name).split("\n")[1].startswith(f"## {headline}"), name
+        got_state, got_description = publish.acceptance_status(report)
+        assert got_state == state and got_description.startswith(description), (name, got_description)
+    gpu = comment("gpu_skipped")
+    assert "❔ no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)" in gpu
+
+
+def test_a_new_kernel_turns_green_only_after_a_persons_accept_for_this_head():
+    report = cr.new_kernel()
+    row = AcceptanceRow(
+        pr=7, head_sha=report.head_sha, login="maint", role="write", kernels=["deepgemm_fast"], comment_id=1
+    )
+    state, description = publish.acceptance_status(report, [row])
+    assert state == "success" and description.startswith("accepted by @maint: nothing failed")
+    old = row.model_copy(update={"head_sha": "0" * 40})
+    assert publish.acceptance_status(report, [old])[0] == "pending"  # an acceptance of another commit counts nothing
+
+
 # -- the gate states each reason once ----------------------------------------------------------------------
 
 
@@ -278,7 +313,7 @@ def test_the_plain_text_form_has_the_warnings_failing_lines_and_counts():
         "machine has none)",
     ]
     assert digest.plain(cr.isolation_none())[0].startswith("warning: isolation none, PR code ran without a sandbox")
-    assert digest.plain(cr.noisy())[0].startswith("inconclusive: deepgemm_tile: performance inconclusive: square_512")
+    assert digest.plain(cr.noisy())[0].startswith("undecided: deepgemm_tile: performance inconclusive: square_512")
 
 
 def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tmp_path: Path):

@@ -201,8 +201,8 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
         LIMITS,
         Policy(inconclusive="fail"),
     )
-    assert (neutral.verdict, strict.verdict) == ("pass", "fail")
-    assert overall([neutral, strict]) == "fail" and overall([neutral]) == "pass"
+    assert (neutral.verdict, strict.verdict) == ("undecided", "fail")  # undecided is never a pass
+    assert overall([neutral, strict]) == "fail" and overall([neutral]) == "undecided"
 
 
 def test_untrusted_text_cannot_post_images_links_or_html():

@@ -80,9 +80,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         edge.react(event.comment.id, "+1")
         state, description = accept.accepted_status(report, rows)
         edge.set_status(pull.head_sha, publish.ACCEPTED_CONTEXT, state, description)
-        if decision.override:
+        if decision.override or set(decision.kernels) & set(accept.needs_accept(report)):
             gate_state, gate_description = publish.acceptance_status(report, rows)
             edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
+        if decision.override:
             edge.reply(pull.number, render_accept_reply(decision, command.line))
         log.info("%s=%s on %s", publish.ACCEPTED_CONTEXT, state, pull.head_sha[:12])
     return 0

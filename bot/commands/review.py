@@ -132,8 +132,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
-    if result.report.verdict != "pass":
-        return 1  # a failing gate wins over an outside service's failure
+    if result.report.verdict not in ("pass", "undecided"):
+        return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0
 
 

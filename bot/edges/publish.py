@@ -19,7 +19,7 @@ from bot.models.report import Report
 from bot.present import digest
 from bot.present.render import REVIEW_MARKER, render_comment
 from bot.spend.budget import BudgetState, state
-from bot.verdict.accept import gates_overridden
+from bot.verdict.accept import accept_waiting, gates_overridden, needs_accept
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,11 @@ def compose(report: Report, unseen_files: list[str], context: PrContext | None) 
 
 
 def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ()) -> tuple[StatusState, str]:
-    """`opgate/acceptance`: success, failure or error with a one-line description (pure)."""
+    """`opgate/acceptance`: success, failure, pending or error with a one-line description (pure).
+
+    A pass is success; a failed gate failure (success once a maintainer overrides it for this head); a kernel
+    that needs a person's /accept pending until one is recorded for this head; an undecided review success,
+    since GitHub's statuses have no neutral state, with a description that says it was not decided."""
     changed = [k for k in report.kernels if k.changed]
     bad = [k for k in report.kernels if k.verdict in ("fail", "error")]
     override = gates_overridden(report, list(acceptances))
@@ -122,6 +126,19 @@ def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ())
     if report.verdict == "pass":
         names = ", ".join(k.name for k in changed)
         return "success", f"all gates pass: {names}" if names else "no kernel changed"
+    if report.verdict in ("needs_accept", "undecided"):
+        lines = [
+            ln for k in report.kernels if k.verdict in ("needs_accept", "undecided") for ln in digest.kernel_lines(k)
+        ]
+        why = f" — {digest.line_text(lines[0])}" if lines else ""
+        if report.verdict == "undecided":
+            names = ", ".join(k.name for k in report.kernels if k.verdict == "undecided")
+            return "success", f"undecided, not blocking: {names}{why}"
+        waiting = accept_waiting(report, list(acceptances))
+        if not waiting:
+            who = ", ".join(dict.fromkeys(f"@{r.login}" for r in acceptances if r.head_sha == report.head_sha))
+            return "success", f"accepted by {who}: nothing failed, {', '.join(needs_accept(report))} needed a person"
+        return "pending", f"needs /accept: {', '.join(waiting)}{why}"
     first = bad[0] if bad else None
     lines = [line for k in bad for line in digest.kernel_lines(k)]  # gate, case, value and limit; short names
     why = f" — {digest.line_text(lines[0], kernel=False)}" if lines else ""

@@ -194,12 +194,28 @@ class CaseReport(_Model):
     reasons: list[str] = Field(default_factory=list)
 
 
+# A kernel's verdict. pass: every gate judged and passed. fail: a gate failed. error: it could not be judged
+# (a crash, a lost part). skipped: the change does not touch it. undecided: nothing failed, but something changed
+# was not decided or not run (a latency interval straddling the limit, cases that need a GPU, sources no build
+# compiles): never counted as a pass. needs_accept: judged and nothing failed, but only a person can accept it (a
+# new kernel judged by its own reference, an implausible speedup).
+KernelVerdict = Literal["pass", "fail", "error", "skipped", "undecided", "needs_accept"]
+ReportVerdict = Literal["pass", "fail", "error", "undecided", "needs_accept"]
+VERDICT_ORDER = ("error", "fail", "needs_accept", "undecided", "pass", "skipped")  # the worst first
+
+
 class KernelReport(_Model):
     name: str
     domain: str
     changed: bool
-    verdict: Literal["pass", "fail", "skipped", "error"]
-    reasons: list[str] = Field(default_factory=list)
+    verdict: KernelVerdict
+    reasons: list[str] = Field(default_factory=list, description="why it failed or could not be judged")
+    undecided: list[str] = Field(
+        default_factory=list, description="what was not decided or not run, each with its reason (verdict undecided)"
+    )
+    accept_needed: list[str] = Field(
+        default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
+    )
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
     build: Build | None = None
     base_build: Build | None = None
@@ -307,7 +323,7 @@ class Report(_Model):
     base_sha: str
     head_sha: str
     pr: int | None = None
-    verdict: Literal["pass", "fail", "error"]
+    verdict: ReportVerdict
     kernels: list[KernelReport]
     agents: list[AgentReport] = Field(default_factory=list)
     agent: AgentReport

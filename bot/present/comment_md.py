@@ -10,7 +10,24 @@ from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, RunnerHealt
 from bot.present.digest import STOP_REASONS, Counts, KernelView, Line
 from bot.text.safe import Safe, code, untrusted
 
-ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️", "skipped": "⏭️", "inconclusive": "❔"}
+ICONS = {
+    "pass": "✅",
+    "fail": "❌",
+    "error": "⚠️",
+    "skipped": "⏭️",
+    "inconclusive": "❔",
+    "undecided": "❔",
+    "needs_accept": "🔶",
+}
+# What a verdict says after the kernel's name in the headline and its section.
+VERDICT_WORDS = {
+    "pass": "passes every gate",
+    "fail": "fails a gate",
+    "error": "could not be judged",
+    "skipped": "had no case to run",
+    "undecided": "is undecided: not everything it changes was judged",
+    "needs_accept": "needs /accept: nothing failed, but only a person can accept it",
+}
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -21,11 +38,31 @@ def num(x: float | None, digits: int = 3) -> str:
 
 
 def evidence(ln: Line, single: bool = False) -> Safe:
-    """A failing line: icon, kernel (when there are several), **gate**, `case`, the measured value and the limit."""
+    """A headline line (failing, needs /accept, undecided): icon, kernel (when there are several), **gate**, `case`,
+    the measured value and the limit."""
     kernel = "" if single else f"`{code(ln.kernel)}` · "
     gate = f"**{untrusted(ln.gate)}** " if ln.gate else ""
     case = (f"`{code(ln.case)}`" + ("" if ln.gate else ":") + " ") if ln.case else ""
     return Safe(f"{ICONS[ln.verdict]} {kernel}{gate}{case}{untrusted(ln.text)}")
+
+
+_TALLY = (
+    ("fail", "fails a gate", "fail a gate"),
+    ("error", "could not be judged", "could not be judged"),
+    ("needs_accept", "needs /accept", "need /accept"),
+    ("undecided", "is undecided", "are undecided"),
+)
+
+
+def tally(t: dict[str, int], total: int) -> Safe:
+    """ "1 of 3 kernels fails a gate, 1 needs /accept, 1 is undecided" (the kernels that did not pass)."""
+    parts: list[str] = []
+    for verdict, one, many in _TALLY:
+        if t.get(verdict):
+            n = t[verdict]
+            of = f" of {total} kernels" if not parts else ""
+            parts.append(f"{n}{of} {one if n == 1 else many}")
+    return Safe(", ".join(parts))
 
 
 def counts(n: Counts) -> Safe:
@@ -33,7 +70,7 @@ def counts(n: Counts) -> Safe:
     parts = [f"{n.ran} ran"]
     if n.ran:
         parts += [f"🚀 {n.faster} faster", f"🐢 {n.slower} slower", f"➖ {n.unchanged} unchanged"]
-    for value, label in ((n.failed, "❌ {} failed"), (n.errors, "⚠️ {} error"), (n.inconclusive, "❔ {} inconclusive"),
+    for value, label in ((n.failed, "❌ {} failed"), (n.errors, "⚠️ {} error"), (n.inconclusive, "❔ {} undecided"),
                          (n.not_run, "⏭️ {} not run")):  # fmt: skip
         if value:
             parts.append(label.format(value))

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.report import CaseReport, CaseStatus, KernelReport, Report
+from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
 from bot.verdict.gate import CASE_GATES, case_reason
 
 KERNEL_GATES = ("resource", *CASE_GATES)
@@ -28,14 +28,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+LineVerdict = Literal["fail", "error", "needs_accept", "undecided"]
+
+
 class Line(_Model):
-    """One reason a kernel fails (or a case is inconclusive): its gate, kernel, case and the rest of the text."""
+    """One reason a kernel fails, needs a person's /accept or is undecided: its gate, kernel, case and the text."""
 
     kernel: str
     case: str | None = None
     gate: str | None = None
     text: str
-    verdict: Literal["fail", "error", "inconclusive"]
+    verdict: LineVerdict
 
 
 class NotRun(_Model):
@@ -55,7 +58,7 @@ class Counts(_Model):
     errors: int = 0
     faster: int = Field(0, description="the whole 95% CI of Δp50 below 0")
     slower: int = Field(0, description="the whole 95% CI of Δp50 above 0")
-    unchanged: int = Field(0, description="the 95% CI of Δp50 holds 0")
+    unchanged: int = Field(0, description="the 95% CI of Δp50 holds 0 and the case was decided")
     inconclusive: int = 0
     not_run: int = 0
 
@@ -73,8 +76,7 @@ class KernelView(_Model):
     kernel: KernelReport
     ran: list[CaseReport]
     not_run: list[NotRun]
-    lines: list[Line] = Field(description="failing lines the headline had no room for")
-    inconclusive: list[Line]
+    lines: list[Line] = Field(description="the kernel's lines (failing, needs /accept, undecided) not in the headline")
     case_notes: list[Line] = Field(description="reasons of cases that passed (base incorrect: latency not compared)")
     notes: list[str]
     stats_notes: list[str]
@@ -125,6 +127,8 @@ def count(cases: Iterable[CaseReport]) -> Counts:
         n["failed"] += c.verdict == "fail"
         n["errors"] += c.verdict == "error"
         n["inconclusive"] += c.verdict == "inconclusive"
+        if c.verdict == "inconclusive":
+            continue  # undecided: neither faster, slower nor unchanged
         if c.ci95_pct and len(c.ci95_pct) == 2:
             low, high = c.ci95_pct
             key = "faster" if high < 0 else "slower" if low > 0 else "unchanged"
@@ -138,34 +142,37 @@ def _split(reason: str, gates: tuple[str, ...]) -> tuple[str | None, str]:
 
 
 def kernel_lines(k: KernelReport) -> list[Line]:
-    """The kernel's reasons as lines: a case's reason is found by the text kernel_verdict made of it."""
-    if k.verdict not in ("fail", "error"):
-        return []
+    """The kernel's reasons as lines, the worst first: why it fails (or could not be judged), why it needs a
+    person's /accept, what was not decided. A case's reason is found by the text kernel_verdict made of it."""
     of_case = {case_reason(c.name, r): (c, r) for c in k.cases for r in c.reasons}
     short = short_names(sorted(_functions(k)))
+    failing = k.reasons if k.verdict in ("fail", "error") else []
     lines = []
-    for reason in k.reasons:
-        if reason in of_case:
-            c, r = of_case[reason]
-            gate, rest = _split(r, CASE_GATES)
-            verdict = c.verdict if c.verdict in ("fail", "error") else "fail"
-            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict=verdict))  # type: ignore[arg-type]
-        else:
-            gate, rest = _split(reason, KERNEL_GATES)
-            lines.append(Line(kernel=k.name, gate=gate, text=shorten(rest, short), verdict=k.verdict))
+    for verdict, reasons in ((k.verdict, failing), ("needs_accept", k.accept_needed), ("undecided", k.undecided)):
+        for reason in reasons:
+            if reason in of_case:
+                c, r = of_case[reason]
+                gate, rest = _split(r, CASE_GATES)
+                kind = c.verdict if verdict in ("fail", "error") and c.verdict in ("fail", "error") else verdict
+                kind = kind if kind in ("error", "needs_accept", "undecided") else "fail"
+                lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict=kind))  # type: ignore[arg-type]
+            else:
+                gate, rest = _split(reason, KERNEL_GATES)
+                lines.append(Line(kernel=k.name, gate=gate, text=shorten(rest, short), verdict=verdict))  # type: ignore[arg-type]
     return lines
 
 
-def _case_lines(k: KernelReport, verdicts: tuple[str, ...], taken: set[str]) -> list[Line]:
+def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
+    """Reasons of cases that passed and that the kernel does not state (base incorrect: latency not compared)."""
     lines = []
     for c in k.cases:
-        if c.verdict not in verdicts or c.status in NOT_RUN_STATUSES:
+        if c.verdict != "pass" or c.status in NOT_RUN_STATUSES:
             continue
         for r in c.reasons:
             if case_reason(c.name, r) in taken:
-                continue  # the kernel states it already (policy: inconclusive fails)
+                continue
             gate, rest = _split(r, CASE_GATES)
-            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict="inconclusive"))
+            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict="undecided"))
     return lines
 
 
@@ -248,7 +255,7 @@ def _bars(ran: list[CaseReport]) -> tuple[list[Bar], int]:
 def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> KernelView:
     ran = [c for c in k.cases if c.status not in NOT_RUN_STATUSES]
     lines = [ln for ln in kernel_lines(k) if (ln.kernel, ln.case, ln.text) not in headline]
-    taken = set(k.reasons)
+    taken = {*k.reasons, *k.undecided, *k.accept_needed}
     notes, stats, resources = _sort_notes(k)
     resource_failed = any(r.startswith("resource: ") for r in k.reasons)
     latency_decides = any(c.verdict in ("fail", "inconclusive") and c.status == CaseStatus.ok for c in ran)
@@ -259,8 +266,7 @@ def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> 
         ran=ran,
         not_run=not_run_groups(k.cases),
         lines=lines,
-        inconclusive=_case_lines(k, ("inconclusive",), taken),
-        case_notes=_case_lines(k, ("pass",), taken),
+        case_notes=_case_notes(k, taken),
         notes=notes,
         stats_notes=stats,
         resource_notes=resources,
@@ -279,9 +285,12 @@ def shown(k: KernelReport) -> bool:
     return k.changed or k.verdict in ("fail", "error")
 
 
+_SEVERITY = {"error": 0, "fail": 0, "needs_accept": 1, "undecided": 2}
+
+
 def digest(report: Report, headline_lines: int = HEADLINE_LINES) -> Digest:
     kernels = [k for k in report.kernels if shown(k)]
-    every = [ln for k in kernels for ln in kernel_lines(k)]
+    every = sorted((ln for k in kernels for ln in kernel_lines(k)), key=lambda ln: _SEVERITY[ln.verdict])
     top = every[:headline_lines]
     keys = {(ln.kernel, ln.case, ln.text) for ln in top}
     cases = [c for k in kernels for c in k.cases]
@@ -293,7 +302,7 @@ def digest(report: Report, headline_lines: int = HEADLINE_LINES) -> Digest:
         kernels=[kernel_view(k, keys) for k in kernels],
         unchanged=[k.name for k in report.kernels if not shown(k)],
         single=len(kernels) == 1,
-        tally={v: sum(k.verdict == v for k in kernels) for v in ("pass", "fail", "error", "skipped")},
+        tally={v: sum(k.verdict == v for k in kernels) for v in VERDICT_ORDER},
     )
 
 
@@ -314,11 +323,14 @@ def counts_text(n: Counts, not_run: list[NotRun]) -> str:
         return "no case"
     parts = [f"{n.ran} ran" + (f" ({n.faster} faster, {n.slower} slower, {n.unchanged} unchanged)" if n.ran else "")]
     parts += [f"{v} {label}" for v, label in ((n.failed, "failed"), (n.errors, "error"), (n.inconclusive,
-              "inconclusive")) if v]  # fmt: skip
+              "undecided")) if v]  # fmt: skip
     if n.not_run:
         why = "; ".join(f"{len(g.names)} {'/'.join(g.devices)}: {g.reason}" for g in not_run)
         parts.append(f"{n.not_run} not run ({why})")
     return f"{n.cases} case{'s' if n.cases != 1 else ''}: " + ", ".join(parts)
+
+
+PLAIN = {"fail": "fail", "error": "error", "needs_accept": "needs /accept", "undecided": "undecided"}
 
 
 def plain(report: Report) -> list[str]:
@@ -328,9 +340,7 @@ def plain(report: Report) -> list[str]:
     if report.isolation is not None and report.isolation.mode == "none":
         out.append(f"warning: isolation none, PR code ran without a sandbox ({report.isolation.reason})")
     for ln in d.lines:
-        out.append(f"{ln.verdict}: {line_text(ln)}")
-    for view in d.kernels:
-        out.extend(f"inconclusive: {line_text(ln)}" for ln in view.inconclusive)
+        out.append(f"{PLAIN[ln.verdict]}: {line_text(ln)}")
     if d.kernels:
         out.append(counts_text(d.counts, d.not_run))
     return out

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.models.report import Occupancy, Report, Resource
 from bot.present.comment_md import (
     ICONS,
+    VERDICT_WORDS,
     built,
     clip,
     counts,
@@ -26,6 +27,7 @@ from bot.present.comment_md import (
     runner,
     spend_chart,
     stop,
+    tally,
 )
 from bot.present.digest import Digest, digest, short_names
 from bot.templates import TEMPLATES
@@ -160,6 +162,7 @@ def environment() -> jinja2.Environment:
         pick=pick,
         delta_cell=delta_cell,
         stop=stop,
+        tally=tally,
         cpu=cpu,
         runner=runner,
         short_names=short_names,
@@ -244,7 +247,15 @@ def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr:
 def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> str:
     d: Digest = digest(report, headline_lines=room.headline_lines)
     return render(
-        "comment.md.j2", marker=REVIEW_MARKER, r=report, d=d, icons=ICONS, unseen_files=unseen_files, pr=pr, room=room
+        "comment.md.j2",
+        marker=REVIEW_MARKER,
+        r=report,
+        d=d,
+        icons=ICONS,
+        words=VERDICT_WORDS,
+        unseen_files=unseen_files,
+        pr=pr,
+        room=room,
     )
 
 

@@ -50,8 +50,8 @@ def unclaimed_sources(unmatched: list[FileChange], ignore: list[str]) -> list[st
 
 
 def with_coverage(verdict: str, cov: Coverage | None) -> str:
-    """The review's verdict once coverage is known: a pass fails while kernel sources go unjudged."""
-    if verdict == "pass" and cov is not None and cov.kernel_sources.total:
+    """The review's verdict once coverage is known: nothing passes while kernel sources go unjudged."""
+    if verdict in ("pass", "undecided", "needs_accept") and cov is not None and cov.kernel_sources.total:
         return "fail"
     return verdict
 

@@ -61,8 +61,10 @@ def trial_from(
         for c in k.cases
         if c.verdict != "skipped"
     ]
-    verdict = k.verdict if k.verdict in ("pass", "fail") else "error"
-    reasons = list(k.reasons)
+    # nothing failed: the tuning loop weighs each case's interval itself (tune/analysis.py)
+    judged = "pass" if k.verdict in ("undecided", "needs_accept") else k.verdict
+    verdict = judged if judged in ("pass", "fail") else "error"
+    reasons = [*k.reasons, *k.accept_needed, *k.undecided]
     if k.verdict == "skipped":
         reasons.append("the review judged no change to this kernel")
     return Trial(

@@ -146,6 +146,8 @@ def decide(
         return refuse(f"`--override` of failed gates needs maintain or admin; @{login} has `{role}`")
     kernels = [k.name for k in selected]
     what = "override" if failed else "accept"
+    if not failed and (open_ := [k.name for k in selected if k.verdict in ("needs_accept", "undecided")]):
+        what = f"accept ({', '.join(open_)}: nothing failed, a person's call)"
     return Decision(
         granted=True,
         reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({role})",
@@ -195,3 +197,14 @@ def gates_overridden(report: Report, rows: list[AcceptanceRow]) -> AcceptanceRow
         return None
     covered = {k for r in overrides for k in r.kernels}
     return overrides[-1] if failed <= covered else None
+
+
+def needs_accept(report: Report) -> list[str]:
+    """The kernels only a person's /accept can pass (new with their own reference, an implausible speedup)."""
+    return [k.name for k in report.kernels if k.verdict == "needs_accept"]
+
+
+def accept_waiting(report: Report, rows: list[AcceptanceRow]) -> list[str]:
+    """The kernels that need /accept and have no acceptance for the report's head yet."""
+    done = {k for r in rows if r.head_sha == report.head_sha for k in r.kernels}
+    return [name for name in needs_accept(report) if name not in done]

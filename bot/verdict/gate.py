@@ -9,7 +9,16 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check
-from bot.models.report import CaseReport, CaseStatus, KernelReport, Occupancy, ProbeReport, Resource, Violation
+from bot.models.report import (
+    CaseReport,
+    CaseStatus,
+    KernelReport,
+    Occupancy,
+    ProbeReport,
+    ReportVerdict,
+    Resource,
+    Violation,
+)
 from bot.verdict import stats
 from bot.verdict.occupancy import SM90, drop_pct, occupancy
 
@@ -396,7 +405,11 @@ def kernel_verdict(
     constraints: Constraints,
     policy: Policy,
 ) -> KernelReport:
-    """Fold static findings, builds, resources and cases into the kernel's verdict."""
+    """Fold static findings, builds, resources and cases into the kernel's verdict.
+
+    A failing gate fails it; otherwise whatever only a person can accept makes it `needs_accept`, and whatever
+    was not decided (a latency interval straddling the limit under the neutral policy, no case that could run,
+    what the review already put in `kernel.undecided`) makes it `undecided`: a pass is only what was judged."""
     kernel.reasons.extend(static_findings)
     kernel.cases = cases
     kernel.notes.extend(probe_notes(cases))
@@ -415,21 +428,38 @@ def kernel_verdict(
     for c in cases:
         if c.verdict in deciding:  # the case's own reasons, each naming the case once (never "case: fail")
             kernel.reasons.extend(case_reason(c.name, r) for r in c.reasons or [f"{c.verdict}: {c.status.value}"])
+        elif c.verdict == "inconclusive":
+            kernel.undecided.extend(case_reason(c.name, r) for r in c.reasons or ["latency undecided"])
     if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
         worst = "fail"
-    if worst == "inconclusive":
-        worst = "fail" if policy.inconclusive == "fail" else "pass"
-        kernel.notes.append(f"latency inconclusive on some cases (policy: {policy.inconclusive})")
-    if worst == "skipped":
-        kernel.notes.append("no case could run on this machine")
-    kernel.verdict = worst  # type: ignore[assignment]
+    if worst in ("fail", "error"):
+        kernel.verdict = worst  # type: ignore[assignment]
+        return kernel
+    if not any(c.verdict != "skipped" for c in cases):
+        kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+    if kernel.accept_needed:
+        kernel.verdict = "needs_accept"
+    elif kernel.undecided:
+        kernel.verdict = "undecided"
+    else:
+        kernel.verdict = "pass"
     return kernel
 
 
-def overall(kernels: list[KernelReport]) -> Literal["pass", "fail", "error"]:
-    verdicts = {k.verdict for k in kernels}
-    if "error" in verdicts:
-        return "error"
-    if "fail" in verdicts:
-        return "fail"
-    return "pass"
+def not_run_summary(cases: list[CaseReport]) -> str:
+    """ "2 cuda cases: needs a CUDA GPU; this machine has none" — the cases that did not run, by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for c in cases:
+        if c.verdict == "skipped":
+            by_reason.setdefault("; ".join(c.reasons) or "not run", []).append(c.device)
+    return "; ".join(
+        f"{len(devices)} {'/'.join(dict.fromkeys(devices))} case{'s' if len(devices) != 1 else ''} ({why})"
+        for why, devices in by_reason.items()
+    )
+
+
+def overall(kernels: list[KernelReport]) -> ReportVerdict:
+    """The review's verdict: its worst kernel (a kernel the change does not touch counts as a pass)."""
+    verdicts: set[str] = {k.verdict for k in kernels}
+    worst_first: tuple[ReportVerdict, ...] = ("error", "fail", "needs_accept", "undecided")
+    return next((v for v in worst_first if v in verdicts), "pass")

@@ -75,10 +75,13 @@ def test_a_comment_only_change_passes_with_every_cpu_case_measured(opgate, tmp_p
     run = review(opgate, repo)
     assert run.code == 0, run.stdout + run.stderr
     kernel = run.kernel(name)
-    assert kernel["verdict"] == "pass" and kernel["build"]["key"] != kernel["base_build"]["key"]
+    assert kernel["build"]["key"] != kernel["base_build"]["key"]
     for case in cpu_cases(run, name):
         assert case["verdict"] in ("pass", "inconclusive") and case["max_abs_err"] <= case["tolerance"]
         assert case["p50_ms"] > 0 and case["base_p50_ms"] > 0
+    # a pass only when every latency was decided; an interval straddling the limit leaves it undecided
+    decided = all(c["verdict"] == "pass" for c in cpu_cases(run, name))
+    assert kernel["verdict"] == ("pass" if decided else "undecided"), kernel
     check = kernel["resource_check"]
     if shutil.which("nvcc"):
         assert check["status"] == "ok" and check["head"] and all(r["spill_bytes"] == 0 for r in check["head"])

@@ -110,7 +110,10 @@ def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_
     assert review.returncode == 0, review.stdout + review.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     (kernel,) = report["kernels"]
-    assert (kernel["name"], kernel["domain"], kernel["verdict"]) == ("scale_bias", "moe", "pass")
+    assert (kernel["name"], kernel["domain"]) == ("scale_bias", "moe")
+    # nothing fails; on a busy runner a latency interval may straddle the limit (undecided, never a pass)
+    decided = all(c["verdict"] == "pass" for c in kernel["cases"])
+    assert kernel["verdict"] == ("pass" if decided else "undecided"), kernel
     assert kernel["cases"][0]["max_abs_err"] is not None and kernel["cases"][0]["max_abs_err"] <= 1e-2
     assert (
         report["agent"]["status"] == "offline" and "TAOTOKEN_API_KEY_MOE_AGENT is not set" in report["agent"]["reason"]

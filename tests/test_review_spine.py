@@ -25,18 +25,20 @@ def test_comment_only_change_passes(opgate, kernel_repo):
     )
     run = review(opgate, kernel_repo, kernel_repo.commit())
     assert run.code == 0, run.stdout + run.stderr
-    assert "verdict PASS" in run.stdout
     assert str(run.out / "report.json") in run.stdout and str(run.out / "comment.md") in run.stdout
     kernel = run.kernel("deepgemm_tile")
-    assert kernel["changed"] and kernel["verdict"] == "pass"
     cpu_cases = [c for c in kernel["cases"] if c["device"] == "cpu"]
     assert cpu_cases and all(c["verdict"] in ("pass", "inconclusive") for c in cpu_cases)
+    # a pass only when every latency was decided (a busy runner can leave an interval straddling the limit)
+    verdict = "pass" if all(c["verdict"] == "pass" for c in cpu_cases) else "undecided"
+    assert kernel["changed"] and kernel["verdict"] == verdict
+    assert f"verdict {verdict.upper()}" in run.stdout
     for case in cpu_cases:
         assert case["max_abs_err"] < 1e-3 and case["p50_ms"] > 0 and case["base_p50_ms"] > 0
         assert case["samples"] >= 3 and case["ci95_pct"][0] <= case["ci95_pct"][1]
     cuda = next(c for c in kernel["cases"] if c["device"] == "cuda")
     assert cuda["verdict"] == "skipped" and "CUDA" in cuda["reasons"][0]
-    assert "✅ opgate: **pass**" in run.comment
+    assert ("✅ opgate: **pass**" if verdict == "pass" else "❔ opgate: **undecided**") in run.comment
     Report.model_validate(run.report)  # the contract model accepts what was written
 
 

@@ -88,6 +88,8 @@ class DomainSettings(BaseModel):
     weekly_budget: int = Field(gt=0)
     request_budget: int = Field(gt=0)
     label: str
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_temperature: bool = True
 
 
 class Settings(BaseModel):
@@ -236,6 +238,8 @@ def _domains(env: Mapping[str, str], config: RepoConfig) -> dict[str, dict[str, 
             "weekly_budget": d.weekly_budget,
             "request_budget": d.request_budget,
             "label": config.label(name),
+            "max_tokens_field": d.max_tokens_field,
+            "send_temperature": d.send_temperature,
         }
         for name, d in config.domains.items()
     }

@@ -318,12 +318,14 @@ class FakeGitHub:
         head_ref: str = "feature",
         base_ref: str = "main",
         head_repo: str | None = None,
+        head_repo_deleted: bool = False,
         files: Iterable[dict[str, Any]] = (),
         diff: str | None = None,
         labels: Iterable[str] = (),
     ) -> int:
         """A pull request (it is an issue too). `files` items: filename, status, additions, deletions, patch,
-        previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository."""
+        previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository.
+        `head_repo_deleted`: the fork is gone, and GitHub answers `head.repo: null`."""
         with self._lock:
             repo = self._repo(full_name)
             record = self._new_issue(repo, title, body, author, labels, number)
@@ -335,7 +337,11 @@ class FakeGitHub:
                 "draft": draft,
                 "merged": merged,
                 "merged_at": self._now() if merged else None,
-                "head": {"sha": head_sha, "ref": head_ref, "repo": head_repo or repo.full_name},
+                "head": {
+                    "sha": head_sha,
+                    "ref": head_ref,
+                    "repo": None if head_repo_deleted else head_repo or repo.full_name,
+                },
                 "base": {"sha": base_sha, "ref": base_ref},
                 "files": [self._file_record(f) for f in files],
                 "diff": diff,
@@ -656,7 +662,8 @@ class FakeGitHub:
         api = self._api(f"/repos/{repo.full_name}/pulls/{n}")
         html = self._html(f"/{repo.full_name}/pull/{n}")
         issue_api = self._api(f"/repos/{repo.full_name}/issues/{n}")
-        head_repo = self._repo_payload(pull["head"]["repo"])
+        head_repo = self._repo_payload(pull["head"]["repo"]) if pull["head"]["repo"] is not None else None
+        head_user = head_repo["owner"] if head_repo is not None else self._user_payload(issue["user"])
         base_repo = self._repo_payload(repo)
         files = pull["files"]
         return {
@@ -691,10 +698,10 @@ class FakeGitHub:
             "requested_reviewers": [],
             "requested_teams": [],
             "head": {
-                "label": f"{head_repo['owner']['login']}:{pull['head']['ref']}",
+                "label": f"{head_user['login']}:{pull['head']['ref']}",
                 "ref": pull["head"]["ref"],
                 "sha": pull["head"]["sha"],
-                "user": head_repo["owner"],
+                "user": head_user,
                 "repo": head_repo,
             },
             "base": {
@@ -1425,7 +1432,7 @@ class FakeGitHub:
             pull = issue.get("pull")
             if pull is None or (state != "all" and issue["state"] != state):
                 continue
-            owner = pull["head"]["repo"].split("/")[0]
+            owner = (pull["head"]["repo"] or "").split("/")[0]
             if head and head not in (f"{owner}:{pull['head']['ref']}",):
                 continue
             if base and pull["base"]["ref"] != base:

@@ -37,8 +37,9 @@ def completion(content: str, prompt: int = 1234, completion_tokens: int = 321, *
 
 
 def deepseek(content: str, prompt: int = 1234, completion_tokens: int = 321, hit: int = 0) -> dict:
-    """A DeepSeek chat.completion as its API docs record it (api-docs.deepseek.com, "Create Chat Completion"):
-    the context-cache hits in `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens`, no `prompt_tokens_details`."""
+    """A DeepSeek chat.completion in the shape its API documents (api-docs.deepseek.com, "Create Chat Completion"):
+    the context-cache hits in `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens` (prompt = hit + miss) and no
+    `prompt_tokens_details`, as its replies carried before they added OpenAI's field beside them."""
     return {
         "id": f"930c60df-bf64-41c9-a88e-{next(_ids):012d}",
         "choices": [

@@ -193,3 +193,20 @@ def test_a_bad_domain_key_is_a_clear_error(tmp_path: Path) -> None:
     )
     with pytest.raises(InputError, match=r"domains\.moe\.max_tokens_field: Input should be 'max_tokens' or"):
         load_config(tmp_path)
+
+
+# ---------------------------------------------------------------------------- the CI summary request, the same rules
+
+
+def test_the_ci_summary_request_follows_the_same_rules(gateway, tmp_path) -> None:
+    from tests.test_ci_summary import ask as ask_summary
+    from tests.test_ci_summary import failing, reply_for, settings_for
+
+    settings = settings_for(gateway, tmp_path)
+    gateway.push(truncated('{"summary": "cpu_seq_8192 is wr'), completion(json.dumps(reply_for(failing()))))
+    r = ask_summary(failing(), settings, tmp_path)
+    assert r.ci_summary is not None and r.ci_summary.agent.status == "ok" and caps(gateway) == [2048, 4096]
+    gateway.push(tool_calls("search_logs"), tool_calls("search_logs"))
+    again = ask_summary(failing().model_copy(update={"head_sha": "2" * 40}), settings, tmp_path)
+    assert again.ci_summary is not None and again.ci_summary.agent.status == "error"
+    assert "1 tool call(s) (search_logs)" in gateway.bodies[3]["messages"][-1]["content"]

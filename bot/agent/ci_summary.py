@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.agent import estimate
 from bot.agent.ci_summary_reply import SummaryReply, contradictions, parse_summary
-from bot.agent.client import GatewayError, validate_base_url
+from bot.agent.client import ChatResult, GatewayError, validate_base_url
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentOutputError
-from bot.agent.run import OverBudget, _Call, _keep, _spent, cache_key, sanitise
+from bot.agent.run import OverBudget, ReplyCut, _Call, _keep, _spent, answered, cache_key, no_text, sanitise
 from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import SUMMARY_DOMAIN
 from bot.config.settings import Settings
@@ -257,6 +257,10 @@ def ask(
         agent.status, agent.reason = "error", str(exc)
         log.warning("the %s request failed: %s; the review is otherwise unchanged", SUMMARY_DOMAIN, exc)
         return out
+    except ReplyCut as exc:
+        _spent(agent, call)
+        agent.status, agent.reason = "error", f"reply rejected: {exc}"
+        return out
     except AgentOutputError as exc:
         _spent(agent, call)
         agent.status, agent.reason = "error", f"reply rejected after one repair request: {exc}"
@@ -280,11 +284,13 @@ def ask(
 def converse(
     call: _Call, msgs: list[dict[str, str]], facts: SummaryFacts, candidates_dir: Path, stem: str
 ) -> tuple[SummaryReply, str]:
-    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it."""
+    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it. A reply
+    cut off at the token limit is asked again with a larger allowance instead, never repaired (run.answered)."""
     secrets = call.settings.secrets()
-    content = scrub(call.chat(msgs).content, secrets)
+    reply = answered(call, msgs)
+    content = scrub(reply.content, secrets)
     try:
-        return parse_summary(content, facts), content
+        return _read(reply, content, facts), content
     except AgentOutputError as exc:
         first = exc
         _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
@@ -293,14 +299,24 @@ def converse(
         log.info("%s reply rejected (%s): asking once to repair it", SUMMARY_DOMAIN, exc)
         follow_up = [*msgs, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
     try:
-        second = scrub(call.chat(follow_up).content, secrets)
+        fixed = answered(call, follow_up, reply.max_tokens, retry=False)
     except OverBudget as over:
         raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
+    except ReplyCut as cut:
+        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
+    second = scrub(fixed.content, secrets)
     try:
-        return parse_summary(second, facts), second
+        return _read(fixed, second, facts), second
     except AgentOutputError:
         _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
         raise
+
+
+def _read(result: ChatResult, content: str, facts: SummaryFacts) -> SummaryReply:
+    missing = no_text(result)
+    if missing is not None:
+        raise AgentOutputError(missing)
+    return parse_summary(content, facts)
 
 
 def _reparse(content: str, facts: SummaryFacts) -> SummaryReply | None:

@@ -37,6 +37,14 @@ class DomainConfig(_Strict):
     weekly_budget: int = Field(gt=0, description="tokens per ISO week")
     request_budget: int = Field(gt=0, description="prompt tokens per request (the diff is trimmed to it)")
     label: str = Field("", description="how summaries and the dashboard name the domain (default: its name)")
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens",
+        description="the completion cap's name on the OpenAI wire: max_completion_tokens for models that refuse the "
+        "deprecated max_tokens (OpenAI's o-series and later)",
+    )
+    send_temperature: bool = Field(
+        True, description="false: send no temperature (reasoning models accept only their default)"
+    )
     task: str | None = Field(
         None, description="a task file from the repository root, for a domain no kernel's task names (ci_summary)"
     )

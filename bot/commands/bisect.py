@@ -316,7 +316,8 @@ def _store_parts(folders: list[Path], wanted: list[Target], repo: Path, store: H
             continue
         line = set(commits.chain(repo, part.good_sha, part.bad_sha))
         named = [part.first_bad.sha] if part.first_bad is not None else []
-        if any(sha not in line for sha in [*named, *part.suspects]):
+        named += [*part.suspects, *(x.sha for x in part.probes), *(s.sha for s in part.skipped)]
+        if any(sha not in line for sha in named):
             raise InputError(f"--bisections {folder}: names a commit outside {part.good_sha[:12]}..{part.bad_sha[:12]}")
         store.record_bisection(part)
         log.info("bisection of %s/%s stored from %s", part.kernel, part.case_name, path)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.config.repo import RepoConfig
@@ -17,9 +18,11 @@ from bot.errors import GitError, InputError, OpgateError
 from bot.ledger import Ledger
 from bot.mainline import bisect, commits
 from bot.mainline.bisect import BisectReport, Probe, Search, Side, Skipped
-from bot.models.report import Report
 from bot.review.checkout import checkouts, kernel_globs
 from bot.text.safe import one_line
+
+if TYPE_CHECKING:
+    from bot.review.flow import Reviewer
 
 Say = Callable[[str], None]
 
@@ -91,7 +94,8 @@ class _Run:
         estimate = sum(self.durations) / len(self.durations) if self.durations else 0.0
         return self.elapsed() + estimate > self.req.budget_s
 
-    def review(self, sha: str, k: int, limit_pct: float | None) -> Report:
+    def reviewer(self, sha: str, k: int, limit_pct: float | None) -> Reviewer:
+        """The review of one probe; building it raises for what no probe can fix (no runner, no sandbox)."""
         from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when a probe is measured
 
         r = self.req
@@ -108,7 +112,7 @@ class _Run:
             require_isolation=r.require_isolation,
         )
         settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure, k)})
-        return Reviewer(request, settings, self.ledger).run()
+        return Reviewer(request, settings, self.ledger)
 
     def probe(self, sha: str, subject: str, position: int, split: float | None) -> Probe:
         """Review one commit against the good build (judged against `split` when given, else the case's own limit)
@@ -121,9 +125,10 @@ class _Run:
                 why = f"{why}; the time budget was spent before a re-measurement" if measurements else why
                 break
             start = time.monotonic()
+            reviewer = self.reviewer(sha, k, split)
             try:
-                report = self.review(sha, k, split)
-            except OpgateError as exc:
+                report = reviewer.run()
+            except OpgateError as exc:  # this commit could not be reviewed (no manifest, no such kernel …)
                 found, why = "skipped", f"could not be reviewed: {one_line(exc, limit=300)}"
                 measurements += 1
                 break

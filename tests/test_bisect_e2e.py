@@ -81,7 +81,7 @@ def test_an_8_percent_slowdown_is_named_or_left_undecided_with_the_reason_never_
     shas = bisect_repo(repo, "8pct")
     out = tmp_path / "bisect"
     run = opgate("history", "bisect", "--repo", str(repo), "--kernel", "deepgemm_tile", "--case", SLOW_CASE,
-                 "--good", shas[0], "--bad", shas[15], "--budget", "3", "--out", str(out))  # fmt: skip
+                 "--good", shas[0], "--bad", shas[15], "--budget", "2", "--out", str(out))  # fmt: skip
     result = BisectReport.model_validate_json((out / "bisect.json").read_text())
     print(f"8 %: {result.verdict}, {len(result.probes)} probes, {result.measurements} measurements, "
           f"{result.seconds:.0f} s; {result.undecided}")  # fmt: skip

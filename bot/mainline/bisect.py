@@ -33,8 +33,10 @@ class Probe(_Model):
     sha: str
     subject: str = ""
     position: int = Field(description="place on main's first-parent line after the good commit (1 = its child)")
-    side: Side = Field(description="good | bad: decided by the interval; undecided, skipped (not built or not "
-                       "judged) or error (the case could not run)")  # fmt: skip
+    side: Side = Field(
+        description="bad: the case failed the limit it was judged by, good: it passed it; undecided, skipped (not "
+        "built or not judged) or error (the case could not run)"
+    )
     verdict: str = Field(description="the case's review verdict (pass|fail|inconclusive|skipped|error) at the end")
     why: str = Field(description="one line: what decided the side")
     measurements: int = Field(1, description="reviews of this commit against the good build (1 + re-measurements)")

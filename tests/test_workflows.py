@@ -202,7 +202,8 @@ def test_one_concurrency_group_per_pull_request() -> None:
 def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None:
     """A domain's key is the secret OPGATE_AGENT_KEY of the environment opgate-<domain>: the agent job of a kernel
     enters its domain's environment, so it receives that domain's key and no other; only the step that runs
-    `opgate review --agent-only --kernel` sees it. No workflow names a gateway key variable."""
+    `opgate review --agent-only --kernel` sees it, and the ci_summary domain's key only the publish step that merges
+    (environment opgate-ci_summary; no PR code there). No workflow names a gateway key variable."""
     for path in ALL:
         workflow = load(path)
         assert "TAOTOKEN" not in path.read_text(), f"{path.name}: a gateway key variable in a workflow"
@@ -216,10 +217,14 @@ def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None
                     assert job == "tune" and "args=(tune " in step["run"], f"{path.name}: {job}: holds an agent key"
                     assert step["env"]["OPGATE_REQUIRE_ISOLATION"] == "1"
                     continue
-                assert path.name == REVIEW and job == "agent", f"{path.name}: {job}: holds an agent key"
+                assert path.name == REVIEW and job in ("agent", "publish"), f"{path.name}: {job}: holds an agent key"
+                if job == "publish":  # the CI summary: one request after the gates, from the validated parts
+                    assert "--merge" in step["run"] and "--post" in step["run"]
+                    continue
                 assert "--agent-only" in step["run"] and '--kernel "$KERNEL"' in step["run"]
-    agent = load(REVIEW)["jobs"]["agent"]
+    agent, publish = load(REVIEW)["jobs"]["agent"], load(REVIEW)["jobs"]["publish"]
     assert agent["environment"] == "opgate-${{ matrix.domain }}"
+    assert publish["environment"] == "opgate-ci_summary"
     for path in [*CALLERS, EXAMPLE]:
         for name, job in load(path)["jobs"].items():
             passed = job.get("secrets", {})

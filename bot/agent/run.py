@@ -19,7 +19,7 @@ from bot.agent.client import Attempt, ChatResult, GatewayClient, GatewayError, f
 from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
 from bot.agent.review import AgentOutputError, AgentReview, parse_review
-from bot.config.manifest import Kernel
+from bot.config.manifest import AgentTask, Kernel
 from bot.config.settings import Settings
 from bot.ledger import Ledger, now
 from bot.models.diff import FileChange
@@ -71,7 +71,8 @@ class _Call:
 
     def __init__(
         self,
-        kernel: Kernel,
+        task: AgentTask,
+        domain: str,
         settings: Settings,
         ledger: Ledger,
         *,
@@ -83,9 +84,7 @@ class _Call:
         purpose: Literal["review", "tune"] = "review",
         tuning_run: str | None = None,
     ) -> None:
-        assert kernel.task is not None
-        self.task = kernel.task
-        self.domain = kernel.manifest.domain
+        self.task, self.domain = task, domain
         self.settings, self.ledger = settings, ledger
         self.key, self.head_sha, self.pr = key, head_sha, pr
         self.session, self.sleep = session, sleep
@@ -217,8 +216,9 @@ def ask(
     domain = kernel.manifest.domain
     task = kernel.task
     if task is None:
-        return AgentReport(status="skipped", domain=domain, reason=f"{kernel.name} has no agent task file"), []
-    report = AgentReport(status="offline", domain=domain, model=task.model)
+        reason = f"{kernel.name} has no agent task file"
+        return AgentReport(status="skipped", domain=domain, kernel=kernel.name, reason=reason), []
+    report = AgentReport(status="offline", domain=domain, kernel=kernel.name, model=task.model)
     variable = task.provider.api_key_env
     if offline:
         report.reason = "--offline given: the agent was not asked"
@@ -247,7 +247,7 @@ def ask(
         return report, unseen
     messages = prompt.messages(kernel, trimmed.included, unseen)
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
-    call = _Call(kernel, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
+    call = _Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
     hit = ledger.cached_reply(key_of_prompt) if use_cache else None
     if hit is not None and (review := _reparse(hit.content, kernel.name, kernel.path)) is not None:
         call.record(

@@ -196,8 +196,8 @@ class TuneAgent:
         self.token_limit, self.spent = token_limit, spent
         self.candidates_dir = candidates_dir
         self.call = _CappedCall(
-            kernel, settings, ledger, key=key, head_sha=base_sha, pr=None, session=session, sleep=sleep,
-            purpose="tune", tuning_run=run_id, cap=self._cap,
+            kernel.task, kernel.manifest.domain, settings, ledger, key=key, head_sha=base_sha, pr=None,
+            session=session, sleep=sleep, purpose="tune", tuning_run=run_id, cap=self._cap,
         )  # fmt: skip
 
     def _cap(self, need: int) -> str | None:

@@ -51,6 +51,10 @@ class ReviewRequest:
     offline: bool = False
     pr: int | None = None
     only_kernel: str | None = None
+    # opgate history bisect: one case, against a given latency limit, without the compile-only resource check
+    only_case: str | None = None
+    latency_limit_pct: float | None = None
+    resource_check: bool = True
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
@@ -154,6 +158,8 @@ class Reviewer:
             return report
         report.diff = diff_stat(touched)
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
+        if self.request.only_case is not None:
+            rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
         self._notes(report, touched, base_k, head_k)
         agent = None
         if not candidate_pass:
@@ -176,8 +182,10 @@ class Reviewer:
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
-        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
-            report.resource_check = resource_check(head_k, base_k, self.settings.build_dir / "resources", self.sandbox)
+        if self.request.resource_check:
+            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
+                cache = self.settings.build_dir / "resources"
+                report.resource_check = resource_check(head_k, base_k, cache, self.sandbox)
         runner = KernelCases(
             self.settings,
             self.env,
@@ -253,6 +261,18 @@ class Reviewer:
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent
+
+
+def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) -> Kernel:
+    """`rules` with one case left (the others are not run), judged against `latency_limit_pct` when given."""
+    cases = [c for c in rules.manifest.cases if c.name == name]
+    if not cases:
+        have = ", ".join(c.name for c in rules.manifest.cases)
+        raise InputError(f"--case {name}: kernel {rules.name} has no such case (have: {have})")
+    update: dict[str, object] = {"cases": cases}
+    if latency_limit_pct is not None:
+        update["constraints"] = rules.manifest.constraints.model_copy(update={"max_regression_pct": latency_limit_pct})
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update=update)})
 
 
 def missing_runner() -> str | None:

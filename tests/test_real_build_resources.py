@@ -57,7 +57,8 @@ entry = "hog"
 
 [build.cuda]
 sources = ["hog.cu"]
-cuda_cflags = ["-O3", "-gencode", "arch=compute_90a,code=sm_90a"]
+cuda_cflags = ["-O3", "-gencode=arch=compute_90a,code=sm_90a"]
+entry = "hog"
 
 [[cases]]
 name = "one"

@@ -3,7 +3,6 @@ the build compiles them (the build's own nvcc flags, torch's included, and inclu
 
 from __future__ import annotations
 
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,16 +11,13 @@ from bot.config.manifest import Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
-from bot.untrusted.probe import ProbeResult, evaluate
+from bot.untrusted.probe import PROBE_NAME, ProbeResult, evaluate
 from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.toolchain import Toolchain, toolchain
 from bot.verdict.flags import check_flags, without_arch
+from bot.verdict.gate import BASE, HEAD
 from bot.verdict.launch import describe_kernel
-
-log = logging.getLogger(__name__)
-
-HEAD, BASE = "head", "base"
 
 
 def flag_findings(k: Kernel) -> list[str]:
@@ -48,13 +44,10 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
     ]
     probe = None
     if k.manifest.launch.cxx_expressions():
-        body = Unit(source=PROBE_UNIT, binding=False, nvcc=True)
+        body = Unit(source=PROBE_NAME, binding=False, nvcc=True)
         flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
-        probe = CompileJob(k.folder / PROBE_UNIT, k.folder, includes, flags)
+        probe = CompileJob(k.folder / PROBE_NAME, k.folder, includes, flags)
     return jobs, probe
-
-
-PROBE_UNIT = "opgate_launch_probe.cu"
 
 
 def _cu_sources(k: Kernel | None) -> bool:

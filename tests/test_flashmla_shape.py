@@ -8,8 +8,10 @@ import shutil
 import pytest
 
 from bot.verdict.gate import RESOURCES_ONLY
+from tests.comment_checks import text_of
 from tests.conftest import git
 from tests.flashmla_repo import KERNEL, SUBMODULE, bump_dependency, make_flashmla_repo
+from tests.hostile import html
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 TRAITS = f"{KERNEL}/traits.h"
@@ -47,7 +49,7 @@ def test_a_comment_only_change_keeps_the_resources_and_says_no_case_ran(opgate, 
     assert any(n.startswith("resource check: unchanged from base") for n in kernel["notes"])
     headline = run.comment.split("### ")[0]
     assert "undecided" in headline and RESOURCES_ONLY in headline and "pass" not in headline.lower()
-    assert "Traits&lt;minicute::bfloat16_t&gt;" in run.comment or "Traits<minicute::bfloat16_t>" in run.comment
+    assert "mla_kernel<Traits<minicute::bfloat16_t> >" in text_of(html(run.comment))  # <…> shown as written
 
 
 @pytest.mark.slow

@@ -78,6 +78,11 @@ def share(used: int, budget: int | None) -> str:
     return "—" if not budget else f"{100.0 * used / budget:.1f}%"
 
 
+def abbreviated(short: dict[str, str]) -> list[tuple[str, str]]:
+    """(full, shown) of every function whose shown name left template arguments out (the comment lists them)."""
+    return sorted((full, name) for full, name in short.items() if "…" in name and "…" not in full)
+
+
 def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
     """Head function name -> its base counterpart (to put base beside head in the table)."""
     return match_base(head, base)
@@ -187,6 +192,7 @@ def environment() -> jinja2.Environment:
         cpu=cpu,
         runner=runner,
         short_names=short_names,
+        abbreviated=abbreviated,
         names=names,
         clip=clip,
         delta_chart=delta_chart,

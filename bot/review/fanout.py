@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
@@ -49,7 +50,7 @@ def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, tuple[lis
         except InputError:
             found[name] = (folder, None)
             continue
-        found[name] = (folder, (list(kernel.manifest.globs), kernel.manifest.domain))
+        found[name] = (folder, (watched_globs(kernel), kernel.manifest.domain))
     return found
 
 

@@ -26,7 +26,15 @@ from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
-from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
+from bot.review.checkout import (
+    Checkout,
+    checkouts,
+    folder_of,
+    kernel_globs,
+    load_checkout,
+    missing_submodule,
+    no_manifest,
+)
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
 from bot.review.resource_check import flag_findings, resource_check
@@ -157,6 +165,9 @@ class Reviewer:
         if not touched:
             return report
         report.diff = diff_stat(touched)
+        for label, side, k in ((HEAD, head, head_k), (BASE, base, base_k)):
+            if k is not None and (why := missing_submodule(k, side, label)) is not None:
+                raise InputError(why)
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
         if self.request.only_case is not None:
             rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
@@ -222,7 +233,9 @@ class Reviewer:
         with self.phases.timed("candidate"):
             try:
                 with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
+                    missing = gitio.populate_submodules(self.repo, cand.sha, cand.tree)
                     side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
+                    side.missing = missing
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
                     report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
             except CandidateError as exc:

@@ -23,6 +23,7 @@ from bot.verdict import stats
 from bot.verdict.occupancy import SM90, drop_pct, occupancy
 
 HEAD, BASE = "head", "base"
+RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
 
@@ -370,10 +371,10 @@ def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
         kernel.notes.append("resource check skipped: nvcc is not on the PATH")
         return
     if check.status == "compile_fail":
-        kernel.reasons.append(f"resource: the CUDA sources do not compile for {check.arch} (see the log)")
+        kernel.reasons.append(f"resource: head's CUDA sources do not compile for {check.arch} (see the head log)")
         return
     if check.base_status == "compile_fail":
-        kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
+        kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
     kernel.reasons.extend(f"resource: {e}" for e in check.launch_errors)
     kernel.notes.extend(check.launch_notes)
     failures, notes = resource_reasons(check.head, check.base, constraints, check.threads)
@@ -436,7 +437,10 @@ def kernel_verdict(
         kernel.verdict = worst  # type: ignore[assignment]
         return kernel
     if not any(c.verdict != "skipped" for c in cases):
-        kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+        if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
+            kernel.undecided.append(RESOURCES_ONLY)  # a resource-only kernel: its one gate ran and passed
+        else:
+            kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
     if kernel.accept_needed:
         kernel.verdict = "needs_accept"
     elif kernel.undecided:

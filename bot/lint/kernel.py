@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,10 @@ def _errors(
 ) -> None:
     for err in exc.errors():
         loc = tuple(err["loc"])
+        if not loc and (m := re.match(r"(\w+)\[(\d+)\]", err["msg"].removeprefix("Value error, "))):
+            loc = (m[1], int(m[2]), "params")  # a whole-manifest rule about one case: at that case's line
+            c.add(line_of(lines, (*prefix, *loc)), rule, err["msg"].removeprefix("Value error, "))
+            continue
         hint = keys.did_you_mean(model, loc) if model is not None and err["type"] == "extra_forbidden" else ""
         message = err["msg"].removeprefix("Value error, ")
         c.add(line_of(lines, (*prefix, *loc)), rule, f"{label_of(loc) or '(top level)'}: {message}{hint}")

@@ -269,7 +269,11 @@ def test_check_names_a_misspelt_entry_and_a_missing_tunables_file_with_their_lin
         "function in its sources; did you mean 'torch.ops.extension_cpp.mymuladd'?"
     ) in done.stdout, done.stdout
     (clone / "ops" / "csrc" / "tunables.json").unlink()
-    git(clone, "checkout", "-q", "--", "ops/csrc/kernel.toml")
+    git(clone, "checkout", "-q", "origin/main", "--", "ops/csrc/kernel.toml")
+    done = shell(clone, "opgate check extension_cpp", adopted.build_dir)
+    assert done.code == 0, done.stdout  # no tunables declared: no tunables file needed
+    toml = clone / "ops" / "csrc" / "kernel.toml"
+    toml.write_text(re.sub(r"^\[tunables\].*$", "[tunables]\nblock = [64, 128]", toml.read_text(), flags=re.M))
     done = shell(clone, "opgate check extension_cpp", adopted.build_dir)
     line = next(
         i for i, t in enumerate((clone / "ops/csrc/kernel.toml").read_text().splitlines(), 1) if "config =" in t

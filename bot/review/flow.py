@@ -232,7 +232,10 @@ class Reviewer:
         return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
 
     def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
-        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's)."""
+        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's). A
+        kernel without cases is judged by its resource check alone, and its verdict already says so."""
+        if not (base_k or head_k).manifest.cases:
+            return []
         compiled: dict[str, set[str]] = {}
         for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
             for device, spec in k.manifest.build.items():

@@ -28,7 +28,7 @@ from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
-from bot.review.resource_check import flag_findings, resource_check
+from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.launch import new_secret
 from bot.untrusted.sandbox import Sandbox
@@ -53,6 +53,7 @@ class ReviewRequest:
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
+    arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
 
 
 class Reviewer:
@@ -174,8 +175,10 @@ class Reviewer:
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
-        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
-            report.resource_check = resource_check(head_k, base_k, self.settings.build_dir / "resources", self.sandbox)
+        arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
+        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
+            checks = resource_checks(head_k, base_k, arches, self.settings.build_dir / "resources", self.sandbox)
+        report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,
             self.env,
@@ -184,6 +187,7 @@ class Reviewer:
             self.steps,
             secret=self.secret,
             base_sha=self.base_sha,
+            arch=self.request.arch,
         )
         with self.phases.timed("build"):
             builds = runner.build(head_k, base_k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.config.manifest import Kernel
@@ -9,6 +10,7 @@ from bot.models.report import ResourceCheckReport
 from bot.untrusted.build import defines
 from bot.untrusted.resources import ResourceCheck, compile_resources
 from bot.untrusted.sandbox import Sandbox
+from bot.untrusted.targets import unsupported
 from bot.verdict.flags import check_flags
 from bot.verdict.launch import describe_kernel
 
@@ -25,21 +27,39 @@ def flag_findings(k: Kernel) -> list[str]:
     return findings
 
 
+def resource_checks(
+    head_k: Kernel, base_k: Kernel | None, architectures: list[str], cache_dir: Path, sandbox: Sandbox
+) -> list[ResourceCheckReport]:
+    """`resource_check` once per architecture the kernel ships for (the rules' `architectures`), the first
+    first; the architectures compile side by side. Empty for a CPU-only kernel."""
+    if _sources(head_k) is None:
+        return []
+    with ThreadPoolExecutor(max_workers=len(architectures)) as pool:
+        found = list(pool.map(lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a), architectures))
+    return [c for c in found if c is not None]
+
+
 def resource_check(
-    head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox
+    head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox, *, arch: str = "sm_90a"
 ) -> ResourceCheckReport | None:
-    """ptxas -v on the kernel's .cu files for sm_90a, head and base, each with its own launch description
-    (kernel.toml [launch]: threads, dynamic smem) and occupancy; None for a CPU-only kernel."""
-    head = _ptxas(head_k, cache_dir, sandbox)
+    """ptxas -v on the kernel's .cu files for `arch`, head and base, each with its own launch description
+    (kernel.toml [launch]: threads, dynamic smem) and occupancy on that architecture; None for a CPU-only
+    kernel. A toolchain that cannot compile `arch` is reported as such (status unsupported_arch)."""
+    if _sources(head_k) is None:
+        return None
+    if (why := unsupported(arch)) is not None:
+        return ResourceCheckReport(status="unsupported_arch", arch=arch, log_tail=why)
+    head = _ptxas(head_k, cache_dir, sandbox, arch)
     if head is None:
         return None
-    base = _ptxas(base_k, cache_dir, sandbox) if base_k is not None else None
-    head_d = describe_kernel(head_k, head.resources, head.threads)
+    base = _ptxas(base_k, cache_dir, sandbox, arch) if base_k is not None else None
+    head_d = describe_kernel(head_k, head.resources, head.threads, arch)
     base_d = None
     if base_k is not None and base is not None and base.status == "ok":
-        base_d = describe_kernel(base_k, base.resources, base.threads)
+        base_d = describe_kernel(base_k, base.resources, base.threads, arch)
     return ResourceCheckReport(
         status=head.status.value,
+        arch=arch,
         head=head_d.resources,
         base=base_d.resources if base_d is not None else [],
         base_status=base.status.value if base is not None else None,
@@ -52,11 +72,17 @@ def resource_check(
     )
 
 
-def _ptxas(k: Kernel, cache_dir: Path, sandbox: Sandbox) -> ResourceCheck | None:
+def _sources(k: Kernel) -> list[Path] | None:
     spec = k.manifest.build.get("cuda")
     sources = [k.folder / s for s in spec.sources if s.endswith(".cu")] if spec else []
-    if spec is None or not sources:
+    return sources or None
+
+
+def _ptxas(k: Kernel, cache_dir: Path, sandbox: Sandbox, arch: str) -> ResourceCheck | None:
+    spec = k.manifest.build.get("cuda")
+    sources = _sources(k)
+    if spec is None or sources is None:
         return None
-    # The check compiles for sm_90a itself; an -arch/-gencode in the flags would add other targets.
+    # The check compiles for `arch` itself; an -arch/-gencode in the flags would add other targets.
     flags = [f for f in spec.cuda_cflags if not f.startswith(ARCH_FLAGS)] + defines(k.config)
-    return compile_resources(sources, [k.folder], flags, cache_dir=cache_dir, sandbox=sandbox)
+    return compile_resources(sources, [k.folder], flags, arch=arch, cache_dir=cache_dir, sandbox=sandbox)

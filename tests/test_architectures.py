@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import Constraints, Kernel, load_kernel
+from bot.edges.peak import cpu_peak
 from bot.errors import InputError
 from bot.ledger import MIGRATIONS, open_ledger
 from bot.ledger.db import Database
@@ -22,6 +23,8 @@ from bot.present.render import render_comment
 from bot.review import fanout
 from bot.review.arch_jobs import ELSEWHERE, job_arches, other_job
 from bot.review.resource_check import resource_checks
+from bot.tune.analysis import per_shape
+from bot.tune.trial import trial_from
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import Policy, kernel_verdict
 from bot.verdict.throughput import device_peak, judge_throughput
@@ -359,3 +362,57 @@ def test_the_reviewers_figures_name_the_architecture_only_where_there_are_severa
     one = render_comment(cr.passing())
     summary = r"<summary>Resources: registers, spills, shared memory, occupancy \(ptxas, sm_90a\)</summary>"
     assert re.search(summary, one)
+
+
+def test_the_plan_lists_a_gpu_job_per_architecture_the_cases_run_on(opgate, tmp_path):
+    repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
+    repo.edit("kernels/deepgemm_tile/kernel.toml", 'name = "gemm_4096"\n', 'name = "gemm_4096"\narch = "sm_100a"\n')
+    repo.base = repo.commit("gemm_4096 runs on a B200")
+    repo.edit("kernels/deepgemm_tile/tile_config.json", '"tile_m": 128', '"tile_m": 64')
+    head = repo.commit()
+    run = opgate("review", "--plan", "--repo", str(repo.path), "--base", repo.base, "--head", head)
+    assert run.code == 0, run.stderr
+    plan = json.loads(run.stdout)
+    assert plan["include"] == [{"kernel": "deepgemm_tile", "domain": "deepgemm"}]  # one agent job
+    assert plan["gpu"] == [
+        {"kernel": "deepgemm_tile", "domain": "deepgemm", "arch": "sm_90", "part": "deepgemm_tile"},
+        {"kernel": "deepgemm_tile", "domain": "deepgemm", "arch": "sm_100", "part": "deepgemm_tile@sm_100"},
+    ]
+
+
+def test_an_implausible_candidate_is_never_the_tuning_loops_best():
+    kernel = cr.implausible().kernels[0]
+    trial = trial_from(kernel, key="k", config={"tile_m": 64}, source="exhaustive", patch="", run_id="r", seconds=1.0)
+    square = next(c for c in trial.cases if c.name == "square_512")
+    assert square.status == "implausible" and not square.correct and (square.speedup or 0) > 100
+    assert trial.verdict == "fail" and not trial.correct and not trial.qualifies
+    honest = trial_from(cr.passing().kernels[0], key="h", config={"tile_m": 256}, source="exhaustive", patch="",
+                        run_id="r", seconds=1.0)  # fmt: skip
+    best = {b.case: b for b in per_shape([trial, honest], "tile_m=128", None)}
+    assert best["square_512"].key == "h"  # 7 % faster wins; a 1000x "speedup" above the hardware limit wins nothing
+
+
+@pytest.mark.slow
+def test_a_cpu_peak_measured_on_a_busy_machine_is_measured_again_and_only_rises(tmp_path):
+    first = cpu_peak(tmp_path)
+    assert first is not None and first.tflops > 0 and first.gbps > 0
+    [cache] = tmp_path.glob("cpu-peak-*.json")
+    measured = json.loads(cache.read_text())
+    cache.write_text(json.dumps({**measured, "gflops": 0.001, "gbps": 0.001}))  # as if measured under load
+    assert cpu_peak(tmp_path).tflops == 1e-6  # read from the cache: one measurement per runner
+    again = cpu_peak(tmp_path, refresh=True)  # what a case above it triggers before it may fail
+    assert again is not None and again.tflops > 1e-6 and again.gbps > 0.001
+    cache.write_text(json.dumps({**measured, "gflops": 1e9}))
+    assert cpu_peak(tmp_path, refresh=True).tflops == 1e6  # a slower second look never lowers the peak
+
+
+def test_the_declared_work_matches_the_gpu_benchmarks_model():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_throughput", KERNELS.parent / "benchmarks" / "throughput.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for name, flops in (("deepgemm_tile", bench.gemm_flops), (SPLITK, bench.attention_flops)):
+        for case in _load(KERNELS / name).manifest.cases:
+            assert case.work()[0] == flops(case.shape), case.name

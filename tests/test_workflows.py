@@ -143,7 +143,7 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
         assert jobs[name]["permissions"] == {"contents": "read"}
         assert "needs.trust.outputs.run == 'true'" in jobs[name]["if"] or name == "plan"
     assert jobs["plan"]["if"] == "needs.trust.outputs.run == 'true'"
-    assert jobs["agent"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"  # one per kernel
+    assert jobs["agent"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).include }}"}
     assert jobs["review"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).gpu }}"}
     assert jobs["review"]["strategy"]["fail-fast"] is False
     run = next(s["run"] for s in jobs["review"]["steps"] if "opgate review" in s.get("run", ""))

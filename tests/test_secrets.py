@@ -69,6 +69,7 @@ def test_canary_keys_appear_in_no_output_log_or_ledger_row(opgate, kernel_repo, 
             "OPGATE_AGENT_BACKOFF_S": "0",
             "GITHUB_REPOSITORY": REPO,
             "GITHUB_API_URL": github.base_url,
+            "OPGATE_GITHUB_LOGIN": github.bot_login,
         }
         review = ["review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head]
         runs.append(opgate(*review, "--offline", "--out", str(tmp_path / "out-offline"), env=env))

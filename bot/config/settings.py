@@ -49,8 +49,11 @@ VARIABLES: dict[str, str] = {
     "GITHUB_REPOSITORY": "owner/name of the repository to post to (set by Actions)",
     # GitHub (opgate review --post, opgate accept).
     "GITHUB_STEP_SUMMARY": "a file the review comment is appended to (set by Actions)",
-    "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx, 429 or dropped connection; doubles (default 1)",
+    "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx or dropped connection; doubles (default 1)",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "seconds between GitHub writes, against secondary rate limits (default 1)",
+    "OPGATE_GITHUB_MAX_WAIT_S": "most seconds one command waits for GitHub (rate limits, retries) in all (default 300)",
+    "OPGATE_GITHUB_LOGIN": "the login opgate's own comments and issues carry (default: github-actions[bot] in Actions)",
+    "GITHUB_ACTIONS": "set by Actions (true): opgate then posts as github-actions[bot] unless OPGATE_GITHUB_LOGIN says",
     # Main's history and cumulative drift (opgate history, opgate dashboard).
     "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
@@ -62,6 +65,7 @@ VARIABLES: dict[str, str] = {
 BUDGET_PREFIXES = {"OPGATE_BUDGET_WEEKLY_": "weekly_budget", "OPGATE_BUDGET_REQUEST_": "request_budget"}
 
 DEFAULT_LEDGER = "reports/opgate.sqlite"
+ACTIONS_LOGIN = "github-actions[bot]"  # the author of what Actions' GITHUB_TOKEN writes
 
 
 class DomainTokens(RootModel[dict[str, int]]):
@@ -84,6 +88,8 @@ class DomainSettings(BaseModel):
     weekly_budget: int = Field(gt=0)
     request_budget: int = Field(gt=0)
     label: str
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_temperature: bool = True
 
 
 class Settings(BaseModel):
@@ -113,6 +119,8 @@ class Settings(BaseModel):
     step_summary: Path | None = None
     github_backoff_s: float = Field(1.0, ge=0)
     github_write_interval_s: float = Field(1.0, ge=0)
+    github_max_wait_s: float = Field(300.0, ge=0)
+    github_login: str | None = Field(None, description="who opgate posts as; None: the token's user (GET /user)")
     drift_limit_pct: float = Field(5.0, gt=0)
     drift_reference: str = Field("release", min_length=1)
     tune_plateau_rounds: int = Field(3, ge=1)
@@ -177,6 +185,8 @@ _FIELDS: dict[str, str] = {
     "GITHUB_STEP_SUMMARY": "step_summary",
     "OPGATE_GITHUB_BACKOFF_S": "github_backoff_s",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
+    "OPGATE_GITHUB_MAX_WAIT_S": "github_max_wait_s",
+    "OPGATE_GITHUB_LOGIN": "github_login",
     "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
     "OPGATE_DRIFT_REFERENCE": "drift_reference",
     "OPGATE_TUNE_PLATEAU_ROUNDS": "tune_plateau_rounds",
@@ -205,6 +215,8 @@ def load_settings(env: Mapping[str, str] | None = None, config: RepoConfig | Non
             raw["create_ledger"] = False
         section, _, field = path.rpartition(".")
         (raw[section] if section else raw)[field] = value
+    if "github_login" not in raw and env.get("GITHUB_ACTIONS", "").strip().lower() == "true":
+        raw["github_login"] = ACTIONS_LOGIN  # Actions' GITHUB_TOKEN posts as this bot
     raw["domains"] = _domains(env, config)
     raw["keys"] = {d["key"]: env[d["key"]] for d in raw["domains"].values() if env.get(d["key"], "").strip()}
     raw["agent_key"] = env.get(AGENT_KEY, "").strip() or None
@@ -226,6 +238,8 @@ def _domains(env: Mapping[str, str], config: RepoConfig) -> dict[str, dict[str, 
             "weekly_budget": d.weekly_budget,
             "request_budget": d.request_budget,
             "label": config.label(name),
+            "max_tokens_field": d.max_tokens_field,
+            "send_temperature": d.send_temperature,
         }
         for name, d in config.domains.items()
     }

@@ -220,6 +220,17 @@ class CaseReport(_Model):
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
+    log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
+
+
+class DiffStat(_Model):
+    """How much of a kernel the change touches: files, lines added and removed, the first paths."""
+
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+    binary: int = 0
+    paths: list[str] = Field(default_factory=list, description="the first 20 changed paths, in diff order")
 
 
 # A kernel's verdict. pass: every gate judged and passed. fail: a gate failed. error: it could not be judged
@@ -255,6 +266,7 @@ class KernelReport(_Model):
     candidate: KernelReport | None = Field(
         None, description="--try-candidates: the agent's patch on top of head, through the same gates"
     )
+    diff: DiffStat | None = Field(None, description="the change to the kernel's files (the CI summary reads it)")
 
     def resource_checks(self) -> list[ResourceCheckReport]:
         """The resource check of every architecture, the first one first."""
@@ -264,6 +276,7 @@ class KernelReport(_Model):
 class AgentReport(_Model):
     status: Literal["ok", "offline", "skipped", "over_budget", "error"]
     domain: str | None = None
+    kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
     model: str | None = None
     reason: str = ""
     requests: int = 0
@@ -299,6 +312,30 @@ def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
         risk_notes=[n for a in agents for n in a.risk_notes],
         candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
     )
+
+
+class SummaryCause(_Model):
+    """One likely cause the CI summary names, tied to a kernel and its cases (agent text: untrusted)."""
+
+    kernel: str | None = None
+    cases: list[str] = Field(default_factory=list)
+    text: str
+
+
+class CiSummary(_Model):
+    """The ci_summary domain's reading of what was measured: asked after the gates, never gating. `agent` says
+    whether it was asked (status, reason, tokens); the rest is the validated reply, shown as untrusted text."""
+
+    agent: AgentReport
+    summary: str = ""
+    likely_cause: list[SummaryCause] = Field(default_factory=list)
+    look_next: list[str] = Field(default_factory=list)
+    cannot_tell: list[str] = Field(default_factory=list, description="what the data cannot tell, as the reply says")
+    contradictions: list[str] = Field(
+        default_factory=list, description="where the reply contradicts a measured verdict (opgate's check)"
+    )
+    prompt_estimate: int = Field(0, description="the prompt's offline token estimate (cl100k_base)")
+    left_out: list[str] = Field(default_factory=list, description="what the prompt left out or shortened for size")
 
 
 class Listed(_Model):
@@ -370,6 +407,9 @@ class Report(_Model):
     opgate_version: str
     coverage: Coverage | None = None
     error: str | None = Field(None, description="why the review itself could not run (verdict error)")
+    ci_summary: CiSummary | None = Field(
+        None, description="the agent's summary of what was measured (asked when a kernel did not pass); not gating"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

@@ -13,11 +13,12 @@ from bot.edges.environment import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak
 from bot.errors import BuildError
 from bot.ledger import Ledger
-from bot.models.judging import JudgeJob, ReferenceSource
+from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
 from bot.review.arch_jobs import other_job
+from bot.text.redact import scrub
 from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.launch import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
@@ -158,9 +159,10 @@ class KernelCases:
         )
         launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
         by_name = {c.name: c for c in cases}
+        secrets = self.settings.secrets()
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
             runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
-        reports = {name: case_verdict(by_name[name], constraints, runs.get(name)) for name in by_name}
+        reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
         again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
         if again:
             with self.steps.step(f"re-measure {rules.name}: {', '.join(again)} inconclusive, fresh processes"):
@@ -170,7 +172,7 @@ class KernelCases:
                 reruns = run_cases(job2, launch)
             for name in again:
                 first = reports[name]
-                reports[name] = case_verdict(by_name[name], constraints, reruns.get(name))
+                reports[name] = _judged(by_name[name], constraints, reruns.get(name), secrets)
                 reports[name].attempts = 2
                 reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
                 reports[name].probe_seconds = first.probe_seconds
@@ -218,6 +220,14 @@ def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
         "limits": limits.model_dump(),
         "max_regression_pct": constraints.max_regression_pct,
     }
+
+
+def _judged(case: Case, constraints: Constraints, run: CaseRun | None, secrets: list[str]) -> CaseReport:
+    """The gate's verdict on one run, keeping the workers' last output (secrets masked) when a side crashed or hung."""
+    report = case_verdict(case, constraints, run)
+    if run is not None and run.output_tail:
+        report.log_tail = scrub(run.output_tail, secrets)
+    return report
 
 
 def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:

@@ -27,6 +27,7 @@ from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
+from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.runner.health import snapshot
@@ -152,6 +153,7 @@ class Reviewer:
             return report
         if not touched:
             return report
+        report.diff = diff_stat(touched)
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
         self._notes(report, touched, base_k, head_k)
         agent = None

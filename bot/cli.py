@@ -32,7 +32,7 @@ MODULES = (init, review, tune, lint, ledger, accept, summary, history, dashboard
 EXIT_CODES = """exit codes:
   0  done (review: every gate passed, or nothing failed and what is undecided does not block)
   1  review: a gate failed, a kernel could not be judged or needs a person's /accept;
-     lint: an error finding (--strict: a warning)
+     lint: an error finding (--strict: a warning); history bisect: undecided, or it could not run
   2  bad input or configuration: one line on stderr names it and how to fix it
   3  an outside service (the gateway, GitHub, PostgreSQL) failed after retries; local results are written"""
 

@@ -346,7 +346,7 @@ def test_history_and_drift_keep_each_gpu_model_and_architecture_apart(tmp_path):
 def test_main_resources_recorded_before_architectures_are_kept_as_sm_90a(tmp_path):
     path = tmp_path / "old.sqlite"
     old = Database.open(str(path), create=True)
-    old.migrate(MIGRATIONS[:5])  # a ledger as main left it: resources of sm_90a only, without the column
+    old.migrate(MIGRATIONS[:6])  # a ledger as main left it: resources of sm_90a only, without the column
     old.execute(
         "INSERT INTO main_resources (sha, kernel, function, registers, spill_bytes, smem_bytes, stack_bytes, threads,"
         " committed_at) VALUES ('s', 'deepgemm_tile', 'k', 217, 0, 0, 0, 128, '2026-11-01')"

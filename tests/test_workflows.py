@@ -82,6 +82,8 @@ def test_the_workflows_exist() -> None:
         "opgate-tokens.yml",
         "opgate-main.yml",
         "opgate-dashboard.yml",
+        "drift.yml",
+        "opgate-drift.yml",
         "tune.yml",
         "tune-command.yml",
     }

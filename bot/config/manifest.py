@@ -34,13 +34,32 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_REPO_PATH = re.compile(r"[A-Za-z0-9_.+@-]+(/[A-Za-z0-9_.+@-]+)*")
+
+
+def repo_path(where: str, value: str) -> str:
+    """A path inside the repository as a manifest writes it: relative, `/`-separated, no `.`/`..` part."""
+    value = value.rstrip("/")
+    if not _REPO_PATH.fullmatch(value) or any(part in (".", "..") for part in value.split("/")):
+        raise ValueError(f"{where}: {value!r} is not a relative path inside the repository (no /, .. or spaces)")
+    return value
+
+
 class BuildSpec(_Strict):
     """How to build the kernel for one device with torch.utils.cpp_extension."""
 
     sources: list[str] = Field(min_length=1)
     cflags: list[str] = Field(default_factory=list)
     cuda_cflags: list[str] = Field(default_factory=list)
-    entry: str = Field(description="function of the built extension that each case calls")
+    include_dirs: list[str] = Field(
+        default_factory=list, description="include directories, relative to the repository root (-I for every unit)"
+    )
+    entry: str = Field("", description="function of the built extension that each case calls")
+
+    @field_validator("include_dirs")
+    @classmethod
+    def _inside(cls, dirs: list[str]) -> list[str]:
+        return [repo_path("include_dirs", d) for d in dirs]
 
 
 class ReferenceSpec(_Strict):
@@ -127,7 +146,9 @@ class LaunchFunction(_Strict):
         None, description="threads per block; None: the function's __launch_bounds__ (.maxntid/.reqntid)"
     )
     dynamic_smem: Expression | None = Field(
-        None, description="dynamic shared memory per block in bytes; None: 0, unless the kernel has extern smem"
+        None,
+        description="dynamic shared memory per block in bytes; None: 0, unless the kernel has extern smem. "
+        "A C++ expression with sizeof(…) is evaluated by compiling a probe with the kernel's flags",
     )
 
 
@@ -140,6 +161,19 @@ class Launch(_Strict):
 
     values: dict[str, Expression] = Field(default_factory=dict)
     functions: dict[str, LaunchFunction] = Field(default_factory=dict)
+    headers: list[str] = Field(
+        default_factory=list, description="headers a sizeof(…) expression needs, from the kernel folder or include_dirs"
+    )
+
+    @field_validator("headers")
+    @classmethod
+    def _header_paths(cls, headers: list[str]) -> list[str]:
+        return [repo_path("launch.headers", h) for h in headers]
+
+    def cxx_expressions(self) -> list[str]:
+        """Every dynamic_smem that is a C++ expression (holds sizeof), in order, once each."""
+        found = [f.dynamic_smem for f in self.functions.values() if isinstance(f.dynamic_smem, str)]
+        return list(dict.fromkeys(e for e in found if is_cxx(e)))
 
     @field_validator("values")
     @classmethod
@@ -167,8 +201,36 @@ class Launch(_Strict):
             known.add(name)
         for function, spec in self.functions.items():
             for field in ("threads", "dynamic_smem"):
-                if (text := getattr(spec, field)) is not None:
-                    _check_expression(f"launch.functions.{function}.{field}", text, known)
+                if (text := getattr(spec, field)) is None:
+                    continue
+                where = f"launch.functions.{function}.{field}"
+                if field == "dynamic_smem" and isinstance(text, str) and is_cxx(text):
+                    _check_cxx(where, text)
+                else:
+                    _check_expression(where, text, known)
+
+
+_SIZEOF = re.compile(r"\b(sizeof|alignof)\s*\(")
+_CXX = re.compile(r"[A-Za-z0-9_:<>,()*+/ -]{1,400}")
+
+
+def is_cxx(text: str) -> bool:
+    """A dynamic_smem written in C++ (it asks sizeof/alignof of a type), not in opgate's expression language."""
+    return bool(_SIZEOF.search(text))
+
+
+def _check_cxx(where: str, text: str) -> None:
+    """One C++ constant expression (types, ::, <…>, sizeof, arithmetic): nothing that can end or add a statement."""
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if not _CXX.fullmatch(text) or depth != 0 or "//" in text or "/*" in text:
+        raise ValueError(
+            f"{where} = {text!r}: a C++ expression may hold names, numbers, ::, <>, commas, balanced parentheses "
+            "and + - * / (at most 400 characters)"
+        )
 
 
 def _check_expression(where: str, text: Expression, known: set[str]) -> None:
@@ -263,13 +325,18 @@ class KernelManifest(_Strict):
     constraints: Constraints = Constraints()
     launch: Launch = Launch()
     work: Work = Work()
-    cases: list[Case] = Field(min_length=1)
+    cases: list[Case] = Field(
+        default_factory=list, description="none: a resource-only kernel (compile-only checks, no reference needed)"
+    )
 
     @model_validator(mode="after")
     def _unique_case_names(self) -> KernelManifest:
         names = [case.name for case in self.cases]
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"duplicate case names: {', '.join(duplicates)}")
+        for device, spec in self.build.items():
+            if not spec.entry and any(case.device == device for case in self.cases):
+                raise ValueError(f"build.{device}.entry: required when a case runs on {device}")
         return self
 
     @model_validator(mode="after")
@@ -407,6 +474,10 @@ def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | N
     config_path = folder / manifest.config
     try:
         tunables = json.loads(config_path.read_text())
+    except FileNotFoundError as exc:
+        if manifest.tunables:
+            raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
+        tunables = {}  # no tunables declared: no config file needed
     except OSError as exc:
         raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:

@@ -47,6 +47,7 @@ VARIABLES: dict[str, str] = {
     "GITHUB_API_URL": "GitHub REST API root (default https://api.github.com; set by Actions)",
     "GITHUB_TOKEN": "token for posting issues and comments (Actions' GITHUB_TOKEN)",
     "GITHUB_REPOSITORY": "owner/name of the repository to post to (set by Actions)",
+    "GITHUB_SERVER_URL": "the GitHub web root commit links point at (default https://github.com; set by Actions)",
     # GitHub (opgate review --post, opgate accept).
     "GITHUB_STEP_SUMMARY": "a file the review comment is appended to (set by Actions)",
     "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx or dropped connection; doubles (default 1)",
@@ -57,6 +58,7 @@ VARIABLES: dict[str, str] = {
     # Main's history and cumulative drift (opgate history, opgate dashboard).
     "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
+    "OPGATE_BISECT_BUDGET_MIN": "minutes one bisection may take (opgate history bisect, drift --post; default 20)",
     # Tuning (opgate tune).
     "OPGATE_TUNE_PLATEAU_ROUNDS": "stop tuning when the best speedup has not improved by 1% over this many rounds (3)",
     "OPGATE_TUNE_MAX_SPACE": "largest space --strategy exhaustive|both sweeps, configs (default 64)",
@@ -115,6 +117,7 @@ class Settings(BaseModel):
     repo_config: RepoConfig = Field(default_factory=RepoConfig, description="the repository's opgate configuration")
     github_api_url: str = "https://api.github.com"
     github_repository: str | None = None
+    github_server_url: str = "https://github.com"
     github_token: str | None = Field(None, repr=False)
     step_summary: Path | None = None
     github_backoff_s: float = Field(1.0, ge=0)
@@ -123,6 +126,7 @@ class Settings(BaseModel):
     github_login: str | None = Field(None, description="who opgate posts as; None: the token's user (GET /user)")
     drift_limit_pct: float = Field(5.0, gt=0)
     drift_reference: str = Field("release", min_length=1)
+    bisect_budget_min: float = Field(20.0, gt=0)
     tune_plateau_rounds: int = Field(3, ge=1)
     tune_max_space: int = Field(64, ge=1)
     # Key values by variable name; never printed (see bot.redact).
@@ -181,6 +185,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_AGENT_BACKOFF_S": "agent_backoff_s",
     "GITHUB_API_URL": "github_api_url",
     "GITHUB_REPOSITORY": "github_repository",
+    "GITHUB_SERVER_URL": "github_server_url",
     "GITHUB_TOKEN": "github_token",
     "GITHUB_STEP_SUMMARY": "step_summary",
     "OPGATE_GITHUB_BACKOFF_S": "github_backoff_s",
@@ -189,6 +194,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_GITHUB_LOGIN": "github_login",
     "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
     "OPGATE_DRIFT_REFERENCE": "drift_reference",
+    "OPGATE_BISECT_BUDGET_MIN": "bisect_budget_min",
     "OPGATE_TUNE_PLATEAU_ROUNDS": "tune_plateau_rounds",
     "OPGATE_TUNE_MAX_SPACE": "tune_max_space",
 }

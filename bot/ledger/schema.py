@@ -268,6 +268,24 @@ MIGRATIONS: list[tuple[int, str]] = [
     (
         6,
         """
+        CREATE TABLE bisections (
+            id {pk},
+            created_at TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            case_name TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            good_sha TEXT NOT NULL,
+            bad_sha TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            first_bad_sha TEXT NOT NULL,
+            report_json TEXT NOT NULL
+        );
+        CREATE INDEX bisections_range ON bisections (kernel, case_name, good_sha, bad_sha, id)
+        """,
+    ),
+    (
+        7,
+        """
         CREATE TABLE main_resources_arch (
             id {pk},
             sha TEXT NOT NULL,

@@ -44,6 +44,8 @@ RULES: dict[str, Rule] = {
     "KERN001": Rule("error", "a kernel.toml is not valid TOML, does not match the manifest schema or is misnamed"),
     "KERN002": Rule("error", "a kernel.toml names a domain the repository does not configure"),
     "KERN003": Rule("error", "a kernel.toml holds a literal value that looks like a key"),
+    "KERN004": Rule("error", "a kernel.toml compiler flag is outside the allow-list the review applies"),
+    "KERN005": Rule("error", "a kernel.toml include_dirs entry is not a folder of the repository (or is empty)"),
     "URL001": Rule("error", "a base URL carries a query string, fragment or tracking (utm_) parameters"),
     "URL002": Rule("error", "a base URL is not an http(s) URL with a host"),
     "URL003": Rule("error", "a base URL carries credentials (user:password@)"),

@@ -14,6 +14,7 @@ from bot.lint.collect import Collector, Facts
 from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
+from bot.verdict.flags import check_flags
 
 
 def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
@@ -74,11 +75,41 @@ def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[l
             f"domain {manifest.domain!r} is not configured (configured: {have}); add "
             f"[tool.opgate.domains.{manifest.domain}] to pyproject.toml or opgate.toml",
         )
+    for device, spec in manifest.build.items():
+        for key, flags, nvcc in (("cflags", spec.cflags, False), ("cuda_cflags", spec.cuda_cflags, True)):
+            for finding in check_flags(flags, nvcc=nvcc, where=f"[build.{device}] {key}"):
+                c.add(line_of(lines, ("build", device, key)), "KERN004", finding)
+        for rel in spec.include_dirs:
+            if (why := _include_problem(path, rel)) is not None:
+                c.add(line_of(lines, ("build", device, "include_dirs")), "KERN005", f"[build.{device}] {why}")
     for where, value in _strings(data):
         if keys := find_keys(value):
             c.secrets.update(keys)
             c.add(line_of(lines, where), "KERN003", f"{label_of(where)} holds what looks like a key ({mask(keys[0])})")
     return c.done()
+
+
+def _repo_root(manifest: Path) -> Path | None:
+    """The repository a kernel.toml lies in: the nearest folder above it with a .git (None: not in one)."""
+    for folder in manifest.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _include_problem(path: str, rel: str) -> str | None:
+    """Why an include directory (relative to the repository root) cannot be used, or None."""
+    root = _repo_root(Path(path))
+    if root is None:
+        return None  # not in a repository: the schema checked the path's form, the review checks the folder
+    folder = (root / rel).resolve()
+    if not folder.is_relative_to(root):
+        return f"include_dirs: {rel!r} leads out of the repository (a symlink?)"
+    if not folder.is_dir():
+        return f"include_dirs: {rel!r} is not a folder of the repository"
+    if not any(folder.iterdir()):
+        return f"include_dirs: {rel!r} is empty: a submodule not checked out? (git submodule update --init --recursive)"
+    return None
 
 
 def _strings(data: Any, where: KeyPath = ()) -> list[tuple[KeyPath, str]]:

@@ -87,10 +87,13 @@ class ResourceCheckReport(_Model):
     launch_errors: list[str] = Field(
         default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
     )
-    launch_notes: list[str] = Field(default_factory=list, description="about the launch descriptions (not fatal)")
+    launch_notes: list[str] = Field(
+        default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
+    )
     seconds: float = 0.0
     cached: bool = False
-    log_tail: str = ""
+    log_tail: str = Field("", description="head's compile log when head does not compile")
+    base_log_tail: str = Field("", description="base's compile log when base does not compile")
 
 
 class CpuUse(_Model):

@@ -7,11 +7,12 @@ import hashlib
 import json
 from typing import Literal
 
+from bot.config.includes import include_paths
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.config.settings import Settings
 from bot.edges.environment import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak
-from bot.errors import BuildError
+from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.ledger import BaselineRow
@@ -65,8 +66,13 @@ class KernelCases:
                 spec = k.manifest.build.get(device)
                 if spec is not None:
                     with self.steps.step(f"build {k.name} {label} ({device})"):
+                        try:
+                            includes = include_paths(k, device)
+                        except InputError as exc:
+                            out[label][device] = Built(ok=False, device=device, key="", log_tail=str(exc))
+                            continue
                         out[label][device] = build(
-                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox
+                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox, includes
                         )
         return out
 

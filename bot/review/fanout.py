@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
@@ -67,7 +68,7 @@ def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, Found | N
         except InputError:
             found[name] = (folder, None)
             continue
-        found[name] = (folder, (list(kernel.manifest.globs), kernel.manifest.domain, job_arches(kernel)))
+        found[name] = (folder, (watched_globs(kernel), kernel.manifest.domain, job_arches(kernel)))
     return found
 
 

@@ -26,7 +26,15 @@ from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
-from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
+from bot.review.checkout import (
+    Checkout,
+    checkouts,
+    folder_of,
+    kernel_globs,
+    load_checkout,
+    missing_submodule,
+    no_manifest,
+)
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
 from bot.review.resource_check import flag_findings, resource_checks
@@ -51,6 +59,10 @@ class ReviewRequest:
     offline: bool = False
     pr: int | None = None
     only_kernel: str | None = None
+    # opgate history bisect: one case, against a given latency limit, without the compile-only resource check
+    only_case: str | None = None
+    latency_limit_pct: float | None = None
+    resource_check: bool = True
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
@@ -154,7 +166,12 @@ class Reviewer:
         if not touched:
             return report
         report.diff = diff_stat(touched)
+        for label, side, k in ((HEAD, head, head_k), (BASE, base, base_k)):
+            if k is not None and (why := missing_submodule(k, side, label)) is not None:
+                raise InputError(why)
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
+        if self.request.only_case is not None:
+            rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
         self._notes(report, touched, base_k, head_k)
         agent = None
         if not candidate_pass:
@@ -177,10 +194,12 @@ class Reviewer:
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
-        arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
-        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
-            checks = resource_checks(head_k, base_k, arches, self.settings.build_dir / "resources", self.sandbox)
-        report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
+        if self.request.resource_check:
+            arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
+            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
+                cache = self.settings.build_dir / "resources"
+                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox)
+            report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,
             self.env,
@@ -218,7 +237,9 @@ class Reviewer:
         with self.phases.timed("candidate"):
             try:
                 with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
+                    missing = gitio.populate_submodules(self.repo, cand.sha, cand.tree)
                     side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
+                    side.missing = missing
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
                     report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
             except CandidateError as exc:
@@ -257,6 +278,18 @@ class Reviewer:
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent
+
+
+def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) -> Kernel:
+    """`rules` with one case left (the others are not run), judged against `latency_limit_pct` when given."""
+    cases = [c for c in rules.manifest.cases if c.name == name]
+    if not cases:
+        have = ", ".join(c.name for c in rules.manifest.cases)
+        raise InputError(f"--case {name}: kernel {rules.name} has no such case (have: {have})")
+    update: dict[str, object] = {"cases": cases}
+    if latency_limit_pct is not None:
+        update["constraints"] = rules.manifest.constraints.model_copy(update={"max_regression_pct": latency_limit_pct})
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update=update)})
 
 
 def missing_runner() -> str | None:

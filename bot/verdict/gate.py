@@ -24,6 +24,7 @@ from bot.verdict import stats
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
 
 HEAD, BASE = "head", "base"
+RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
 
@@ -391,10 +392,10 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         kernel.undecided.append(f"resource: {check.log_tail}")
         return
     if check.status == "compile_fail":
-        kernel.reasons.append(f"resource: the CUDA sources do not compile for {check.arch} (see the log)")
+        kernel.reasons.append(f"resource: head's CUDA sources do not compile for {check.arch} (see the head log)")
         return
     if check.base_status == "compile_fail":
-        kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
+        kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
     kernel.reasons.extend(f"resource: {e}{on}" for e in check.launch_errors)
     for note in check.launch_notes:
         _once(kernel.notes, note)
@@ -458,7 +459,10 @@ def kernel_verdict(
         kernel.verdict = worst  # type: ignore[assignment]
         return kernel
     if not any(c.verdict != "skipped" for c in cases):
-        kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+        if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
+            kernel.undecided.append(RESOURCES_ONLY)  # a resource-only kernel: its one gate ran and passed
+        else:
+            kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
     if kernel.accept_needed:
         kernel.verdict = "needs_accept"
     elif kernel.undecided:

@@ -93,6 +93,8 @@ def test_a_resource_only_manifest_with_flashmla_flags_and_a_sizeof_loads_and_lin
     (tmp_path / "third_party" / "dep" / "include").mkdir(parents=True)
     (tmp_path / "third_party" / "dep" / "include" / "dep.h").write_text("#pragma once\n")
     path = _write(tmp_path / "csrc" / "dense", RESOURCE_ONLY.format(flags=json.dumps(FLASHMLA_NVCC)))
+    (path.parent / "instantiations").mkdir()
+    (path.parent / "instantiations" / "bf16.cu").write_text('#include "../kernel.cuh"\n')  # what lint checks exists
     kernel = load_kernel(path.parent, path="csrc/dense")  # no tile_config.json: no tunables declared
     assert kernel.manifest.cases == [] and kernel.config == {}
     assert kernel.manifest.launch.cxx_expressions() == ["sizeof(Traits<cutlass::bfloat16_t>::SharedMemoryPlan)"]

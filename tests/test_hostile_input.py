@@ -24,7 +24,10 @@ def workflow_commands(text: str) -> list[str]:
 
 def test_a_kernel_folder_named_like_a_workflow_command_cannot_issue_one_from_plan(opgate, tmp_path: Path):
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
-    shutil.copytree(KERNELS / "deepgemm_tile", repo.path / "kernels" / f"x\n{FORGED}")
+    forged = repo.path / "kernels" / f"x\n{FORGED}"
+    shutil.copytree(KERNELS / "deepgemm_tile", forged)
+    manifest = forged / "kernel.toml"  # the kernel's name is its manifest's: forge that one too
+    manifest.write_text(manifest.read_text().replace('name = "deepgemm_tile"', f"name = {json.dumps(forged.name)}"))
     run = opgate("review", "--plan", "--repo", str(repo.path), "--base", repo.base, "--head", repo.commit())
     assert run.code == 2, run.stdout + run.stderr
     assert "a kernel folder name must match" in run.stderr

@@ -73,7 +73,8 @@ def test_a_launch_expression_outside_the_language_fails_the_kernel_naming_manife
         "dynamic_smem = \"__import__('os').getpid()\"",
     )
     run = review(opgate, repo)
-    assert run.code == 1
+    assert run.code == 2  # a manifest that does not load is bad input: exit 2 with the message, the report says fail
+    assert run.stderr.strip().splitlines()[-1].startswith(f"opgate: error: invalid kernel definition: kernels/{name}/")
     kernel = run.kernel(name)
     assert kernel["verdict"] == "fail" and kernel["build"] is None  # nothing was built or run
     assert kernel["reasons"] == [

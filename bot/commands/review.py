@@ -10,11 +10,12 @@ from pathlib import Path
 
 from bot.config.manifest import ARCH
 from bot.config.settings import Settings
-from bot.edges import publish
+from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
-from bot.errors import InputError, OpgateError
+from bot.errors import GitError, InputError, OpgateError
 from bot.present import digest
 from bot.review import fanout, session
+from bot.review.checkout import INVALID
 from bot.review.coverage import unclaimed_reason
 from bot.review.session import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
@@ -50,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--require-isolation",
         action="store_true",
-        help="refuse to build or run anything (exit 2) where the sandbox cannot start (what pr-review.yml runs)",
+        help="refuse to build or run anything (exit 2) where the sandbox cannot start (what the reusable workflow "
+        "opgate-review.yml runs)",
     )
     r.add_argument(
         "--agents",
@@ -106,6 +108,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         base, head, pr = base or event.base_sha, head or event.head_sha, pr or event.number
     if not base or not head:
         raise InputError("review needs --base and --head (or --event with a pull_request event)")
+    if args.merge is None:
+        try:  # before anything is written: outside a repository a review leaves no report, no ledger
+            gitio.toplevel(args.repo)
+        except GitError:
+            raise InputError(
+                f"{args.repo.resolve()} is not a git repository: opgate review compares two git revisions "
+                "(give --repo, or git init and commit first); nothing was written"
+            ) from None
     if settings.agent_key is not None and args.only_kernel is None and not args.plan and args.merge is None:
         raise InputError(
             "OPGATE_AGENT_KEY is one domain's key: give --kernel K (one kernel, one domain), "
@@ -145,6 +155,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
+    invalid = [r for k in result.report.kernels for r in k.reasons if r.startswith(f"{INVALID}: ")]
+    if invalid and args.merge is None:  # a manifest typo is bad input: exit 2 with the message (the report says fail)
+        raise InputError(invalid[0])
     if result.report.verdict not in ("pass", "undecided"):
         return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0

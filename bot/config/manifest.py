@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.config import expr
+from bot.config import expr, keys
 from bot.errors import InputError
 
 if TYPE_CHECKING:
@@ -54,12 +54,27 @@ class BuildSpec(_Strict):
     include_dirs: list[str] = Field(
         default_factory=list, description="include directories, relative to the repository root (-I for every unit)"
     )
-    entry: str = Field("", description="function of the built extension that each case calls")
+    entry: str = Field(
+        "",
+        description="what each case calls: a function of the built pybind module, or torch.ops.NAMESPACE.OP "
+        "(a TORCH_LIBRARY op; the library is loaded with torch.ops.load_library); needed when a case runs",
+    )
+    args: list[str] = Field(
+        default_factory=list, description="case params passed after the input tensors, by position, in this order"
+    )
+    kwargs: list[str] = Field(default_factory=list, description="case params passed by name")
 
     @field_validator("include_dirs")
     @classmethod
     def _inside(cls, dirs: list[str]) -> list[str]:
         return [repo_path("include_dirs", d) for d in dirs]
+
+    @model_validator(mode="after")
+    def _scalars_named_once(self) -> BuildSpec:
+        names = [*self.args, *self.kwargs]
+        if duplicates := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"args/kwargs name {', '.join(duplicates)} twice")
+        return self
 
 
 class ReferenceSpec(_Strict):
@@ -370,6 +385,19 @@ class KernelManifest(_Strict):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _cases_give_the_scalars(self) -> KernelManifest:
+        """Every case gives each scalar its device's build passes to the entry (args, kwargs): an int, float or bool."""
+        for i, case in enumerate(self.cases):
+            spec = self.build.get(case.device)
+            for name in [*spec.args, *spec.kwargs] if spec is not None else []:
+                where = f"cases[{i}] ({case.name}): params.{name}"
+                if name not in case.params:
+                    raise ValueError(f"{where} is missing: [build.{case.device}] passes it to the entry")
+                if not isinstance(case.params[name], (int, float, bool)):
+                    raise ValueError(f"{where} = {case.params[name]!r}: the entry takes an int, float or bool")
+        return self
+
     @field_validator("launch")
     @classmethod
     def _launch_expressions(cls, launch: Launch, info: ValidationInfo) -> Launch:
@@ -433,10 +461,11 @@ class Kernel(BaseModel):
         return list(self.manifest.globs)
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
+    hint = keys.did_you_mean(model, err["loc"]) if model is not None and err["type"] == "extra_forbidden" else ""
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}{hint}"
 
 
 def load_task(path: Path) -> AgentTask:
@@ -466,9 +495,7 @@ def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | N
     try:
         manifest = KernelManifest.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{where}: {_first_error(exc)}") from exc
-    if manifest.name != folder.name:
-        raise InputError(f"{where}: name {manifest.name!r} differs from its folder {folder.name!r}")
+        raise InputError(f"{where}: {_first_error(exc, KernelManifest)}") from exc
     if config is not None and (why := config.check_domain(manifest.domain)) is not None:
         raise InputError(f"{where}: {why}")
     config_path = folder / manifest.config
@@ -491,10 +518,21 @@ def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | N
     )
 
 
-def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
-    """Kernel name (its folder's name) -> its folder relative to `tree`, for every kernel.toml the globs match.
+def manifest_name(path: Path) -> str:
+    """The kernel's name as its manifest says (`name`), else its folder's (a manifest that does not parse is
+    reported when it is loaded)."""
+    try:
+        name = tomllib.loads(path.read_text()).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        name = None
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else path.parent.name
 
-    Two kernels with one name in different folders are bad input (a kernel is known by its name)."""
+
+def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
+    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match.
+
+    A kernel is known by its manifest's `name` (which may differ from its folder's); two kernels with one name
+    are bad input."""
     found: dict[str, str] = {}
     manifests = {m for g in globs for m in tree.glob(g) if m.name == MANIFEST_NAME and m.is_file()}
     for manifest in sorted(manifests):
@@ -502,10 +540,12 @@ def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
         if rel.startswith(".git/"):
             continue
         folder = rel.rpartition("/")[0]
-        name = folder.rpartition("/")[2]
         if not folder:
             raise InputError(f"{rel}: a kernel.toml must sit in its kernel's own folder, not the repository root")
+        name = manifest_name(manifest)
         if name in found:
-            raise InputError(f"two kernels named {name}: {found[name]}/ and {folder}/; rename one folder")
+            raise InputError(
+                f"two kernels named {name}: {found[name]}/ and {folder}/; rename one (its kernel.toml's name)"
+            )
         found[name] = folder
     return found

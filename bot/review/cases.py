@@ -149,6 +149,7 @@ class KernelCases:
             kernel=rules.name,
             reference=ReferenceSource(
                 path=str(rules.folder / rules.manifest.reference.module),
+                shown=f"{rules.path}/{rules.manifest.reference.module}",
                 inputs=rules.manifest.reference.inputs,
                 function=rules.manifest.reference.function,
                 probes=rules.manifest.reference.probes,
@@ -157,6 +158,8 @@ class KernelCases:
             sides=so,
             module=head_b.module,
             entry=head_b.entry,
+            positional=entry_scalars(rules, device)[0],
+            keywords=entry_scalars(rules, device)[1],
             measure=self.settings.measure,
             timeout_s=self.settings.case_timeout_s or rules.manifest.timeout_s,
             time=not identical,
@@ -167,13 +170,13 @@ class KernelCases:
         by_name = {c.name: c for c in cases}
         secrets = self.settings.secrets()
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
-            runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
+            runs = run_cases(job.model_copy(update={"cases": [case_job(c, constraints) for c in cases]}), launch)
         reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
         again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
         if again:
             with self.steps.step(f"re-measure {rules.name}: {', '.join(again)} inconclusive, fresh processes"):
                 # the re-measurement times the same binaries again; their probes passed in the first run
-                cases2 = [_case_job(by_name[n], constraints) for n in again]
+                cases2 = [case_job(by_name[n], constraints) for n in again]
                 job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
                 reruns = run_cases(job2, launch)
             for name in again:
@@ -218,7 +221,13 @@ class KernelCases:
         )
 
 
-def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+def entry_scalars(rules: Kernel, device: str) -> tuple[list[str], list[str]]:
+    """The case params the entry takes after its tensors, as base's manifest (the contract) says."""
+    spec = rules.manifest.build.get(device)  # type: ignore[call-overload]
+    return (list(spec.args), list(spec.kwargs)) if spec is not None else ([], [])
+
+
+def case_job(case: Case, constraints: Constraints) -> dict[str, object]:
     limits = case.limits(constraints)
     return {
         **case.model_dump(),

@@ -28,7 +28,7 @@ from bot.verdict.gate import overall
 log = logging.getLogger(__name__)
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a kernel folder name safe for a matrix value and an artifact name
-PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in pr-review.yml)
+PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in opgate-review.yml)
 ARCH_SEP = "@"  # part-<kernel>@<arch>: the part of a further architecture's GPU job (never in a kernel's NAME)
 AGENT_PREFIX = "agent-"  # an agent part (an --agent-only run) is named agent-<kernel>
 UNSEEN_FILE = "unseen_files.json"  # beside report.json: files the agent did not see (for the merged comment)

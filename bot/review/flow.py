@@ -27,6 +27,7 @@ from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
+    INVALID,
     Checkout,
     checkouts,
     folder_of,
@@ -36,8 +37,9 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged, unclaimed_reason, with_coverage
 from bot.review.resource_check import flag_findings, resource_checks
+from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.launch import new_secret
 from bot.untrusted.sandbox import Sandbox
@@ -158,7 +160,7 @@ class Reviewer:
         report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
         if name in head.broken:
             report.verdict = "fail"
-            report.reasons.append(f"invalid kernel definition: {head.broken[name]}")
+            report.reasons.append(f"{INVALID}: {head.broken[name]}")
             return report
         if head_k is None:
             report.notes.append("kernel removed in head")
@@ -182,6 +184,7 @@ class Reviewer:
         if self.request.agent_only:
             report.notes.append("agent only: built, run and gated in another job")
             return report
+        report.undecided.extend(self._not_judged(touched, head_k, base_k))
         report = self._gate_kernel(report, rules, head_k, base_k)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
@@ -231,6 +234,15 @@ class Reviewer:
                     " so the verdict stands"
                 )
         return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
+
+    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
+        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's)."""
+        compiled: dict[str, set[str]] = {}
+        for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
+            for device, spec in k.manifest.build.items():
+                compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
+        ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
+        return not_judged([p for c in touched for p in c.paths], head_k.path, compiled, ran)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""

@@ -130,6 +130,22 @@ def _headers(folder: Path, device: str) -> list[Path]:
     return sorted(files)
 
 
+def compiled_files(folder: Path, spec: BuildSpec, device: str) -> set[str]:
+    """The files (relative to the kernel folder) a build compiles or its key reads: its units, every header of
+    the folder and the units they #include; empty when the spec names no usable source."""
+    try:
+        units = plan_units(folder, spec, device)
+    except BuildError:
+        return set()
+    files = {u.source for u in units} | {h.relative_to(folder).as_posix() for h in _headers(folder, device)}
+    for u in units:
+        for name in _LOCAL_INCLUDE.findall((folder / u.source).read_bytes()):
+            included = Path(name.decode(errors="replace"))
+            if included.suffix in UNIT_SUFFIXES and (folder / included).is_file():
+                files.add(included.as_posix())
+    return files
+
+
 def unit_key(
     folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: str, includes: Sequence[Path] = ()
 ) -> str:

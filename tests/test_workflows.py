@@ -191,13 +191,21 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     assert jobs["trust"]["runs-on"] == "ubuntu-24.04"  # deciding trust touches no self-hosted runner
     assert yaml.safe_load(inputs["gpu-runner"]["default"]) == ["self-hosted", "linux", "gpu"]
     assert yaml.safe_load(inputs["ledger-runner"]["default"]) == ["self-hosted", "linux", "opgate-ledger"]
+    assert jobs["plan"]["runs-on"] == "${{ fromJSON(inputs.gpu-runner) }}"
+    # one review job per kernel and architecture, on that architecture's runners where arch-runners names them
+    assert (
+        jobs["review"]["runs-on"] == "${{ fromJSON(inputs.arch-runners)[matrix.arch] || fromJSON(inputs.gpu-runner) }}"
+    )
+    assert yaml.safe_load(inputs["arch-runners"]["default"]) == {}
     for name in ("plan", "review"):
-        assert jobs[name]["runs-on"] == "${{ fromJSON(inputs.gpu-runner) }}"
         assert jobs[name]["permissions"] == {"contents": "read"}
         assert "needs.trust.outputs.run == 'true'" in jobs[name]["if"] or name == "plan"
     assert jobs["plan"]["if"] == "needs.trust.outputs.run == 'true'"
-    assert jobs["review"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert jobs["agent"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).include }}"}
+    assert jobs["review"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).gpu }}"}
     assert jobs["review"]["strategy"]["fail-fast"] is False
+    run = next(s["run"] for s in jobs["review"]["steps"] if "opgate review" in s.get("run", ""))
+    assert '"${arch[@]}" --out "part-$PART"' in run  # --arch A: this job's architecture; its part part-K@A
     publish = jobs["publish"]
     assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses"}
     assert "!cancelled()" in publish["if"] and "needs.plan.result == 'success'" in publish["if"]

@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from bot.config.manifest import ARCH
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
@@ -37,6 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--event", type=Path, help="a pull_request event file ($GITHUB_EVENT_PATH)")
     r.add_argument("--pr", type=int, help="the pull request number (default: the event's)")
     r.add_argument("--kernel", dest="only_kernel", help="review only this kernel (one matrix job's part)")
+    r.add_argument(
+        "--arch",
+        type=_arch,
+        help="run only the cases of this GPU architecture (sm_90, sm_100): one job of the --plan matrix's gpu list",
+    )
     r.add_argument(
         "--try-candidates",
         action="store_true",
@@ -89,6 +95,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _arch(value: str) -> str:
+    if not ARCH.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture such as sm_90 or sm_100a")
+    return value
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     event: PullRequestEvent | None = load_pull_request_event(args.event) if args.event is not None else None
     base, head, pr = args.base, args.head, args.pr
@@ -111,7 +123,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if args.plan:
         planned = fanout.plan(args.repo, base, head, settings.repo_config)
-        print(fanout.matrix(planned.kernels))  # the matrix (also with --json: it is JSON)
+        print(fanout.matrix(planned.kernels, planned.jobs))  # the matrix (also with --json: it is JSON)
         if planned.unclaimed is not None:
             print(f"opgate: error: {one_line(planned.unclaimed, limit=2000)}", file=sys.stderr)
             return 1
@@ -137,6 +149,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         merge=args.merge,
         agents=args.agents,
         planned=args.planned,
+        arch=args.arch,
     )
     result = session.review(options, settings, edge)
     _print(result, args.json)

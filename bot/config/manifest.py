@@ -110,6 +110,10 @@ class Limits(_Strict):
         )
 
 
+DEFAULT_ARCH = "sm_90a"  # what a kernel ships for when neither [thresholds] nor its manifest names any
+ARCH = re.compile(r"sm_[1-9][0-9]{1,2}[af]?")
+
+
 class Constraints(_Strict):
     """Default gate thresholds of a kernel; a case may override the tolerance."""
 
@@ -129,6 +133,21 @@ class Constraints(_Strict):
     min_warps_per_sm: int | None = Field(
         None, gt=0, le=64, description="resident warps per SM every function must keep (optional)"
     )
+    architectures: list[str] = Field(
+        default_factory=lambda: [DEFAULT_ARCH],
+        min_length=1,
+        description="GPU targets the kernel ships for (sm_90a, sm_100a …): the resource gate runs for each",
+    )
+
+    @field_validator("architectures")
+    @classmethod
+    def _architectures(cls, value: list[str]) -> list[str]:
+        for arch in value:
+            if not ARCH.fullmatch(arch):
+                raise ValueError(f"{arch!r} is not a GPU target such as sm_90a or sm_100a")
+        if len(set(value)) != len(value):
+            raise ValueError(f"an architecture is named twice: {', '.join(value)}")
+        return value
 
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -240,6 +259,26 @@ def _check_expression(where: str, text: Expression, known: set[str]) -> None:
         raise ValueError(f"{where} = {text!r}: {exc}") from None
 
 
+class Work(_Strict):
+    """`[work]`: the work of one call of every case that declares none itself, as expressions over its shape."""
+
+    flops: Expression | None = Field(None, description='floating-point operations, e.g. "2*m*n*k"')
+    bytes: Expression | None = Field(None, description='bytes moved to and from memory, e.g. "2*(m*k + k*n) + 4*m*n"')
+
+
+def _amount(key: str, text: Expression, shape: dict[str, int]) -> int:
+    """The value of a case's `flops`/`bytes` over its shape (ValueError naming the expression otherwise)."""
+    try:
+        if isinstance(text, str):
+            expr.check(text, set(shape))
+        amount = expr.value(text, shape)
+    except expr.ExprError as exc:
+        raise ValueError(f"{key} = {text!r}: {exc}") from None
+    if amount <= 0:
+        raise ValueError(f"{key} = {text!r} is {amount}: the work of one call must be positive")
+    return amount
+
+
 class Case(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     device: Literal["cpu", "cuda"] = "cpu"
@@ -248,6 +287,32 @@ class Case(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
     tolerance: float | None = Field(None, gt=0)
     seed: int = 0
+    arch: str | None = Field(
+        None, description="the GPU architecture this cuda case runs on (sm_100a: only on a B200 runner)"
+    )
+    flops: Expression | None = Field(None, description="floating-point operations of one call, over the shape")
+    bytes: Expression | None = Field(None, description="bytes one call must move to and from memory, over the shape")
+
+    @field_validator("arch")
+    @classmethod
+    def _arch(cls, value: str | None) -> str | None:
+        if value is not None and not ARCH.fullmatch(value):
+            raise ValueError(f"{value!r} is not a GPU target such as sm_90a or sm_100a")
+        return value
+
+    @field_validator("flops", "bytes")
+    @classmethod
+    def _work(cls, text: Expression | None, info: ValidationInfo) -> Expression | None:
+        if text is not None:  # every expression of the work evaluates over the shape (a bad one is bad input)
+            _amount(str(info.field_name), text, info.data.get("shape", {}))
+        return text
+
+    def work(self) -> tuple[int | None, int | None]:
+        """(flops, bytes) of one call, from `flops`/`bytes` over the shape; None where not declared."""
+        return (
+            None if self.flops is None else _amount("flops", self.flops, self.shape),
+            None if self.bytes is None else _amount("bytes", self.bytes, self.shape),
+        )
 
     def limits(self, constraints: Constraints) -> Limits:
         """The limits this case's outputs are judged by (random inputs and boundary probes alike)."""
@@ -274,6 +339,7 @@ class KernelManifest(_Strict):
     reference: ReferenceSpec = ReferenceSpec()
     constraints: Constraints = Constraints()
     launch: Launch = Launch()
+    work: Work = Work()
     cases: list[Case] = Field(
         default_factory=list, description="none: a resource-only kernel (compile-only checks, no reference needed)"
     )
@@ -286,6 +352,37 @@ class KernelManifest(_Strict):
         for device, spec in self.build.items():
             if not spec.entry and any(case.device == device for case in self.cases):
                 raise ValueError(f"build.{device}.entry: required when a case runs on {device}")
+        return self
+
+    @model_validator(mode="after")
+    def _case_work(self) -> KernelManifest:
+        """Every case without its own `flops`/`bytes` takes [work]'s, which must evaluate over its shape."""
+        defaults = {k: v for k, v in self.work.model_dump().items() if v is not None}
+        if not defaults:
+            return self
+        cases = []
+        for case in self.cases:
+            update = {k: v for k, v in defaults.items() if getattr(case, k) is None}
+            for key, text in update.items():
+                try:
+                    _amount(key, text, case.shape)
+                except ValueError as exc:
+                    raise ValueError(f"work.{key} over case {case.name}'s shape: {exc}") from None
+            cases.append(case.model_copy(update=update) if update else case)
+        self.__dict__["cases"] = cases  # frozen: the validated cases, each with its work
+        return self
+
+    @model_validator(mode="after")
+    def _case_architectures(self) -> KernelManifest:
+        shipped = self.constraints.architectures
+        for case in self.cases:
+            if case.arch is not None and case.device != "cuda":
+                raise ValueError(f"case {case.name}: arch = {case.arch!r} names a GPU, but it runs on {case.device}")
+            if case.arch is not None and case.arch not in shipped:
+                raise ValueError(
+                    f"case {case.name}: arch = {case.arch!r} is not one the kernel ships for "
+                    f"(constraints.architectures: {', '.join(shipped)})"
+                )
         return self
 
     @model_validator(mode="after")

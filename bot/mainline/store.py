@@ -59,7 +59,7 @@ class History:
                 )
             for r in resources:
                 data = r.model_dump()
-                tx.execute(_upsert("main_resources", list(data), "sha, kernel, function"), list(data.values()))
+                tx.execute(_upsert("main_resources", list(data), "sha, kernel, function, arch"), list(data.values()))
 
     def commits(self) -> list[MainCommit]:
         rows = self.db.rows("SELECT * FROM main_commits ORDER BY committed_at, recorded_at")

@@ -69,14 +69,20 @@ class Build(_Model):
     log_tail: str = ""
 
 
-class ResourceCheckReport(_Model):
-    """The compile-only ptxas check of the kernel's .cu files (runs wherever nvcc is, GPU or not)."""
+ResourceStatus = Literal["ok", "no_nvcc", "compile_fail", "unsupported_arch"]
 
-    status: Literal["ok", "no_nvcc", "compile_fail"]
+
+class ResourceCheckReport(_Model):
+    """The compile-only ptxas check of the kernel's .cu files for one architecture (wherever nvcc is, GPU or not).
+
+    unsupported_arch: this runner's nvcc cannot compile for `arch` (the check did not run there).
+    """
+
+    status: ResourceStatus
     arch: str = "sm_90a"
     head: list[Resource] = Field(default_factory=list)
     base: list[Resource] = Field(default_factory=list)
-    base_status: Literal["ok", "no_nvcc", "compile_fail"] | None = None
+    base_status: ResourceStatus | None = None
     threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
     launch_errors: list[str] = Field(
         default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
@@ -156,9 +162,30 @@ class ProbeReport(_Model):
     failure: Violation | None = None
 
 
+class Throughput(_Model):
+    """What a case's declared work (kernel.toml `flops`/`bytes`) means at its p50: achieved rates and their share
+    of the device's peak (bot/verdict/throughput.py)."""
+
+    flops: int | None = Field(None, description="floating-point operations of one call (the case's `flops`)")
+    bytes: int | None = Field(None, description="bytes one call moves (the case's `bytes`)")
+    head_tflops: float | None = None
+    base_tflops: float | None = None
+    head_gbps: float | None = None
+    base_gbps: float | None = None
+    peak_tflops: float | None = Field(None, description="the device's peak: dense bf16 TFLOP/s (a GPU's data sheet)")
+    peak_gbps: float | None = Field(None, description="the device's peak memory bandwidth, GB/s")
+    head_flops_pct: float | None = Field(None, description="head's TFLOP/s in % of peak_tflops")
+    head_bytes_pct: float | None = Field(None, description="head's GB/s in % of peak_gbps")
+    base_flops_pct: float | None = None
+    base_bytes_pct: float | None = None
+    peak_of: str = Field("", description="whose peak: a data-sheet row, or the measurement of this CPU runner")
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
+    arch: str | None = Field(None, description="the GPU architecture it ran on (sm_90); None on a CPU")
+    gpu: str | None = Field(None, description="the GPU model it ran on (a merged review may hold several)")
     status: CaseStatus = CaseStatus.ok
     max_abs_err: float | None = None
     tolerance: float
@@ -185,6 +212,7 @@ class CaseReport(_Model):
         description="where the case's wall time went: start, spawn, draw, reference, load, warmup, timed, fetch, exit",
     )
     nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
+    throughput: Throughput | None = Field(None, description="achieved TFLOP/s, GB/s and peak share (declared work)")
     outputs: list[OutputMetrics] = Field(default_factory=list, description="head's metrics per output, random inputs")
     failure: Violation | None = Field(None, description="the first limit head broke (random inputs, then probes)")
     probes: list[ProbeReport] = Field(default_factory=list, description="head on each boundary probe")
@@ -233,12 +261,19 @@ class KernelReport(_Model):
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
     build: Build | None = None
     base_build: Build | None = None
-    resource_check: ResourceCheckReport | None = None
+    resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")
+    arch_checks: list[ResourceCheckReport] = Field(
+        default_factory=list, description="the resource check of every further architecture, in configured order"
+    )
     cases: list[CaseReport] = Field(default_factory=list)
     candidate: KernelReport | None = Field(
         None, description="--try-candidates: the agent's patch on top of head, through the same gates"
     )
     diff: DiffStat | None = Field(None, description="the change to the kernel's files (the CI summary reads it)")
+
+    def resource_checks(self) -> list[ResourceCheckReport]:
+        """The resource check of every architecture, the first one first."""
+        return ([self.resource_check] if self.resource_check is not None else []) + list(self.arch_checks)
 
 
 class AgentReport(_Model):
@@ -331,6 +366,7 @@ class Coverage(_Model):
 class Environment(_Model):
     device: Literal["cpu", "cuda"]
     gpu: str | None = None
+    arch: str | None = Field(None, description="the GPU's architecture from its compute capability (sm_90)")
     torch: str | None = None
     nvcc: str | None = None
     python: str

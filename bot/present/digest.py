@@ -83,6 +83,7 @@ class KernelView(_Model):
     resource_notes: list[str]
     counts: Counts
     mixed_devices: bool
+    mixed_arches: bool = Field(False, description="cases ran on more than one GPU architecture (a merged fan-out)")
     stats_open: bool
     resources_open: bool
     bars: list[Bar]
@@ -264,8 +265,8 @@ def shorten(text: str, short: dict[str, str]) -> str:
 
 def _functions(k: KernelReport) -> set[str]:
     names = {r.function for b in (k.build, k.base_build) if b for r in b.resources}
-    if k.resource_check is not None:
-        names |= {r.function for r in (*k.resource_check.head, *k.resource_check.base)}
+    for check in k.resource_checks():
+        names |= {r.function for r in (*check.head, *check.base)}
     return names
 
 
@@ -273,7 +274,7 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     """(notes, statistics notes, resource notes): each note shown once, beside what it is about."""
     functions = _functions(k)
     short = short_names(sorted(functions))
-    launch = set(k.resource_check.launch_notes) if k.resource_check else set()
+    launch = {n for check in k.resource_checks() for n in check.launch_notes}
     drift = tuple(f"{c.name}: base measured " for c in k.cases)
     notes: list[str] = []
     stats: list[str] = []
@@ -321,6 +322,7 @@ def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> 
         resource_notes=resources,
         counts=count(k.cases),
         mixed_devices=len({c.device for c in ran}) > 1,
+        mixed_arches=len({c.arch for c in ran if c.arch}) > 1,
         stats_open=latency_decides or any(c.status == CaseStatus.tampered for c in ran),
         resources_open=resource_failed,
         bars=bars if timed >= 2 else [],

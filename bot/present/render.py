@@ -10,6 +10,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict
 
 from bot.models.report import Occupancy, Report, Resource
+from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
     VERDICT_WORDS,
@@ -201,6 +202,10 @@ def environment() -> jinja2.Environment:
         github_url=github_url,
         sha=sha,
         commit_link=commit_link,
+        arch_blocks=arch_blocks,
+        achieved=achieved,
+        peak_share=peak_share,
+        peaks=peaks,
     )
     return env
 

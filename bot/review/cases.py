@@ -10,18 +10,22 @@ from typing import Literal
 from bot.config.includes import include_paths
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.config.settings import Settings
-from bot.edges.environment import cpu_name, driver_version
+from bot.edges.environment import cpu_name, device_key, driver_version
+from bot.edges.peak import cpu_peak
 from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
+from bot.review.arch_jobs import other_job
 from bot.text.redact import scrub
 from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.launch import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import BASE, HEAD, case_verdict
+from bot.verdict.occupancy import family
+from bot.verdict.throughput import Peak, device_peak, judge_throughput, over_peak, throughput
 
 Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
 
@@ -45,9 +49,11 @@ class KernelCases:
         *,
         secret: str,
         base_sha: str,
+        arch: str | None = None,
     ) -> None:
         self.settings, self.env, self.ledger, self.sandbox, self.steps = settings, env, ledger, sandbox, steps
         self.secret, self.base_sha = secret, base_sha
+        self.arch = arch  # --arch: run only the cases of this architecture (one job of the fan-out)
 
     def build(self, head_k: Kernel, base_k: Kernel | None) -> Builds:
         """Head (and base) builds for every device this machine can run."""
@@ -78,7 +84,11 @@ class KernelCases:
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
             head_b = builds[HEAD].get(case.device)
-            if case.device == "cuda" and self.env.device != "cuda":
+            if (elsewhere := other_job(case, rules.manifest.constraints.architectures, self.arch)) is not None:
+                reports[case.name] = case_verdict(case, constraints, None, elsewhere)
+            elif case.device == "cuda" and (why := self._wrong_gpu(case)) is not None:
+                reports[case.name] = case_verdict(case, constraints, None, why)
+            elif case.device == "cuda" and self.env.device != "cuda":
                 reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
             elif head_b is None:
                 reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
@@ -90,7 +100,37 @@ class KernelCases:
                 runnable.setdefault(case.device, []).append(case)
         for device, cases in runnable.items():
             reports.update(self._measure(rules, cases, builds, device, trusted_reference))
+        for case in rules.manifest.cases:
+            self._throughput(case, reports[case.name])
         return [reports[case.name] for case in rules.manifest.cases]
+
+    def _wrong_gpu(self, case: Case) -> str | None:
+        """Why this runner's GPU is not the architecture the case names (sm_100a on an H100), else None."""
+        if case.arch is None or self.env.device != "cuda" or self.env.arch is None:
+            return None
+        if family(case.arch) == self.env.arch:
+            return None
+        return f"runs on {case.arch}; this runner's GPU is {self.env.arch} ({self.env.gpu})"
+
+    def _throughput(self, case: Case, report: CaseReport) -> None:
+        """Achieved rates and peak share from the case's declared work; above the peak it fails as implausible.
+        A CPU runner's own measured peak is measured again, longer, before a case is failed against it."""
+        if report.device == "cuda" and report.status != CaseStatus.skipped:
+            report.arch, report.gpu = self.env.arch, self.env.gpu
+        flops, nbytes = case.work()
+        if (flops is None and nbytes is None) or report.p50_ms is None:
+            return
+        peak = self._peak(case.device)
+        if case.device == "cpu" and peak is not None:
+            t = throughput(flops, nbytes, report, peak)
+            if t is not None and over_peak(t, "head"):
+                peak = self._peak(case.device, refresh=True)
+        judge_throughput(report, flops, nbytes, peak)
+
+    def _peak(self, device: str, *, refresh: bool = False) -> Peak | None:
+        if device == "cuda":
+            return device_peak(self.env.gpu)
+        return cpu_peak(self.settings.build_dir / "peak", refresh=refresh)
 
     def _measure(
         self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
@@ -155,11 +195,13 @@ class KernelCases:
         return reports
 
     def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
-        """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.
+        """Keep the base latency by (base SHA, build, case, device model and architecture, torch, driver); compare
+        with the first one.
 
         Interleaving decides the verdict; the stored baseline only shows when a runner drifts.
         """
-        device = self.env.gpu if case.device == "cuda" and self.env.gpu else cpu_name()
+        gpu = case.device == "cuda" and self.env.gpu
+        device = device_key(self.env.gpu, self.env.arch) if gpu else cpu_name()  # model and architecture, never mixed
         parts = [self.base_sha, base_b.key, rules.name, case.name, device, self.env.torch, driver_version()]
         key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
         assert result.base_p50_ms is not None

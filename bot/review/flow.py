@@ -38,7 +38,7 @@ from bot.review.checkout import (
 )
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, not_judged, unclaimed_reason, with_coverage
-from bot.review.resource_check import flag_findings, resource_check
+from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.launch import new_secret
@@ -68,6 +68,7 @@ class ReviewRequest:
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
+    arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
 
 
 class Reviewer:
@@ -197,9 +198,11 @@ class Reviewer:
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
         if self.request.resource_check:
-            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
+            arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
+            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
                 cache = self.settings.build_dir / "resources"
-                report.resource_check = resource_check(head_k, base_k, cache, self.sandbox)
+                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox)
+            report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,
             self.env,
@@ -208,6 +211,7 @@ class Reviewer:
             self.steps,
             secret=self.secret,
             base_sha=self.base_sha,
+            arch=self.request.arch,
         )
         with self.phases.timed("build"):
             builds = runner.build(head_k, base_k)

@@ -3,6 +3,7 @@ the build compiles them (the build's own nvcc flags, torch's included, and inclu
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from bot.untrusted.build import Unit, plan_units, unit_flags
 from bot.untrusted.probe import PROBE_NAME, ProbeResult, evaluate
 from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
 from bot.untrusted.sandbox import Sandbox
+from bot.untrusted.targets import unsupported
 from bot.untrusted.toolchain import Toolchain, toolchain
 from bot.verdict.flags import check_flags, without_arch
 from bot.verdict.gate import BASE, HEAD
@@ -55,6 +57,21 @@ def _cu_sources(k: Kernel | None) -> bool:
     return spec is not None and any(s.endswith(".cu") for s in spec.sources)
 
 
+def resource_checks(
+    head_k: Kernel, base_k: Kernel | None, architectures: list[str], cache_dir: Path, sandbox: Sandbox
+) -> list[ResourceCheckReport]:
+    """`resource_check` once per architecture the kernel ships for (the rules' `architectures`), the first
+    first; the architectures compile side by side. Empty for a kernel without .cu sources."""
+    if not _cu_sources(head_k):
+        return []
+    if nvcc_path() is not None and len(architectures) > 1:
+        with contextlib.suppress(BuildError):  # probed once, before the threads share its cache file
+            toolchain("cuda", cache_dir.parent / "toolchain")
+    with ThreadPoolExecutor(max_workers=len(architectures)) as pool:
+        found = list(pool.map(lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a), architectures))
+    return [c for c in found if c is not None]
+
+
 def resource_check(
     head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox, *, arch: str = "sm_90a"
 ) -> ResourceCheckReport | None:
@@ -63,14 +80,19 @@ def resource_check(
     from the launch probe) with its occupancy. None for a kernel without .cu sources."""
     if not _cu_sources(head_k):
         return None
+    if (why := unsupported(arch)) is not None:  # this runner's nvcc cannot compile `arch`: say so, compile nothing
+        return ResourceCheckReport(status="unsupported_arch", arch=arch, log_tail=why)
     sides = {HEAD: head_k, **({BASE: base_k} if base_k is not None and _cu_sources(base_k) else {})}
     checks, probes = _compile(sides, cache_dir, sandbox, arch)
     head = checks[HEAD]
     base = checks.get(BASE)
-    head_d = describe_kernel(head_k, head.resources, head.threads, probes[HEAD].values if HEAD in probes else None)
+    head_d = describe_kernel(
+        head_k, head.resources, head.threads, probes[HEAD].values if HEAD in probes else None, arch
+    )
     base_d = None
     if base_k is not None and base is not None and base.status == "ok":
-        base_d = describe_kernel(base_k, base.resources, base.threads, probes[BASE].values if BASE in probes else None)
+        cxx = probes[BASE].values if BASE in probes else None
+        base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
     notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
     if head.status == "ok" and base_d is not None and _same(head_d.resources, base_d.resources):
         notes.append(

@@ -44,6 +44,7 @@ class ReviewOptions:
     merge: list[Path] | None = None  # the parts' folders: merge them instead of reviewing
     agents: list[Path] = field(default_factory=list)
     planned: Path | None = None
+    arch: str | None = None  # run only this architecture's cases (one GPU job of the fan-out)
 
 
 @dataclass
@@ -92,6 +93,7 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         try_candidates=options.try_candidates,
         require_isolation=options.require_isolation,
         agent_only=options.agent_only,
+        arch=options.arch,
     )
     reviewer = Reviewer(request, settings, ledger)
     failure: Exception | None = None

@@ -8,7 +8,7 @@ from typing import Any
 from bot.config import expr
 from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
 from bot.models.report import Resource
-from bot.verdict.occupancy import occupancy
+from bot.verdict.occupancy import TABLES, occupancy, table
 
 
 @dataclass
@@ -130,6 +130,7 @@ def describe(
     config: dict[str, Any],
     manifest: str,
     cxx: dict[str, int] | None = None,
+    arch: str = "sm_90a",
 ) -> Described:
     """Fill in threads, dynamic shared memory and occupancy of every function, from `launch` over `config`.
 
@@ -139,6 +140,9 @@ def describe(
     memory: then its size is unknown, which is an error (the occupancy and the smem limit would be blind).
     """
     out = Described(resources=[])
+    sm = table(arch)
+    if sm is None and resources:
+        out.notes.append(f"occupancy on {arch} not computed: opgate has no table for it (it knows {', '.join(TABLES)})")
     try:
         env = values(launch, config, manifest)
     except ValueError as exc:
@@ -183,8 +187,9 @@ def describe(
                 f"occupancy of {r.function} not computed: threads per block unknown "
                 f"(give __launch_bounds__ or threads in {manifest} [launch.functions])"
             )
-        elif dynamic is not None:
-            occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, 1 if r.barriers is None else r.barriers)
+        elif dynamic is not None and sm is not None:
+            barriers = 1 if r.barriers is None else r.barriers
+            occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, barriers, arch=sm)
         out.resources.append(r.model_copy(update={"threads": threads, "dynamic_smem_bytes": dynamic, "occupancy": occ}))
     for key in sorted(set(launch.functions) - used):
         out.notes.append(f"{manifest}: launch.functions.{key} names no compiled kernel function")
@@ -192,8 +197,12 @@ def describe(
 
 
 def describe_kernel(
-    kernel: Kernel, resources: list[Resource], bounds: dict[str, int], cxx: dict[str, int] | None = None
+    kernel: Kernel,
+    resources: list[Resource],
+    bounds: dict[str, int],
+    cxx: dict[str, int] | None = None,
+    arch: str = "sm_90a",
 ) -> Described:
     """`describe` with the kernel's own manifest and tunable config (each side describes its own code)."""
     manifest = f"{kernel.path}/{MANIFEST_NAME}"
-    return describe(resources, bounds, kernel.manifest.launch, kernel.config, manifest, cxx)
+    return describe(resources, bounds, kernel.manifest.launch, kernel.config, manifest, cxx, arch)

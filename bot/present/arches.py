@@ -103,7 +103,7 @@ def achieved(c: CaseReport) -> str:
     """Head's and base's achieved rates ("412 TFLOP/s / 398 TFLOP/s"), compute and memory where both are declared."""
     t = c.throughput
     if t is None:
-        return "—"
+        return "not timed" if c.p50_ms is None else "—"
     parts = []
     if t.flops is not None:
         head, base = _rate(t.head_tflops, "FLOP/s"), _rate(t.base_tflops, "FLOP/s")
@@ -118,7 +118,7 @@ def peak_share(c: CaseReport) -> str:
     """Head's share of the device's peak, the larger of compute and memory ("61% compute"); bold above 100 %."""
     t = c.throughput
     if t is None:
-        return "—"
+        return "not timed" if c.p50_ms is None else "—"
     pct = peak_pct(t)
     if pct is None:
         return "no peak known"

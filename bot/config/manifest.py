@@ -95,6 +95,9 @@ class Constraints(_Strict):
     min_warps_per_sm: int | None = Field(
         None, gt=0, le=64, description="resident warps per SM every function must keep (optional)"
     )
+    max_speedup: float = Field(
+        3.0, gt=1, description="head more than this many times faster than base on a case needs /accept (verify)"
+    )
 
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -171,6 +174,7 @@ class Case(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
     tolerance: float | None = Field(None, gt=0)
     seed: int = 0
+    holdout: bool = Field(False, description="left out of `opgate tune`'s search; its re-verification runs it")
 
     def limits(self, constraints: Constraints) -> Limits:
         """The limits this case's outputs are judged by (random inputs and boundary probes alike)."""

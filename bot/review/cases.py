@@ -12,7 +12,7 @@ from bot.config.settings import Settings
 from bot.edges.environment import cpu_name, driver_version
 from bot.errors import BuildError
 from bot.ledger import Ledger
-from bot.models.judging import JudgeJob, ReferenceSource
+from bot.models.judging import JudgeJob, ReferenceSource, SideEntry
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
@@ -63,15 +63,21 @@ class KernelCases:
                         )
         return out
 
-    def run(self, rules: Kernel, builds: Builds, *, trusted_reference: bool) -> list[CaseReport]:
+    def run(
+        self, rules: Kernel, builds: Builds, *, trusted_reference: bool, held_out: frozenset[str] = frozenset()
+    ) -> list[CaseReport]:
         """Every case of `rules` (the manifest the change is held to): the runnable ones go to one judge run per
-        device; the rest are reported as skipped, or failed when head does not build."""
+        device; the rest are reported as skipped (`held_out` ones too), or failed when head does not build."""
         constraints = rules.manifest.constraints
         reports: dict[str, CaseReport] = {}
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
             head_b = builds[HEAD].get(case.device)
-            if case.device == "cuda" and self.env.device != "cuda":
+            if case.name in held_out:
+                reports[case.name] = case_verdict(
+                    case, constraints, None, "held out of the tuning search (its re-verification runs it)"
+                )
+            elif case.device == "cuda" and self.env.device != "cuda":
                 reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
             elif head_b is None:
                 reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
@@ -110,6 +116,9 @@ class KernelCases:
             sides=so,
             module=head_b.module,
             entry=head_b.entry,
+            entries=side_entries(
+                {label: b for label, b in ((HEAD, head_b), (BASE, base_b)) if b is not None and label in so}
+            ),
             measure=self.settings.measure,
             timeout_s=self.settings.case_timeout_s or rules.manifest.timeout_s,
             time=not identical,
@@ -166,6 +175,11 @@ class KernelCases:
                 samples=result.base_samples,
             )
         )
+
+
+def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:
+    """Each side's module and entry from its own build: base's worker never runs the function head's manifest names."""
+    return {label: SideEntry(module=b.module, entry=b.entry) for label, b in builds.items()}
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:

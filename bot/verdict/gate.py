@@ -21,6 +21,7 @@ from bot.models.report import (
 )
 from bot.verdict import stats
 from bot.verdict.occupancy import SM90, drop_pct, occupancy
+from bot.verdict.plausible import implausible_speedups
 
 HEAD, BASE = "head", "base"
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
@@ -437,6 +438,7 @@ def kernel_verdict(
         return kernel
     if not any(c.verdict != "skipped" for c in cases):
         kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+    kernel.accept_needed.extend(implausible_speedups(cases, constraints.max_speedup))
     if kernel.accept_needed:
         kernel.verdict = "needs_accept"
     elif kernel.undecided:

@@ -458,11 +458,10 @@ class Judge:
                 s.stop()
             return state.result("crashed", f"raised during {state.where()}: {exc}", "")
         except Exception as exc:  # nothing a worker sends may take the judge down: that side's error, named
-            side = self.sides.get(state.label)
             for s in self.sides.values():
                 s.stop()
             what = f"{type(exc).__name__}: {str(exc)[:300]}"
-            return state.result("crashed", f"the judge could not use the reply ({what}) during {state.where()}", "")
+            return state.result("crashed", f"the judge could not go on ({what}) during {state.where()}", "")
         finally:
             for name in state.files:
                 self.drop(name)

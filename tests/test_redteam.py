@@ -9,6 +9,7 @@ the base's cached extension rewritten, a workflow command in opgate's own stdout
 from __future__ import annotations
 
 import hashlib
+import re
 import socket
 import threading
 from pathlib import Path
@@ -348,6 +349,10 @@ def new_kernel(repo, name: str, *, reference_extra: str = "", body: str | None =
 def test_a_new_kernel_with_a_reference_that_agrees_with_anything_needs_a_person(opgate, kernel_repo):
     """Issue 24, 3: a brand-new kernel brings its own reference (zeros) and a body that writes zeros: PASS on main."""
     new_kernel(kernel_repo, "zerogemm", reference_extra=ZERO_REFERENCE, body=redteam.ZEROS)
+    # Its author declares no [work]: with it, zeros this fast are above the machine's peak and fail on their own
+    # (the throughput gate); without it every gate of its own passes, and only its newness stands in the way.
+    manifest = kernel_repo.path / "kernels/zerogemm/kernel.toml"
+    manifest.write_text(re.sub(r"\[work\]\nflops = .*\nbytes = .*\n", "", manifest.read_text()))
     run = review(opgate, kernel_repo)
     kernel = run.kernel("zerogemm")
     assert all(c["verdict"] == "pass" for c in cpu_cases(run, "zerogemm")), cpu_cases(run, "zerogemm")

@@ -80,6 +80,7 @@ class CaseRun(BaseModel):
 
 class ReferenceSource(BaseModel):
     path: str
+    shown: str = Field("", description="the module as the user knows it (kernels/gemm/reference.py) in messages")
     inputs: str = "make_inputs"
     function: str = "reference"
     probes: str = "make_probes"
@@ -104,6 +105,8 @@ class JudgeJob(BaseModel):
     entries: dict[str, SideEntry] = Field(
         default_factory=dict, description="side -> its own module and entry (a side not here: module, entry)"
     )
+    positional: list[str] = Field(default_factory=list, description="case params passed after the tensors, in order")
+    keywords: list[str] = Field(default_factory=list, description="case params passed by name")
     measure: MeasureSettings
     timeout_s: float
     time: bool = True

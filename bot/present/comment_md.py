@@ -115,7 +115,7 @@ def delta_cell(c: CaseReport) -> Safe:
             return Safe("no base to compare")
         return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
     limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
-    if c.verdict == "fail" and c.status == CaseStatus.ok:
+    if c.verdict == "fail" and c.status == CaseStatus.ok and any(r.startswith("performance:") for r in c.reasons):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
     return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}")

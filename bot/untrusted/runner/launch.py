@@ -25,6 +25,8 @@ from bot.untrusted.sandbox import Bind, Sandbox, Spec, base_env, kill
 
 log = logging.getLogger(__name__)
 
+JUDGE = "bot.untrusted.runner.judge"
+DRY_RUN = "bot.untrusted.runner.dry"  # opgate check: draw every case's inputs, run the smallest case once
 JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the cases' own timeouts
 
 
@@ -42,13 +44,16 @@ def new_secret() -> str:
     return secrets.token_hex(16)
 
 
-def run_cases(job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain") -> dict[str, CaseRun]:
-    """Start the judge on `job`; one CaseRun per case, an error CaseRun for every case it never reported."""
+def run_cases(
+    job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain", runner: str = JUDGE
+) -> dict[str, CaseRun]:
+    """Start the judge on `job` (or another trusted runner module that speaks its output, `opgate check`'s
+    dry run); one CaseRun per case, an error CaseRun for every case it never reported."""
     timeout = sum(job.timeout_s for _ in job.cases) + JUDGE_SLACK_S
     with tempfile.TemporaryDirectory(prefix="opgate-job-") as tmp:
         job_path = Path(tmp) / "job.json"
         job_path.write_text(job.model_dump_json())
-        argv = [sys.executable, "-m", "bot.untrusted.runner.judge", str(job_path)]
+        argv = [sys.executable, "-m", runner, str(job_path)]
         sandbox = Sandbox.detect()
         if launch == "sandboxed" and sandbox.isolated:
             job_path.write_text(job.model_copy(update={"isolate_workers": False}).model_dump_json())

@@ -91,7 +91,7 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One build cache for the whole session: an unchanged base is compiled once."""
-    return tmp_path_factory.mktemp("builds")
+    return tmp_path_factory.getbasetemp() / "opgate" / "build"  # laid out like the default ~/.cache/opgate/build
 
 
 @dataclass

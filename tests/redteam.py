@@ -7,6 +7,11 @@ initializer they run when the extension is loaded, in `gemm_f32` on every call (
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sysconfig
+from pathlib import Path
+
 GEMM = "kernels/deepgemm_tile/gemm_cpu.cpp"
 CALL = "  gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m, n, k);"
 PRELUDE = """
@@ -179,3 +184,141 @@ def body(source: str, *, load: str = "", call: str = "", replace: str | None = N
     text = source.replace("namespace deepgemm_tile {", PRELUDE + "namespace deepgemm_tile {", 1)
     text = text.replace(CALL, call + (CALL if replace is None else replace), 1)
     return text + (on_load(load) if load else "")
+
+
+# -- hostile torch-free extensions for the judge alone (tests/data/fake_ext.c with Python run at module init) ---------
+
+FAKE_EXT = Path(__file__).resolve().parent / "data" / "fake_ext.c"
+
+
+def fake_ext(folder: Path, name: str, *, onload: str = "", spin_us: int = 2000, defines: tuple[str, ...] = ()) -> Path:
+    """Build fake_ext.c (a @ b after a spin) into `folder/name.so`, running `onload` (Python) from its module init."""
+    so = folder / f"{name}.so"
+    flags = [f"-DSPIN_US={spin_us}", *(f"-D{d}" for d in defines), f"-I{sysconfig.get_path('include')}"]
+    if onload:
+        (folder / f"{name}-onload").mkdir(exist_ok=True)
+        (folder / f"{name}-onload" / "onload.h").write_text(f"#define ONLOAD_PY {json.dumps(onload)}\n")
+        flags += ["-DONLOAD", f"-I{folder / f'{name}-onload'}"]
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", *flags, str(FAKE_EXT), "-o", str(so)], check=True)
+    return so
+
+
+# Wrap the entry the worker looks up (getattr(ext, "gemm") after the import): `_WRAP(real)` replaces it.
+_HOOK_ENTRY = """
+import builtins, mmap, os, signal, sys, time
+import torch
+_getattr = builtins.getattr
+def _hooked(obj, name, *default):
+    value = _getattr(obj, name, *default)
+    if name == "gemm" and _getattr(obj, "__name__", "") == "opgate_ext":
+        return _WRAP(value)
+    return value
+builtins.getattr = _hooked
+"""
+
+# Honest for a process's first three calls (the untimed check and the two boundary probes of deepgemm's reference);
+# after them every call returns an empty tensor at once, and the result is computed only when the judge fetches
+# it: the worker's protocol.write_tensors is replaced. Main at cc8432e: PASS, head 95 % "faster".
+LAZY_FETCH = (
+    _HOOK_ENTRY
+    + """
+_pending, _calls = {}, [0]
+def _WRAP(real):
+    def gemm(a, b):
+        _calls[0] += 1
+        if _calls[0] <= 3:
+            return real(a, b)
+        out = torch.empty(a.shape[0], b.shape[1])
+        _pending[out.data_ptr()] = (real, a, b)
+        return out
+    return gemm
+def _compute(t):
+    job = _pending.pop(t.data_ptr(), None)
+    return job[0](job[1], job[2]) if job else t
+_protocol = sys.modules["protocol"]
+_write = _protocol.write_tensors
+_protocol.write_tensors = lambda path, tensors: _write(path, [_compute(t) for t in tensors])
+"""
+)
+
+# The same lazy result, computed in a forked child that reaps itself (SIGCHLD ignored): its CPU time is added to
+# nobody's cumulative times, so the judge's /proc accounting never sees it.
+LAZY_CHILD = LAZY_FETCH.replace(
+    "def _compute(t):",
+    """signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+def _in_child(job, t):
+    buf = mmap.mmap(-1, t.numel() * 4 + 1)
+    shared = torch.frombuffer(buf, dtype=torch.float32, count=t.numel()).view(t.shape)
+    if os.fork() == 0:
+        shared.copy_(job[0](job[1], job[2]))
+        buf[-1] = 1
+        os._exit(0)
+    while buf[-1] == 0:
+        time.sleep(0.0005)
+    return shared.clone()
+def _compute_in_child(t):
+    job = _pending.pop(t.data_ptr(), None)
+    return _in_child(job, t) if job else t
+def _compute(t):""",
+).replace("[_compute(t) for t in tensors]", "[_compute_in_child(t) for t in tensors]")
+
+# Every call splits its work with a forked child (SIGCHLD ignored) on another core: half the CPU the call costs is
+# invisible to the judge, who sees one busy core at most.
+HIDDEN_CPU = (
+    _HOOK_ENTRY
+    + """
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+def _WRAP(real):
+    def gemm(a, b):
+        m, n = a.shape[0], b.shape[1]
+        half = m // 2
+        buf = mmap.mmap(-1, m * n * 4 + 1)
+        out = torch.frombuffer(buf, dtype=torch.float32, count=m * n).view(m, n)
+        if os.fork() == 0:
+            out[half:] = real(a[half:], b)
+            buf[-1] = 1
+            os._exit(0)
+        out[:half] = real(a[:half], b)
+        while buf[-1] == 0:
+            time.sleep(0.0002)
+        return out
+    return gemm
+"""
+)
+
+# Module-init code starts a helper process that lives as long as the worker (a server for later lazy work).
+HELPER_ON_LOAD = """
+import os, time
+if os.fork() == 0:
+    while True:
+        time.sleep(1)
+"""
+
+# The worker's reply to a timed batch becomes a 200 KB frame of nested lists ([[[[…]]]]).
+DEEP_FRAME = """
+import os, struct, sys
+_protocol = sys.modules["protocol"]
+_send = _protocol.send
+def _deep(fd, message):
+    if message.get("event") != "done":
+        return _send(fd, message)
+    data = b"[" * 100000 + b"]" * 100000
+    view = memoryview(struct.pack(">I", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+_protocol.send = _deep
+"""
+
+# Every tensor header the worker sends claims shape [0, 2**70] with 0 bytes.
+BAD_HEADER = """
+import sys
+_protocol = sys.modules["protocol"]
+_send = _protocol.send
+def _forge(value):
+    if isinstance(value, dict) and "dtype" in value:
+        return {**value, "shape": [0, 2**70], "nbytes": 0}
+    if isinstance(value, list):
+        return [_forge(v) for v in value]
+    return value
+_protocol.send = lambda fd, message: _send(fd, {k: _forge(v) for k, v in message.items()})
+"""

@@ -3,9 +3,11 @@ every output log-safe and comment-safe. Bounded: the whole file runs in well und
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
+import tempfile
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +21,8 @@ from bot.review.changes import parse_diff, touching
 from bot.review.coverage import coverage
 from bot.text.safe import code, fence, log_safe, one_line, untrusted
 from bot.untrusted.resources import parse_ptx_threads, parse_ptxas
+from bot.untrusted.runner import protocol
+from bot.untrusted.runner.commit import read_outputs
 from tests.hostile import hostile_model, problems, table_breaks
 
 # CI replays the same examples every run (a failure there is a bug, never luck); locally each run explores.
@@ -234,6 +238,76 @@ def test_a_patch_is_refused_or_stays_inside_the_kernel_folder(patch: str):
                 if name != "/dev/null":
                     assert name.removeprefix("a/").removeprefix("b/").startswith("kernels/deepgemm_tile/"), line
         assert not re.match(r"(new file mode|new mode) (120000|160000|100755)", line), line
+
+
+# -- the judge's readers of what a worker sends (frames, tensor headers, tensor files, its memory) ------------
+
+nests = st.integers(0, 3000).map(lambda n: "[" * n + "]" * n) | st.integers(0, 3000).map(
+    lambda n: '{"event": ' + '{"a": ' * n + "1" + "}" * n + "}"
+)
+frames = st.one_of(st.binary(max_size=512), json_values.map(json.dumps), nests).map(
+    lambda f: f if isinstance(f, bytes) else f.encode("utf-8", "surrogatepass")
+)
+
+
+@given(frames)
+def test_a_worker_frame_is_a_message_or_a_protocol_error(payload: bytes):
+    try:
+        message = protocol.decode(payload)
+    except protocol.ProtocolError as exc:
+        assert_log_safe(one_line(exc))
+        return
+    assert isinstance(message, dict)
+
+
+dims = st.one_of(st.integers(-3, 40), st.integers(0, 2**80), st.booleans(), st.floats(), st.none(), any_text)
+field = st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 64), st.booleans(), st.none(), any_text)
+tensor_entry = st.fixed_dictionaries(
+    {},
+    optional={
+        "dtype": st.one_of(st.sampled_from([*protocol.DTYPES, "complex64", "float8_e4m3fn", "object"]), any_text),
+        "shape": st.one_of(st.lists(dims, max_size=10), dims),
+        "offset": field,
+        "address": field,
+        "nbytes": field,
+        "device": st.sampled_from(["cpu", "cuda", "meta", ""]),
+    },
+)
+headers = st.one_of(st.lists(tensor_entry, max_size=5), json_values)
+
+
+def _consistent(tensors: list, total: int) -> None:
+    assert sum(t.numel() * t.element_size() for t in tensors) == total
+    assert all(t.dim() <= protocol.MAX_DIMS and t.device.type == "cpu" for t in tensors)
+
+
+@given(headers, st.binary(max_size=256))
+def test_a_tensor_header_and_its_file_are_tensors_or_a_protocol_error(header, blob: bytes):
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(blob)
+        f.flush()
+        try:
+            tensors = protocol.read_tensors(f.name, header, max_bytes=1024, device="cpu")
+        except protocol.ProtocolError as exc:
+            assert_log_safe(one_line(exc))
+            return
+    _consistent(tensors, len(blob))
+
+
+_MEMORY = ctypes.create_string_buffer(bytes(range(256)) * 4)  # mapped memory of this process, to aim at
+addresses = st.one_of(field, st.integers(0, 1024).map(lambda i: ctypes.addressof(_MEMORY) + i))
+
+
+@given(st.lists(tensor_entry, max_size=4), st.lists(addresses, min_size=4, max_size=4))
+def test_outputs_read_from_a_workers_memory_are_tensors_or_a_protocol_error(header, where):
+    for entry, address in zip(header, where, strict=False):
+        entry["address"] = address
+    try:
+        tensors = read_outputs(os.getpid(), header, max_bytes=4096)
+    except protocol.ProtocolError as exc:
+        assert_log_safe(one_line(exc))
+        return
+    _consistent(tensors, sum(e["nbytes"] for e in header))
 
 
 # -- the renderer -------------------------------------------------------------------------------------------

@@ -9,14 +9,21 @@ the base's cached extension rewritten, a workflow command in opgate's own stdout
 from __future__ import annotations
 
 import hashlib
+import re
 import socket
 import threading
 from pathlib import Path
 
 import pytest
 
+from bot.config.manifest import Case, Constraints
+from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
+from bot.models.report import CaseReport, CaseStatus
+from bot.untrusted.runner.launch import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict.gate import case_verdict
 from tests import redteam
+from tests.conftest import git
 from tests.redteam import GEMM
 
 pytestmark = pytest.mark.slow
@@ -45,8 +52,8 @@ def hostile(repo, **parts: str) -> None:
     path.write_text(redteam.body(path.read_text(), **parts))
 
 
-def cpu_cases(run) -> list[dict]:
-    return [c for c in run.kernel("deepgemm_tile")["cases"] if c["device"] == "cpu"]
+def cpu_cases(run, kernel: str = "deepgemm_tile") -> list[dict]:
+    return [c for c in run.kernel(kernel)["cases"] if c["device"] == "cpu"]
 
 
 def everything_written(run) -> str:
@@ -189,17 +196,181 @@ def test_compiler_flags_that_run_pr_code_are_refused_before_any_compile(opgate, 
 
 def test_a_new_kernels_own_reference_runs_in_the_sandbox_too(opgate, kernel_repo):
     """A kernel new in the change is judged by its own reference: PR code, so the judge is sandboxed as well."""
-    src = kernel_repo.path / "kernels/deepgemm_tile"
-    new = kernel_repo.path / "kernels/newgemm"
-    new.mkdir()
-    for f in src.iterdir():
-        if f.is_file():
-            (new / f.name).write_bytes(f.read_bytes())
-    manifest = (new / "kernel.toml").read_text().replace('"deepgemm_tile"', '"newgemm"')
-    (new / "kernel.toml").write_text(manifest.replace("deepgemm_tile/", "newgemm/"))
-    (new / "reference.py").write_text((new / "reference.py").read_text() + redteam.hunt(CANARY))
+    new_kernel(kernel_repo, "newgemm", reference_extra=redteam.hunt(CANARY))
     run = review(opgate, kernel_repo, env=KEY_ENV)
     assert "CANARY-FOUND" not in everything_written(run) and CANARY not in everything_written(run)
     kernel = run.kernel("newgemm")
     assert all(c["status"] == "ok" for c in kernel["cases"] if c["device"] == "cpu"), kernel
     assert run.report["isolation"]["mode"] == "bwrap"
+
+
+# -- round two: the judge alone, with hostile torch-free extensions (tests/data/fake_ext.c, built in a second) ------
+
+REFERENCE = Path(__file__).resolve().parent.parent / "kernels/deepgemm_tile/reference.py"
+TINY = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 32, "n": 32, "k": 32})
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory):
+    """fake(name, onload=…, defines=…): a fake extension built once per module."""
+    folder = tmp_path_factory.mktemp("hostile_ext")
+    built: dict[str, Path] = {}
+
+    def make(name: str, **kwargs) -> Path:
+        if name not in built:
+            built[name] = redteam.fake_ext(folder, name, **kwargs)
+        return built[name]
+
+    return make
+
+
+def judge(sides: dict[str, Path], entries: dict[str, str] | None = None) -> tuple[CaseRun, CaseReport]:
+    """Run the tiny case on `sides` in the real judge (sandboxed workers); the run and the gate's verdict."""
+    job = JudgeJob(
+        kernel="fake",
+        reference=ReferenceSource(path=str(REFERENCE)),
+        cases=[{**TINY.model_dump(), "tolerance": 1e-2, "max_regression_pct": 3.0}],
+        sides={label: {"cpu": str(so)} for label, so in sides.items()},
+        module="opgate_ext",
+        entry="gemm",
+        entries={label: SideEntry(module="opgate_ext", entry=e) for label, e in (entries or {}).items()},
+        measure=MeasureSettings(max_seconds=0.6, min_blocks=3, min_processes=2),
+        noise_limit_cores=64,  # verdicts, not the machine's quiet (as the opgate fixture)
+        timeout_s=60,
+        secret=new_secret(),
+    )
+    run = run_cases(job)["tiny"]
+    return run, case_verdict(TINY, Constraints(), run)
+
+
+def test_outputs_computed_only_when_the_judge_fetches_them_fail(fake):
+    """Issue 24, 1: timed calls return at once; the answer is computed when fetched (write_tensors replaced)."""
+    run, report = judge({"base": fake("honest"), "head": fake("lazy", onload=redteam.LAZY_FETCH)})
+    assert report.verdict == "fail" and report.status == CaseStatus.incorrect, (report.reasons, run.detail)
+    assert any("checked timed calls differ from the reference" in r for r in report.reasons), report.reasons
+    assert run.spots["head"].failed == run.spots["head"].checked == run.spots["base"].checked  # every block
+
+
+def test_lazy_outputs_computed_in_a_self_reaped_child_fail(fake):
+    """Issue 24, 2: the same lazy answer, computed in a forked child with SIGCHLD ignored (invisible CPU)."""
+    run, report = judge({"base": fake("honest"), "head": fake("lazy_child", onload=redteam.LAZY_CHILD)})
+    assert report.verdict == "fail" and report.status == CaseStatus.incorrect, (report.reasons, run.detail)
+    assert any("checked timed calls differ from the reference" in r for r in report.reasons), report.reasons
+
+
+def test_a_kernel_cannot_start_processes_to_hide_cpu(fake):
+    """Issue 24, 2: every call forks a self-reaped child that does half the work; the filter refuses the fork."""
+    run, report = judge({"base": fake("honest"), "head": fake("hidden_cpu", onload=redteam.HIDDEN_CPU)})
+    assert report.verdict == "fail", (report.reasons, run.detail)
+    assert any("PermissionError: [Errno 1] Operation not permitted" in r for r in report.reasons), report.reasons
+    assert run.checks["base"].error is None  # base, honest, is unaffected
+
+
+def test_module_init_code_cannot_start_processes_either(fake):
+    """The extension's module init runs in the worker under the filter: a helper process it forks is refused."""
+    run, report = judge({"base": fake("honest"), "head": fake("helper", onload=redteam.HELPER_ON_LOAD)})
+    assert report.verdict == "error" and run.failed_label == "head", (report.reasons, run.detail)
+    assert "Operation not permitted" in run.detail, run.detail
+
+
+def test_a_frame_nested_too_deep_is_an_error_of_that_side_not_a_judge_crash(fake):
+    """Issue 24, 5: a 200 KB [[[[…]]]] reply crashed the judge (RecursionError): every case blamed on the runner."""
+    run, report = judge({"base": fake("honest"), "head": fake("deep", onload=redteam.DEEP_FRAME)})
+    assert run.status == CaseStatus.crashed and run.failed_label == "head", run.detail
+    assert "protocol broken" in run.detail and "nested" in run.detail, run.detail
+    assert report.verdict == "error" and report.reasons[0].startswith("head crashed"), report.reasons
+
+
+def test_a_tensor_header_of_impossible_shape_is_an_error_of_that_side_not_a_judge_crash(fake):
+    """Issue 24, 5: shape [0, 2**70] with nbytes 0 made read_tensors raise TypeError inside the judge."""
+    run, report = judge({"base": fake("honest"), "head": fake("bad_header", onload=redteam.BAD_HEADER)})
+    assert run.status == CaseStatus.crashed and run.failed_label == "head", run.detail
+    assert "protocol broken" in run.detail and "shape" in run.detail, run.detail
+    assert report.verdict == "error", report.reasons
+
+
+def test_base_runs_its_own_entry_not_the_one_heads_build_names(fake):
+    """Issue 24, 6: head's manifest names entry gemm2; base's extension has only gemm (base crashed on main)."""
+    head = fake("gemm2", defines=("ENTRY=gemm2",))
+    run, report = judge({"base": fake("honest"), "head": head}, entries={"base": "gemm", "head": "gemm2"})
+    assert run.status == CaseStatus.ok, run.detail
+    assert run.checks["base"].error is None and run.checks["head"].error is None
+    assert report.verdict in ("pass", "inconclusive") and report.base_p50_ms is not None
+
+
+# -- round two: reviews ------------------------------------------------------------------------------------------
+
+ZERO_REFERENCE = """
+
+def reference(a, b):  # rewritten in the same change: agrees with a kernel that writes zeros
+    return torch.zeros(a.shape[0], b.shape[1])
+"""
+
+
+def test_a_renamed_kernel_is_judged_by_bases_manifest_and_reference(opgate, kernel_repo):
+    """Issue 24, 3: git mv to a new name, a body that writes zeros and a reference that returns zeros: PASS on main."""
+    git(kernel_repo.path, "mv", "kernels/deepgemm_tile", "kernels/deepgemm_fast")
+    new = "kernels/deepgemm_fast"
+    kernel_repo.edit(f"{new}/kernel.toml", 'name = "deepgemm_tile"', 'name = "deepgemm_fast"')
+    kernel_repo.edit(f"{new}/kernel.toml", '"kernels/deepgemm_tile/**"', '"kernels/deepgemm_fast/**"')
+    path = kernel_repo.path / new / "reference.py"
+    path.write_text(path.read_text() + ZERO_REFERENCE)
+    path = kernel_repo.path / new / "gemm_cpu.cpp"
+    path.write_text(redteam.body(path.read_text(), replace=redteam.ZEROS))
+    run = review(opgate, kernel_repo)
+    assert run.code == 1
+    kernel = run.kernel("deepgemm_fast")
+    assert kernel["verdict"] == "fail", kernel
+    assert any("renamed from deepgemm_tile" in n for n in kernel["notes"]), kernel["notes"]
+    assert all(c["status"] == "incorrect" for c in cpu_cases(run, "deepgemm_fast")), cpu_cases(run, "deepgemm_fast")
+    assert any("renamed to deepgemm_fast" in n for n in run.kernel("deepgemm_tile")["notes"])
+
+
+def new_kernel(repo, name: str, *, reference_extra: str = "", body: str | None = None) -> None:
+    """kernels/NAME: deepgemm_tile's files, its sources, manifest and reference each grown by a long block of their
+    own, so that git sees new files rather than copies (the binding and the headers stay: its build is cached)."""
+    src, new = repo.path / "kernels/deepgemm_tile", repo.path / "kernels" / name
+    new.mkdir()
+    for f in src.iterdir():
+        text = f.read_text().replace("deepgemm_tile", name) if f.name == "kernel.toml" else f.read_text()
+        if f.name == "gemm_cpu.cpp" and body is not None:
+            text = redteam.body(text, replace=body)
+        if f.name == "reference.py":
+            text += reference_extra
+        if f.suffix in (".cpp", ".cu", ".toml", ".py") and f.name != "binding_cpu.cpp":
+            mark = "#" if f.suffix in (".toml", ".py") else "//"
+            text = (
+                "".join(f"{mark} {name} {i}: written for this kernel, not taken from another one\n" for i in range(150))
+                + text
+            )
+        (new / f.name).write_text(text)
+
+
+def test_a_new_kernel_with_a_reference_that_agrees_with_anything_needs_a_person(opgate, kernel_repo):
+    """Issue 24, 3: a brand-new kernel brings its own reference (zeros) and a body that writes zeros: PASS on main."""
+    new_kernel(kernel_repo, "zerogemm", reference_extra=ZERO_REFERENCE, body=redteam.ZEROS)
+    # Its author declares no [work]: with it, zeros this fast are above the machine's peak and fail on their own
+    # (the throughput gate); without it every gate of its own passes, and only its newness stands in the way.
+    manifest = kernel_repo.path / "kernels/zerogemm/kernel.toml"
+    manifest.write_text(re.sub(r"\[work\]\nflops = .*\nbytes = .*\n", "", manifest.read_text()))
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("zerogemm")
+    assert all(c["verdict"] == "pass" for c in cpu_cases(run, "zerogemm")), cpu_cases(run, "zerogemm")
+    assert kernel["verdict"] == "needs_accept", kernel
+    assert any("new kernel: judged by its own manifest and reference" in a for a in kernel["accept_needed"])
+    assert run.report["verdict"] == "needs_accept" and run.code == 1  # pending until a person says /accept
+
+
+def test_a_build_cache_written_by_sandboxed_reviews_serves_an_unsandboxed_one(opgate, kernel_repo, build_dir):
+    """Issue 24, 7: after sandboxed reviews, OPGATE_SANDBOX=none on the same cache failed "head does not build"
+    (ninja looked for <cache>/root/.cache/opgate/build/…/objects/….o): the cache's own path holds /opgate/build."""
+    assert "/opgate/build" in str(build_dir)
+    kernel_repo.edit(GEMM, "namespace {", "// sandboxed\nnamespace {")
+    first = review(opgate, kernel_repo)
+    assert first.kernel("deepgemm_tile")["build"]["ok"], first.kernel("deepgemm_tile")
+    kernel_repo.edit(GEMM, "// sandboxed", "// not sandboxed")  # a new body: its object is built, the binding's reused
+    second = review(opgate, kernel_repo, env={"OPGATE_SANDBOX": "none"})
+    assert second.report["isolation"]["mode"] == "none"
+    kernel = second.kernel("deepgemm_tile")
+    assert kernel["build"]["ok"] and not kernel["build"]["cached"], kernel
+    assert all(c["status"] == "ok" for c in cpu_cases(second)), cpu_cases(second)

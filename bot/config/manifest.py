@@ -133,6 +133,9 @@ class Constraints(_Strict):
     min_warps_per_sm: int | None = Field(
         None, gt=0, le=64, description="resident warps per SM every function must keep (optional)"
     )
+    max_speedup: float = Field(
+        3.0, gt=1, description="head more than this many times faster than base on a case needs /accept (verify)"
+    )
     architectures: list[str] = Field(
         default_factory=lambda: [DEFAULT_ARCH],
         min_length=1,
@@ -287,6 +290,7 @@ class Case(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
     tolerance: float | None = Field(None, gt=0)
     seed: int = 0
+    holdout: bool = Field(False, description="left out of `opgate tune`'s search; its re-verification runs it")
     arch: str | None = Field(
         None, description="the GPU architecture this cuda case runs on (sm_100a: only on a B200 runner)"
     )

@@ -63,6 +63,26 @@ def diff(repo: Path, base: str, head: str) -> str:
     )
 
 
+def copies(repo: Path, base: str, head: str, paths: list[str]) -> list[tuple[str, str]]:
+    """(source, target) of every file git's rename and copy detection finds in what `head` changed since its merge
+    base with `base`, under `paths` (unmodified files are candidate sources too: --find-copies-harder)."""
+    out = git_bytes(
+        repo,
+        *("-c", "core.quotePath=true", "diff", "--no-color", "--no-ext-diff", "--name-status", "-z"),
+        *("-M", "-C", "--find-copies-harder", f"{base}...{head}", "--", *paths),
+    )
+    fields = [f.decode("utf-8", "replace") for f in out.split(b"\0")]
+    found, i = [], 0
+    while i < len(fields) and fields[i]:
+        status = fields[i]
+        if status[:1] in ("R", "C") and i + 2 < len(fields):
+            found.append((fields[i + 1], fields[i + 2]))
+            i += 3
+        else:
+            i += 2
+    return found
+
+
 def sizes(repo: Path, sha: str) -> dict[str, int]:
     """Path -> size in bytes of every file in `sha`'s tree (names read as bytes, decoded with replacement,
     as the diff's names are); submodules have no size and are left out."""

@@ -86,6 +86,13 @@ class ReferenceSource(BaseModel):
     probes: str = "make_probes"
 
 
+class SideEntry(BaseModel):
+    """The module and function a side's own build names (base's from base's manifest, head's from head's)."""
+
+    module: str
+    entry: str
+
+
 class JudgeJob(BaseModel):
     """The judge's whole input (written to a private file; the secret never reaches a worker)."""
 
@@ -95,6 +102,9 @@ class JudgeJob(BaseModel):
     sides: dict[str, dict[str, str]] = Field(description="base/head -> device -> verified .so path")
     module: str
     entry: str
+    entries: dict[str, SideEntry] = Field(
+        default_factory=dict, description="side -> its own module and entry (a side not here: module, entry)"
+    )
     positional: list[str] = Field(default_factory=list, description="case params passed after the tensors, in order")
     keywords: list[str] = Field(default_factory=list, description="case params passed by name")
     measure: MeasureSettings

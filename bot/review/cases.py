@@ -14,7 +14,7 @@ from bot.edges.environment import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak
 from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
-from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
+from bot.models.judging import CaseRun, JudgeJob, ReferenceSource, SideEntry
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
@@ -76,15 +76,21 @@ class KernelCases:
                         )
         return out
 
-    def run(self, rules: Kernel, builds: Builds, *, trusted_reference: bool) -> list[CaseReport]:
+    def run(
+        self, rules: Kernel, builds: Builds, *, trusted_reference: bool, held_out: frozenset[str] = frozenset()
+    ) -> list[CaseReport]:
         """Every case of `rules` (the manifest the change is held to): the runnable ones go to one judge run per
-        device; the rest are reported as skipped, or failed when head does not build."""
+        device; the rest are reported as skipped (`held_out` ones too), or failed when head does not build."""
         constraints = rules.manifest.constraints
         reports: dict[str, CaseReport] = {}
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
             head_b = builds[HEAD].get(case.device)
-            if (elsewhere := other_job(case, rules.manifest.constraints.architectures, self.arch)) is not None:
+            if case.name in held_out:
+                reports[case.name] = case_verdict(
+                    case, constraints, None, "held out of the tuning search (its re-verification runs it)"
+                )
+            elif (elsewhere := other_job(case, rules.manifest.constraints.architectures, self.arch)) is not None:
                 reports[case.name] = case_verdict(case, constraints, None, elsewhere)
             elif case.device == "cuda" and (why := self._wrong_gpu(case)) is not None:
                 reports[case.name] = case_verdict(case, constraints, None, why)
@@ -158,6 +164,9 @@ class KernelCases:
             sides=so,
             module=head_b.module,
             entry=head_b.entry,
+            entries=side_entries(
+                {label: b for label, b in ((HEAD, head_b), (BASE, base_b)) if b is not None and label in so}
+            ),
             positional=entry_scalars(rules, device)[0],
             keywords=entry_scalars(rules, device)[1],
             measure=self.settings.measure,
@@ -219,6 +228,11 @@ class KernelCases:
                 samples=result.base_samples,
             )
         )
+
+
+def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:
+    """Each side's module and entry from its own build: base's worker never runs the function head's manifest names."""
+    return {label: SideEntry(module=b.module, entry=b.entry) for label, b in builds.items()}
 
 
 def entry_scalars(rules: Kernel, device: str) -> tuple[list[str], list[str]]:

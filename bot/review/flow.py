@@ -38,6 +38,7 @@ from bot.review.checkout import (
 )
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, not_judged, unclaimed_reason, with_coverage
+from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
@@ -68,6 +69,7 @@ class ReviewRequest:
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
+    held_out: frozenset[str] = frozenset()  # cases not run (the tuning search leaves its held-out shapes out)
     arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
 
 
@@ -102,6 +104,7 @@ class Reviewer:
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
         self.coverage: Coverage | None = None
+        self.origins: dict[str, Origin] = {}  # head kernel new by name -> the base kernel it was renamed or copied from
 
     def run(self) -> Report:
         req = self.request
@@ -121,7 +124,9 @@ class Reviewer:
                 raise no_manifest(config)
             with self.phases.timed("git"):
                 globs = [g for name in names for g in kernel_globs(name, base, head)]
-                self.coverage = coverage(changes, globs, gitio.sizes(repo, head_sha), ignore=config.ignore)
+                sizes = gitio.sizes(repo, head_sha)
+                self.coverage = coverage(changes, globs, sizes, ignore=config.ignore)
+                self.origins = self._origins(base, head, sizes)
             if self.coverage.kernel_sources.total:
                 log.warning("%s", unclaimed_reason(self.coverage))
             if req.only_kernel is not None:
@@ -148,12 +153,21 @@ class Reviewer:
             coverage=self.coverage,
         )
 
+    def _origins(self, base: Checkout, head: Checkout, sizes: dict[str, int]) -> dict[str, Origin]:
+        """Git's rename and copy detection for the kernels head has and base has not (none: no git call)."""
+        new = [folder for name, folder in head.folders.items() if name not in base.folders]
+        if not new:
+            return {}
+        copies = gitio.copies(self.repo, base.sha, head.sha, [*new, *base.folders.values()])
+        return origins(copies, sizes, head.folders, base.folders)
+
     # -- one kernel ---------------------------------------------------------------------------
 
     def review_kernel(
         self, name: str, base: Checkout, head: Checkout, changes: list[FileChange], *, candidate_pass: bool = False
     ) -> KernelReport:
-        head_k, base_k = head.kernels.get(name), base.kernels.get(name)
+        origin = self.origins.get(name)
+        head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         touched = touching(changes, kernel_globs(name, base, head))
         known = head_k or base_k
         domain = known.manifest.domain if known else "unknown"
@@ -163,7 +177,10 @@ class Reviewer:
             report.reasons.append(f"{INVALID}: {head.broken[name]}")
             return report
         if head_k is None:
-            report.notes.append("kernel removed in head")
+            if (new := renamed_to(self.origins).get(name)) is not None:
+                report.notes.append(f"renamed to {new} in head: judged there, by this kernel's manifest and reference")
+            else:
+                report.notes.append("kernel removed in head")
             return report
         if not touched:
             return report
@@ -174,7 +191,7 @@ class Reviewer:
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
         if self.request.only_case is not None:
             rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
-        self._notes(report, touched, base_k, head_k)
+        self._notes(report, touched, base_k, head_k, origin)
         agent = None
         if not candidate_pass:
             # The task file (which key variable, which gateway) comes from base too: a PR cannot pick the key.
@@ -225,7 +242,7 @@ class Reviewer:
         if report.base_build is not None and report.resource_check is not None:
             report.base_build.resources = report.resource_check.base
         with self.phases.timed("run"):
-            cases = runner.run(rules, builds, trusted_reference=base_k is not None)
+            cases = runner.run(rules, builds, trusted_reference=base_k is not None, held_out=self.request.held_out)
         for c in cases:
             if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
                 report.notes.append(
@@ -260,13 +277,25 @@ class Reviewer:
             except CandidateError as exc:
                 report.notes.append(f"agent candidate not tried: {exc}")
 
-    def _notes(self, report: KernelReport, touched: list[FileChange], base_k: Kernel | None, head_k: Kernel) -> None:
+    def _notes(
+        self,
+        report: KernelReport,
+        touched: list[FileChange],
+        base_k: Kernel | None,
+        head_k: Kernel,
+        origin: Origin | None = None,
+    ) -> None:
         added = sum(c.added for c in touched)
         removed = sum(c.removed for c in touched)
         report.notes.append(f"rollback: {len(touched)} file(s), +{added}/-{removed} lines in this kernel")
-        if base_k is None:
-            report.notes.append("new kernel: judged by its own manifest and reference")
+        if base_k is None:  # a reference written in the same change proves nothing on its own: a person decides
+            report.accept_needed.append("new kernel: judged by its own manifest and reference, which this change wrote")
             return
+        if origin is not None:
+            report.notes.append(
+                f"{origin.how} from {origin.base} ({origin.share:.0%} of its bytes, git's rename/copy detection): "
+                f"judged by {origin.base}'s manifest, reference and build from base"
+            )
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
         prefix = f"{head_k.path}/"
         for c in touched:

@@ -134,6 +134,8 @@ class Tuner:
         self.base_sha = gitio.resolve(self.repo, req.base)
         self.kernel, self.config_text = self._load(self.repo, self.base_sha)
         self.space = space.configs(self.kernel.manifest.tunables)
+        # Shapes the search never sees: the re-verification runs them (with every other case, on fresh inputs).
+        self.held_out = frozenset(c.name for c in self.kernel.manifest.cases if c.holdout)
         if req.strategy != "agent" and len(self.space) > self.settings.tune_max_space:
             raise InputError(
                 f"{self.kernel.name} has {len(self.space)} allowed configs, over OPGATE_TUNE_MAX_SPACE="
@@ -277,7 +279,7 @@ class Tuner:
         self.status.line(one_line(f"tune {self.kernel.name}: round {rnd} ({source}): judging {_label(seen)}"))
         k, seconds = review_candidate(
             self.repo, self.base_sha, seen.patch, self.kernel.name, settings=self.settings, ledger=self.ledger,
-            out=self.request.out / "trials" / f"{seq:03d}-{_slug(_label(seen))}",
+            out=self.request.out / "trials" / f"{seq:03d}-{_slug(_label(seen))}", held_out=self.held_out,
         )  # fmt: skip
         trial = trial_from(
             k, key=seen.key, config=seen.config, source=source, patch=seen.patch, run_id=self.run_id, seconds=seconds
@@ -328,7 +330,8 @@ class Tuner:
     # -- the end -----------------------------------------------------------------------------
 
     def _verify(self, winner: Trial) -> Trial:
-        """The winner once more, in fresh processes with a new secret seed (a new Reviewer), before it is proposed."""
+        """The winner once more, in fresh processes with a new secret seed (a new Reviewer) and with the held-out
+        cases the search never ran, before it is proposed."""
         found = self.store.trial(self.kernel.name, self.base_sha, self.device_name, winner.key, verify_of=self.run_id)
         if found is not None:
             return found
@@ -363,6 +366,7 @@ class Tuner:
                     key=winner.key, label=winner.label, config=winner.config, patch=winner.patch,
                     speedup=winner.speedup or 1.0, verified_speedup=verified.speedup or 1.0,
                     branch=f"opgate/tune-{self.kernel.name}-{self.run_id.rsplit('-', 1)[-1]}",
+                    flags=list(dict.fromkeys([*winner.implausible, *verified.implausible])),
                 )  # fmt: skip
             else:
                 got = f"x{verified.speedup:.3f}" if verified.speedup is not None else "no timing"
@@ -395,6 +399,7 @@ class Tuner:
             stop=stop, sweep_stop=sweep, events=self.events, trials=run_trials, best=winner, verified=verified,
             proposal=proposed, not_proposed=why, pass_rate=analysis.pass_rate(run_trials),
             per_shape=analysis.per_shape(run_trials, self.base_trial.label, winner.key if winner else None),
+            held_out=sorted(self.held_out),
             comparison=comparison,
             tokens=TokenUse(**spend.model_dump(), limit=self.token_limit, weekly_left=max(0, week.left)),
             environment=self.env, created_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.verdict.plausible import IMPLAUSIBLE
+
 Source = Literal["base", "agent", "exhaustive", "policy", "verify"]
 Outcome = Literal["judged", "reused", "repeat", "invalid", "malformed", "no_candidate", "base", "over_budget"]
 StopKind = Literal["budget", "rounds", "plateau", "space", "converged"]
@@ -113,6 +115,11 @@ class Trial(BaseModel):
     @property
     def label(self) -> str:
         return candidate_label(self.key, self.config)
+
+    @property
+    def implausible(self) -> list[str]:
+        """The review's "implausible speedup — verify" lines: a case far faster than base, for a person to check."""
+        return [r for r in self.reasons if r.startswith(IMPLAUSIBLE)]
 
     @property
     def problems(self) -> list[str]:

@@ -37,6 +37,7 @@ class Proposed(BaseModel):
     speedup: float
     verified_speedup: float
     branch: str
+    flags: list[str] = Field(default_factory=list, description="what a person must verify (implausible speedups)")
 
 
 class PullOut(BaseModel):
@@ -76,6 +77,7 @@ class TuneResult(BaseModel):
     not_proposed: str = ""
     pass_rate: tuple[int, int] = (0, 0)
     per_shape: list[ShapeBest] = Field(default_factory=list)
+    held_out: list[str] = Field(default_factory=list, description="cases the search never ran; the re-verification did")
     comparison: Comparison | None = None
     tokens: TokenUse = TokenUse()
     environment: Environment
@@ -111,4 +113,5 @@ def render_tune(result: TuneResult, *, pr_body: bool = False) -> str:
 def title(result: TuneResult) -> str:
     p = result.proposal
     assert p is not None
-    return f"opgate tune: {result.kernel} {p.label} (x{p.verified_speedup:.3f} re-verified)"
+    flag = ", implausible speedup — verify" if p.flags else ""
+    return f"opgate tune: {result.kernel} {p.label} (x{p.verified_speedup:.3f} re-verified{flag})"

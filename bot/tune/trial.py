@@ -94,13 +94,16 @@ def review_candidate(
     settings: Settings,
     ledger: Ledger,
     out: Path,
+    held_out: frozenset[str] = frozenset(),
 ) -> tuple[KernelReport, float]:
     """Review base...(base + patch) for `kernel` only, offline (the candidate is the agent's; nobody asks it
     again): static checks, resources, builds, cases, gates. Every call is a new Reviewer, so a new secret seed
     and fresh worker processes. Returns the kernel's section of the report (also written into `out`)."""
     started = time.perf_counter()
     with applied(repo, base_sha, patch, kernel) as cand:
-        request = ReviewRequest(repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel)
+        request = ReviewRequest(
+            repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out
+        )
         reviewer = Reviewer(request, settings, ledger)
         report = reviewer.run()
         write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -73,6 +74,7 @@ class Spec:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str = "/tmp"
     gpu: bool = False
+    pid1: bool = False  # the process is pid 1 of its namespace: no bwrap reaper its children could write into
 
 
 def _bwrap_candidates() -> list[str]:
@@ -171,6 +173,7 @@ def command(bwrap: str, spec: Spec, argv: Sequence[str]) -> list[str]:
         *("--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)),
         *("--hostname", "opgate-sandbox"),
         *("--die-with-parent", "--new-session", "--cap-drop", "ALL"),
+        *(["--as-pid-1"] if spec.pid1 else []),
         "--clearenv",
     ]
     for key, value in sorted(base_env(spec.env).items()):
@@ -225,11 +228,13 @@ class Sandbox:
 
     def localize(self, spec: Spec, text: str) -> str:
         """`text` with sandbox paths turned into host paths for a plain (fallback) process; unchanged in bwrap."""
-        if self.bwrap is not None:
+        if self.bwrap is not None or not spec.binds:
             return text
-        for bind in sorted(spec.binds, key=lambda b: -len(b.target)):
-            text = text.replace(bind.target, str(bind.source))
-        return text
+        # One pass, whole path components at the end: a host path put in for one target is never rewritten again
+        # for another (the default cache ~/.cache/opgate/build holds the target /opgate/build).
+        sources = {b.target: str(b.source) for b in spec.binds}
+        alternatives = "|".join(re.escape(t) for t in sorted(sources, key=len, reverse=True))
+        return re.sub(rf"(?:{alternatives})(?![\w.-])", lambda m: sources[m.group(0)], text)
 
     def popen(
         self, spec: Spec, argv: Sequence[str], *, pass_fds: Iterable[int] = (), **kwargs: Any
@@ -264,28 +269,41 @@ def kill(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, 9)
 
 
-def tree_cpu_seconds(root_pid: int) -> float:
-    """CPU seconds used by `root_pid` and every process below it, reaped children included.
-
-    utime + stime (+ cutime + cstime of reaped children) of each live process in the tree, from /proc;
-    the sandbox's pid 1 reaps orphans, so work done by short-lived helpers or threads is counted too.
-    """
-    total, seen, frontier = 0, set(), [root_pid]
+def tree_pids(root_pid: int) -> list[int]:
+    """`root_pid` and every live process below it (children of every thread, from /proc), parents first."""
+    found, seen, frontier = [], set(), [root_pid]
     while frontier:
-        pid = frontier.pop()
+        pid = frontier.pop(0)
         if pid in seen:
             continue
         seen.add(pid)
         try:
-            text = Path(f"/proc/{pid}/stat").read_text()
             tasks = os.listdir(f"/proc/{pid}/task")
         except OSError:
-            continue  # gone meanwhile: its time moved to its parent's cutime
-        fields = text[text.rfind(")") + 2 :].split()
-        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+            continue  # gone meanwhile
+        found.append(pid)
         for tid in tasks:
             try:
                 frontier += [int(c) for c in Path(f"/proc/{pid}/task/{tid}/children").read_text().split()]
             except OSError:
                 continue
+    return found
+
+
+def tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds used by `root_pid` and every process below it, reaped children included.
+
+    utime + stime (+ cutime + cstime of reaped children) of each live process in the tree, from /proc;
+    the sandbox's pid 1 reaps orphans, so work done by short-lived helpers or threads is counted too (a
+    child that reaps itself, SIGCHLD ignored, would take its time with it: the workers' seccomp filter
+    refuses every new process, runner/confine.py).
+    """
+    total = 0
+    for pid in tree_pids(root_pid):
+        try:
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile: its time moved to its parent's cutime
+        fields = text[text.rfind(")") + 2 :].split()
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
     return total / os.sysconf("SC_CLK_TCK")

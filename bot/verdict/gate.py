@@ -22,6 +22,7 @@ from bot.models.report import (
 )
 from bot.verdict import stats
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
+from bot.verdict.plausible import implausible_speedups
 
 HEAD, BASE = "head", "base"
 RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, its resources passed
@@ -463,6 +464,7 @@ def kernel_verdict(
             kernel.undecided.append(RESOURCES_ONLY)  # a resource-only kernel: its one gate ran and passed
         else:
             kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+    kernel.accept_needed.extend(implausible_speedups(cases, constraints.max_speedup))
     if kernel.accept_needed:
         kernel.verdict = "needs_accept"
     elif kernel.undecided:

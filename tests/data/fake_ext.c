@@ -1,6 +1,7 @@
 /* A tiny torch-free extension for judge tests: gemm(a, b) = a.float() @ b.float(), after spinning SPIN_US
    microseconds (so tests choose how slow "head" is), built by gcc in well under a second. -DCRASH aborts,
-   -DHANG never returns, -DWRONG returns twice the product. */
+   -DHANG never returns, -DWRONG returns twice the product, -DENTRY=name exports it under another name, and
+   -DONLOAD runs the Python in onload.h (ONLOAD_PY) from the module's init, as a hostile extension would. */
 #include <Python.h>
 #include <stdlib.h>
 #include <time.h>
@@ -43,6 +44,24 @@ static PyObject* gemm(PyObject* self, PyObject* args) {
   return c;
 }
 
-static PyMethodDef methods[] = {{"gemm", gemm, METH_VARARGS, "a @ b after a spin"}, {NULL, NULL, 0, NULL}};
+#ifndef ENTRY
+#define ENTRY gemm
+#endif
+#define NAME_OF(x) #x
+#define NAME(x) NAME_OF(x)
+
+#ifdef ONLOAD
+#include "onload.h"
+#endif
+
+static PyMethodDef methods[] = {{NAME(ENTRY), gemm, METH_VARARGS, "a @ b after a spin"}, {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "opgate_ext", NULL, -1, methods};
-PyMODINIT_FUNC PyInit_opgate_ext(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit_opgate_ext(void) {
+#ifdef ONLOAD
+  PyObject* globals = PyModule_GetDict(PyImport_AddModule("__main__"));
+  PyObject* ran = PyRun_String(ONLOAD_PY, Py_file_input, globals, globals);
+  if (ran == NULL) return NULL; /* its exception is the import's */
+  Py_DECREF(ran);
+#endif
+  return PyModule_Create(&module);
+}

@@ -2,9 +2,11 @@
 
 Runs as `python -m bot.untrusted.runner.judge JOB.json` (no secrets in its environment) and prints one JSON line per
 case (a `CaseRun`). Kernel code runs only in the workers: one sandboxed zygote per side (base, head) forks
-a fresh worker per measurement process. A worker is handed input files and asked for outputs; the judge
-times each batch itself (request to reply), checks a random sample of the timed calls' outputs against
-the reference, and watches how much CPU the sandbox burns outside the timed region.
+a fresh worker per measurement process, which can start no process of its own (runner/confine.py). A
+worker is handed input files and asked for outputs; the judge times each batch itself (request to reply).
+On the CPU it checks one call of every timed batch against the reference, reading the output from the
+worker's memory while the whole sandbox is frozen at `done` (runner/commit.py); on a GPU it fetches a
+random sample. It watches how much CPU the sandbox burns outside the timed region.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource, Spot, 
 from bot.models.report import CaseStatus, CpuUse, Isolation
 from bot.phases import Phases
 from bot.text.safe import log_safe
-from bot.untrusted.runner import protocol
+from bot.untrusted.runner import confine, protocol
 from bot.untrusted.runner.blame import ReferenceFailed, blame
+from bot.untrusted.runner.commit import Unfrozen, frozen, host_pid, read_outputs, seccomp_mode
 from bot.untrusted.runner.health import busy_ticks, noisy, snapshot
 from bot.untrusted.runner.launch import describe_exit
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
@@ -43,14 +46,14 @@ from bot.verdict import metrics
 from bot.verdict.stats import hierarchical_ratio_ci
 
 RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
-WORKER_FILES = ("worker.py", "protocol.py")
+WORKER_FILES = ("worker.py", "protocol.py", "confine.py")
 LOG_KEEP = 8192  # bytes of a side's output kept for the report
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
 DRAW_PER_BLOCK_S = 0.25  # fewer distinct input sets per block where drawing them would take longer than this
 DRAW_FLOOR_S = 2.0  # input drawing may always take this long per case; beyond it, no longer than the timing
 MAX_SETS = 16  # distinct input sets per block (each call of a block gets its own, up to this many)
-SPOT_PROBABILITY = 0.25  # share of blocks whose outputs are checked (one random call, both sides)
+SPOT_PROBABILITY = 0.25  # share of GPU blocks whose outputs are fetched and checked (a CPU case checks every block)
 # The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies; the
 # counters tick every 10 ms) …
 UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_SHARE = 0.05, 0.002, 0.004, 0.10
@@ -145,7 +148,9 @@ class Zygote:
         binds = [Bind(here / name, f"{RUN}/{name}") for name in WORKER_FILES]
         binds += [Bind(self.in_dir, IN), Bind(self.out_dir, OUT, writable=True)]
         binds += [Bind(Path(path), f"{EXT}/{device}.so") for device, path in sos.items()]
-        self.spec = Spec(binds=binds, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, gpu="cuda" in sos)
+        # pid1: the zygote is its namespace's init, so no bwrap reaper (dumpable, unfiltered) is there to write into
+        env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self.spec = Spec(binds=binds, env=env, gpu="cuda" in sos, pid1=True)
 
     def path(self, inside: str) -> str:
         return self.sandbox.localize(self.spec, inside)
@@ -251,25 +256,38 @@ class Worker:
         self, side: Zygote, device: str, placement_seed: int, deadline: float, scalars: Scalars | None = None
     ) -> None:
         self.side, self.scalars = side, scalars or ([], {})
+        self.gpu = device == "cuda"
+        self.pid = 0  # the worker's pid on this machine (its memory is read from /proc)
+        self.done: dict[str, Any] = {}  # the last batch's reply
+        self.captured: dict[int, list[torch.Tensor]] = {}
         with side.phases.timed("spawn"):
             self._spawn(device, placement_seed, deadline)
         self.fetches = 0
 
     def _spawn(self, device: str, placement_seed: int, deadline: float) -> None:
         side = self.side
+        own = side.job.entries.get(side.label)  # each side runs the entry its own build names
         side.send(
             {
                 "op": "spawn",
                 "device": device,
                 "so": side.path(f"{EXT}/{device}.so"),
-                "module": side.job.module,
-                "entry": side.job.entry,
+                "module": own.module if own is not None else side.job.module,
+                "entry": own.entry if own is not None else side.job.entry,
                 "args": self.scalars[0],
                 "kwargs": self.scalars[1],
                 "placement_seed": placement_seed,
             }
         )
-        side.expect("ready", deadline)
+        ready = side.expect("ready", deadline)
+        ns_pid = ready.get("pid")
+        found = host_pid(side.proc.pid, ns_pid) if isinstance(ns_pid, int) and side.proc is not None else None
+        if found is None:
+            raise WorkerGone(f"protocol broken: the worker's pid {str(ns_pid)[:20]} is not in its sandbox")
+        self.pid = found
+        if confine.supported() is None and seccomp_mode(found) != 2:
+            why = ready.get("unconfined")
+            raise WorkerGone(f"the worker is not confined (seccomp){f': {str(why)[:200]}' if why else ''}")
 
     def load(self, file: str, sets: list[list[dict[str, Any]]], max_bytes: int, deadline: float) -> None:
         with self.side.phases.timed("load"):
@@ -278,7 +296,32 @@ class Worker:
 
     def go(self, calls: int, deadline: float) -> None:
         self.side.send({"op": "go", "calls": calls})
-        self.side.expect("done", deadline)
+        self.done = self.side.expect("done", deadline)
+        self.captured = {}
+
+    def capture(self, j: int, refs: list[torch.Tensor]) -> None:
+        """CPU: freeze the side's sandbox and copy set `j`'s outputs out of the worker's memory, as `done` left them."""
+        where = self.done.get("outputs")
+        header = where[j] if isinstance(where, list) and 0 <= j < len(where) else None
+        if header is None:
+            raise WorkerGone(f"protocol broken: no outputs of input set {j} in the reply to the batch")
+        proc = self.side.proc
+        assert proc is not None
+        try:
+            with self.side.phases.timed("capture"), frozen(proc.pid):
+                self.captured[j] = read_outputs(self.pid, header, max_bytes=_output_limit(refs))
+        except protocol.ProtocolError as exc:
+            raise WorkerGone(f"protocol broken: {exc}") from exc
+        except Unfrozen as exc:
+            raise WorkerGone(str(exc)) from exc
+
+    def outputs(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
+        """Set `j`'s outputs of the last batch: captured at `done` on the CPU, fetched as a file on a GPU."""
+        if self.gpu:
+            return self.fetch(j, refs, deadline)
+        if j not in self.captured:
+            self.capture(j, refs)
+        return self.captured[j]
 
     def fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         with self.side.phases.timed("fetch"):
@@ -291,10 +334,9 @@ class Worker:
         name = f"out-{self.fetches}.bin"
         if reply.get("file") != name:
             raise WorkerGone("protocol broken: an output file it was not asked for")
-        limit = sum(r.numel() * 8 for r in refs) + 4096  # up to float64 of every reference element
         try:
             outs = protocol.read_tensors(
-                str(self.side.out_dir / name), reply.get("tensors"), max_bytes=limit, device="cpu"
+                str(self.side.out_dir / name), reply.get("tensors"), max_bytes=_output_limit(refs), device="cpu"
             )
         except protocol.ProtocolError as exc:
             raise Raised(f"bad output: {exc}") from exc
@@ -311,6 +353,10 @@ class Worker:
         message = self.side.recv(deadline)
         if message.get("event") != "exited" or message.get("status") != 0:
             raise WorkerGone("the worker did not exit cleanly", message.get("status"))
+
+
+def _output_limit(refs: list[torch.Tensor]) -> int:
+    return sum(r.numel() * 8 for r in refs) + 4096  # up to float64 of every reference element
 
 
 def compare(
@@ -452,6 +498,15 @@ class Judge:
                 s.stop()
             how = describe_exit(status) if status is not None and status != 0 else str(exc)
             return state.result("crashed", f"{how} during {state.where()}", side.output())
+        except Raised as exc:  # a timed call raised (a check's raise is that check's error)
+            for s in self.sides.values():
+                s.stop()
+            return state.result("crashed", f"raised during {state.where()}: {exc}", "")
+        except Exception as exc:  # nothing a worker sends may take the judge down: that side's error, named
+            for s in self.sides.values():
+                s.stop()
+            what = f"{type(exc).__name__}: {str(exc)[:300]}"
+            return state.result("crashed", f"the judge could not go on ({what}) during {state.where()}", "")
         finally:
             for name in state.files:
                 self.drop(name)
@@ -510,7 +565,7 @@ class Judge:
         try:
             w.go(1, deadline)
             names = metrics.output_names(len(refs), self.declared_outputs)
-            return compare(w.fetch(0, refs, deadline), refs, names, limits)
+            return compare(w.outputs(0, refs, deadline), refs, names, limits)
         except Raised as exc:
             return Check(error=f"raised or returned a bad output: {exc}")
 
@@ -658,9 +713,11 @@ class Sampler:
         self.clocks: list[float] = []
         self.rng = random.Random(judge.seed(case["name"], "spots"))
         self.gpu = case["device"] == "cuda"
+        self.refs_of, self.refs = "", dict[int, list[torch.Tensor]]()
 
-    def _timed(self, label: str, calls: int) -> float:
-        """One batch of `calls`, timed by the judge from request to reply (and the GPU idle again)."""
+    def _timed(self, label: str, calls: int, capture: tuple[int, list[torch.Tensor]] | None = None) -> float:
+        """One batch of `calls`, timed by the judge from request to reply (and the GPU idle again); on the CPU,
+        `capture` (set, its reference) copies that set's outputs out of the frozen sandbox right at `done`."""
         w = self.workers[label]
         self.state.enter(label, "timing")
         cpu0 = w.side.cpu() if not self.gpu else 0.0
@@ -674,6 +731,8 @@ class Sampler:
                     "(work left running outside the timed region)"
                 )
         t1 = time.perf_counter_ns()
+        if capture is not None and not self.gpu:
+            w.capture(*capture)  # first thing after the clock: nothing of the sandbox runs until it is copied
         if not self.gpu:
             self.timed_cpu[label] += w.side.cpu() - cpu0
         wall = (t1 - t0) / 1e6
@@ -744,13 +803,14 @@ class Sampler:
                     self.loaded[label] = file
                     self.bytes_in += size
             # Whether, and which call, to check is drawn before the calls run; half the time it is the last call
-            # of the block (the one whose work could still be running when the batch reports done).
-            spot = b == forced or self.rng.random() < SPOT_PROBABILITY
+            # of the block (the one whose work could still be running when the batch reports done). A CPU block is
+            # always checked: its outputs are read from the frozen worker, so a check costs the reference alone.
+            spot = not self.gpu or b == forced or self.rng.random() < SPOT_PROBABILITY
             j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
-            refs = self.judge.expected(inputs[j]) if spot else []
+            refs = self._expected(file, j, inputs) if spot else []
             block = {}
             for label in order:
-                block[label] = self._timed(label, calls)
+                block[label] = self._timed(label, calls, (j, refs) if spot else None)
                 if spot:  # at once, before the other side runs
                     self._spot_check(label, refs, j)
             self.blocks += 1
@@ -825,12 +885,20 @@ class Sampler:
         times.sort()
         return times[len(times) // 2]
 
+    def _expected(self, file: str, j: int, inputs: list[list[torch.Tensor]]) -> list[torch.Tensor]:
+        """The reference's outputs for set `j` of the input file `file` (kept while the file is: blocks reuse it)."""
+        if self.refs_of != file:
+            self.refs_of, self.refs = file, {}
+        if j not in self.refs:
+            self.refs[j] = self.judge.expected(inputs[j])
+        return self.refs[j]
+
     def _spot_check(self, label: str, refs: list[torch.Tensor], j: int) -> None:
         """Compare the output of call set `j` of the batch that just ran with the reference."""
         self.state.enter(label, "spot check")
         spot = self.state.spots.setdefault(label, Spot(label=label))
         try:
-            check = compare(self.workers[label].fetch(j, refs, self.deadline), refs)
+            check = compare(self.workers[label].outputs(j, refs, self.deadline), refs)
         except Raised as exc:
             check = Check(error=str(exc))
         spot.checked += 1
@@ -892,6 +960,7 @@ def _sm_clock_mhz() -> float | None:
 
 def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     job = JudgeJob.model_validate_json(Path(job_path).read_text())
+    confine.dumpable(False)  # no process of the same user (a worker beside it, in a sandboxed judge) opens its memory
     # CPU cases: one thread, so the judge never competes with a timed worker; a GPU case's inputs are drawn
     # on every core (the worker's calls run on the GPU, and the judge is idle while they do).
     torch.set_num_threads((os.cpu_count() or 1) if any(c["device"] == "cuda" for c in job.cases) else 1)

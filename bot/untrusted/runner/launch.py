@@ -66,8 +66,11 @@ def run_cases(
                 Bind(Path(job.reference.path).parent, str(Path(job.reference.path).parent)),
             ]
             binds += [Bind(Path(p), p) for sos in job.sides.values() for p in sos.values()]
-            spec = Spec(
-                binds=binds, env={"PYTHONPATH": str(pkg.parent), "OMP_NUM_THREADS": "1"}, gpu="cuda" in str(job.sides)
+            spec = Spec(  # pid1: the judge is its sandbox's init (no bwrap reaper a worker could write into)
+                binds=binds,
+                env={"PYTHONPATH": str(pkg.parent), "OMP_NUM_THREADS": "1"},
+                gpu="cuda" in str(job.sides),
+                pid1=True,
             )
             proc = sandbox.popen(spec, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         else:

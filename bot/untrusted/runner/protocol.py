@@ -1,8 +1,11 @@
 """Messages and tensor files between the judge and its workers (stdlib + torch only: the worker imports it too).
 
-A message is a JSON object framed by its length (4 bytes, big endian). Tensors travel as one raw file
-per message: the header lists each tensor's dtype, shape, offset and size. The reader trusts nothing:
-dtypes come from an allow-list, sizes must add up, files must be regular files of the expected size.
+A message is a JSON object framed by its length (4 bytes, big endian), at most 1 MiB and 32 levels deep.
+Tensors travel as one raw file per message, or stay in the worker's memory (a CPU batch's outputs, which
+the judge reads from the frozen worker): the header lists each tensor's dtype, shape, offset (or address)
+and size. The reader trusts nothing: dtypes come from an allow-list, shapes have at most 8 dimensions of
+bounded size, shape x itemsize must equal the size, sizes must add up to the limit and the file, offsets
+must lie inside it, files must be regular files of the expected size.
 """
 
 from __future__ import annotations
@@ -14,7 +17,15 @@ import struct
 from typing import Any
 
 MAX_MESSAGE = 1 << 20
-DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
+MAX_DEPTH = 32  # nesting of a message (a frame of 200 KB of "[" would exhaust the reader's recursion)
+MAX_TENSORS = 64  # entries in one header
+MAX_DIMS = 8
+MAX_ELEMENTS = 1 << 48  # of one tensor, and of any prefix of its shape (strides stay far inside int64)
+ITEMSIZE = {
+    "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+    "uint8": 1, "bool": 1,
+}  # fmt: skip
+DTYPES = tuple(ITEMSIZE)
 
 
 class ProtocolError(Exception):
@@ -59,9 +70,25 @@ def decode(payload: bytes) -> dict[str, Any]:
         message = json.loads(payload)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ProtocolError(f"not JSON: {exc}") from exc
+    except RecursionError:
+        raise ProtocolError(f"not a message: nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(message, dict):
         raise ProtocolError("a message must be a JSON object")
+    _check_depth(message)
     return message
+
+
+def _check_depth(value: Any) -> None:
+    """ProtocolError when containers nest deeper than MAX_DEPTH (iterative: no recursion of its own)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ProtocolError(f"not a message: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
 
 
 def recv(fd: int) -> dict[str, Any]:
@@ -96,15 +123,64 @@ def torch_uint8() -> Any:
     return torch.uint8
 
 
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_entries(entries: Any, *, max_bytes: int, at: str = "offset") -> list[tuple[str, list[int], int, int]]:
+    """A tensor header, checked field by field: (dtype, shape, offset or address, nbytes) per tensor.
+
+    `at` is "offset" (a tensor file: each tensor right after the one before, from 0) or "address" (the worker's
+    memory: any address, each range inside the 64-bit space). The sizes add up to at most `max_bytes`."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ProtocolError("tensor header must be a list of objects")
+    if len(entries) > MAX_TENSORS:
+        raise ProtocolError(f"tensor header has {len(entries)} entries, over {MAX_TENSORS}")
+    checked, end, total = [], 0, 0
+    for i, e in enumerate(entries):
+        dtype, shape, pos, nbytes = e.get("dtype"), e.get("shape"), e.get(at), e.get("nbytes")
+        if not isinstance(dtype, str) or dtype not in ITEMSIZE:
+            raise ProtocolError(f"tensor {i}: dtype {str(dtype)[:40]!r} is not allowed")
+        if not isinstance(shape, list) or not all(_int(d) and d >= 0 for d in shape):
+            raise ProtocolError(f"tensor {i}: bad shape {str(shape)[:80]}")
+        if len(shape) > MAX_DIMS:
+            raise ProtocolError(f"tensor {i}: shape has {len(shape)} dimensions, over {MAX_DIMS}")
+        numel, span = 1, 1
+        for d in shape:
+            numel *= d
+            span *= max(d, 1)
+            if span > MAX_ELEMENTS:
+                raise ProtocolError(f"tensor {i}: shape {str(shape)[:80]} is larger than any tensor can be")
+        if not _int(pos) or not _int(nbytes) or pos < 0 or nbytes != numel * ITEMSIZE[dtype]:
+            raise ProtocolError(f"tensor {i}: {at}/size do not match its dtype and shape")
+        if at == "offset" and pos != end:
+            raise ProtocolError(f"tensor {i}: offset {pos} is not where tensor {i - 1} ends ({end})")
+        if pos + nbytes > (1 << 63):
+            raise ProtocolError(f"tensor {i}: {at} and size run past the 64-bit space")
+        total += nbytes
+        if total > max_bytes:
+            raise ProtocolError(f"tensors of {total} bytes or more, over the limit of {max_bytes}")
+        end = pos + nbytes
+        checked.append((dtype, list(shape), pos, nbytes))
+    return checked
+
+
+def tensor(raw: bytes, dtype: str, shape: list[int]) -> Any:
+    """A CPU tensor of `dtype` and `shape` over a copy of `raw` (whose size the header check already matched)."""
+    import torch
+
+    tdtype = getattr(torch, dtype)
+    if not raw:
+        return torch.empty(shape, dtype=tdtype)
+    return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(tdtype).reshape(shape)
+
+
 def read_tensors(path: str, entries: Any, *, max_bytes: int, device: str | None = None) -> list[Any]:
     """Read the tensors a header describes, checking every field; ProtocolError on anything off.
 
     `device` None puts each tensor where its entry says (cpu or cuda); otherwise every tensor goes there.
     """
-    import torch
-
-    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ProtocolError("tensor header must be a list of objects")
+    checked = check_entries(entries, max_bytes=max_bytes)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -118,36 +194,14 @@ def read_tensors(path: str, entries: Any, *, max_bytes: int, device: str | None 
         blob = f.read(info.st_size + 1)
     if len(blob) != info.st_size:
         raise ProtocolError("the tensor file changed while it was read")
-    out: list[Any] = []
-    end = 0
-    for e in entries:
-        dtype, shape, offset, nbytes = e.get("dtype"), e.get("shape"), e.get("offset"), e.get("nbytes")
-        if dtype not in DTYPES:
-            raise ProtocolError(f"dtype {dtype!r} is not allowed")
-        if not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-        ):
-            raise ProtocolError(f"bad shape {shape!r}")
-        if len(shape) > 8:
-            raise ProtocolError(f"shape {shape} has more than 8 dimensions")
-        tdtype = getattr(torch, dtype)
-        numel = 1
-        for d in shape:
-            numel *= d
-        itemsize = torch.empty((), dtype=tdtype).element_size()
-        if not isinstance(offset, int) or not isinstance(nbytes, int) or offset != end or nbytes != numel * itemsize:
-            raise ProtocolError(f"tensor {len(out)}: offset/size do not match its dtype and shape")
-        end = offset + nbytes
-        if end > len(blob):
-            raise ProtocolError(f"tensor {len(out)} runs past the end of the file")
-        raw = bytearray(blob[offset:end])
-        t = (
-            torch.frombuffer(raw, dtype=torch.uint8).view(tdtype).reshape(shape)
-            if nbytes
-            else torch.empty(shape, dtype=tdtype)
-        )
-        where = device or (e.get("device") if e.get("device") in ("cpu", "cuda") else "cpu")
-        out.append(t.to(where) if where != "cpu" else t)
+    end = checked[-1][2] + checked[-1][3] if checked else 0
+    if end > len(blob):
+        raise ProtocolError(f"tensor {len(checked) - 1} runs past the end of the file")
     if end != len(blob):
         raise ProtocolError("the tensor file has bytes no header entry describes")
+    out: list[Any] = []
+    for e, (dtype, shape, offset, nbytes) in zip(entries, checked, strict=True):
+        t = tensor(blob[offset : offset + nbytes], dtype, shape)
+        where = device or (e.get("device") if e.get("device") in ("cpu", "cuda") else "cpu")
+        out.append(t.to(where) if where != "cpu" else t)
     return out

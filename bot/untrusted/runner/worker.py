@@ -1,10 +1,13 @@
 """The sandboxed side of a case: a zygote that imports torch once and forks one fresh worker per request.
 
-Runs as `python worker.py CMD_FD REPLY_FD IN_DIR OUT_DIR` inside the sandbox with `protocol.py` beside
-it, reading commands on one inherited pipe and answering on the other. Nothing here is trusted: the
-kernel it loads shares this process and may rewrite any of it. It is given inputs (files the judge
-wrote) and hands back outputs (files the judge checks); the judge owns the seed, the reference, the
-comparison and the clock.
+Runs as `python worker.py CMD_FD REPLY_FD IN_DIR OUT_DIR` inside the sandbox with `protocol.py` and
+`confine.py` beside it, reading commands on one inherited pipe and answering on the other. Nothing here
+is trusted once the extension is loaded: the kernel shares the worker's process and may rewrite any of
+it. So the extension is loaded only in the forked worker, after its seccomp filter is on (no process can
+be started from then on, module-init code included), never in the zygote, which is undumpable (a worker
+cannot open its memory). A worker is given inputs (files the judge wrote); on the CPU its `done` names
+where each set's outputs lie in its memory, which the judge reads itself with the sandbox frozen; on a
+GPU the judge fetches them as files. The judge owns the seed, the reference, the comparison and the clock.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import sys
 import traceback
 from typing import Any
 
-import protocol  # the file beside this one (bound into the sandbox with it)
+import confine  # the files beside this one (bound into the sandbox with it)
+import protocol
 
 CMD_FD, REPLY_FD, IN_DIR, OUT_DIR = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 TORCH_OPS = "torch.ops."  # an entry naming a registered op (the worker imports nothing of opgate)
@@ -79,18 +83,42 @@ def _placement(seed: int) -> list[Any]:
     return keep
 
 
+def _where(outputs: dict[int, list[Any]], n_sets: int) -> list[Any]:
+    """Each set's outputs as a header of addresses in this process (contiguous CPU tensors), None for a set not run."""
+    return [
+        [
+            {
+                "dtype": str(t.dtype).removeprefix("torch."),
+                "shape": list(t.shape),
+                "address": t.data_ptr(),
+                "nbytes": t.numel() * t.element_size(),
+            }
+            for t in outputs[j]
+        ]
+        if j in outputs
+        else None
+        for j in range(n_sets)
+    ]
+
+
 def worker(request: dict[str, Any]) -> None:
-    """One fresh worker process: load the extension, then serve load / go / fetch until exit."""
+    """One fresh worker process: confine it, load the extension, then serve load / go / fetch until exit."""
     import torch
 
+    confine.dumpable(True)  # the judge reads this process's memory (the zygote stays undumpable)
     keep = _placement(int(request.get("placement_seed", 0)))
     device = request["device"]
     torch.set_num_threads(1)
     if device == "cuda":
         torch.cuda.init()
+    try:
+        confine.install()  # from here on no process can start: the extension's own init runs under the filter
+        unconfined = None
+    except OSError as exc:
+        unconfined = str(exc)
     entry = _load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
-    protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid()})
+    protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
     sets: list[list[Any]] = []
     outputs: dict[int, list[Any]] = {}
     while True:
@@ -115,10 +143,13 @@ def worker(request: dict[str, Any]) -> None:
                     outputs[j] = _as_tensors(entry(*sets[j], *args, **kwargs))
                 if device == "cuda":
                     torch.cuda.synchronize()
+                else:  # committed: where the judge reads them, in this process's memory, before the clock stops
+                    outputs = {j: [t.contiguous() for t in ts] for j, ts in outputs.items()}
             except Exception as exc:  # the kernel raised: the judge decides what that means
                 protocol.send(REPLY_FD, {"event": "raised", "error": f"{type(exc).__name__}: {exc}"[:2000]})
                 continue
-            protocol.send(REPLY_FD, {"event": "done"})
+            where = {} if device == "cuda" else {"outputs": _where(outputs, len(sets))}
+            protocol.send(REPLY_FD, {"event": "done", **where})
         elif op == "fetch":
             j = int(msg["set"])
             name = f"out-{int(msg['seq'])}.bin"
@@ -135,6 +166,7 @@ def zygote() -> None:
     """Import torch once; fork a fresh worker for every `spawn`, report how it ended, repeat."""
     import torch
 
+    confine.dumpable(False)  # its forked workers (kernel code) cannot open this process's memory
     torch.set_num_threads(1)
     protocol.send(REPLY_FD, {"event": "zygote", "torch": torch.__version__})
     while True:

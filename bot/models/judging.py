@@ -50,6 +50,9 @@ class Timing(BaseModel):
     label: str
     samples_ms: list[float] = Field(description="per-call milliseconds, one per timed block")
     processes: list[list[float]] = Field(default_factory=list, description="the same samples, per worker process")
+    first: list[list[bool]] = Field(
+        default_factory=list, description="per process and sample: this side ran first in its block (A B or B A)"
+    )
     calls_per_sample: int = 1
 
 

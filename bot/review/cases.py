@@ -1,5 +1,5 @@
-"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge,
-the inconclusive ones re-measured in fresh processes, base's latency kept as a baseline."""
+"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge (one
+sequential measurement each, docs/review.md), base's latency kept as a baseline."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
 from bot.untrusted.build import Built, build, verify
-from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.runner.launch import run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import BASE, HEAD, case_verdict
 
@@ -88,7 +88,8 @@ class KernelCases:
     def _measure(
         self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
     ) -> dict[str, CaseReport]:
-        """Run `cases` in the judge (once more, in fresh processes, for those that came back inconclusive)."""
+        """Run `cases` in the judge: each is measured until its sequential rule stops (never measured again: a second
+        measurement judged on its own would double the error rate the interval claims)."""
         constraints = rules.manifest.constraints
         head_b, base_b = builds[HEAD][device], builds[BASE].get(device)
         # The same build key is the same binary: its latency cannot differ, so it is not timed again.
@@ -121,21 +122,6 @@ class KernelCases:
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
             runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
         reports = {name: case_verdict(by_name[name], constraints, runs.get(name)) for name in by_name}
-        again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
-        if again:
-            with self.steps.step(f"re-measure {rules.name}: {', '.join(again)} inconclusive, fresh processes"):
-                # the re-measurement times the same binaries again; their probes passed in the first run
-                cases2 = [_case_job(by_name[n], constraints) for n in again]
-                job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
-                reruns = run_cases(job2, launch)
-            for name in again:
-                first = reports[name]
-                reports[name] = case_verdict(by_name[name], constraints, reruns.get(name))
-                reports[name].attempts = 2
-                reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
-                reports[name].probe_seconds = first.probe_seconds
-                seconds = [s for s in (first.case_seconds, reports[name].case_seconds) if s is not None]
-                reports[name].case_seconds = round(sum(seconds), 4) if seconds else None
         for name, result in reports.items():
             if identical:
                 result.stop_reason = "identical_build"

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.config.manifest import Case, Constraints
-from bot.models.judging import CaseRun, Check
+from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import (
     CaseReport,
     CaseStatus,
@@ -181,6 +181,10 @@ def _probe_report(check: Check, tol: float) -> ProbeReport:
 
 
 def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
+    """Head against base by the paired statistic (bot/verdict/stats.py): Δ, its 95 % interval and the verdict.
+
+    A busy or throttled runner widened the interval and bought more measurement (the judge's caps); it never
+    overrides an interval that lies wholly beyond the limit, and it is named where the interval stays undecided."""
     head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE) if with_base else None
     report.stop_reason = run.stop_reason
     report.max_regression_pct = max_regression_pct
@@ -190,32 +194,44 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         report.verdict = "inconclusive"
         report.reasons.append("performance not judged: fewer than two valid timing samples (throttled GPU?)")
         return
-    report.p50_ms = stats.median(head_t.samples_ms)
     report.samples = len(head_t.samples_ms)
     if base_t is None:
+        report.p50_ms = stats.median(head_t.samples_ms)
         return
     report.base_p50_ms = stats.median(base_t.samples_ms)
     report.base_samples = len(base_t.samples_ms)
-    pairs = [(h, b) for h, b in zip(head_t.processes, base_t.processes, strict=False) if len(h) >= 2 and len(b) >= 2]
-    report.processes = len(pairs)
-    if len(pairs) >= 2:  # variation between processes is inside this interval
-        ratio, low, high = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
-    else:  # one process pair: the interval knows only its samples (reported as processes = 1)
-        ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
-    report.regression_pct = round((ratio - 1.0) * 100.0, 3)
+    blocks = _blocks(head_t, base_t)
+    report.processes = len(blocks)
+    if not blocks:
+        report.verdict = "inconclusive"
+        report.reasons.append("performance not judged: head and base were not timed in the same blocks")
+        return
+    est = stats.paired([h for h, _, _ in blocks], [b for _, b, _ in blocks], [f for _, _, f in blocks])
+    low, high = est.interval()
+    report.p50_ms = report.base_p50_ms * est.ratio  # head's p50 as the paired ratio puts it: the columns give Δ
+    report.regression_pct = round((est.ratio - 1.0) * 100.0, 3)
     report.ci95_pct = [round((low - 1.0) * 100.0, 3), round((high - 1.0) * 100.0, 3)]
     verdict = stats.latency_verdict(low, high, max_regression_pct)
     span = f"p50 {report.regression_pct:+.2f}% (95% CI {report.ci95_pct[0]:+.2f}%..{report.ci95_pct[1]:+.2f}%)"
-    if run.noisy:  # a busy or throttled runner decides nothing, either way
-        report.verdict = "inconclusive"
-        report.reasons.append(f"performance inconclusive: {run.noisy} ({span})")
-        return
     if verdict == "fail":
         report.verdict = "fail"
         report.reasons.append(f"performance: {span} > {max_regression_pct:g}% limit")
     elif verdict == "inconclusive":
         report.verdict = "inconclusive"
-        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
+        why = f" ({run.noisy}; measured {est.pairs} process pairs)" if run.noisy else ""
+        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit{why}")
+
+
+def _blocks(head: Timing, base: Timing) -> list[tuple[list[float], list[float], list[bool]]]:
+    """(head, base, base ran first) per process pair whose blocks hold both sides (at least two); a timing without
+    processes is one pair."""
+    processes = (head.processes, base.processes) if base.processes else ([head.samples_ms], [base.samples_ms])
+    firsts = base.first if len(base.first) == len(processes[1]) else [[] for _ in processes[1]]
+    out = []
+    for p, (h, b, f) in enumerate(zip(*processes, firsts, strict=False)):
+        if len(h) == len(b) >= 2:
+            out.append((h, b, f if len(f) == len(b) else [stats.base_first(p, i) for i in range(len(b))]))
+    return out
 
 
 def _shape(function: str) -> str:

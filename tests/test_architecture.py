@@ -124,6 +124,6 @@ def test_plan_lint_and_summary_run_without_torch_or_the_runner(tmp_path):
 
 
 def test_the_code_inside_the_sandbox_imports_nothing_of_opgate():
-    """worker.py and protocol.py are the only files bound into the sandbox: they stand alone."""
-    for name in ("worker.py", "protocol.py"):
+    """worker.py, costrun.py and protocol.py are the only files bound into the sandbox: they stand alone."""
+    for name in ("worker.py", "costrun.py", "protocol.py"):
         assert _imports(BOT / "untrusted" / "runner" / name) == [], name

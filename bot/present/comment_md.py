@@ -115,10 +115,15 @@ def delta_cell(c: CaseReport) -> Safe:
             return Safe("no base to compare")
         return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
     limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
+    sim = c.simulated
+    if sim is not None and sim.decided and sim.ratio is not None:  # the wall time straddled; the count decided
+        mark = f"**simulated x{sim.ratio:.3f}** ❌{limit}" if c.verdict == "fail" else f"simulated x{sim.ratio:.3f} ✅"
+        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔ · {mark}")
+    beside = f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else ""
     if c.verdict == "fail" and c.status == CaseStatus.ok:
-        return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}")
+        return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
-    return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}")
+    return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}{beside}")
 
 
 def stop(c: CaseReport) -> str:

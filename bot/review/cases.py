@@ -17,9 +17,10 @@ from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
 from bot.untrusted.build import Built, build, verify
+from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.launch import run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.gate import BASE, HEAD, case_verdict
+from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
 
 Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
 
@@ -122,12 +123,33 @@ class KernelCases:
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
             runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
         reports = {name: case_verdict(by_name[name], constraints, runs.get(name)) for name in by_name}
+        if device == "cpu" and BASE in sides and self.settings.simulate != "off":
+            self._simulate(rules, job, reports, launch)
         for name, result in reports.items():
             if identical:
                 result.stop_reason = "identical_build"
             elif base_b is not None and result.base_p50_ms is not None:
                 self._baseline(rules, by_name[name], base_b, result)  # the measurement the report shows
         return reports
+
+    def _simulate(
+        self, rules: Kernel, job: JudgeJob, reports: dict[str, CaseReport], launch: Literal["plain", "sandboxed"]
+    ) -> None:
+        """The CPU cases whose p50 stays undecided (every timed one: `always`) under callgrind: counted, not timed."""
+        constraints = rules.manifest.constraints
+        by_name = {c.name: c for c in rules.manifest.cases}
+        wanted = [
+            name
+            for name, r in reports.items()
+            if r.regression_pct is not None and (r.verdict == "inconclusive" or self.settings.simulate == "always")
+        ]
+        if not wanted:
+            return
+        with self.steps.step(f"simulate {rules.name}: {', '.join(wanted)} under callgrind"):
+            cases = [_case_job(by_name[name], constraints) for name in wanted]
+            costs = run_costs(job.model_copy(update={"cases": cases, "probes": False}), launch)
+        for name in wanted:
+            simulated_verdict(reports[name], costs[name], constraints.max_regression_pct)
 
     def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
         """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.

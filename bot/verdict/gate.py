@@ -17,6 +17,7 @@ from bot.models.report import (
     ProbeReport,
     ReportVerdict,
     Resource,
+    SimulatedCost,
     Violation,
 )
 from bot.verdict import stats
@@ -232,6 +233,33 @@ def _blocks(head: Timing, base: Timing) -> list[tuple[list[float], list[float], 
         if len(h) == len(b) >= 2:
             out.append((h, b, f if len(f) == len(b) else [stats.base_first(p, i) for i in range(len(b))]))
     return out
+
+
+def simulated_verdict(report: CaseReport, sim: SimulatedCost, max_regression_pct: float) -> None:
+    """Report a CPU case's simulated cost beside p50; where p50's interval straddles the limit, let the simulated
+    cycle ratio decide — only when it lies inside that interval (a cost the clock contradicts decides nothing)."""
+    report.simulated = sim
+    if sim.head is None or sim.base is None or sim.base.cycles <= 0 or sim.base.instructions <= 0:
+        if report.verdict == "inconclusive" and sim.error:
+            report.reasons = [f"{r}; no simulated cost: {sim.error}" for r in report.reasons]
+        return
+    sim.ratio = round(sim.head.cycles / sim.base.cycles, 5)
+    sim.instructions_ratio = round(sim.head.instructions / sim.base.instructions, 5)
+    if report.verdict != "inconclusive" or report.ci95_pct is None or report.status != CaseStatus.ok:
+        return
+    low, high = (1.0 + x / 100.0 for x in report.ci95_pct)
+    cost = f"simulated cost x{sim.ratio:.3f} (callgrind cycles; instructions x{sim.instructions_ratio:.3f})"
+    wall = report.reasons[0].removeprefix("performance inconclusive: ") if report.reasons else "p50 undecided"
+    if not low <= sim.ratio <= high:
+        report.reasons = [f"{r}; the {cost} lies outside that interval, so it decides nothing" for r in report.reasons]
+        return
+    sim.decided = True
+    if sim.ratio > 1.0 + max_regression_pct / 100.0:
+        report.verdict = "fail"
+        report.reasons = [f"performance: {cost} > {max_regression_pct:g}% limit; on wall time alone {wall}"]
+    else:
+        report.verdict = "pass"
+        report.reasons = [f"latency decided by {cost} <= {max_regression_pct:g}% limit; on wall time alone {wall}"]
 
 
 def _shape(function: str) -> str:

@@ -1,0 +1,61 @@
+"""Inside the sandbox, under callgrind: each case's calls between two client requests, for the simulated cost.
+
+Runs as `valgrind --tool=callgrind --instr-atstart=no … python costrun.py SPEC IN_DIR OUT_DIR` with `protocol.py`
+beside it. Nothing here is trusted: the kernel shares this process. Per case it loads the judge's input file, calls
+the entry once uninstrumented (lazy binding, first-touch pages), then `calls` times between the shim's begin (start
+instrumentation, zero the counters) and end (dump the counters as `opgate:<index>`), and writes the last output for
+the judge to compare with the reference. The judge reads the dumps and the outputs as data.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+from typing import Any
+
+import protocol  # the file beside this one (bound into the sandbox with it)
+
+
+def _load_extension(path: str, module: str) -> Any:
+    loader = importlib.machinery.ExtensionFileLoader(module, path)
+    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
+    assert spec is not None
+    ext = importlib.util.module_from_spec(spec)
+    loader.exec_module(ext)
+    return ext
+
+
+def _as_tensors(value: Any) -> list[Any]:
+    import torch
+
+    return [value] if isinstance(value, torch.Tensor) else list(value)
+
+
+def main(spec_path: str, in_dir: str, out_dir: str) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    with open(spec_path) as f:
+        spec = json.load(f)
+    shim = ctypes.CDLL(spec["shim"])
+    shim.opgate_cost_end.argtypes = [ctypes.c_char_p]
+    entry = getattr(_load_extension(spec["so"], spec["module"]), spec["entry"])
+    for i, case in enumerate(spec["cases"]):
+        path = os.path.join(in_dir, os.path.basename(str(case["file"])))
+        inputs = protocol.read_tensors(path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu")
+        out = entry(*inputs)  # warm: not counted
+        shim.opgate_cost_begin()
+        for _ in range(int(case["calls"])):
+            out = entry(*inputs)
+        shim.opgate_cost_end(f"opgate:{i}".encode())
+        entries = protocol.write_tensors(os.path.join(out_dir, f"out-{i}.bin"), _as_tensors(out))
+        with open(os.path.join(out_dir, f"out-{i}.json"), "w") as f:
+            json.dump(entries, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -250,8 +250,29 @@ def test_the_status_names_gate_case_value_and_limit():
 def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
     """undecided (latency, nothing ran) and needs /accept (a new kernel) say so in the headline and the status."""
     expected = {
-        "noisy": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — deepgemm_tile: "),
-        "gpu_skipped": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — "),
+        "noisy": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: latency undecided on 2 cases",
+            "success",
+            "undecided, not blocking: deepgemm_tile (latency undecided on 2 cases) — deepgemm_tile: performance "
+            "inconclusive: square_512 p50 +4.10% (95% CI -0.80%..+9.20%) straddles the 3% limit (noisy runner: ",
+        ),
+        "gpu_skipped": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: not everything it changes was run",
+            "success",
+            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — ",
+        ),
+        "cuda_changed": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: not everything it changes was run",
+            "success",
+            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — deepgemm_tile: 7 cuda cases "
+            "not run (needs a CUDA GPU; this machine has none) while the CUDA build changed (gemm_cuda.cu): not judged",
+        ),
+        "simulated": (
+            "❌ opgate: **fail**",
+            "failure",
+            "gate failed: deepgemm_tile — performance: square_512 simulated cost x1.049 (callgrind cycles; "
+            "instructions x1.049) > 3% limit",
+        ),
         "new_kernel": (
             "🔶 opgate: **needs accept**",
             "pending",

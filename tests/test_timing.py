@@ -78,3 +78,45 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
     assert after["body.cpp"] != before["body.cpp"]
     (kernel_folder / "body.cpp").write_text("int f() { return 2; }\n")
     assert keys(CONFIG)["binding.cpp"] == before["binding.cpp"]  # a body edit leaves the binding alone too
+
+
+def test_unrun_cuda_cases_make_the_kernel_undecided_only_when_the_cuda_build_changed(tmp_path):
+    """On a runner without a GPU: a CUDA source or a tunable changed -> "not judged"; a CPU-only change -> skipped."""
+    import shutil
+
+    from bot.config.manifest import Constraints, load_kernel
+    from bot.models.report import CaseReport, CaseStatus, KernelReport
+    from bot.review.cases import unrun_changes
+    from bot.verdict.gate import Policy, kernel_verdict
+
+    source = Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile"
+
+    def side(name: str, edit: tuple[str, str, str] | None = None):
+        folder = tmp_path / name / "deepgemm_tile"
+        shutil.copytree(source, folder)
+        if edit is not None:
+            path = folder / edit[0]
+            path.write_text(path.read_text().replace(edit[1], edit[2], 1))
+        return load_kernel(folder)
+
+    base = side("base")
+    cases = [
+        CaseReport(name="square_512", tolerance=0.01, verdict="pass", regression_pct=0.1, ci95_pct=[-0.5, 0.7]),
+        CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, verdict="skipped", status=CaseStatus.skipped,
+                   reasons=["needs a CUDA GPU; this machine has none"]),
+    ]  # fmt: skip
+    cuda = side("cuda", ("gemm_cuda.cu", "#include", "// the CUDA kernel edited\n#include"))
+    assert unrun_changes(cuda, base, cases) == [
+        "1 cuda case not run (needs a CUDA GPU; this machine has none) while the CUDA build changed (gemm_cuda.cu): "
+        "not judged"
+    ]
+    tunable = side("tunable", ("tile_config.json", '"tile_n": 128', '"tile_n": 256'))
+    assert unrun_changes(tunable, base, cases)[0].endswith(
+        "while the CUDA build changed (flags and tunables): not judged"
+    )
+    cpu_only = side("cpu", ("gemm_cpu.cpp", "namespace deepgemm_tile {", "namespace deepgemm_tile {  // edited"))
+    assert unrun_changes(cpu_only, base, cases) == []
+    k = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
+    k.undecided.extend(unrun_changes(cuda, base, cases))
+    judged = kernel_verdict(k, [], cases, Constraints(), Policy())
+    assert judged.verdict == "undecided"  # never a green pass for the CUDA kernel nobody ran

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, RunnerHealth
-from bot.present.digest import STOP_REASONS, Counts, KernelView, Line
+from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, KernelReport, RunnerHealth
+from bot.present.digest import STOP_REASONS, Counts, KernelView, Line, undecided_summary
 from bot.text.safe import Safe, code, untrusted
 
 ICONS = {
@@ -28,6 +28,12 @@ VERDICT_WORDS = {
     "undecided": "is undecided: not everything it changes was judged",
     "needs_accept": "needs /accept: nothing failed, but only a person can accept it",
 }
+
+
+def verdict_words(k: KernelReport) -> Safe:
+    """What a kernel's verdict says after its name: "is undecided: latency undecided on 2 cases" where counted."""
+    summary = undecided_summary(k) if k.verdict == "undecided" else ""
+    return Safe(f"is undecided: {summary}" if summary else VERDICT_WORDS[k.verdict])
 
 
 def num(x: float | None, digits: int = 3) -> str:

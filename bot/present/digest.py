@@ -162,6 +162,16 @@ def kernel_lines(k: KernelReport) -> list[Line]:
     return lines
 
 
+def undecided_summary(k: KernelReport) -> str:
+    """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
+    latency = [c for c in k.cases if c.verdict == "inconclusive"]
+    of_latency = {case_reason(c.name, r) for c in latency for r in c.reasons}
+    parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    if any(u not in of_latency for u in k.undecided):
+        parts.append("not everything it changes was run")
+    return "; ".join(parts)
+
+
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
     """Reasons of cases that passed and that the kernel does not state (base incorrect: latency not compared)."""
     lines = []

@@ -16,7 +16,7 @@ from bot.models.judging import JudgeJob, ReferenceSource
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
-from bot.untrusted.build import Built, build, verify
+from bot.untrusted.build import Built, build, build_inputs, verify
 from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.launch import run_cases
 from bot.untrusted.sandbox import Sandbox
@@ -174,6 +174,27 @@ class KernelCases:
                 samples=result.base_samples,
             )
         )
+
+
+def unrun_changes(head_k: Kernel, base_k: Kernel | None, cases: list[CaseReport]) -> list[str]:
+    """The `cuda` cases this runner could not run, when the CUDA build's inputs differ between base and head: what
+    changed there was not judged (a change the CUDA build never reads leaves them merely skipped)."""
+    skipped = [c for c in cases if c.device == "cuda" and c.status == CaseStatus.skipped]
+    spec = head_k.manifest.build.get("cuda")
+    if not skipped or spec is None or len(skipped) == len(cases):  # nothing ran at all: the gate says so itself
+        return []
+    head = build_inputs(head_k.folder, spec, head_k.config, "cuda")
+    base_spec = base_k.manifest.build.get("cuda") if base_k is not None else None
+    base = build_inputs(base_k.folder, base_spec, base_k.config, "cuda") if base_k and base_spec else {}
+    changed = sorted(k for k in head.keys() | base.keys() if head.get(k) != base.get(k))
+    if not changed:
+        return []
+    names = ", ".join(("flags and tunables" if k == "<flags>" else k) for k in changed[:5])
+    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+    why = "; ".join(dict.fromkeys("; ".join(c.reasons) or "not run" for c in skipped))
+    n = len(skipped)
+    return [f"{n} cuda case{'s' if n != 1 else ''} not run ({why}) while the CUDA build changed ({names}{more}): "
+            "not judged"]  # fmt: skip
 
 
 def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:

@@ -24,7 +24,7 @@ from bot.models.report import AgentReport, Coverage, Environment, KernelReport, 
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, to_build
+from bot.review.cases import KernelCases, to_build, unrun_changes
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
@@ -198,6 +198,7 @@ class Reviewer:
             report.base_build.resources = report.resource_check.base
         with self.phases.timed("run"):
             cases = runner.run(rules, builds, trusted_reference=base_k is not None)
+        report.undecided.extend(unrun_changes(head_k, base_k, cases))
         for c in cases:
             if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
                 report.notes.append(

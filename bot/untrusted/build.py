@@ -134,6 +134,25 @@ def unit_key(folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: 
     return h.hexdigest()
 
 
+def build_inputs(folder: Path, spec: BuildSpec, config: dict[str, object], device: str) -> dict[str, str]:
+    """What a build for `device` reads, toolchain aside: path -> sha256 of each unit, header and included unit it
+    compiles, and its flags and tunables (under "<flags>"). Two revisions whose maps differ build different code;
+    a source that cannot be planned maps to its error. Needs no compiler (a CPU runner compares CUDA builds)."""
+    try:
+        units = plan_units(folder, spec, device)
+    except BuildError as exc:
+        return {"<error>": str(exc)}
+    paths = {folder / u.source for u in units} | set(_headers(folder, device))
+    for u in units:
+        text = (folder / u.source).read_bytes()
+        paths |= {folder / i.decode(errors="replace") for i in _LOCAL_INCLUDE.findall(text)}
+    inside = [p for p in sorted(paths) if p.is_file() and p.resolve().is_relative_to(folder.resolve())]
+    inputs = {p.relative_to(folder).as_posix(): _sha(p) for p in inside}
+    flags = [spec.cflags, spec.cuda_cflags if device == "cuda" else [], defines(config)]
+    inputs["<flags>"] = hashlib.sha256(json.dumps(flags).encode()).hexdigest()
+    return inputs
+
+
 def build_key(
     folder: Path, spec: BuildSpec, config: dict[str, object], device: Literal["cpu", "cuda"], build_root: Path
 ) -> str:

@@ -394,3 +394,13 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
         )
         assert not chromium.evaluate(loaded, "document.body.innerText.includes('Syntax error')")
     assert bars == expected and len(bars) >= 10
+
+
+def test_every_resource_column_reads_base_to_head_threads_and_stack_included():
+    out = comment("resource_fail")
+    row = next(
+        line for line in out.splitlines() if line.startswith("| `deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>`")
+    )
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4] == "128 → 256" and cells[8] == "0 → 0"  # threads per block and stack bytes, base → head
+    assert "p50 head is p50 base × the paired ratio, so Δ p50 = head / base − 1" in out

@@ -9,7 +9,7 @@ import pytest
 
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import CaseStatus
+from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.gate import case_verdict
 
@@ -157,3 +157,28 @@ def test_an_undecided_interval_on_a_busy_runner_names_the_noise_and_the_measurem
     assert report.reasons[0].endswith(
         "straddles the 3% limit (noisy runner: other processes kept 1.6 of 2 cores busy; measured 4 process pairs)"
     )
+
+
+def _timed(name: str, base_ms: float, delta: float, low: float, high: float) -> CaseReport:
+    p50 = base_ms * (1 + delta / 100)
+    return CaseReport(name=name, tolerance=0.01, verdict="pass", base_p50_ms=base_ms, p50_ms=p50,
+                      regression_pct=delta, ci95_pct=[low, high], max_regression_pct=3.0)  # fmt: skip
+
+
+def test_a_speed_up_confined_to_the_small_cases_gets_the_checklists_question():
+    from bot.verdict.gate import small_shape_notes
+
+    small_only = [
+        _timed("m16", 0.2, -12.0, -14.0, -10.0),
+        _timed("m64", 0.9, -6.0, -7.5, -4.5),
+        _timed("m4096", 31.0, 0.4, -0.8, 1.6),
+        _timed("m8192", 120.0, 2.1, 0.9, 3.0),
+    ]
+    assert small_shape_notes(small_only) == [
+        "faster only on the smaller cases: m16 -12.0%, m64 -6.0% (base p50 up to 0.9 ms), while the larger ones are "
+        "not: m4096 +0.4%, m8192 +2.1% (from 31 ms) — is it only faster on small batches?"
+    ]
+    everywhere = [*small_only[:2], _timed("m4096", 31.0, -3.0, -4.0, -2.0)]
+    assert small_shape_notes(everywhere) == []  # faster on the large case too
+    mixed = [_timed("m16", 0.2, 0.1, -1.0, 1.2), _timed("m4096", 31.0, -3.0, -4.0, -2.0)]
+    assert small_shape_notes(mixed) == []  # faster on the large one only: nothing to ask

@@ -439,6 +439,26 @@ def probe_notes(cases: list[CaseReport]) -> list[str]:
     return [f"no boundary probes for {', '.join(without)}: random inputs only"]
 
 
+def small_shape_notes(cases: list[CaseReport]) -> list[str]:
+    """A note when the speed-up is confined to the small cases: every case whose whole interval is faster takes less
+    time on base than every case that is not faster (unchanged, slower or undecided) — the users' checklist asks
+    "is it only faster on small batches?". Cases are sized by base's p50, the work each does."""
+    timed = [c for c in cases if c.ci95_pct and c.base_p50_ms is not None and c.regression_pct is not None]
+    faster = sorted((c for c in timed if c.ci95_pct[1] < 0), key=lambda c: c.base_p50_ms or 0.0)  # type: ignore[index]
+    rest = sorted((c for c in timed if c.ci95_pct[1] >= 0), key=lambda c: c.base_p50_ms or 0.0)  # type: ignore[index]
+    if not faster or not rest or (faster[-1].base_p50_ms or 0.0) >= (rest[0].base_p50_ms or 0.0):
+        return []
+
+    def listed(group: list[CaseReport]) -> str:
+        return ", ".join(f"{c.name} {c.regression_pct:+.1f}%" for c in group[:4]) + (" …" if len(group) > 4 else "")
+
+    return [
+        f"faster only on the smaller cases: {listed(faster)} (base p50 up to {faster[-1].base_p50_ms:.3g} ms), while "
+        f"the larger ones are not: {listed(rest)} (from {rest[0].base_p50_ms:.3g} ms) — is it only faster on small "
+        "batches?"
+    ]
+
+
 _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
@@ -457,6 +477,7 @@ def kernel_verdict(
     kernel.reasons.extend(static_findings)
     kernel.cases = cases
     kernel.notes.extend(probe_notes(cases))
+    kernel.notes.extend(small_shape_notes(cases))
     if static_findings:
         kernel.verdict = "fail"
         return kernel

@@ -94,6 +94,14 @@ def test_a_simulated_cost_the_clock_contradicts_decides_nothing():
     simulated_verdict(decided, _cost(1_200_000, 1_000_000), 3.0)  # `always`: reported beside p50, never overrides
     assert decided.verdict == "pass" and decided.simulated and decided.simulated.ratio == 1.2
     assert delta_cell(decided) == "-5.00% (-6.00..-4.00) · simulated x1.200"
+    # the cache model says slower, the instructions do not (the README demo's ragged case on a busy runner)
+    cache_only = _undecided()
+    head, base = SideCost(instructions=979, cycles=1059, calls=3), SideCost(instructions=1000, cycles=1000, calls=3)
+    simulated_verdict(cache_only, SimulatedCost(head=head, base=base), 3.0)
+    assert cache_only.verdict == "inconclusive" and cache_only.reasons[0].endswith(
+        "the simulated cost x1.059 (callgrind cycles; instructions x0.979) falls on both sides of the limit, so it "
+        "decides nothing"
+    )
     missing = _undecided()
     simulated_verdict(missing, SimulatedCost(error="valgrind is not installed"), 3.0)
     assert missing.verdict == "inconclusive" and missing.reasons[0].endswith("; no simulated cost: valgrind is not "

@@ -236,8 +236,9 @@ def _blocks(head: Timing, base: Timing) -> list[tuple[list[float], list[float], 
 
 
 def simulated_verdict(report: CaseReport, sim: SimulatedCost, max_regression_pct: float) -> None:
-    """Report a CPU case's simulated cost beside p50; where p50's interval straddles the limit, let the simulated
-    cycle ratio decide — only when it lies inside that interval (a cost the clock contradicts decides nothing)."""
+    """Report a CPU case's simulated cost beside p50; where p50's interval straddles the limit, the simulated cost
+    decides — only when the instruction count and the simulated cycles fall on the same side of the limit (the cache
+    model alone does not decide) and the cycle ratio lies inside that interval (the clock must not contradict it)."""
     report.simulated = sim
     if sim.head is None or sim.base is None or sim.base.cycles <= 0 or sim.base.instructions <= 0:
         if report.verdict == "inconclusive" and sim.error:
@@ -248,13 +249,18 @@ def simulated_verdict(report: CaseReport, sim: SimulatedCost, max_regression_pct
     if report.verdict != "inconclusive" or report.ci95_pct is None or report.status != CaseStatus.ok:
         return
     low, high = (1.0 + x / 100.0 for x in report.ci95_pct)
+    limit = 1.0 + max_regression_pct / 100.0
     cost = f"simulated cost x{sim.ratio:.3f} (callgrind cycles; instructions x{sim.instructions_ratio:.3f})"
     wall = report.reasons[0].removeprefix("performance inconclusive: ") if report.reasons else "p50 undecided"
     if not low <= sim.ratio <= high:
         report.reasons = [f"{r}; the {cost} lies outside that interval, so it decides nothing" for r in report.reasons]
         return
+    if (sim.ratio > limit) != (sim.instructions_ratio > limit):
+        report.reasons = [f"{r}; the {cost} falls on both sides of the limit, so it decides nothing"
+                          for r in report.reasons]  # fmt: skip
+        return
     sim.decided = True
-    if sim.ratio > 1.0 + max_regression_pct / 100.0:
+    if sim.ratio > limit:
         report.verdict = "fail"
         report.reasons = [f"performance: {cost} > {max_regression_pct:g}% limit; on wall time alone {wall}"]
     else:

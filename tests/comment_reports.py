@@ -89,7 +89,6 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
         other_cores=0.08,
         verdict=verdict,
         reasons=reasons,
-        attempts=2 if verdict == "inconclusive" else 1,
     )
     return case.model_copy(update=update)
 

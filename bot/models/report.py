@@ -191,7 +191,7 @@ class CaseReport(_Model):
     samples: int = 0
     base_samples: int = 0
     stop_reason: str | None = None
-    attempts: int = Field(1, description="measurements in fresh processes (2 after an inconclusive first)")
+    attempts: int = Field(1, description="measurements of the case (one sequential measurement; 2 from older opgate)")
     base_drift_pct: float | None = Field(
         None, description="base p50 now vs the first measurement of the same base binary on this device"
     )

@@ -14,8 +14,8 @@ KERNEL_GATES = ("resource", *CASE_GATES)
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
 STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
-    "decided": "decided: the CI cleared the limit",
-    "precision": "precise: the CI is narrow enough",
+    "decided": "decided early: the 99.9% interval cleared the limit",
+    "precision": "precise: the 95% interval is narrow enough",
     "max_processes": "cap: processes",
     "max_samples": "cap: samples",
     "max_seconds": "cap: time",

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bot import __version__
-from bot.commands import accept, dashboard, history, init, ledger, lint, review, summary, tune
+from bot.commands import accept, check, dashboard, history, init, ledger, lint, review, summary, tune
 from bot.config.repo import load_config
 from bot.config.settings import Settings, load_settings
 from bot.errors import OpgateError
@@ -19,6 +19,7 @@ EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 
 # Subcommands that need Settings; `lint` and `init` run without them (they check the configuration itself).
 COMMANDS = {
+    "check": check,
     "review": review,
     "ledger": ledger,
     "accept": accept,
@@ -27,12 +28,12 @@ COMMANDS = {
     "dashboard": dashboard,
     "tune": tune,
 }
-MODULES = (init, review, tune, lint, ledger, accept, summary, history, dashboard)
+MODULES = (init, check, review, tune, lint, ledger, accept, summary, history, dashboard)
 
 EXIT_CODES = """exit codes:
   0  done (review: every gate passed, or nothing failed and what is undecided does not block)
   1  review: a gate failed, a kernel could not be judged or needs a person's /accept;
-     lint: an error finding (--strict: a warning)
+     lint: an error finding (--strict: a warning); history bisect: undecided, or it could not run
   2  bad input or configuration: one line on stderr names it and how to fix it
   3  an outside service (the gateway, GitHub, PostgreSQL) failed after retries; local results are written"""
 

@@ -31,6 +31,7 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.verdict.gate import case_reason
+from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
 HEAD = "13392073d7124eb883404f4059b7907e50c6ea51"
@@ -297,7 +298,10 @@ def cuda_changed() -> Report:
     """A CPU runner: the CPU twin passes, but the change edits the CUDA kernel no case here could run: not judged."""
     cases = demo_cases(timed("square_512", -0.2, -1.1, 0.7), timed("ragged_200x328x264", 0.3, -0.9, 1.4))
     k = kernel("deepgemm_tile", cases, "undecided")
-    k.undecided = [f"7 cuda cases not run ({NO_GPU}) while the CUDA build changed (gemm_cuda.cu): not judged"]
+    k.undecided = [
+        "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which "
+        "needs a CUDA GPU): not judged"
+    ]
     return report([k])
 
 
@@ -350,6 +354,39 @@ def resource_fail() -> Report:
     ]
     k.notes += [f"{fn}: dynamic_smem_bytes 98304 -> 196608", f"{head[1].function}: registers 215 -> 223"]
     return report([k])
+
+
+CPU_PEAK = Peak(tflops=0.2031, gbps=89.1, of="this runner's AMD EPYC, one thread as measured by opgate")
+
+
+def with_work(c: CaseReport, flops: int, nbytes: int, peak: Peak = CPU_PEAK) -> CaseReport:
+    """The case with its declared work's throughput, as the review computes it (and fails it above the peak)."""
+    c = c.model_copy(deep=True)
+    judge_throughput(c, flops, nbytes, peak)
+    return c
+
+
+def sm100_spill() -> Report:
+    """Two architectures: sm_90a unchanged, sm_100a spills (a launch-bound change under __CUDA_ARCH__ >= 1000)."""
+    square = with_work(timed("square_512", 0.2, -1.1, 1.4, p50=31.15), 2 * 512**3, 2 * 2 * 512 * 512 + 4 * 512 * 512)
+    ragged = with_work(timed("ragged_200x328x264", 0.5, -0.5, 1.5), 34_636_800, 541_184)
+    k = kernel("deepgemm_tile", demo_cases(square, ragged), "fail")
+    assert k.resource_check is not None
+    k.resource_check = k.resource_check.model_copy(update={"arch": "sm_90a"})
+    head = resources(128, 128, 98_304, 2)
+    head[0] = head[0].model_copy(update={"spill_bytes": 5016, "spill_store_bytes": 2424, "spill_load_bytes": 2592})
+    base = resources(128, 128, 98_304, 2)
+    k.arch_checks = [ResourceCheckReport(status="ok", arch="sm_100a", head=head, base=base, base_status="ok")]
+    k.reasons = [f"resource: {head[0].function} spills 5016 bytes (stores 2424 B, loads 2592 B) on sm_100a"]
+    return report([k])
+
+
+def implausible() -> Report:
+    """A CPU case whose head claims more than the runner's measured peak: impossible, so it fails."""
+    work = (2 * 512**3, 2 * 2 * 512 * 512 + 4 * 512 * 512)
+    fast = with_work(timed("square_512", -99.9, -99.92, -99.88, p50=31.15), *work)
+    ragged = with_work(timed("ragged_200x328x264", 0.5, -0.5, 1.5), 34_636_800, 541_184)
+    return report([kernel("deepgemm_tile", demo_cases(fast, ragged), "fail")])
 
 
 def build_fail() -> Report:
@@ -526,4 +563,6 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "no_change": no_change,
     "candidate_and_agent": with_candidate_and_agent,
     "biggest": biggest,
+    "sm100_spill": sm100_spill,
+    "implausible": implausible,
 }

@@ -17,6 +17,7 @@ from bot.config.repo import RepoConfig, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
+SUMMARY_TASK = "ci_summary_task.json"  # the ci_summary domain's task file ([tool.opgate.domains.ci_summary] task)
 
 
 def discover(root: Path, config: RepoConfig | None = None) -> dict[str, Kernel]:
@@ -81,6 +82,7 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
         shutil.copytree(KERNELS / name, path / "kernels" / name, ignore=shutil.ignore_patterns("__pycache__"))
     (path / "README.md").write_text("scratch repository for opgate tests\n")
     (path / "opgate.toml").write_text(repo_config_toml())
+    shutil.copy(ROOT / SUMMARY_TASK, path / SUMMARY_TASK)
     repo = KernelRepo(path=path, base="")
     repo.base = repo.commit("base")
     return repo
@@ -125,6 +127,7 @@ def opgate(tmp_path: Path, build_dir: Path):
         out = tmp_path / "out"
         if not (tmp_path / "opgate.toml").exists():  # the commands run here: this repository's domains and budgets
             (tmp_path / "opgate.toml").write_text(repo_config_toml())
+            shutil.copy(ROOT / SUMMARY_TASK, tmp_path / SUMMARY_TASK)
         full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}
         full_env.update(
             OPGATE_BUILD_DIR=str(build_dir),

@@ -36,6 +36,58 @@ def completion(content: str, prompt: int = 1234, completion_tokens: int = 321, *
     }
 
 
+def deepseek(content: str, prompt: int = 1234, completion_tokens: int = 321, hit: int = 0) -> dict:
+    """A DeepSeek chat.completion in the shape its API documents (api-docs.deepseek.com, "Create Chat Completion"):
+    the context-cache hits in `prompt_cache_hit_tokens` / `prompt_cache_miss_tokens` (prompt = hit + miss) and no
+    `prompt_tokens_details`, as its replies carried before they added OpenAI's field beside them."""
+    return {
+        "id": f"930c60df-bf64-41c9-a88e-{next(_ids):012d}",
+        "choices": [
+            {
+                "finish_reason": "stop",
+                "index": 0,
+                "message": {"content": content, "role": "assistant"},
+                "logprobs": None,
+            }
+        ],
+        "created": 1705651092,
+        "model": "deepseek-chat",
+        "object": "chat.completion",
+        "system_fingerprint": "fp_a49d71b8a1",
+        "usage": {
+            "completion_tokens": completion_tokens,
+            "prompt_tokens": prompt,
+            "prompt_cache_hit_tokens": hit,
+            "prompt_cache_miss_tokens": prompt - hit,
+            "total_tokens": prompt + completion_tokens,
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def truncated(content: str, prompt: int = 1234, completion_tokens: int = 2048) -> dict:
+    """A chat.completion cut off at the completion cap: `finish_reason: "length"` (OpenAI's OpenAPI description)."""
+    body = completion(content, prompt, completion_tokens)
+    body["choices"][0]["finish_reason"] = "length"
+    return body
+
+
+def tool_calls(*names: str, prompt: int = 1234, completion_tokens: int = 40) -> dict:
+    """A chat.completion that called tools instead of answering: `content: null`, `finish_reason: "tool_calls"`."""
+    body = completion("", prompt, completion_tokens)
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    body["choices"][0]["message"] = {
+        "role": "assistant",
+        "content": None,
+        "refusal": None,
+        "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+            for i, name in enumerate(names)
+        ],
+    }
+    return body
+
+
 def message(content: str, input_tokens: int = 1000, output_tokens: int = 200, cache_read: int = 0) -> dict:
     """An Anthropic /v1/messages body."""
     return {

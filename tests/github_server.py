@@ -24,7 +24,8 @@ Supported endpoints (paths relative to the API root):
     POST   /repos/{o}/{r}/statuses/{sha}
     GET    /repos/{o}/{r}/commits/{ref}/statuses       (paginated, newest first)
     GET    /repos/{o}/{r}/commits/{ref}/status         (combined status)
-    GET    /repos/{o}/{r}/collaborators/{user}/permission
+    GET    /repos/{o}/{r}/collaborators/{user}/permission   (permission: the legacy level; role_name; user.permissions)
+    GET    /user                                       (an installation token: 403, as on GitHub; user_token=True: 200)
     GET    /search/issues?q=...                        (repo:, is:, type:, state:, label:, author:, in:title|body)
     GET    /repos/{o}/{r}/pulls                        (state, head=owner:branch, base, sort, direction; paginated)
     POST   /repos/{o}/{r}/pulls                        (from a branch of the repository's git store)
@@ -203,8 +204,12 @@ class FakeGitHub:
         prefix: str = "",
         bot_login: str = "opgate[bot]",
         bot_type: str = "Bot",
+        user_token: bool = False,
     ) -> None:
+        """`bot_login` is who every write is authored by (the token's identity); `user_token` makes the token a
+        person's (GET /user answers it) instead of an installation's (GET /user: 403, as GitHub answers)."""
         self.token = token
+        self.user_token = user_token
         self.prefix = prefix.rstrip("/")
         self.bot_login, self.bot_type = bot_login, bot_type
         self.requests: list[RecordedRequest] = []
@@ -313,12 +318,14 @@ class FakeGitHub:
         head_ref: str = "feature",
         base_ref: str = "main",
         head_repo: str | None = None,
+        head_repo_deleted: bool = False,
         files: Iterable[dict[str, Any]] = (),
         diff: str | None = None,
         labels: Iterable[str] = (),
     ) -> int:
         """A pull request (it is an issue too). `files` items: filename, status, additions, deletions, patch,
-        previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository."""
+        previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository.
+        `head_repo_deleted`: the fork is gone, and GitHub answers `head.repo: null`."""
         with self._lock:
             repo = self._repo(full_name)
             record = self._new_issue(repo, title, body, author, labels, number)
@@ -330,7 +337,11 @@ class FakeGitHub:
                 "draft": draft,
                 "merged": merged,
                 "merged_at": self._now() if merged else None,
-                "head": {"sha": head_sha, "ref": head_ref, "repo": head_repo or repo.full_name},
+                "head": {
+                    "sha": head_sha,
+                    "ref": head_ref,
+                    "repo": None if head_repo_deleted else head_repo or repo.full_name,
+                },
                 "base": {"sha": base_sha, "ref": base_ref},
                 "files": [self._file_record(f) for f in files],
                 "diff": diff,
@@ -359,16 +370,15 @@ class FakeGitHub:
             repo = self._repo(full_name)
             return self._new_comment(repo, self._issue(repo, number), body, self.user(author))["id"]
 
-    def set_permission(self, full_name: str, login: str, permission: str, role_name: str | None = "") -> None:
-        """Make `login` a collaborator. role_name "" (default) means the same as permission; None omits the
-        `role_name` field from answers (older GitHub Enterprise Server)."""
-        assert permission in PERMISSIONS, permission
+    def set_permission(self, full_name: str, login: str, base: str, role_name: str | None = "") -> None:
+        """Make `login` a collaborator with the base role `base` (admin, maintain, write, triage, read, none).
+        role_name "" (default) is the base role itself; another name is a custom role built on `base`; None omits
+        the `role_name` field from answers (older GitHub Enterprise Server). Answers carry GitHub's legacy
+        `permission` (maintain reads as write, triage as read) and the base role's `permissions` hash."""
+        assert base in PERMISSIONS, base
         with self._lock:
             self.user(login)
-            self._repo(full_name).permissions[login.lower()] = (
-                permission,
-                permission if role_name == "" else role_name,
-            )
+            self._repo(full_name).permissions[login.lower()] = (base, base if role_name == "" else role_name)
 
     def fail(
         self,
@@ -652,7 +662,8 @@ class FakeGitHub:
         api = self._api(f"/repos/{repo.full_name}/pulls/{n}")
         html = self._html(f"/{repo.full_name}/pull/{n}")
         issue_api = self._api(f"/repos/{repo.full_name}/issues/{n}")
-        head_repo = self._repo_payload(pull["head"]["repo"])
+        head_repo = self._repo_payload(pull["head"]["repo"]) if pull["head"]["repo"] is not None else None
+        head_user = head_repo["owner"] if head_repo is not None else self._user_payload(issue["user"])
         base_repo = self._repo_payload(repo)
         files = pull["files"]
         return {
@@ -687,10 +698,10 @@ class FakeGitHub:
             "requested_reviewers": [],
             "requested_teams": [],
             "head": {
-                "label": f"{head_repo['owner']['login']}:{pull['head']['ref']}",
+                "label": f"{head_user['login']}:{pull['head']['ref']}",
                 "ref": pull["head"]["ref"],
                 "sha": pull["head"]["sha"],
-                "user": head_repo["owner"],
+                "user": head_user,
                 "repo": head_repo,
             },
             "base": {
@@ -894,6 +905,7 @@ class FakeGitHub:
                 "get_permission",
             ),
             ("GET", r"/search/issues", "search_issues"),
+            ("GET", r"/user", "get_user"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "list_pulls"),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "create_pull"),
             ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "edit_pull"),
@@ -1179,13 +1191,19 @@ class FakeGitHub:
         if user is None:
             raise _not_found()
         default = "read" if not repo.private else "none"
-        permission, role_name = repo.permissions.get(login.lower(), (default, default))
-        user_payload = {**self._user_payload(user), "permissions": dict(PERMISSIONS[permission])}
-        payload: dict[str, Any] = {"permission": permission, "user": user_payload}
+        base, role_name = repo.permissions.get(login.lower(), (default, default))
+        legacy = {"maintain": "write", "triage": "read"}.get(base, base)  # the `permission` field's legacy levels
+        user_payload = {**self._user_payload(user), "permissions": dict(PERMISSIONS[base])}
+        payload: dict[str, Any] = {"permission": legacy, "user": user_payload}
         if role_name is not None:
             payload["role_name"] = role_name
             user_payload["role_name"] = role_name
         return self._json(200, payload)
+
+    def _h_get_user(self, **_: Any) -> _Response:
+        if not self.user_token:
+            raise ApiError(403, "Resource not accessible by integration")
+        return self._json(200, self._user_payload(self.user(self.bot_login, self.bot_type)))
 
     def _h_search_issues(self, query: dict[str, list[str]], path: str, **_: Any) -> _Response:
         q = _first(query, "q")
@@ -1414,7 +1432,7 @@ class FakeGitHub:
             pull = issue.get("pull")
             if pull is None or (state != "all" and issue["state"] != state):
                 continue
-            owner = pull["head"]["repo"].split("/")[0]
+            owner = (pull["head"]["repo"] or "").split("/")[0]
             if head and head not in (f"{owner}:{pull['head']['ref']}",):
                 continue
             if base and pull["base"]["ref"] != base:
@@ -1601,7 +1619,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.send_response(response.status)
-        for name, value in {
+        headers = {
             "X-GitHub-Media-Type": "github.v3; format=json",
             "X-RateLimit-Limit": "5000",
             "X-RateLimit-Remaining": "4999",
@@ -1609,8 +1627,10 @@ class _Handler(BaseHTTPRequestHandler):
             "X-RateLimit-Used": "1",
             "X-RateLimit-Resource": "core",
             "X-GitHub-Request-Id": f"FAKE:{id(response):X}",
-            **response.headers,
-        }.items():
+        }
+        for name, value in response.headers.items():  # a fault's headers replace the defaults, whatever their case
+            headers = {k: v for k, v in headers.items() if k.lower() != name.lower()} | {name: value}
+        for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(response.body)))
         self.end_headers()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.ledger import open_ledger
-from bot.models.github import PullInfo
+from bot.models.github import PullInfo, Role
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import AgentReport, Environment, KernelReport, Report
 from bot.verdict.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
@@ -131,13 +131,18 @@ def test_edited_comments_and_bots_are_ignored() -> None:
 # ---------------------------------------------------------------------------- decisions (pure)
 
 
-def _decide(command: str, role: str = "write", report: Report | None = None, **kw) -> object:
+def base(level: str, name: str | None = None) -> Role:
+    """A role as GitHub's permission endpoint gives it: a base role, or a custom role `name` built on one."""
+    return Role(level=level, name=name or level)  # type: ignore[arg-type]
+
+
+def _decide(command: str, role: str | Role = "write", report: Report | None = None, **kw) -> object:
     parsed = parse_command(command)
     assert parsed is not None
     return decide(
         parsed,
         login="maint-bob",
-        role=role,
+        role=base(role) if isinstance(role, str) else role,
         is_pull_request=kw.get("is_pull_request", True),
         pull=kw.get("pull", pull()),
         report=report,
@@ -218,7 +223,7 @@ def test_a_malformed_command_is_refused_before_anything_else() -> None:
     d = decide(
         AcceptCommand(line="/accept a b", error="more than one kernel"),
         login="x",
-        role="none",
+        role=base("none"),
         is_pull_request=False,
         pull=None,
         report=None,
@@ -246,6 +251,7 @@ def github_env(server: FakeGitHub) -> dict[str, str]:
         "GITHUB_REPOSITORY": REPO,
         "OPGATE_GITHUB_BACKOFF_S": "0.01",
         "OPGATE_GITHUB_WRITE_INTERVAL_S": "0",
+        "OPGATE_GITHUB_LOGIN": server.bot_login,  # an installation token: GET /user cannot say who it is
     }
 
 
@@ -391,6 +397,37 @@ def test_a_maintainer_override_is_recorded_replied_and_turns_the_gate_green(acce
     assert row.override and row.reason == "CI box thermally throttled; re-measured: +0.4%"
     reply = server.comments(REPO, PR)[-1]["body"]
     assert "Override recorded" in reply and "re-measured: +0.4%" in reply
+
+
+def test_a_custom_role_built_on_write_may_accept_and_is_named_as_it_is(accept: Accept, server) -> None:
+    """GitHub answers a custom role as role_name "kernel-maintainer", permission "write": the base role decides."""
+    server.set_permission(REPO, "kay-kernels", "write", role_name="kernel-maintainer")
+    accept.store(make_report())
+    run = accept("/accept", login="kay-kernels")
+    assert run.code == 0, run.stderr
+    assert "granted: accept: deepgemm_tile at `a1a1a1a1a1` by @kay-kernels (kernel-maintainer (write))" in run.stdout
+    assert accept.reactions() == ["eyes", "+1"]
+    (row,) = accept.acceptances()
+    assert (row.login, row.role) == ("kay-kernels", "kernel-maintainer")
+
+
+def test_a_custom_role_built_on_maintain_may_override(accept: Accept, server) -> None:
+    server.set_permission(REPO, "mona", "maintain", role_name="release-captain")
+    accept.store(make_report(verdicts={"deepgemm_tile": "fail"}))
+    run = accept('/accept --override "measured by hand on the H200: +0.2%"', login="mona")
+    assert run.code == 0, run.stderr
+    statuses = {s["context"]: s for s in server.statuses(REPO, HEAD)}
+    description = statuses["opgate/acceptance"]["description"]
+    assert description.startswith("gates failed, overridden by @mona (release-captain)")
+
+
+def test_a_custom_role_built_on_read_is_refused_by_its_name(accept: Accept, server) -> None:
+    server.set_permission(REPO, "rex", "read", role_name="kernel-reader")
+    accept.store(make_report())
+    run = accept("/accept", login="rex")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "-1"]
+    assert "has the role `kernel-reader (read)` here" in server.comments(REPO, PR)[-1]["body"]
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ def test_a_changed_kernel_source_no_manifest_claims_fails_the_review_and_the_pla
     args = ["review", "--repo", str(repo.path), "--base", repo.base, "--head", head]
 
     plan = opgate(*args, "--plan")
-    assert (plan.code, json.loads(plan.stdout)) == (1, {"include": []})
+    assert (plan.code, json.loads(plan.stdout)) == (1, {"include": [], "gpu": []})
     assert "1 changed kernel source file(s) no kernel.toml claims (ops/fused_moe.cu)" in plan.stderr
 
     run = opgate(*args, "--offline")

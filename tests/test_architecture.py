@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "mainline": FOUNDATION | {"verdict", "present", "ledger", "edges", "review"},
     "dashboard": FOUNDATION | {"verdict", "ledger", "spend", "mainline"},
     "tune": FOUNDATION | {"verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "review"},
-    "lint": FOUNDATION | {"agent"},
+    "lint": FOUNDATION | {"agent", "verdict"},
     "gpucheck": FOUNDATION | {"verdict", "present", "untrusted"},
     "commands": FOUNDATION
     | {"verdict", "present", "ledger", "spend", "agent", "edges", "review", "mainline", "dashboard", "tune", "lint"},

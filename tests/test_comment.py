@@ -264,8 +264,9 @@ def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
         "cuda_changed": (
             "❔ opgate: **undecided** — `deepgemm_tile` is undecided: not everything it changes was run",
             "success",
-            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — deepgemm_tile: 7 cuda cases "
-            "not run (needs a CUDA GPU; this machine has none) while the CUDA build changed (gemm_cuda.cu): not judged",
+            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — deepgemm_tile: "
+            "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], "
+            "which needs a CUDA GPU): not judged",
         ),
         "simulated": (
             "❌ opgate: **fail**",

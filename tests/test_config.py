@@ -149,5 +149,5 @@ def test_two_kernels_with_one_name_are_refused(tmp_path):
     write(tmp_path / "opgate.toml", 'manifests = ["ops/*/kernel.toml", "more/*/kernel.toml"]\n')
     write(tmp_path / "ops" / "gemm" / "kernel.toml", "")
     write(tmp_path / "more" / "gemm" / "kernel.toml", "")
-    with pytest.raises(InputError, match="two kernels named gemm: more/gemm/ and ops/gemm/; rename one folder"):
+    with pytest.raises(InputError, match="two kernels named gemm: more/gemm/ and ops/gemm/; rename one"):
         discover(tmp_path, load_config(tmp_path))

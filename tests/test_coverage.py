@@ -53,3 +53,23 @@ def test_a_renamed_file_counts_in_a_kernel_when_either_name_is():
     away = FileChange(path="elsewhere/c.cu", old_path="old/c.cu")
     cov = coverage([moved, out, away], ["kernels/k/**"], {"elsewhere/c.cu": 5_000_000})
     assert cov.unmatched.names == ["elsewhere/c.cu"] and cov.large.names == ["elsewhere/c.cu"]
+
+
+def test_a_changed_source_no_build_that_ran_compiles_is_named_not_judged():
+    from bot.review.coverage import not_judged
+
+    compiled = {"cpu": {"muladd.cpp"}, "cuda": {"cuda/muladd.cu", "muladd.cpp", "cuda/common.cuh"}}
+    changed = [
+        "ops/csrc/muladd.cpp",  # the CPU build ran and compiles it: judged
+        "ops/csrc/cuda/muladd.cu",  # only the CUDA build compiles it, which a CPU machine does not run
+        "ops/csrc/extra.cpp",  # claimed by the globs, listed in no build
+        "ops/common/helpers.h",  # claimed by wider globs, outside the folder every build sees
+        "ops/csrc/reference.py",  # not a source: the reference has its own note
+    ]
+    assert not_judged(changed, "ops/csrc", compiled, ["cpu"]) == [
+        "ops/csrc/cuda/muladd.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a "
+        "CUDA GPU): not judged",
+        "ops/csrc/extra.cpp: changed, compiled by no build: not judged",
+        "ops/common/helpers.h: changed, compiled by no build: not judged",
+    ]
+    assert not_judged(changed[:2], "ops/csrc", compiled, ["cpu", "cuda"]) == []  # a GPU runner builds both

@@ -87,3 +87,14 @@ def test_the_architecture_code_map_names_every_room_of_bot():
     rooms = sorted(p.name for p in (ROOT / "bot").iterdir() if p.is_dir() and p.name != "__pycache__")
     for room in rooms:
         assert f"`bot/{room}/`" in ARCHITECTURE, f"ARCHITECTURE.md's code map does not name bot/{room}/"
+
+
+def test_the_manifest_page_names_every_key_a_kernel_toml_may_hold():
+    from bot.config import manifest as m
+
+    page = (ROOT / "docs" / "manifest.md").read_text()
+    models = (m.KernelManifest, m.BuildSpec, m.ReferenceSpec, m.Constraints, m.OutputLimits, m.Launch, m.Case)
+    for model in (*models, m.LaunchFunction):
+        for key in model.model_fields:
+            named = re.search(rf"(?m)(^#?\s*{key}\s*=|`{key}`|\[\[?([\w.]+\.)?{key}[.\]])", page)
+            assert named, f"docs/manifest.md does not name {model.__name__}'s key `{key}`"

@@ -14,6 +14,7 @@ import requests
 from bot.edges.events import load_pull_request_event
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
+from bot.models.github import Role
 from bot.present.render import REVIEW_MARKER
 from tests.github_server import FakeGitHub, iter_fixture_names, load_fixture, write_event
 
@@ -49,6 +50,7 @@ def make_edge(server: FakeGitHub, sleeps: Sleeps, **overrides: object) -> GitHub
         "seconds_between_requests": None,
         "seconds_between_writes": None,
         "sleep": sleeps,
+        "bot_login": BOT,
     }
     options.update(overrides)
     token = str(options.pop("token", TOKEN))
@@ -209,13 +211,13 @@ def test_statuses_are_recorded_with_a_short_description(edge: GitHubEdge, server
 
 
 def test_role_reads_role_name_and_falls_back_to_permission(edge: GitHubEdge, server: FakeGitHub) -> None:
-    server.set_permission(REPO, "maint-bob", "write", role_name="maintain")
+    server.set_permission(REPO, "maint-bob", "maintain")  # GitHub answers permission "write", role_name "maintain"
     server.set_permission(REPO, "old-admin", "admin", role_name=None)  # an older GHES: no role_name field
     server.user("passer-by")
-    assert edge.role("maint-bob") == "maintain"
-    assert edge.role("old-admin") == "admin"
-    assert edge.role("passer-by") == "read"  # public repository, not a collaborator
-    assert edge.role("no-such-user") == "none"  # 404
+    assert edge.role("maint-bob") == Role(level="maintain", name="maintain")
+    assert edge.role("old-admin") == Role(level="admin", name="admin")
+    assert edge.role("passer-by") == Role(level="read", name="read")  # public repository, not a collaborator
+    assert edge.role("no-such-user") == Role(level="none", name="none")  # 404
     assert len(server.requests_to("GET", f"/repos/{REPO}/collaborators/no-such-user/permission")) == 1
 
 
@@ -287,13 +289,11 @@ def test_persistent_5xx_raises_service_error(edge: GitHubEdge, server: FakeGitHu
     assert server.requests_to("POST") == []
 
 
-def test_429_is_retried_honouring_retry_after_within_the_cap(
-    edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps
-) -> None:
+def test_429_is_retried_honouring_retry_after_in_full(edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps) -> None:
     server.fail(f"/repos/{REPO}/collaborators/maint-bob/permission", status=429, headers={"Retry-After": "60"})
     server.set_permission(REPO, "maint-bob", "admin")
-    assert edge.role("maint-bob") == "admin"
-    assert sleeps == [0.05]  # Retry-After 60 s, capped by max_backoff_s
+    assert edge.role("maint-bob").level == "admin"
+    assert sleeps == [60.0]  # Retry-After 60 s in full, never cut to the 5xx backoff's cap (max_backoff_s 0.05)
 
 
 def test_a_secondary_rate_limit_403_with_retry_after_is_retried(
@@ -383,7 +383,7 @@ def test_enterprise_layout_under_api_v3(sleeps: Sleeps) -> None:
             ref = edge.upsert_comment(n, REVIEW_MARKER, "x")
             edge.react(ref.id, "rocket")
             edge.set_status(HEAD, "opgate/review", "success", "ok")
-            assert edge.role("maint-bob") == "maintain"
+            assert edge.role("maint-bob").level == "maintain"
             assert edge.upsert_issue("nightly", "body", ["opgate"]).created
         assert ref.created and [r["content"] for r in ghes.reactions(ref.id)] == ["rocket"]
         assert all(r.status is not None and r.status < 400 for r in ghes.requests)

@@ -81,8 +81,10 @@ def test_reviews_and_main_commits_give_the_drift_issue_and_a_dashboard_that_load
     with FakeGitHub(TOKEN) as gh:
         gh.add_repo(REPO)
         github = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": gh.base_url}
+        github["OPGATE_GITHUB_LOGIN"] = gh.bot_login  # who the fake's installation token posts as
+        # --no-bisect: tests/test_bisect_e2e.py bisects; this test keeps to the record, the issue and the dashboard
         drift = opgate("history", "drift", "--repo", str(repo.path), "--out-dir", str(tmp_path / "reports"),
-                       "--post", env=github)  # fmt: skip
+                       "--post", "--no-bisect", env=github)  # fmt: skip
         assert drift.code == 0, drift.stderr
         assert "drift since v0.1" in drift.stdout and "— DRIFT" in drift.stdout
         (issue,) = [i for i in gh.issues(REPO) if i["title"] == "opgate drift: deepgemm_tile"]

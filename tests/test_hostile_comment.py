@@ -7,12 +7,14 @@ from collections.abc import Callable
 
 import pytest
 
+from bot.commands.bisect import Named, render_md
 from bot.commands.history import render_issue
 from bot.commands.summary import render_summary
 from bot.edges.publish import PrContext
+from bot.mainline.bisect import BisectReport
 from bot.mainline.drift import KernelDrift
 from bot.models.report import Report
-from bot.present.render import TEMPLATES, render, render_accept_reply, render_comment
+from bot.present.render import TEMPLATES, commit_url, render, render_accept_reply, render_comment
 from bot.spend.tokens import WeeklySummary
 from bot.tune.command import TuneDecision
 from bot.tune.result import TuneResult, render_tune
@@ -43,8 +45,20 @@ def _summary(text: str, variant: int) -> str:
     return render_summary(summary.model_copy(update={"history": {text: [1, 2]}}))
 
 
+def _bisections(text: str, variant: int) -> list[BisectReport]:
+    """One hostile bisection per verdict (the model's literal gives only two per variant)."""
+    b = hostile_model(BisectReport, text, variant)
+    return [b.model_copy(update={"verdict": v}) for v in ("fail", "pass", "undecided", "error")]
+
+
 def _drift_issue(text: str, variant: int) -> str:
-    return render_issue(hostile_model(KernelDrift, text, variant))
+    named = [Named(text, b) for b in _bisections(text, variant)] + [Named(text, None, text, text)]
+    # a real commit URL: a live link only where opgate wrote a full SHA (hostile fields are not one)
+    return render_issue(hostile_model(KernelDrift, text, variant), named, commit_url("https://github.com", "o/r"))
+
+
+def _bisect(text: str, variant: int) -> str:
+    return "\n".join(render_md(b) for b in _bisections(text, variant))
 
 
 def _tune(text: str, variant: int) -> str:
@@ -66,6 +80,7 @@ RENDER: dict[str, Callable[[str, int], str]] = {
     "accept_reply.md.j2": _accept_reply,
     "summary.md.j2": _summary,
     "drift_issue.md.j2": _drift_issue,
+    "bisect.md.j2": _bisect,
     "tune.md.j2": _tune,
     "tune_reply.md.j2": _tune_reply,
 }

@@ -24,7 +24,10 @@ def workflow_commands(text: str) -> list[str]:
 
 def test_a_kernel_folder_named_like_a_workflow_command_cannot_issue_one_from_plan(opgate, tmp_path: Path):
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
-    shutil.copytree(KERNELS / "deepgemm_tile", repo.path / "kernels" / f"x\n{FORGED}")
+    forged = repo.path / "kernels" / f"x\n{FORGED}"
+    shutil.copytree(KERNELS / "deepgemm_tile", forged)
+    manifest = forged / "kernel.toml"  # the kernel's name is its manifest's: forge that one too
+    manifest.write_text(manifest.read_text().replace('name = "deepgemm_tile"', f"name = {json.dumps(forged.name)}"))
     run = opgate("review", "--plan", "--repo", str(repo.path), "--base", repo.base, "--head", repo.commit())
     assert run.code == 2, run.stdout + run.stderr
     assert "a kernel folder name must match" in run.stderr
@@ -50,7 +53,7 @@ def test_a_file_named_with_bytes_that_are_not_utf8_is_planned_for_its_kernel(opg
     head = kernel_repo.commit()
     plan = opgate("review", "--plan", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head)
     assert plan.code == 0, plan.stderr
-    assert json.loads(plan.stdout) == {"include": [{"kernel": "deepgemm_tile", "domain": "deepgemm"}]}
+    assert json.loads(plan.stdout)["include"] == [{"kernel": "deepgemm_tile", "domain": "deepgemm"}]
 
 
 def test_a_quoted_file_name_in_the_diff_lands_in_its_kernel():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from bot import UPSTREAM
@@ -34,8 +35,12 @@ def test_init_scaffolds_a_repository_that_lints_clean_and_loads(opgate, tmp_path
     repo = kernel_repository(tmp_path / "kernels-team")
     run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "moe", "--pin", SHA)
     assert run.code == 0, run.stderr
-    assert run.stdout.splitlines()[:9] == [
+    assert run.stdout.splitlines()[:13] == [
         "opgate: wrote opgate.toml",
+        "opgate: wrote ops/Not-A-Name/tunables.json",
+        "opgate: wrote ops/Not-A-Name/kernel.toml",
+        "opgate: wrote ops/Not-A-Name/reference.py",
+        "opgate: wrote ops/Not-A-Name/agent_task.json",
         "opgate: wrote ops/moe_gate/kernel.toml",
         "opgate: wrote ops/moe_gate/reference.py",
         "opgate: wrote ops/moe_gate/agent_task.json",
@@ -45,14 +50,18 @@ def test_init_scaffolds_a_repository_that_lints_clean_and_loads(opgate, tmp_path
         "opgate: wrote ops/rmsnorm/agent_task.json",
         "opgate: wrote .env.example",
     ]
-    assert "opgate: skipped ops/Not-A-Name: a kernel folder's name is a-z, 0-9 and _: rename it" in run.stdout
-    assert "opgate: skipped ops/docs: no .cu, .cpp or .cc source in it" in run.stdout
-    assert "opgate lint: 0 error(s), 0 warning(s), 2 info" in run.stderr  # the two model placeholders
+    assert (
+        "opgate: note: ops/Not-A-Name: kernel named not_a_name (its kernel.toml's name; the folder keeps its own)"
+        in (run.stdout)
+    )  # a display name: the folder keeps its own
+    assert "opgate: skipped ops/docs: no .cu, .cpp or .cc source in it or its subfolders" in run.stdout
+    assert "opgate lint: 0 error(s), 0 warning(s), 3 info" in run.stderr  # the three model placeholders
 
     config = load_config(repo)
     assert config.manifests == ["ops/*/kernel.toml"] and list(config.domains) == ["moe"]
     assert config.key_variable("moe") == "TAOTOKEN_API_KEY_MOE_AGENT"
     kernels = discover(repo, config)
+    assert kernels["not_a_name"].path == "ops/Not-A-Name"
     gate, norm = kernels["moe_gate"].manifest, kernels["rmsnorm"].manifest
     assert gate.build["cuda"].sources == ["gate_cuda.cu", "binding_cuda.cpp"]
     assert gate.build["cpu"].sources == ["binding_cpu.cpp", "gate_cpu.cpp"] and gate.config == "gate_config.json"
@@ -66,9 +75,15 @@ def test_init_scaffolds_a_repository_that_lints_clean_and_loads(opgate, tmp_path
 
     again = opgate("init", "--repo", str(repo), "--json")  # the configuration now says where and which domain
     data = json.loads(again.stdout)
-    assert again.code == 0 and data["written"] == [] and data["skipped"][0]["folder"] == "ops/Not-A-Name"
+    assert again.code == 0 and data["written"] == [] and data["skipped"][0]["folder"] == "ops/docs"
+    assert data["ignored"] == []  # .gitignore holds opgate's outputs already: nothing appended twice
     assert {"opgate.toml", "ops/moe_gate/kernel.toml", ".env.example", ".github/workflows/opgate.yml"} <= set(
         data["kept"]
+    )
+    # Nothing was written, so the next steps do not ask for references it did not write.
+    assert not any("write the reference.py" in step for step in data["next"])
+    assert data["next"][0].startswith(
+        "every kernel folder already has its kernel.toml: nothing to write; then opgate check"
     )
 
 
@@ -86,3 +101,108 @@ def test_init_refuses_what_it_cannot_decide_with_the_fix(opgate, tmp_path):
     assert run.code == 2 and "configures a, b: give --domain NAME" in run.stderr
     run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "c")
     assert run.code == 2 and "domain 'c' is not configured (configured: a, b)" in run.stderr
+
+
+TUTORIAL = Path(__file__).resolve().parent / "fixtures" / "torch_library_repo"
+
+
+def tutorial_repository(root: Path, *, git_repo: bool = True) -> Path:
+    """A copy of the fixture laid out like PyTorch's custom-operator tutorial (ops/csrc/, ops/csrc/cuda/)."""
+    shutil.copytree(TUTORIAL, root)
+    if git_repo:
+        git(root, "init", "-q", "-b", "main")
+    return root
+
+
+def test_init_turns_a_torch_library_op_into_a_torch_ops_entry_with_its_scalar_and_both_builds(opgate, tmp_path):
+    repo = tutorial_repository(tmp_path / "ext")
+    (repo / ".gitignore").write_text("build/\n*.so")  # the team's own lines stay, in front
+    run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "moe")
+    assert run.code == 0, run.stderr
+    assert "opgate: note: ops/csrc: kernel named extension_cpp (its kernel.toml's name; the folder keeps its own)" in (
+        run.stdout
+    )
+    assert "opgate: added to .gitignore: /reports/latest/ /reports/opgate.sqlite*" in run.stdout
+    assert (repo / ".gitignore").read_text().startswith("build/\n*.so\n\n# opgate's outputs")
+    next_steps = [line for line in run.stdout.splitlines() if line.startswith("next: ")]
+    assert next_steps[0] == (
+        "next: write the reference.py (make_inputs, reference) and the [[cases]] of ops/csrc; then opgate check "
+        "(seconds: validates, builds, runs the smallest case once, nothing timed)"
+    )
+    kernel = discover(repo, load_config(repo))["extension_cpp"]
+    m = kernel.manifest
+    assert kernel.path == "ops/csrc" and m.globs == ["ops/csrc/**"]
+    assert m.build["cpu"].sources == ["muladd.cpp"]
+    assert m.build["cuda"].sources == ["cuda/muladd.cu", "muladd.cpp"]  # the CUDA build needs the op's definition
+    for spec in m.build.values():
+        assert (spec.entry, spec.args) == ("torch.ops.extension_cpp.mymuladd", ["c"])
+    assert [(c.name, c.device, c.params) for c in m.cases] == [
+        ("smoke", "cpu", {"c": 1.5}),
+        ("smoke_cuda", "cuda", {"c": 1.5}),
+    ]
+    reference = (repo / "ops" / "csrc" / "reference.py").read_text()
+    assert "def reference(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:" in reference
+    assert "return a.to(device), b.to(device)\n" in reference
+
+
+def test_init_finds_flashmla_sources_in_instantiations_one_kernel_per_folder(opgate, tmp_path):
+    repo = tmp_path / "flashmla"
+    decode = repo / "csrc" / "sm90" / "decode"
+    files = {
+        "dense/splitkv_mla.cuh": "template <typename T> __global__ void splitkv_mla_kernel(T *out) {}\n",
+        "dense/traits.h": "struct Traits {};\n",
+        "dense/instantiations/bf16.cu": '#include "../splitkv_mla.cuh"\ntemplate __global__ void '
+        "splitkv_mla_kernel<float>(float *);\n",
+        "sparse_fp8/splitkv_mla.cuh": "__global__ void sparse_kernel() {}\n",
+        "sparse_fp8/components/config.h": "#define BLOCK 64\n",
+        "sparse_fp8/instantiations/v32.cu": '#include "../splitkv_mla.cuh"\n',
+        "sparse_fp8/instantiations/model1.cu": '#include "../splitkv_mla.cuh"\n',
+    }
+    for rel, text in files.items():
+        (decode / rel).parent.mkdir(parents=True, exist_ok=True)
+        (decode / rel).write_text(text)
+    git(repo, "init", "-q", "-b", "main")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc/sm90/decode", "--domain", "flashmla", "--json")
+    assert run.code == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["skipped"] == []
+    assert {"csrc/sm90/decode/dense/kernel.toml", "csrc/sm90/decode/sparse_fp8/kernel.toml"} <= set(data["written"])
+    no_binding = "no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources: write the entry its cases call"
+    assert f"csrc/sm90/decode/dense: {no_binding}" in data["notes"]
+    kernels = discover(repo, load_config(repo))
+    dense, sparse = kernels["dense"].manifest, kernels["sparse_fp8"].manifest
+    assert set(dense.build) == {"cuda"} and dense.build["cuda"].sources == ["instantiations/bf16.cu"]
+    assert sparse.build["cuda"].sources == ["instantiations/model1.cu", "instantiations/v32.cu"]
+    assert dense.globs == ["csrc/sm90/decode/dense/**"]  # ../splitkv_mla.cuh and traits.h are the kernel's own
+    from bot.untrusted.build import compiled_files
+
+    assert {"instantiations/bf16.cu", "splitkv_mla.cuh", "traits.h"} <= compiled_files(
+        kernels["dense"].folder, dense.build["cuda"], "cuda"
+    )
+    assert data["next"][0].startswith(
+        "write the reference.py (make_inputs, reference) and the [[cases]] of csrc/sm90/decode/dense, "
+        "csrc/sm90/decode/sparse_fp8; then opgate check"
+    )
+
+
+def test_init_names_a_folder_that_is_not_a_git_repository_and_refuses_one_without_sources(
+    opgate, tmp_path, tmp_path_factory
+):
+    # outside tmp_path, whose opgate.toml (the runner's cwd) a folder without git would find above it
+    repo = tutorial_repository(tmp_path_factory.mktemp("plain") / "ext", git_repo=False)
+    run = opgate("init", "--repo", str(repo), "--kernels", "ops/csrc", "--domain", "moe")
+    assert run.code == 0, run.stderr
+    assert f"opgate: note: {repo} is not a git repository: opgate review compares two git revisions, so git init " in (
+        run.stdout
+    )
+    assert 'manifests = ["ops/csrc/kernel.toml"]' in (repo / "opgate.toml").read_text()  # the folder is the kernel
+    assert not (repo / "ops" / "csrc" / "cuda" / "kernel.toml").exists()  # its subfolder is part of it
+
+    empty = tmp_path / "docs-only"
+    (empty / "docs" / "guide").mkdir(parents=True)
+    (empty / "docs" / "guide" / "index.md").write_text("# guide\n")
+    git(empty, "init", "-q")
+    run = opgate("init", "--repo", str(empty), "--kernels", "docs", "--domain", "moe")
+    assert run.code == 2
+    assert "no kernel source (.cu, .cpp, .cc) in docs or its subfolders: give --kernels the folder" in run.stderr
+    assert sorted(p.name for p in empty.iterdir()) == [".git", "docs"]  # nothing written

@@ -181,10 +181,17 @@ def test_a_description_that_leaves_out_the_size_of_an_extern_array_is_an_error()
     assert d.resources[0].dynamic_smem_bytes is None and d.resources[0].threads == 128
 
 
-def test_more_threads_than_the_launch_bounds_allow_is_an_error():
-    launch = _launch(gemm_bf16_kernel={"threads": "2 * 128", "dynamic_smem": 0})
+@pytest.mark.parametrize("stale", ["2 * 128", "64"])
+def test_a_thread_count_other_than_the_codes_is_an_error_naming_both_and_the_codes_is_used(stale):
+    launch = _launch(gemm_bf16_kernel={"threads": stale, "dynamic_smem": 0})
     d = describe([Resource(function=GEMM, registers=64)], {GEMM: 128}, launch, {"tile_k": 32}, "k")
-    assert d.errors == [f"k: launch.functions.gemm_bf16_kernel.threads = 256 but __launch_bounds__ of {GEMM} allow 128"]
+    given = 256 if stale == "2 * 128" else 64
+    assert d.errors == [
+        f"k: launch.functions.gemm_bf16_kernel.threads = {given} but the code says 128 threads per block for {GEMM} "
+        "(__launch_bounds__, in its PTX): the occupancy uses the code's 128; correct kernel.toml or drop it"
+    ]
+    [r] = d.resources
+    assert r.threads == 128 and r.occupancy is not None and r.occupancy.warps_per_sm == 32  # 8 blocks x 4 warps
 
 
 def test_an_expression_that_fails_for_this_config_is_an_error_with_the_tunables():

@@ -1,4 +1,4 @@
-"""Theoretical occupancy on sm_90: checked cell by cell against NVIDIA's cuda_occupancy.h, and the gate on it."""
+"""Theoretical occupancy on sm_90 and sm_100: checked cell by cell against NVIDIA's cuda_occupancy.h, and the gate."""
 
 from __future__ import annotations
 
@@ -13,7 +13,19 @@ from bot.config.manifest import Constraints
 from bot.models.report import AgentReport, Build, Environment, KernelReport, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.verdict.gate import resource_reasons
-from bot.verdict.occupancy import BARRIERS, BLOCKS, REGISTERS, SHARED_MEMORY, SM90, THREADS, drop_pct, occupancy
+from bot.verdict.occupancy import (
+    BARRIERS,
+    BLOCKS,
+    REGISTERS,
+    SHARED_MEMORY,
+    SM90,
+    SM100,
+    THREADS,
+    Arch,
+    drop_pct,
+    occupancy,
+    table,
+)
 
 GRID_SOURCE = Path(__file__).parent / "data" / "occupancy" / "grid.cpp"
 NVCC = shutil.which("nvcc")
@@ -62,23 +74,32 @@ def grid() -> list[tuple[int, int, int, int, int]]:
 
 
 @pytest.fixture(scope="module")
-def nvidia(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """cuda_occupancy.h's answer for every grid cell (the header ships with nvcc; host code, no GPU)."""
+def grid_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/data/occupancy/grid.cpp built against the cuda_occupancy.h nvcc ships (host code, no GPU)."""
     if NVCC is None:
         pytest.skip("nvcc is not on the PATH: cuda_occupancy.h is not available")
     exe = tmp_path_factory.mktemp("occupancy") / "grid"
     subprocess.run([NVCC, "-x", "c++", "-O2", str(GRID_SOURCE), "-o", str(exe)], check=True, timeout=300)
+    return exe
+
+
+def nvidia(exe: Path, arch: Arch) -> list[str]:
+    """cuda_occupancy.h's answer for every grid cell on `arch`'s compute capability."""
     cells = "".join(f"{r} {t} {s} {d} {b}\n" for r, t, s, d, b in grid())
-    return subprocess.run([str(exe)], input=cells, capture_output=True, text=True, check=True).stdout.splitlines()
+    major, minor = arch.compute
+    argv = [str(exe), str(major), str(minor)]
+    return subprocess.run(argv, input=cells, capture_output=True, text=True, check=True).stdout.splitlines()
 
 
-def test_the_calculator_matches_cuda_occupancy_h_in_every_cell(nvidia: list[str]) -> None:
+@pytest.mark.parametrize("arch", [SM90, SM100], ids=lambda a: a.name)
+def test_the_calculator_matches_cuda_occupancy_h_in_every_cell(grid_exe: Path, arch: Arch) -> None:
     cells = grid()
-    assert len(nvidia) == len(cells) > 100_000
+    answers = nvidia(grid_exe, arch)
+    assert len(answers) == len(cells) > 100_000
     mismatches = []
-    for (r, t, s, d, b), line in zip(cells, nvidia, strict=True):
+    for (r, t, s, d, b), line in zip(cells, answers, strict=True):
         blocks, flags, regs, smem, warps, limit, bars, alloc_regs, alloc_smem = (int(x) for x in line.split())
-        ours = occupancy(r, t, s, d, b)
+        ours = occupancy(r, t, s, d, b, arch=arch)
         limits = {k: (-1 if v is None else v) for k, v in ours.limits.items()}
         theirs = {REGISTERS: regs, SHARED_MEMORY: smem, THREADS: warps, BLOCKS: limit, BARRIERS: bars}
         if b == 0:
@@ -91,7 +112,14 @@ def test_the_calculator_matches_cuda_occupancy_h_in_every_cell(nvidia: list[str]
         want = (blocks, theirs, named, alloc_regs, alloc_smem)
         if got != want:
             mismatches.append(f"regs {r} threads {t} smem {s}+{d} barriers {b}: ours {got} != cuda_occupancy.h {want}")
-    assert not mismatches, f"{len(mismatches)} cells differ, e.g.\n" + "\n".join(mismatches[:10])
+    assert not mismatches, f"{len(mismatches)} cells differ on {arch.name}, e.g.\n" + "\n".join(mismatches[:10])
+
+
+def test_each_target_architecture_finds_its_sm_table() -> None:
+    assert table("sm_90a") is SM90 and table("sm_90") is SM90
+    assert table("sm_100a") is SM100 and table("sm_100f") is SM100 and SM100.compute == (10, 0)
+    assert table("sm_120a") is None  # no table: occupancy is not computed (and the review says so)
+    assert occupancy(168, 256, arch=SM100).arch == "sm_100"
 
 
 # -- the steps a kernel author meets ------------------------------------------------------------------------

@@ -363,7 +363,10 @@ def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_pa
 
     planned = opgate("review", "--plan", "--repo", repo, "--base", base, "--head", head)
     assert planned.code == 0, planned.stderr
-    assert json.loads(planned.stdout) == {"include": [{"kernel": "deepgemm_tile", "domain": "deepgemm"}]}
+    assert json.loads(planned.stdout) == {
+        "include": [{"kernel": "deepgemm_tile", "domain": "deepgemm"}],  # one agent job per kernel
+        "gpu": [{"kernel": "deepgemm_tile", "domain": "deepgemm", "arch": "sm_90", "part": "deepgemm_tile"}],
+    }
 
     parts = tmp_path / "parts"
     part = opgate("review", "--repo", repo, "--base", base, "--head", head, "--pr", str(PR),
@@ -394,7 +397,7 @@ def test_plan_of_a_change_outside_every_kernel_is_empty(opgate, kernel_repo) -> 
     kernel_repo.write("README.md", "docs\n")
     head = kernel_repo.commit()
     run = opgate("review", "--plan", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head)
-    assert run.code == 0 and json.loads(run.stdout) == {"include": []}
+    assert run.code == 0 and json.loads(run.stdout) == {"include": [], "gpu": []}
 
 
 @pytest.mark.slow

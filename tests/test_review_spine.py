@@ -144,7 +144,9 @@ def test_not_a_repository_is_bad_input(opgate, tmp_path):
     (tmp_path / "plain").mkdir()
     run = opgate("review", "--repo", str(tmp_path / "plain"), "--base", "a", "--head", "b")
     assert run.code == 2 and "Traceback" not in run.stderr
-    assert run.stderr.startswith("opgate: error: git rev-parse")
+    assert run.stderr.startswith(f"opgate: error: {tmp_path / 'plain'} is not a git repository: opgate review compares")
+    assert not (run.out / "report.json").exists()  # nothing written: no report, no ledger
+    assert not (tmp_path / "ledger.sqlite").exists()
 
 
 def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgate, kernel_repo):

@@ -74,6 +74,7 @@ def test_a_spike_is_reported_in_the_summary_and_on_stdout(opgate, tmp_path):
 def test_post_creates_the_issue_once_and_edits_it_afterwards(opgate, tmp_path, github):
     seed(tmp_path / "ledger.sqlite")
     env = {"GITHUB_TOKEN": TOKEN, "GITHUB_REPOSITORY": REPO, "GITHUB_API_URL": github.base_url}
+    env["OPGATE_GITHUB_LOGIN"] = github.bot_login  # who the fake's installation token posts as
     first = opgate("summary", "--post", "--out-dir", str(tmp_path / "reports"), env=env)
     assert first.code == 0, first.stderr
     assert "opened" in first.stdout

@@ -80,43 +80,34 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
     assert keys(CONFIG)["binding.cpp"] == before["binding.cpp"]  # a body edit leaves the binding alone too
 
 
-def test_unrun_cuda_cases_make_the_kernel_undecided_only_when_the_cuda_build_changed(tmp_path):
-    """On a runner without a GPU: a CUDA source or a tunable changed -> "not judged"; a CPU-only change -> skipped."""
-    import shutil
-
+def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu_only_change_does_not():
+    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged); a CPU-only change is
+    judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
     from bot.config.manifest import Constraints, load_kernel
     from bot.models.report import CaseReport, CaseStatus, KernelReport
-    from bot.review.cases import unrun_changes
+    from bot.review.coverage import not_judged
+    from bot.untrusted.build import compiled_files
     from bot.verdict.gate import Policy, kernel_verdict
 
-    source = Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile"
-
-    def side(name: str, edit: tuple[str, str, str] | None = None):
-        folder = tmp_path / name / "deepgemm_tile"
-        shutil.copytree(source, folder)
-        if edit is not None:
-            path = folder / edit[0]
-            path.write_text(path.read_text().replace(edit[1], edit[2], 1))
-        return load_kernel(folder)
-
-    base = side("base")
+    k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
+    compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}
     cases = [
         CaseReport(name="square_512", tolerance=0.01, verdict="pass", regression_pct=0.1, ci95_pct=[-0.5, 0.7]),
         CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, verdict="skipped", status=CaseStatus.skipped,
                    reasons=["needs a CUDA GPU; this machine has none"]),
     ]  # fmt: skip
-    cuda = side("cuda", ("gemm_cuda.cu", "#include", "// the CUDA kernel edited\n#include"))
-    assert unrun_changes(cuda, base, cases) == [
-        "1 cuda case not run (needs a CUDA GPU; this machine has none) while the CUDA build changed (gemm_cuda.cu): "
-        "not judged"
+    folder = "kernels/deepgemm_tile"
+
+    def judged(paths: list[str]) -> KernelReport:
+        report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
+        report.undecided.extend(not_judged(paths, folder, compiled, ["cpu"]))
+        return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
+
+    cuda = judged([f"{folder}/gemm_cuda.cu"])
+    assert cuda.undecided == [
+        f"{folder}/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA "
+        "GPU): not judged"
     ]
-    tunable = side("tunable", ("tile_config.json", '"tile_n": 128', '"tile_n": 256'))
-    assert unrun_changes(tunable, base, cases)[0].endswith(
-        "while the CUDA build changed (flags and tunables): not judged"
-    )
-    cpu_only = side("cpu", ("gemm_cpu.cpp", "namespace deepgemm_tile {", "namespace deepgemm_tile {  // edited"))
-    assert unrun_changes(cpu_only, base, cases) == []
-    k = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
-    k.undecided.extend(unrun_changes(cuda, base, cases))
-    judged = kernel_verdict(k, [], cases, Constraints(), Policy())
-    assert judged.verdict == "undecided"  # never a green pass for the CUDA kernel nobody ran
+    assert cuda.verdict == "undecided"  # never a green pass for the CUDA kernel nobody ran
+    cpu_only = judged([f"{folder}/gemm_cpu.cpp", f"{folder}/tile_config.json"])
+    assert cpu_only.undecided == [] and cpu_only.verdict == "pass"

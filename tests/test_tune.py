@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.models.github import Role
 from bot.tune import analysis, command
 from bot.tune.agent import table
 from bot.tune.model import CaseResult, RoundEvent, Trial
@@ -239,14 +240,18 @@ def test_tune_needs_write_access_and_a_known_kernel() -> None:
     parsed = command.parse_command("/tune deepgemm_tile --rounds 4")
     assert parsed is not None
     kernels = ["deepgemm_tile", "flashmla_decode"]
-    ok = command.decide(parsed, login="maint-bob", role="write", kernels=kernels, number=7)
+    ok = command.decide(parsed, login="maint-bob", role=Role(level="write", name="write"), kernels=kernels, number=7)
     assert ok.granted and ok.inputs == {"kernel": "deepgemm_tile", "strategy": "agent", "rounds": "4", "issue": "7"}
-    for role in ("read", "triage", "none", ""):
-        no = command.decide(parsed, login="eve", role=role, kernels=kernels, number=7)
+    for level in ("read", "triage", "none"):
+        no = command.decide(parsed, login="eve", role=Role(level=level, name=level), kernels=kernels, number=7)
         assert not no.granted and "needs write, maintain or admin" in no.reason and no.inputs == {}
+    custom = Role(level="write", name="kernel-maintainer")  # a custom role counts as the base role it builds on
+    granted = command.decide(parsed, login="kay", role=custom, kernels=kernels, number=7)
+    assert granted.granted and granted.role == "kernel-maintainer" and "(kernel-maintainer (write))" in granted.reason
     other = command.parse_command("/tune ../../etc")
     assert other is not None
-    assert not command.decide(other, login="maint-bob", role="admin", kernels=kernels, number=7).granted
+    admin = Role(level="admin", name="admin")
+    assert not command.decide(other, login="maint-bob", role=admin, kernels=kernels, number=7).granted
 
 
 # ---------------------------------------------------------------------------- a candidate's identity

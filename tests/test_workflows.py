@@ -34,6 +34,21 @@ ON_ACTIONS = os.environ.get("GITHUB_ACTIONS") == "true"  # there the linters mus
 SHA = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}$")
 
 
+# Every action the workflows use, at a Node 24 release, pinned by the commit its tag names in the action's own
+# repository (github.com/actions/<name>: `git rev-parse <tag>^{commit}`; the action.yml at that commit says
+# `runs.using: node24`; upload-pages-artifact is a composite action whose upload step is upload-artifact v7.0.0,
+# actions/cache/restore the same commit as actions/cache). Checked 2026 against the repositories themselves.
+NODE24_PINS = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/deploy-pages": ("cd2ce8fcbc39b97be8ca5fce6e763baed58fa128", "v5.0.0"),
+    "actions/upload-pages-artifact": ("fc324d3547104276b827a68afc52ff2a11cc49c9", "v5.0.0"),
+}
+
+
 def load(name: str | Path) -> dict[str, Any]:
     data = yaml.safe_load((name if isinstance(name, Path) else WORKFLOWS / name).read_text())
     data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
@@ -67,6 +82,8 @@ def test_the_workflows_exist() -> None:
         "opgate-tokens.yml",
         "opgate-main.yml",
         "opgate-dashboard.yml",
+        "drift.yml",
+        "opgate-drift.yml",
         "tune.yml",
         "tune-command.yml",
     }
@@ -91,6 +108,47 @@ def test_zizmor_is_clean() -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
+def test_every_pinned_action_is_the_verified_node24_release(path: Path) -> None:
+    """GitHub's runners moved to Node 24: every action is pinned to the release commit checked above."""
+    text = path.read_text()
+    for job, step in steps(load(path)):
+        uses = step.get("uses", "")
+        if not uses.startswith("actions/"):
+            continue
+        name, _, sha = uses.partition("@")
+        action = "/".join(name.split("/")[:2])  # actions/cache/restore is actions/cache
+        tag = re.search(r"# (v[\d.]+)", text.split(uses, 1)[1].splitlines()[0])
+        assert action in NODE24_PINS, f"{path.name}: {job}: {action} is not among the verified pins"
+        assert (sha, tag.group(1) if tag else None) == NODE24_PINS[action], f"{path.name}: {job}: {uses}"
+
+
+def test_the_documented_caller_for_ghes_and_older_runners_is_valid(tmp_path: Path) -> None:
+    """`uses: $/…` needs github.com and runners >= 2.336.0; docs/adopt.md gives `./…` for the rest. This
+    repository's callers with `./` instead pass actionlint beside the workflows they call."""
+    adopt = (ROOT / "docs" / "adopt.md").read_text()
+    assert (
+        "uses: ./.github/workflows/opgate-review.yml" in adopt and "2.336.0" in adopt and "Enterprise Server" in adopt
+    )
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    for path in REUSABLE:
+        shutil.copy(path, folder / path.name)
+    for path in CALLERS:
+        text = path.read_text()
+        assert "uses: $/.github/workflows/" in text, path.name
+        (folder / path.name).write_text(text.replace("uses: $/.github/workflows/", "uses: ./.github/workflows/"))
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    proc = subprocess.run(
+        [tool("actionlint"), "-config-file", str(ROOT / ".github" / "actionlint.yaml")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -133,13 +191,21 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     assert jobs["trust"]["runs-on"] == "ubuntu-24.04"  # deciding trust touches no self-hosted runner
     assert yaml.safe_load(inputs["gpu-runner"]["default"]) == ["self-hosted", "linux", "gpu"]
     assert yaml.safe_load(inputs["ledger-runner"]["default"]) == ["self-hosted", "linux", "opgate-ledger"]
+    assert jobs["plan"]["runs-on"] == "${{ fromJSON(inputs.gpu-runner) }}"
+    # one review job per kernel and architecture, on that architecture's runners where arch-runners names them
+    assert (
+        jobs["review"]["runs-on"] == "${{ fromJSON(inputs.arch-runners)[matrix.arch] || fromJSON(inputs.gpu-runner) }}"
+    )
+    assert yaml.safe_load(inputs["arch-runners"]["default"]) == {}
     for name in ("plan", "review"):
-        assert jobs[name]["runs-on"] == "${{ fromJSON(inputs.gpu-runner) }}"
         assert jobs[name]["permissions"] == {"contents": "read"}
         assert "needs.trust.outputs.run == 'true'" in jobs[name]["if"] or name == "plan"
     assert jobs["plan"]["if"] == "needs.trust.outputs.run == 'true'"
-    assert jobs["review"]["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert jobs["agent"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).include }}"}
+    assert jobs["review"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).gpu }}"}
     assert jobs["review"]["strategy"]["fail-fast"] is False
+    run = next(s["run"] for s in jobs["review"]["steps"] if "opgate review" in s.get("run", ""))
+    assert '"${arch[@]}" --out "part-$PART"' in run  # --arch A: this job's architecture; its part part-K@A
     publish = jobs["publish"]
     assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses"}
     assert "!cancelled()" in publish["if"] and "needs.plan.result == 'success'" in publish["if"]
@@ -200,7 +266,8 @@ def test_one_concurrency_group_per_pull_request() -> None:
 def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None:
     """A domain's key is the secret OPGATE_AGENT_KEY of the environment opgate-<domain>: the agent job of a kernel
     enters its domain's environment, so it receives that domain's key and no other; only the step that runs
-    `opgate review --agent-only --kernel` sees it. No workflow names a gateway key variable."""
+    `opgate review --agent-only --kernel` sees it, and the ci_summary domain's key only the publish step that merges
+    (environment opgate-ci_summary; no PR code there). No workflow names a gateway key variable."""
     for path in ALL:
         workflow = load(path)
         assert "TAOTOKEN" not in path.read_text(), f"{path.name}: a gateway key variable in a workflow"
@@ -214,10 +281,14 @@ def test_each_domain_key_reaches_only_the_agent_step_of_its_own_domain() -> None
                     assert job == "tune" and "args=(tune " in step["run"], f"{path.name}: {job}: holds an agent key"
                     assert step["env"]["OPGATE_REQUIRE_ISOLATION"] == "1"
                     continue
-                assert path.name == REVIEW and job == "agent", f"{path.name}: {job}: holds an agent key"
+                assert path.name == REVIEW and job in ("agent", "publish"), f"{path.name}: {job}: holds an agent key"
+                if job == "publish":  # the CI summary: one request after the gates, from the validated parts
+                    assert "--merge" in step["run"] and "--post" in step["run"]
+                    continue
                 assert "--agent-only" in step["run"] and '--kernel "$KERNEL"' in step["run"]
-    agent = load(REVIEW)["jobs"]["agent"]
+    agent, publish = load(REVIEW)["jobs"]["agent"], load(REVIEW)["jobs"]["publish"]
     assert agent["environment"] == "opgate-${{ matrix.domain }}"
+    assert publish["environment"] == "opgate-ci_summary"
     for path in [*CALLERS, EXAMPLE]:
         for name, job in load(path)["jobs"].items():
             passed = job.get("secrets", {})

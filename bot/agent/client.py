@@ -53,6 +53,15 @@ class ChatResult(BaseModel):
     latency_ms: float
     status_code: int
     attempts: int = 1
+    finish_reason: str = ""  # "length": cut off at `max_tokens`; "tool_calls": it called tools instead
+    tool_calls: list[str] = []  # names of the tools the reply called
+    refusal: str = ""
+    max_tokens: int = 0  # the completion cap this request was sent with
+
+    @property
+    def truncated(self) -> bool:
+        """The reply stopped at the completion cap: whatever text it holds is cut off."""
+        return self.finish_reason == "length"
 
 
 class Attempt(BaseModel):
@@ -109,14 +118,23 @@ class GatewayClient:
         return f"GatewayClient({self.endpoint!r}, key from {self.key_variable})"
 
     def chat(
-        self, model: str, messages: list[dict[str, str]], *, temperature: float = 0.1, max_tokens: int = 2048
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        temperature: float | None = 0.1,
+        max_tokens: int = 2048,
+        tokens_field: wire.TokensField = "max_tokens",
     ) -> ChatResult:
-        """One request, retried on 429 rate limits, 5xx and timeouts; GatewayError when it gives up."""
-        payload = wire.body(self.wire, model, messages, temperature=temperature, max_tokens=max_tokens)
+        """One request, retried on 429 rate limits, 5xx and timeouts; GatewayError when it gives up.
+        `temperature` None is not sent; `tokens_field` names the completion cap (OpenAI wire)."""
+        payload = wire.body(
+            self.wire, model, messages, temperature=temperature, max_tokens=max_tokens, tokens_field=tokens_field
+        )
         number = 0
         while True:
             number += 1
-            attempt, error = self._attempt(number, model, payload)
+            attempt, error = self._attempt(number, model, payload, max_tokens)
             if attempt.result is not None:
                 self._report(attempt)
                 return attempt.result
@@ -148,7 +166,7 @@ class GatewayClient:
         if self._on_attempt is not None:
             self._on_attempt(attempt)
 
-    def _attempt(self, number: int, model: str, payload: dict[str, Any]) -> tuple[Attempt, str | None]:
+    def _attempt(self, number: int, model: str, payload: dict[str, Any], max_tokens: int) -> tuple[Attempt, str | None]:
         """One POST. Returns the attempt and, when it failed, the message to raise (never the key)."""
         started = time.perf_counter()
         try:
@@ -200,6 +218,10 @@ class GatewayClient:
             latency_ms=ms,
             status_code=resp.status_code,
             attempts=number,
+            finish_reason=reply.finish_reason,
+            tool_calls=reply.tool_calls,
+            refusal=reply.refusal,
+            max_tokens=max_tokens,
         )
         attempt = Attempt(
             number=number,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from unidiff import PatchSet
@@ -171,11 +171,10 @@ def validate_patch(patch: str, kernel: str, folder: str | None = None) -> str:
     return text
 
 
-def parse_review(text: str, kernel: str | None = None, folder: str | None = None) -> AgentReview:
-    """Parse the reply (a bare JSON object, or one inside a ```json fence); with `kernel`, the candidate
-    patch must also pass validate_patch (an invalid one is an output error, so it can be repaired)."""
-    if len(text.encode("utf-8", "replace")) > MAX_REPLY_BYTES:
-        raise AgentOutputError(f"reply is over {MAX_REPLY_BYTES} bytes")
+def reply_object(text: str, max_bytes: int = MAX_REPLY_BYTES) -> dict[str, Any]:
+    """The reply's JSON object (bare, or inside a ```json fence); AgentOutputError when it is not one."""
+    if len(text.encode("utf-8", "replace")) > max_bytes:
+        raise AgentOutputError(f"reply is over {max_bytes} bytes")
     match = _FENCE.match(text)
     body = match.group(1) if match else text
     try:
@@ -188,12 +187,24 @@ def parse_review(text: str, kernel: str | None = None, folder: str | None = None
         raise AgentOutputError("reply is not usable JSON (it nests too deeply)") from exc
     if not isinstance(data, dict):
         raise AgentOutputError("reply is JSON but not an object")
+    return data
+
+
+def field_error(exc: ValidationError) -> AgentOutputError:
+    """The first schema error of a reply, as the one line a repair request quotes."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return AgentOutputError(f"reply field {where}: {err['msg']}")
+
+
+def parse_review(text: str, kernel: str | None = None, folder: str | None = None) -> AgentReview:
+    """Parse the reply (a bare JSON object, or one inside a ```json fence); with `kernel`, the candidate
+    patch must also pass validate_patch (an invalid one is an output error, so it can be repaired)."""
+    data = reply_object(text)
     try:
         review = AgentReview.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise AgentOutputError(f"reply field {where}: {err['msg']}") from exc
+        raise field_error(exc) from exc
     if kernel is not None and review.candidate_patch and review.candidate_patch.strip():
         try:
             review.candidate_patch = validate_patch(review.candidate_patch, kernel, folder)

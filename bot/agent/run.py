@@ -19,7 +19,7 @@ from bot.agent.client import Attempt, ChatResult, GatewayClient, GatewayError, f
 from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
 from bot.agent.review import AgentOutputError, AgentReview, parse_review
-from bot.config.manifest import Kernel
+from bot.config.manifest import AgentTask, Kernel
 from bot.config.settings import Settings
 from bot.ledger import Ledger, now
 from bot.models.diff import FileChange
@@ -71,7 +71,8 @@ class _Call:
 
     def __init__(
         self,
-        kernel: Kernel,
+        task: AgentTask,
+        domain: str,
         settings: Settings,
         ledger: Ledger,
         *,
@@ -83,9 +84,7 @@ class _Call:
         purpose: Literal["review", "tune"] = "review",
         tuning_run: str | None = None,
     ) -> None:
-        assert kernel.task is not None
-        self.task = kernel.task
-        self.domain = kernel.manifest.domain
+        self.task, self.domain = task, domain
         self.settings, self.ledger = settings, ledger
         self.key, self.head_sha, self.pr = key, head_sha, pr
         self.session, self.sleep = session, sleep
@@ -118,9 +117,11 @@ class _Call:
             log.warning("gateway reused request id %s: recorded under a local suffix", row.request_id)
             self.ledger.record_usage(row.model_copy(update={"request_id": f"{row.request_id}~{uuid.uuid4().hex[:8]}"}))
 
-    def chat(self, messages: list[dict[str, str]]) -> ChatResult:
-        """One gateway request under a budget reservation; every attempt becomes a ledger row."""
-        max_tokens = self.settings.agent_max_tokens
+    def chat(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> ChatResult:
+        """One gateway request under a budget reservation; every attempt becomes a ledger row. `max_tokens`
+        defaults to OPGATE_AGENT_MAX_TOKENS; the domain says how it is sent and whether a temperature is."""
+        max_tokens = max_tokens or self.settings.agent_max_tokens
+        domain = self.settings.domains.get(self.domain)
         estimated = estimate.count_messages(messages)
         tokens = budget.reservation_size(estimated, max_tokens, self.ledger.estimate_ratios(self.domain))
         allowance = budget.reserve(
@@ -143,7 +144,13 @@ class _Call:
             on_attempt=lambda attempt: self.record(self._attempt_row(attempt, call_id, estimated)),
         )
         try:
-            result = client.chat(self.task.model, messages, temperature=TEMPERATURE, max_tokens=max_tokens)
+            result = client.chat(
+                self.task.model,
+                messages,
+                temperature=TEMPERATURE if domain is None or domain.send_temperature else None,
+                max_tokens=max_tokens,
+                tokens_field=domain.max_tokens_field if domain is not None else "max_tokens",
+            )
         except BaseException:
             budget.release(self.ledger, call_id)
             raise
@@ -217,8 +224,9 @@ def ask(
     domain = kernel.manifest.domain
     task = kernel.task
     if task is None:
-        return AgentReport(status="skipped", domain=domain, reason=f"{kernel.name} has no agent task file"), []
-    report = AgentReport(status="offline", domain=domain, model=task.model)
+        reason = f"{kernel.name} has no agent task file"
+        return AgentReport(status="skipped", domain=domain, kernel=kernel.name, reason=reason), []
+    report = AgentReport(status="offline", domain=domain, kernel=kernel.name, model=task.model)
     variable = task.provider.api_key_env
     if offline:
         report.reason = "--offline given: the agent was not asked"
@@ -247,7 +255,7 @@ def ask(
         return report, unseen
     messages = prompt.messages(kernel, trimmed.included, unseen)
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
-    call = _Call(kernel, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
+    call = _Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
     hit = ledger.cached_reply(key_of_prompt) if use_cache else None
     if hit is not None and (review := _reparse(hit.content, kernel.name, kernel.path)) is not None:
         call.record(
@@ -268,6 +276,10 @@ def ask(
         _spent(report, call)
         report.status, report.reason = "error", str(exc)
         raise AgentFailed(report, unseen) from exc
+    except ReplyCut as exc:
+        _spent(report, call)
+        report.status, report.reason = "error", f"agent reply rejected: {exc}"
+        return report, unseen
     except AgentOutputError as exc:
         _spent(report, call)
         report.status, report.reason = "error", f"agent reply rejected after one repair request: {exc}"
@@ -288,14 +300,67 @@ def ask(
     return _ok(report, review, report.model or task.model, kernel, head_sha, candidates_dir), unseen
 
 
+class ReplyCut(AgentOutputError):
+    """The reply stopped at the completion cap (`finish_reason: "length"`) even with the larger allowance, or
+    the larger allowance did not fit the budget: a repair request would be cut off the same way."""
+
+
+def answered(
+    call: _Call, messages: list[dict[str, str]], max_tokens: int | None = None, *, retry: bool = True
+) -> ChatResult:
+    """A reply that was not cut off. One cut off at max_tokens N is asked once more with 2N (reserved against the
+    budget like any request); cut off again, or no room for 2N: ReplyCut, saying so."""
+    first = call.chat(messages, max_tokens)
+    if not first.truncated:
+        return first
+    cut = f'the reply was cut off at max_tokens {first.max_tokens} (finish_reason "length")'
+    if not retry:
+        raise ReplyCut(f"{cut}; not asked again")
+    larger = 2 * first.max_tokens
+    log.info("agent reply %s: %s; asking once more with max_tokens %s", first.request_id, cut, larger)
+    try:
+        second = call.chat(messages, larger)
+    except OverBudget as over:
+        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})") from over
+    if second.truncated:
+        raise ReplyCut(f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task")
+    return second
+
+
+def no_text(result: ChatResult) -> str | None:
+    """Why a reply holds no text to read (tool calls instead, a refusal, a filter); None when it has some."""
+    if result.content.strip():
+        return None
+    if result.tool_calls:
+        names = ", ".join(result.tool_calls[:5])
+        return (
+            f"the reply holds no text (content null) but {len(result.tool_calls)} tool call(s) ({names}); opgate "
+            "offers no tools and reads one JSON object in the message content"
+        )
+    if result.refusal:
+        return f"the model refused: {result.refusal[:300]}"
+    why = f" (finish_reason {result.finish_reason!r})" if result.finish_reason else ""
+    return f"the reply holds no text{why}"
+
+
+def _read(result: ChatResult, content: str, kernel: Kernel) -> AgentReview:
+    missing = no_text(result)
+    if missing is not None:
+        raise AgentOutputError(missing)
+    return parse_review(content, kernel.name, kernel.path)
+
+
 def converse(
     call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
 ) -> tuple[AgentReview, str]:
-    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it."""
+    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it.
+    A reply cut off at the token limit is asked again with a larger allowance instead (answered), never
+    repaired: a repair would be cut off the same way."""
     secrets = call.settings.secrets()
-    content = scrub(call.chat(messages).content, secrets)
+    reply = answered(call, messages)
+    content = scrub(reply.content, secrets)
     try:
-        return parse_review(content, kernel.name, kernel.path), content
+        return _read(reply, content, kernel), content
     except AgentOutputError as exc:
         first = exc
         _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
@@ -303,11 +368,14 @@ def converse(
         log.info("agent reply for %s rejected (%s): asking once to repair it", kernel.name, exc)
         follow_up = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
     try:
-        second = scrub(call.chat(follow_up).content, secrets)
+        fixed = answered(call, follow_up, reply.max_tokens, retry=False)
     except OverBudget as over:
         raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
+    except ReplyCut as cut:
+        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
+    second = scrub(fixed.content, secrets)
     try:
-        return parse_review(second, kernel.name, kernel.path), second
+        return _read(fixed, second, kernel), second
     except AgentOutputError:
         _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
         raise

@@ -7,8 +7,11 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 WireName = Literal["openai", "anthropic"]
+TokensField = Literal["max_tokens", "max_completion_tokens"]
 PATHS: dict[str, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 ANTHROPIC_VERSION = "2023-06-01"
+# Why a reply ended, in OpenAI's words; Anthropic's stop_reason is mapped onto them.
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 
 
 class Usage(BaseModel):
@@ -30,6 +33,9 @@ class Reply(BaseModel):
     model: str | None
     content: str
     usage: Usage
+    finish_reason: str = ""  # "stop", "length" (cut at the token limit), "tool_calls", "content_filter", … or ""
+    tool_calls: list[str] = []  # the names of the tools the reply called instead of (or beside) answering
+    refusal: str = ""  # OpenAI's `message.refusal`, when the model refused
 
 
 class BadReply(ValueError):
@@ -45,13 +51,27 @@ def headers(wire: WireName, key: str) -> dict[str, str]:
 
 
 def body(
-    wire: WireName, model: str, messages: list[dict[str, str]], *, temperature: float, max_tokens: int
+    wire: WireName,
+    model: str,
+    messages: list[dict[str, str]],
+    *,
+    temperature: float | None,
+    max_tokens: int,
+    tokens_field: TokensField = "max_tokens",
 ) -> dict[str, Any]:
+    """The request body. `temperature` None leaves it out (reasoning models accept only their default);
+    `tokens_field` names the completion cap on the OpenAI wire (`max_completion_tokens` replaces the deprecated
+    `max_tokens`, which o-series models reject); the Anthropic wire always says `max_tokens` (it requires it)."""
     if wire == "openai":
-        return {"model": model, "messages": messages, "temperature": temperature, "max_tokens": max_tokens}
+        out: dict[str, Any] = {"model": model, "messages": messages, tokens_field: max_tokens}
+        if temperature is not None:
+            out["temperature"] = temperature
+        return out
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
     rest = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
-    out: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": temperature, "messages": rest}
+    out = {"model": model, "max_tokens": max_tokens, "messages": rest}
+    if temperature is not None:
+        out["temperature"] = temperature
     if system:
         out["system"] = system
     return out
@@ -73,16 +93,30 @@ def _int(value: Any) -> int:
 
 
 def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
-    """The reply's text, id, model and usage; BadReply when the body has no text where the wire puts it."""
+    """The reply's text, id, model, usage, why it ended and any tool calls; BadReply when the body is not a reply
+    of the wire format. A reply may hold no text (`content: null` beside `tool_calls`): "" then, and the
+    caller says why from `finish_reason` and `tool_calls`."""
     if not isinstance(payload, dict):
         raise BadReply("reply body is not a JSON object")
+    tools: list[str] = []
+    refusal = ""
     try:
         if wire == "openai":
-            content = payload["choices"][0]["message"]["content"] or ""
+            choice = payload["choices"][0]
+            message = choice["message"]
+            content = message.get("content") or ""
+            finish = choice.get("finish_reason")
+            calls = message.get("tool_calls") or []
+            tools = (
+                [_tool_name(c.get("function")) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+            )
+            refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
         else:
             blocks = payload["content"]
             content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
-    except (KeyError, IndexError, TypeError) as exc:
+            tools = [_tool_name(b) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+            finish = _STOP_REASONS.get(str(payload.get("stop_reason")), payload.get("stop_reason"))
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise BadReply(f"reply is not a {wire} body") from exc
     if not isinstance(content, str):
         raise BadReply("reply content is not text")
@@ -95,7 +129,15 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
         model=str(payload["model"]) if payload.get("model") else None,
         content=content,
         usage=usage,
+        finish_reason=str(finish)[:40] if isinstance(finish, str) else "",
+        tool_calls=tools,
+        refusal=refusal,
     )
+
+
+def _tool_name(value: Any) -> str:
+    name = value.get("name") if isinstance(value, dict) else None
+    return str(name)[:60] if isinstance(name, str) and name else "(unnamed)"
 
 
 def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
@@ -108,11 +150,14 @@ def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
         prompt, completion = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
         prompt_details = raw.get("prompt_tokens_details") or {}
         completion_details = raw.get("completion_tokens_details") or {}
+        details_cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+        # DeepSeek reports its context-cache hits in a field of its own (newer replies carry both)
+        cached = max(_int(details_cached), _int(raw.get("prompt_cache_hit_tokens")))
         return Usage(
             prompt_tokens=prompt,
             completion_tokens=completion,
             total_tokens=max(_int(raw.get("total_tokens")), prompt + completion),
-            cached_tokens=_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else 0,
+            cached_tokens=cached,
             reasoning_tokens=_int(completion_details.get("reasoning_tokens"))
             if isinstance(completion_details, dict)
             else 0,

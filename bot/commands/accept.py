@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.post:
             edge.react(event.comment.id, "eyes")
         pull: PullInfo | None = edge.pull_request(event.number) if event.is_pull_request else None
-        role = edge.role(author.login) if pull is not None and command.error is None else "unknown"
+        role = edge.role(author.login) if pull is not None and command.error is None else accept.UNKNOWN_ROLE
         ledger = open_ledger(settings.database_url, create=settings.create_ledger)
         try:
             report = ledger.latest_review(pull.head_sha) if pull is not None else None

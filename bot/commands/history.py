@@ -1,4 +1,5 @@
-"""`opgate history`: record a main commit's review in the ledger; check main's cumulative drift (and file issues)."""
+"""`opgate history`: record a main commit's review in the ledger; check main's cumulative drift (and file issues,
+naming each drifting case's first bad commit); bisect one case (bot/commands/bisect.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot.commands import bisect as bisect_cmd
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
 from bot.errors import InputError
@@ -20,7 +22,7 @@ from bot.mainline import commits, record
 from bot.mainline import drift as drift_core
 from bot.mainline.store import History
 from bot.models.report import Report
-from bot.present.render import render
+from bot.present.render import commit_url, render
 from bot.text.safe import Safe, one_line
 
 log = logging.getLogger(__name__)
@@ -57,12 +59,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     dr.add_argument("--reference", help="release, Nd (e.g. 30d) or a revision (default: OPGATE_DRIFT_REFERENCE)")
     dr.add_argument("--limit", type=float, help="drift limit in %% (default: OPGATE_DRIFT_LIMIT_PCT, 5)")
     dr.add_argument("--out-dir", type=Path, default=Path("reports"), help="where drift.md goes (default: reports)")
-    dr.add_argument("--post", action="store_true", help="open, edit or close the drift issue of each kernel")
+    dr.add_argument(
+        "--post", action="store_true", help="bisect each drifting case, then open, edit or close each kernel's issue"
+    )
+    bisect_cmd.drift_flags(dr)
+    bisect_cmd.register(actions)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.history_command == "record":
         return _record(args, settings)
+    if args.history_command == "bisect":
+        return bisect_cmd.run(args, settings)
     return _drift(args, settings)
 
 
@@ -119,8 +127,11 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def render_issue(d: drift_core.KernelDrift) -> str:
-    return render("drift_issue.md.j2", marker=DRIFT_MARKER, d=d)
+def render_issue(
+    d: drift_core.KernelDrift, bisected: list[bisect_cmd.Named] | None = None, commit_base: str = ""
+) -> str:
+    """The drift issue of one kernel; `bisected`: its drifting cases' bisections; `commit_base`: from commit_url."""
+    return render("drift_issue.md.j2", marker=DRIFT_MARKER, d=d, bisected=bisected or [], commit_url=commit_base)
 
 
 def title(kernel: str) -> str:
@@ -128,6 +139,8 @@ def title(kernel: str) -> str:
 
 
 def _drift(args: argparse.Namespace, settings: Settings) -> int:
+    if args.post and args.bisect_plan is not None:
+        raise InputError("--bisect-plan writes the bisections to run and posts nothing: drop --post")
     if args.post and not (settings.github_token and settings.github_repository):
         raise InputError("--post needs GITHUB_TOKEN and GITHUB_REPOSITORY")
     limit = args.limit if args.limit is not None else settings.drift_limit_pct
@@ -158,11 +171,13 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
             touched=touched,
             overrides=overrides,
         )
-        bodies = {d.kernel: render_issue(d) for d in drifts}
+        say = (lambda _: None) if args.json else print
+        named = bisect_cmd.for_drift(args, settings, ledger, repo, drifts, ref.sha, say)
+        link = commit_url(settings.github_server_url, settings.github_repository)
+        bodies = {d.kernel: render_issue(d, named.get(d.kernel), link) for d in drifts}
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / "drift.md"
         path.write_text("\n\n---\n\n".join(bodies.values()) if bodies else f"No recorded figures since {ref.label}.\n")
-        say = (lambda _: None) if args.json else print
         say(f"opgate: drift since {ref.label} ({ref.sha[:12]}), {len(line)} main commit(s), limit {limit:g}% -> {path}")
         for d in drifts:
             w = d.worst
@@ -171,6 +186,9 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
             say(f"opgate: {one_line(d.kernel)}: {w.drift_pct:+.1f}% on {where} — {state}")
             for sha in d.gaps:
                 say(f"opgate: {d.kernel}: {sha[:12]} touched it but main's record has no figures for it")
+            for n in named.get(d.kernel, []):
+                said = bisect_cmd.headline(n.b) if n.b is not None else f"{n.case}: not bisected: {n.why} {n.command}"
+                say(f"opgate: {one_line(d.kernel)}: {said}")
         urls = _post(settings, drifts, bodies, say) if args.post else {}
         store.record_checks(drift_core.checks(drifts, now.isoformat(timespec="seconds"), urls))
     if args.json:
@@ -188,12 +206,18 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
                     "flagged": d.flagged,
                     "gaps": d.gaps,
                     "issue": urls.get(d.kernel),
+                    "bisections": [_bisection_json(n) for n in named.get(d.kernel, [])],
                 }
                 for d in drifts
             ],
         }
         print(json.dumps(data))
     return 0
+
+
+def _bisection_json(n: bisect_cmd.Named) -> dict[str, object]:
+    found = bisect_cmd.summary(n.b) if n.b is not None else {"why": n.why, "command": n.command}
+    return {"case": n.case, **found}
 
 
 def _post(

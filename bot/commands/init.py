@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import jinja2
 
 from bot import UPSTREAM, __version__, lint
+from bot.commands.scaffold import holds_sources, propose
 from bot.config.manifest import MANIFEST_NAME
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
 from bot.errors import InputError
@@ -21,7 +23,8 @@ from bot.templates import TEMPLATES
 
 GATEWAY = "https://taotoken.net/api"
 WORKFLOW = Path(".github/workflows/opgate.yml")
-KERNEL_NAME = re.compile(r"[a-z0-9_]+")
+GITIGNORE = ".gitignore"
+IGNORED = ["/reports/latest/", "/reports/opgate.sqlite*"]  # what a local review writes by default
 SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -30,16 +33,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "init",
         help="scaffold opgate in a kernel repository",
         description="Write opgate.toml (unless the repository has a configuration), a kernel.toml, reference.py and "
-        "agent_task.json for each kernel folder without a manifest, .env.example and the workflow caller "
-        ".github/workflows/opgate.yml; then lint what it wrote. Existing files are kept (--force rewrites "
-        ".env.example and the caller; never a configuration, a manifest, a reference or a source).",
+        "agent_task.json for each kernel folder without a manifest (sources found in its subfolders too; "
+        "TORCH_LIBRARY ops become torch.ops entries), .env.example, the workflow caller "
+        ".github/workflows/opgate.yml and .gitignore lines for opgate's outputs; then lint what it wrote and "
+        "suggest opgate check. Existing files are kept (--force rewrites .env.example and the caller; never a "
+        "configuration, a manifest, a reference or a source).",
     )
     p.add_argument("--repo", type=Path, default=Path("."), help="the repository (default: .)")
     p.add_argument(
         "--kernels",
         action="append",
         metavar="DIR",
-        help="a folder holding one subfolder per kernel (repeatable; default: kernels/ when it exists)",
+        help="a folder holding one subfolder per kernel, or one kernel's own folder of sources (repeatable; "
+        "default: kernels/ when it exists)",
     )
     p.add_argument("--domain", help="agent domain of the new kernels (default: the repository folder's name)")
     p.add_argument("--key", help="the domain's key variable (default: TAOTOKEN_API_KEY_<DOMAIN>_AGENT)")
@@ -62,6 +68,9 @@ class Plan:
     written: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    manifests: list[str] = field(default_factory=list)  # the kernel.toml files it wrote
+    ignored: list[str] = field(default_factory=list)  # the patterns it added to .gitignore
 
     def write(self, rel: str | Path, text: str, *, ours: bool) -> None:
         """Write `rel` unless it exists (opgate's own files are rewritten with --force)."""
@@ -72,6 +81,19 @@ class Plan:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         self.written.append(str(rel))
+
+    def ignore(self, patterns: list[str]) -> None:
+        """Append to .gitignore the patterns it lacks (opgate's outputs), under a comment saying who added them."""
+        path = self.root / GITIGNORE
+        text = path.read_text() if path.is_file() else ""
+        have = {line.strip() for line in text.splitlines()}
+        self.ignored = [p for p in patterns if p not in have]
+        if not self.ignored:
+            return
+        if text:
+            text = (text if text.endswith("\n") else text + "\n") + "\n"
+        comment = "# opgate's outputs: the local review's report and ledger (added by opgate init)"
+        path.write_text(text + "\n".join([comment, *self.ignored]) + "\n")
 
 
 def _env() -> jinja2.Environment:
@@ -121,43 +143,75 @@ def _choose_domain(args: argparse.Namespace, config: RepoConfig, root: Path) -> 
     return domain, config.key_variable(domain), False
 
 
-def _scaffold_kernel(plan: Plan, folder: Path, domain: str, key: str) -> None:
+def _kernel_folders(root: Path, d: str) -> list[Path]:
+    """The kernels under --kernels DIR: DIR itself when it holds sources, else each of its subfolders."""
+    folder = root / d
+    if holds_sources(folder):
+        return [folder]
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _scaffold_kernel(plan: Plan, folder: Path, domain: str, key: str, names: dict[str, str]) -> None:
     rel = folder.relative_to(plan.root).as_posix()
-    name = folder.name
     if (folder / MANIFEST_NAME).exists():
         plan.kept.append(f"{rel}/{MANIFEST_NAME}")
         return
-    if not KERNEL_NAME.fullmatch(name):
-        plan.skipped.append({"folder": rel, "why": "a kernel folder's name is a-z, 0-9 and _: rename it"})
+    proposal = propose(folder)
+    if proposal is None:
+        plan.skipped.append({"folder": rel, "why": "no .cu, .cpp or .cc source in it or its subfolders"})
         return
-    cu = sorted(p.name for p in folder.glob("*.cu"))
-    cpp = sorted(p.name for p in [*folder.glob("*.cpp"), *folder.glob("*.cc")])
-    cuda_sources = cu + [c for c in cpp if "cuda" in c.lower()] if cu else []
-    cpu_sources = [c for c in cpp if "cuda" not in c.lower()]
-    if not cuda_sources and not cpu_sources:
-        plan.skipped.append({"folder": rel, "why": "no .cu, .cpp or .cc source in it"})
+    name = proposal.name
+    if name in names:
+        plan.skipped.append(
+            {"folder": rel, "why": f"a kernel named {name} is in {names[name]}: name it in kernel.toml"}
+        )
         return
+    names[name] = rel
+    if name != folder.name:
+        plan.notes.append(f"{rel}: kernel named {name} (its kernel.toml's name; the folder keeps its own)")
+    plan.notes.extend(f"{rel}: {note}" for note in proposal.notes)
     configs = sorted(p.name for p in folder.glob("*config*.json"))
     config = configs[0] if configs else "tunables.json"
     if not configs:
         plan.write(f"{rel}/{config}", "{}\n", ours=False)
+    builds = [(d, s) for d, s in (("cpu", proposal.cpu_sources), ("cuda", proposal.cuda_sources)) if s]
+    context: dict[str, Any] = {
+        "name": name,
+        "args": proposal.args,
+        "tensors": proposal.tensors or ["x"],
+        "op": proposal.op.entry if proposal.op else "",
+        "scalar_types": {a.name: a.scalar for a in proposal.op.arguments if a.scalar} if proposal.op else {},
+    }
     plan.write(
         f"{rel}/{MANIFEST_NAME}",
         render(
             "kernel.toml.j2",
-            name=name,
+            **context,
             domain=domain,
             folder=rel,
             config=config,
-            cpu_sources=cpu_sources,
-            cuda_sources=cuda_sources,
-            entry=name,
-            device="cpu" if cpu_sources else "cuda",
+            builds=builds,
+            entry=proposal.entry,
+            params=proposal.params,
+            devices=[d for d, _ in builds],
         ),
         ours=False,
     )
-    plan.write(f"{rel}/reference.py", render("reference.py.j2", name=name), ours=False)
+    plan.manifests.append(f"{rel}/{MANIFEST_NAME}")
+    plan.write(f"{rel}/reference.py", render("reference.py.j2", **context), ours=False)
     plan.write(f"{rel}/agent_task.json", render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY), ours=False)
+
+
+def _in_git(root: Path) -> bool:
+    try:
+        return (
+            subprocess.run(
+                ["git", "-C", str(root), "rev-parse", "--git-dir"], capture_output=True, timeout=30
+            ).returncode
+            == 0
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,9 +225,11 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(root)
     if config.source != "built-in defaults":
         root = config.root
-    suffix = f"/*/{MANIFEST_NAME}"
     configured = [
-        g.removesuffix(suffix) for g in config.manifests if g.endswith(suffix) and "*" not in g[: -len(suffix)]
+        g.removesuffix(suffix)
+        for g in config.manifests
+        for suffix in (f"/*/{MANIFEST_NAME}", f"/{MANIFEST_NAME}")
+        if g.endswith(suffix) and "*" not in g[: -len(suffix)]
     ]
     dirs = args.kernels or (configured if config.source != "built-in defaults" else [])
     dirs = dirs or (["kernels"] if (root / "kernels").is_dir() else [])
@@ -182,22 +238,38 @@ def run(args: argparse.Namespace) -> int:
     for d in dirs:
         if not (root / d).is_dir():
             raise InputError(f"--kernels {d}: no such folder under {root}")
+    folders = {d: _kernel_folders(root, d) for d in dirs}
+    if not any((f / MANIFEST_NAME).exists() or propose(f) is not None for fs in folders.values() for f in fs):
+        raise InputError(
+            f"no kernel source (.cu, .cpp, .cc) in {', '.join(dirs)} or its subfolders: give --kernels the folder "
+            "holding your kernels' sources (one subfolder per kernel, or one kernel's folder)"
+        )
     domain, key, declare = _choose_domain(args, config, root)
     plan = Plan(root=root, force=args.force)
+    if not _in_git(root):
+        plan.notes.append(
+            f"{root} is not a git repository: opgate review compares two git revisions, so git init and commit "
+            "before the first review"
+        )
     if declare:
         domains = [{"name": domain, "key": key, "weekly": args.weekly_budget, "request": args.request_budget}]
-        manifests = [f"{Path(d).as_posix().strip('/')}/*/{MANIFEST_NAME}" for d in dirs]
+        manifests = [
+            f"{Path(d).as_posix().strip('/')}/{MANIFEST_NAME if folders[d] == [root / d] else '*/' + MANIFEST_NAME}"
+            for d in dirs
+        ]
         plan.write(CONFIG_FILE, render("opgate.toml.j2", manifests=manifests, domains=domains), ours=False)
     else:
         plan.kept.append(Path(config.source.split(" ")[0]).relative_to(root).as_posix())
+    names: dict[str, str] = {}
     for d in dirs:
-        for folder in sorted(p for p in (root / d).iterdir() if p.is_dir() and not p.name.startswith(".")):
-            _scaffold_kernel(plan, folder, domain, key)
+        for folder in folders[d]:
+            _scaffold_kernel(plan, folder, domain, key, names)
     keys = [{"name": domain, "key": key}] if declare else [
         {"name": n, "key": config.key_variable(n)} for n in config.domains
     ]  # fmt: skip
     plan.write(".env.example", render("env.example.j2", domains=keys, base_url=GATEWAY), ours=True)
     plan.write(WORKFLOW, caller(args.source, args.pin or f"v{__version__}", args.branch), ours=True)
+    plan.ignore(IGNORED)
     return _lint_and_report(plan, args)
 
 
@@ -212,8 +284,13 @@ def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
     problems, files = lint.read_sources(checked)
     findings = problems + lint.lint_files(files, lint.KeyBook.of(config))
     code = lint.exit_code(findings, ("error",))
+    written = [m.removesuffix(f"/{MANIFEST_NAME}") for m in plan.manifests]
+    if written:
+        first = f"write the reference.py (make_inputs, reference) and the [[cases]] of {', '.join(written)}"
+    else:
+        first = "every kernel folder already has its kernel.toml: nothing to write"
     next_steps = [
-        "write each kernel's reference.py (make_inputs, reference) and its [[cases]] in kernel.toml",
+        f"{first}; then opgate check (seconds: validates, builds, runs the smallest case once, nothing timed)",
         "store the ledger URL as the secret OPGATE_DATABASE_URL, and each domain's gateway key as the secret "
         "OPGATE_AGENT_KEY of the environment opgate-<domain>",
         "register self-hosted runners labelled gpu and opgate-ledger, then open a pull request",
@@ -230,6 +307,8 @@ def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
                     "written": plan.written,
                     "kept": plan.kept,
                     "skipped": plan.skipped,
+                    "notes": plan.notes,
+                    "ignored": plan.ignored,
                     "findings": [f.model_dump() for f in findings],
                     "next": next_steps,
                 }
@@ -240,8 +319,12 @@ def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
         print(f"opgate: wrote {rel}")
     for rel in plan.kept:
         print(f"opgate: kept {rel} (it exists)")
+    if plan.ignored:
+        print(f"opgate: added to {GITIGNORE}: {' '.join(plan.ignored)}")
     for s in plan.skipped:
         print(f"opgate: skipped {s['folder']}: {s['why']}")
+    for note in plan.notes:
+        print(f"opgate: note: {note}")
     if findings:
         print(lint.format_text(findings))
     print(lint.format_summary(findings), file=sys.stderr)

@@ -8,12 +8,14 @@ import logging
 import sys
 from pathlib import Path
 
+from bot.config.manifest import ARCH
 from bot.config.settings import Settings
-from bot.edges import publish
+from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
-from bot.errors import InputError, OpgateError
+from bot.errors import GitError, InputError, OpgateError
 from bot.present import digest
 from bot.review import fanout, session
+from bot.review.checkout import INVALID
 from bot.review.coverage import unclaimed_reason
 from bot.review.session import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
@@ -37,6 +39,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--pr", type=int, help="the pull request number (default: the event's)")
     r.add_argument("--kernel", dest="only_kernel", help="review only this kernel (one matrix job's part)")
     r.add_argument(
+        "--arch",
+        type=_arch,
+        help="run only the cases of this GPU architecture (sm_90, sm_100): one job of the --plan matrix's gpu list",
+    )
+    r.add_argument(
         "--try-candidates",
         action="store_true",
         help="apply the agent's candidate patch on top of head in a scratch worktree and gate it the same way",
@@ -44,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument(
         "--require-isolation",
         action="store_true",
-        help="refuse to build or run anything (exit 2) where the sandbox cannot start (what pr-review.yml runs)",
+        help="refuse to build or run anything (exit 2) where the sandbox cannot start (what the reusable workflow "
+        "opgate-review.yml runs)",
     )
     r.add_argument(
         "--agents",
@@ -87,6 +95,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
 
 
+def _arch(value: str) -> str:
+    if not ARCH.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a GPU architecture such as sm_90 or sm_100a")
+    return value
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     event: PullRequestEvent | None = load_pull_request_event(args.event) if args.event is not None else None
     base, head, pr = args.base, args.head, args.pr
@@ -94,6 +108,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         base, head, pr = base or event.base_sha, head or event.head_sha, pr or event.number
     if not base or not head:
         raise InputError("review needs --base and --head (or --event with a pull_request event)")
+    if args.merge is None:
+        try:  # before anything is written: outside a repository a review leaves no report, no ledger
+            gitio.toplevel(args.repo)
+        except GitError:
+            raise InputError(
+                f"{args.repo.resolve()} is not a git repository: opgate review compares two git revisions "
+                "(give --repo, or git init and commit first); nothing was written"
+            ) from None
     if settings.agent_key is not None and args.only_kernel is None and not args.plan and args.merge is None:
         raise InputError(
             "OPGATE_AGENT_KEY is one domain's key: give --kernel K (one kernel, one domain), "
@@ -101,7 +123,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     if args.plan:
         planned = fanout.plan(args.repo, base, head, settings.repo_config)
-        print(fanout.matrix(planned.kernels))  # the matrix (also with --json: it is JSON)
+        print(fanout.matrix(planned.kernels, planned.jobs))  # the matrix (also with --json: it is JSON)
         if planned.unclaimed is not None:
             print(f"opgate: error: {one_line(planned.unclaimed, limit=2000)}", file=sys.stderr)
             return 1
@@ -127,11 +149,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         merge=args.merge,
         agents=args.agents,
         planned=args.planned,
+        arch=args.arch,
     )
     result = session.review(options, settings, edge)
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
+    invalid = [r for k in result.report.kernels for r in k.reasons if r.startswith(f"{INVALID}: ")]
+    if invalid and args.merge is None:  # a manifest typo is bad input: exit 2 with the message (the report says fail)
+        raise InputError(invalid[0])
     if result.report.verdict not in ("pass", "undecided"):
         return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0

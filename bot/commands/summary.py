@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.config.settings import Settings
-from bot.edges.github import GitHubEdge
+from bot.edges import publish
 from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.mainline.drift import DriftCheck
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     issue = None
     if args.post:
         assert settings.github_token is not None and settings.github_repository is not None
-        with GitHubEdge(settings.github_api_url, settings.github_token, settings.github_repository) as gh:
+        with publish.open_edge(settings) as gh:  # its own login, pacing and rate-limit rules
             issue = gh.upsert_issue(title(week), body, [LABEL])
         verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
         lines.append(f"opgate: issue #{issue.number} {verb}: {issue.url}")

@@ -202,7 +202,7 @@ def _answer(args: argparse.Namespace, settings: Settings) -> int:
     with review_publish.open_edge(settings) as edge:
         if args.post:
             edge.react(event.comment.id, "eyes")
-        role = edge.role(author.login) if command.error is None else "unknown"
+        role = edge.role(author.login) if command.error is None else accept.UNKNOWN_ROLE
         decision = slash.decide(
             command, login=author.login, role=role, kernels=_kernels(args.repo, settings), number=event.number
         )

@@ -20,7 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.config import expr
+from bot.config import expr, keys
 from bot.errors import InputError
 
 if TYPE_CHECKING:
@@ -34,13 +34,47 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_REPO_PATH = re.compile(r"[A-Za-z0-9_.+@-]+(/[A-Za-z0-9_.+@-]+)*")
+
+
+def repo_path(where: str, value: str) -> str:
+    """A path inside the repository as a manifest writes it: relative, `/`-separated, no `.`/`..` part."""
+    value = value.rstrip("/")
+    if not _REPO_PATH.fullmatch(value) or any(part in (".", "..") for part in value.split("/")):
+        raise ValueError(f"{where}: {value!r} is not a relative path inside the repository (no /, .. or spaces)")
+    return value
+
+
 class BuildSpec(_Strict):
     """How to build the kernel for one device with torch.utils.cpp_extension."""
 
     sources: list[str] = Field(min_length=1)
     cflags: list[str] = Field(default_factory=list)
     cuda_cflags: list[str] = Field(default_factory=list)
-    entry: str = Field(description="function of the built extension that each case calls")
+    include_dirs: list[str] = Field(
+        default_factory=list, description="include directories, relative to the repository root (-I for every unit)"
+    )
+    entry: str = Field(
+        "",
+        description="what each case calls: a function of the built pybind module, or torch.ops.NAMESPACE.OP "
+        "(a TORCH_LIBRARY op; the library is loaded with torch.ops.load_library); needed when a case runs",
+    )
+    args: list[str] = Field(
+        default_factory=list, description="case params passed after the input tensors, by position, in this order"
+    )
+    kwargs: list[str] = Field(default_factory=list, description="case params passed by name")
+
+    @field_validator("include_dirs")
+    @classmethod
+    def _inside(cls, dirs: list[str]) -> list[str]:
+        return [repo_path("include_dirs", d) for d in dirs]
+
+    @model_validator(mode="after")
+    def _scalars_named_once(self) -> BuildSpec:
+        names = [*self.args, *self.kwargs]
+        if duplicates := sorted({n for n in names if names.count(n) > 1}):
+            raise ValueError(f"args/kwargs name {', '.join(duplicates)} twice")
+        return self
 
 
 class ReferenceSpec(_Strict):
@@ -76,6 +110,10 @@ class Limits(_Strict):
         )
 
 
+DEFAULT_ARCH = "sm_90a"  # what a kernel ships for when neither [thresholds] nor its manifest names any
+ARCH = re.compile(r"sm_[1-9][0-9]{1,2}[af]?")
+
+
 class Constraints(_Strict):
     """Default gate thresholds of a kernel; a case may override the tolerance."""
 
@@ -95,6 +133,21 @@ class Constraints(_Strict):
     min_warps_per_sm: int | None = Field(
         None, gt=0, le=64, description="resident warps per SM every function must keep (optional)"
     )
+    architectures: list[str] = Field(
+        default_factory=lambda: [DEFAULT_ARCH],
+        min_length=1,
+        description="GPU targets the kernel ships for (sm_90a, sm_100a …): the resource gate runs for each",
+    )
+
+    @field_validator("architectures")
+    @classmethod
+    def _architectures(cls, value: list[str]) -> list[str]:
+        for arch in value:
+            if not ARCH.fullmatch(arch):
+                raise ValueError(f"{arch!r} is not a GPU target such as sm_90a or sm_100a")
+        if len(set(value)) != len(value):
+            raise ValueError(f"an architecture is named twice: {', '.join(value)}")
+        return value
 
 
 _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -108,7 +161,9 @@ class LaunchFunction(_Strict):
         None, description="threads per block; None: the function's __launch_bounds__ (.maxntid/.reqntid)"
     )
     dynamic_smem: Expression | None = Field(
-        None, description="dynamic shared memory per block in bytes; None: 0, unless the kernel has extern smem"
+        None,
+        description="dynamic shared memory per block in bytes; None: 0, unless the kernel has extern smem. "
+        "A C++ expression with sizeof(…) is evaluated by compiling a probe with the kernel's flags",
     )
 
 
@@ -121,6 +176,19 @@ class Launch(_Strict):
 
     values: dict[str, Expression] = Field(default_factory=dict)
     functions: dict[str, LaunchFunction] = Field(default_factory=dict)
+    headers: list[str] = Field(
+        default_factory=list, description="headers a sizeof(…) expression needs, from the kernel folder or include_dirs"
+    )
+
+    @field_validator("headers")
+    @classmethod
+    def _header_paths(cls, headers: list[str]) -> list[str]:
+        return [repo_path("launch.headers", h) for h in headers]
+
+    def cxx_expressions(self) -> list[str]:
+        """Every dynamic_smem that is a C++ expression (holds sizeof), in order, once each."""
+        found = [f.dynamic_smem for f in self.functions.values() if isinstance(f.dynamic_smem, str)]
+        return list(dict.fromkeys(e for e in found if is_cxx(e)))
 
     @field_validator("values")
     @classmethod
@@ -148,8 +216,36 @@ class Launch(_Strict):
             known.add(name)
         for function, spec in self.functions.items():
             for field in ("threads", "dynamic_smem"):
-                if (text := getattr(spec, field)) is not None:
-                    _check_expression(f"launch.functions.{function}.{field}", text, known)
+                if (text := getattr(spec, field)) is None:
+                    continue
+                where = f"launch.functions.{function}.{field}"
+                if field == "dynamic_smem" and isinstance(text, str) and is_cxx(text):
+                    _check_cxx(where, text)
+                else:
+                    _check_expression(where, text, known)
+
+
+_SIZEOF = re.compile(r"\b(sizeof|alignof)\s*\(")
+_CXX = re.compile(r"[A-Za-z0-9_:<>,()*+/ -]{1,400}")
+
+
+def is_cxx(text: str) -> bool:
+    """A dynamic_smem written in C++ (it asks sizeof/alignof of a type), not in opgate's expression language."""
+    return bool(_SIZEOF.search(text))
+
+
+def _check_cxx(where: str, text: str) -> None:
+    """One C++ constant expression (types, ::, <…>, sizeof, arithmetic): nothing that can end or add a statement."""
+    depth = 0
+    for ch in text:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            break
+    if not _CXX.fullmatch(text) or depth != 0 or "//" in text or "/*" in text:
+        raise ValueError(
+            f"{where} = {text!r}: a C++ expression may hold names, numbers, ::, <>, commas, balanced parentheses "
+            "and + - * / (at most 400 characters)"
+        )
 
 
 def _check_expression(where: str, text: Expression, known: set[str]) -> None:
@@ -163,6 +259,26 @@ def _check_expression(where: str, text: Expression, known: set[str]) -> None:
         raise ValueError(f"{where} = {text!r}: {exc}") from None
 
 
+class Work(_Strict):
+    """`[work]`: the work of one call of every case that declares none itself, as expressions over its shape."""
+
+    flops: Expression | None = Field(None, description='floating-point operations, e.g. "2*m*n*k"')
+    bytes: Expression | None = Field(None, description='bytes moved to and from memory, e.g. "2*(m*k + k*n) + 4*m*n"')
+
+
+def _amount(key: str, text: Expression, shape: dict[str, int]) -> int:
+    """The value of a case's `flops`/`bytes` over its shape (ValueError naming the expression otherwise)."""
+    try:
+        if isinstance(text, str):
+            expr.check(text, set(shape))
+        amount = expr.value(text, shape)
+    except expr.ExprError as exc:
+        raise ValueError(f"{key} = {text!r}: {exc}") from None
+    if amount <= 0:
+        raise ValueError(f"{key} = {text!r} is {amount}: the work of one call must be positive")
+    return amount
+
+
 class Case(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     device: Literal["cpu", "cuda"] = "cpu"
@@ -171,6 +287,32 @@ class Case(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="extra inputs for make_inputs")
     tolerance: float | None = Field(None, gt=0)
     seed: int = 0
+    arch: str | None = Field(
+        None, description="the GPU architecture this cuda case runs on (sm_100a: only on a B200 runner)"
+    )
+    flops: Expression | None = Field(None, description="floating-point operations of one call, over the shape")
+    bytes: Expression | None = Field(None, description="bytes one call must move to and from memory, over the shape")
+
+    @field_validator("arch")
+    @classmethod
+    def _arch(cls, value: str | None) -> str | None:
+        if value is not None and not ARCH.fullmatch(value):
+            raise ValueError(f"{value!r} is not a GPU target such as sm_90a or sm_100a")
+        return value
+
+    @field_validator("flops", "bytes")
+    @classmethod
+    def _work(cls, text: Expression | None, info: ValidationInfo) -> Expression | None:
+        if text is not None:  # every expression of the work evaluates over the shape (a bad one is bad input)
+            _amount(str(info.field_name), text, info.data.get("shape", {}))
+        return text
+
+    def work(self) -> tuple[int | None, int | None]:
+        """(flops, bytes) of one call, from `flops`/`bytes` over the shape; None where not declared."""
+        return (
+            None if self.flops is None else _amount("flops", self.flops, self.shape),
+            None if self.bytes is None else _amount("bytes", self.bytes, self.shape),
+        )
 
     def limits(self, constraints: Constraints) -> Limits:
         """The limits this case's outputs are judged by (random inputs and boundary probes alike)."""
@@ -197,13 +339,63 @@ class KernelManifest(_Strict):
     reference: ReferenceSpec = ReferenceSpec()
     constraints: Constraints = Constraints()
     launch: Launch = Launch()
-    cases: list[Case] = Field(min_length=1)
+    work: Work = Work()
+    cases: list[Case] = Field(
+        default_factory=list, description="none: a resource-only kernel (compile-only checks, no reference needed)"
+    )
 
     @model_validator(mode="after")
     def _unique_case_names(self) -> KernelManifest:
         names = [case.name for case in self.cases]
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"duplicate case names: {', '.join(duplicates)}")
+        for device, spec in self.build.items():
+            if not spec.entry and any(case.device == device for case in self.cases):
+                raise ValueError(f"build.{device}.entry: required when a case runs on {device}")
+        return self
+
+    @model_validator(mode="after")
+    def _case_work(self) -> KernelManifest:
+        """Every case without its own `flops`/`bytes` takes [work]'s, which must evaluate over its shape."""
+        defaults = {k: v for k, v in self.work.model_dump().items() if v is not None}
+        if not defaults:
+            return self
+        cases = []
+        for case in self.cases:
+            update = {k: v for k, v in defaults.items() if getattr(case, k) is None}
+            for key, text in update.items():
+                try:
+                    _amount(key, text, case.shape)
+                except ValueError as exc:
+                    raise ValueError(f"work.{key} over case {case.name}'s shape: {exc}") from None
+            cases.append(case.model_copy(update=update) if update else case)
+        self.__dict__["cases"] = cases  # frozen: the validated cases, each with its work
+        return self
+
+    @model_validator(mode="after")
+    def _case_architectures(self) -> KernelManifest:
+        shipped = self.constraints.architectures
+        for case in self.cases:
+            if case.arch is not None and case.device != "cuda":
+                raise ValueError(f"case {case.name}: arch = {case.arch!r} names a GPU, but it runs on {case.device}")
+            if case.arch is not None and case.arch not in shipped:
+                raise ValueError(
+                    f"case {case.name}: arch = {case.arch!r} is not one the kernel ships for "
+                    f"(constraints.architectures: {', '.join(shipped)})"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _cases_give_the_scalars(self) -> KernelManifest:
+        """Every case gives each scalar its device's build passes to the entry (args, kwargs): an int, float or bool."""
+        for i, case in enumerate(self.cases):
+            spec = self.build.get(case.device)
+            for name in [*spec.args, *spec.kwargs] if spec is not None else []:
+                where = f"cases[{i}] ({case.name}): params.{name}"
+                if name not in case.params:
+                    raise ValueError(f"{where} is missing: [build.{case.device}] passes it to the entry")
+                if not isinstance(case.params[name], (int, float, bool)):
+                    raise ValueError(f"{where} = {case.params[name]!r}: the entry takes an int, float or bool")
         return self
 
     @field_validator("launch")
@@ -269,10 +461,11 @@ class Kernel(BaseModel):
         return list(self.manifest.globs)
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
     err = exc.errors()[0]
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    return f"{where}: {err['msg'].removeprefix('Value error, ')}"
+    hint = keys.did_you_mean(model, err["loc"]) if model is not None and err["type"] == "extra_forbidden" else ""
+    return f"{where}: {err['msg'].removeprefix('Value error, ')}{hint}"
 
 
 def load_task(path: Path) -> AgentTask:
@@ -302,14 +495,16 @@ def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | N
     try:
         manifest = KernelManifest.model_validate(raw)
     except ValidationError as exc:
-        raise InputError(f"{where}: {_first_error(exc)}") from exc
-    if manifest.name != folder.name:
-        raise InputError(f"{where}: name {manifest.name!r} differs from its folder {folder.name!r}")
+        raise InputError(f"{where}: {_first_error(exc, KernelManifest)}") from exc
     if config is not None and (why := config.check_domain(manifest.domain)) is not None:
         raise InputError(f"{where}: {why}")
     config_path = folder / manifest.config
     try:
         tunables = json.loads(config_path.read_text())
+    except FileNotFoundError as exc:
+        if manifest.tunables:
+            raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
+        tunables = {}  # no tunables declared: no config file needed
     except OSError as exc:
         raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
     except json.JSONDecodeError as exc:
@@ -323,10 +518,21 @@ def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | N
     )
 
 
-def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
-    """Kernel name (its folder's name) -> its folder relative to `tree`, for every kernel.toml the globs match.
+def manifest_name(path: Path) -> str:
+    """The kernel's name as its manifest says (`name`), else its folder's (a manifest that does not parse is
+    reported when it is loaded)."""
+    try:
+        name = tomllib.loads(path.read_text()).get("name")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        name = None
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else path.parent.name
 
-    Two kernels with one name in different folders are bad input (a kernel is known by its name)."""
+
+def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
+    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match.
+
+    A kernel is known by its manifest's `name` (which may differ from its folder's); two kernels with one name
+    are bad input."""
     found: dict[str, str] = {}
     manifests = {m for g in globs for m in tree.glob(g) if m.name == MANIFEST_NAME and m.is_file()}
     for manifest in sorted(manifests):
@@ -334,10 +540,12 @@ def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
         if rel.startswith(".git/"):
             continue
         folder = rel.rpartition("/")[0]
-        name = folder.rpartition("/")[2]
         if not folder:
             raise InputError(f"{rel}: a kernel.toml must sit in its kernel's own folder, not the repository root")
+        name = manifest_name(manifest)
         if name in found:
-            raise InputError(f"two kernels named {name}: {found[name]}/ and {folder}/; rename one folder")
+            raise InputError(
+                f"two kernels named {name}: {found[name]}/ and {folder}/; rename one (its kernel.toml's name)"
+            )
         found[name] = folder
     return found

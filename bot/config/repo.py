@@ -18,6 +18,7 @@ DEFAULT_MANIFESTS = ("kernels/*/kernel.toml",)
 DOMAIN_NAME = re.compile(r"[a-z][a-z0-9_]*")
 VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 KERNEL_SOURCES = ("*.cu", "*.cuh")  # a changed file like these that no manifest claims is reported
+SUMMARY_DOMAIN = "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
 
 
 def default_key(domain: str) -> str:
@@ -36,6 +37,17 @@ class DomainConfig(_Strict):
     weekly_budget: int = Field(gt=0, description="tokens per ISO week")
     request_budget: int = Field(gt=0, description="prompt tokens per request (the diff is trimmed to it)")
     label: str = Field("", description="how summaries and the dashboard name the domain (default: its name)")
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens",
+        description="the completion cap's name on the OpenAI wire: max_completion_tokens for models that refuse the "
+        "deprecated max_tokens (OpenAI's o-series and later)",
+    )
+    send_temperature: bool = Field(
+        True, description="false: send no temperature (reasoning models accept only their default)"
+    )
+    task: str | None = Field(
+        None, description="a task file from the repository root, for a domain no kernel's task names (ci_summary)"
+    )
 
     @field_validator("key")
     @classmethod
@@ -112,6 +124,14 @@ class RepoConfig(_Strict):
     def key_variable(self, domain: str) -> str:
         d = self.domains[domain]
         return d.key or default_key(domain)
+
+    def task_path(self, domain: str) -> Path | None:
+        """The domain's own task file (`task`, from the repository root), or None when it names none."""
+        d = self.domains.get(domain)
+        if d is None or d.task is None:
+            return None
+        path = Path(d.task).expanduser()
+        return path if path.is_absolute() else self.root / path
 
     def label(self, domain: str) -> str:
         d = self.domains.get(domain)

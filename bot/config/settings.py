@@ -48,13 +48,18 @@ VARIABLES: dict[str, str] = {
     "GITHUB_API_URL": "GitHub REST API root (default https://api.github.com; set by Actions)",
     "GITHUB_TOKEN": "token for posting issues and comments (Actions' GITHUB_TOKEN)",
     "GITHUB_REPOSITORY": "owner/name of the repository to post to (set by Actions)",
+    "GITHUB_SERVER_URL": "the GitHub web root commit links point at (default https://github.com; set by Actions)",
     # GitHub (opgate review --post, opgate accept).
     "GITHUB_STEP_SUMMARY": "a file the review comment is appended to (set by Actions)",
-    "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx, 429 or dropped connection; doubles (default 1)",
+    "OPGATE_GITHUB_BACKOFF_S": "first retry pause after a GitHub 5xx or dropped connection; doubles (default 1)",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "seconds between GitHub writes, against secondary rate limits (default 1)",
+    "OPGATE_GITHUB_MAX_WAIT_S": "most seconds one command waits for GitHub (rate limits, retries) in all (default 300)",
+    "OPGATE_GITHUB_LOGIN": "the login opgate's own comments and issues carry (default: github-actions[bot] in Actions)",
+    "GITHUB_ACTIONS": "set by Actions (true): opgate then posts as github-actions[bot] unless OPGATE_GITHUB_LOGIN says",
     # Main's history and cumulative drift (opgate history, opgate dashboard).
     "OPGATE_DRIFT_LIMIT_PCT": "cumulative slowdown of a case since the reference that opens a drift issue (default 5)",
     "OPGATE_DRIFT_REFERENCE": "what main is compared with: release (newest v* tag), Nd (main N days ago) or a revision",
+    "OPGATE_BISECT_BUDGET_MIN": "minutes one bisection may take (opgate history bisect, drift --post; default 20)",
     # Tuning (opgate tune).
     "OPGATE_TUNE_PLATEAU_ROUNDS": "stop tuning when the best speedup has not improved by 1% over this many rounds (3)",
     "OPGATE_TUNE_MAX_SPACE": "largest space --strategy exhaustive|both sweeps, configs (default 64)",
@@ -63,6 +68,7 @@ VARIABLES: dict[str, str] = {
 BUDGET_PREFIXES = {"OPGATE_BUDGET_WEEKLY_": "weekly_budget", "OPGATE_BUDGET_REQUEST_": "request_budget"}
 
 DEFAULT_LEDGER = "reports/opgate.sqlite"
+ACTIONS_LOGIN = "github-actions[bot]"  # the author of what Actions' GITHUB_TOKEN writes
 
 
 class DomainTokens(RootModel[dict[str, int]]):
@@ -85,6 +91,8 @@ class DomainSettings(BaseModel):
     weekly_budget: int = Field(gt=0)
     request_budget: int = Field(gt=0)
     label: str
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    send_temperature: bool = True
 
 
 class Settings(BaseModel):
@@ -111,12 +119,16 @@ class Settings(BaseModel):
     repo_config: RepoConfig = Field(default_factory=RepoConfig, description="the repository's opgate configuration")
     github_api_url: str = "https://api.github.com"
     github_repository: str | None = None
+    github_server_url: str = "https://github.com"
     github_token: str | None = Field(None, repr=False)
     step_summary: Path | None = None
     github_backoff_s: float = Field(1.0, ge=0)
     github_write_interval_s: float = Field(1.0, ge=0)
+    github_max_wait_s: float = Field(300.0, ge=0)
+    github_login: str | None = Field(None, description="who opgate posts as; None: the token's user (GET /user)")
     drift_limit_pct: float = Field(5.0, gt=0)
     drift_reference: str = Field("release", min_length=1)
+    bisect_budget_min: float = Field(20.0, gt=0)
     tune_plateau_rounds: int = Field(3, ge=1)
     tune_max_space: int = Field(64, ge=1)
     # Key values by variable name; never printed (see bot.redact).
@@ -176,12 +188,16 @@ _FIELDS: dict[str, str] = {
     "OPGATE_AGENT_BACKOFF_S": "agent_backoff_s",
     "GITHUB_API_URL": "github_api_url",
     "GITHUB_REPOSITORY": "github_repository",
+    "GITHUB_SERVER_URL": "github_server_url",
     "GITHUB_TOKEN": "github_token",
     "GITHUB_STEP_SUMMARY": "step_summary",
     "OPGATE_GITHUB_BACKOFF_S": "github_backoff_s",
     "OPGATE_GITHUB_WRITE_INTERVAL_S": "github_write_interval_s",
+    "OPGATE_GITHUB_MAX_WAIT_S": "github_max_wait_s",
+    "OPGATE_GITHUB_LOGIN": "github_login",
     "OPGATE_DRIFT_LIMIT_PCT": "drift_limit_pct",
     "OPGATE_DRIFT_REFERENCE": "drift_reference",
+    "OPGATE_BISECT_BUDGET_MIN": "bisect_budget_min",
     "OPGATE_TUNE_PLATEAU_ROUNDS": "tune_plateau_rounds",
     "OPGATE_TUNE_MAX_SPACE": "tune_max_space",
 }
@@ -208,6 +224,8 @@ def load_settings(env: Mapping[str, str] | None = None, config: RepoConfig | Non
             raw["create_ledger"] = False
         section, _, field = path.rpartition(".")
         (raw[section] if section else raw)[field] = value
+    if "github_login" not in raw and env.get("GITHUB_ACTIONS", "").strip().lower() == "true":
+        raw["github_login"] = ACTIONS_LOGIN  # Actions' GITHUB_TOKEN posts as this bot
     raw["domains"] = _domains(env, config)
     raw["keys"] = {d["key"]: env[d["key"]] for d in raw["domains"].values() if env.get(d["key"], "").strip()}
     raw["agent_key"] = env.get(AGENT_KEY, "").strip() or None
@@ -229,6 +247,8 @@ def _domains(env: Mapping[str, str], config: RepoConfig) -> dict[str, dict[str, 
             "weekly_budget": d.weekly_budget,
             "request_budget": d.request_budget,
             "label": config.label(name),
+            "max_tokens_field": d.max_tokens_field,
+            "send_temperature": d.send_temperature,
         }
         for name, d in config.domains.items()
     }

@@ -212,7 +212,8 @@ def resource_charts(data: SiteData, kernel: str) -> list[Chart]:
     """Registers, shared memory and estimated occupancy per compiled function over main's commits."""
     axis = Axis(data)
     rows = [r for r in data.resources if r.kernel == kernel and r.sha in axis.index]
-    functions = sorted({r.function for r in rows})
+    functions = sorted({(r.function, r.arch) for r in rows})  # one series per function and architecture
+    named = len({arch for _, arch in functions}) > 1
     out = []
     for title, unit, value in (
         ("registers per thread", "registers", lambda r: float(r.registers)),
@@ -220,15 +221,16 @@ def resource_charts(data: SiteData, kernel: str) -> list[Chart]:
         ("occupancy (sm_90 estimate)", "% of 64 warps", lambda r: None if r.occupancy is None else r.occupancy * 100),
     ):
         series = []
-        for fn in functions:
+        for fn, arch in functions:
             pts = []
-            for r in sorted((r for r in rows if r.function == fn), key=lambda r: axis.index[r.sha]):
+            mine = (r for r in rows if r.function == fn and r.arch == arch)
+            for r in sorted(mine, key=lambda r: axis.index[r.sha]):
                 v = value(r)
                 if v is not None:
                     label = f"{r.sha[:7]}: {v:g} ({r.registers} regs, {r.smem_bytes} B smem, {r.spill_bytes} B spill)"
                     pts.append(Point(x=axis.index[r.sha], y=v, label=label, mark="fail" if r.spill_bytes else ""))
             if pts:
-                series.append(Series(name=_short(fn), points=pts))
+                series.append(Series(name=f"{_short(fn)} ({arch})" if named else _short(fn), points=pts))
         if series:
             out.append(
                 Chart(title=f"{kernel}: {title}", x_labels=axis.labels, y_label=unit, series=series, y_zero=True)

@@ -30,6 +30,14 @@ def gpu_name() -> str | None:
 
 
 @cache
+def gpu_arch() -> str | None:
+    """The GPU's architecture from its compute capability: `9.0` -> `sm_90`, `10.0` -> `sm_100`."""
+    out = _run("nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader")
+    match = re.fullmatch(r"(\d+)\.(\d+)", out.strip().splitlines()[0].strip()) if out and out.strip() else None
+    return f"sm_{match.group(1)}{match.group(2)}" if match else None
+
+
+@cache
 def nvcc_version() -> str | None:
     out = _run("nvcc", "--version")
     match = re.search(r"release (\S+), V(\S+)", out or "")
@@ -53,6 +61,13 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def device_key(gpu: str | None, arch: str | None) -> str:
+    """How baselines, history and drift name a GPU: its model and architecture ("NVIDIA H100 80GB HBM3 · sm_90"),
+    so figures of two models or two architectures are never compared; the model alone when the arch is unknown."""
+    name = gpu or "cuda"
+    return f"{name} · {arch}" if arch else name
+
+
 def torch_version() -> str | None:
     try:
         return metadata.version("torch")
@@ -65,6 +80,7 @@ def detect() -> Environment:
     return Environment(
         device="cuda" if gpu else "cpu",
         gpu=gpu,
+        arch=gpu_arch() if gpu else None,
         torch=torch_version(),
         nvcc=nvcc_version(),
         python=platform.python_version(),

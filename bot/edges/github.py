@@ -1,14 +1,20 @@
 """The GitHub edge: a thin layer over PyGithub behind a small interface of our own.
 
 Everything opgate asks of GitHub goes through `GitHubEdge`; what comes back is a small pydantic model,
-never a PyGithub object. Failures cross this boundary as `bot.errors.ServiceError` (exit 3), after
-retries with exponential backoff on 5xx, 429, secondary rate limits (403 with Retry-After) and
-connection errors; other 4xx fail at once. PyGithub's own urllib3 retry is switched off (`retry=None`)
-so every failed answer reaches our loop, and the retry unit is a whole operation: an upsert re-reads
-before it writes again, so a write whose answer was lost is found rather than repeated.
+never a PyGithub object. Failures cross this boundary as `bot.errors.ServiceError` (exit 3). Rate limits are
+waited for as GitHub documents them (bot/edges/ratelimit.py: the primary limit until `x-ratelimit-reset`,
+`Retry-After` in full, the secondary limit from a minute, doubling); 5xx and dropped connections are retried
+with exponential backoff; other 4xx fail at once; all waits of one edge together stay under `max_wait_s`.
+PyGithub's own urllib3 retry is switched off (`retry=None`) so every failed answer reaches our loop, and the
+retry unit is a whole operation: an upsert re-reads before it writes again, so a write whose answer was lost
+is found rather than repeated.
+
+opgate finds and edits only what its own identity wrote (`login`): a marker or a title in someone else's
+comment, issue or pull request is ignored, and opgate posts its own.
 
 The token never appears in a message or a log line (messages are scrubbed with bot.redact as well).
-Settings come as arguments; the CLI reads GITHUB_API_URL, GITHUB_TOKEN and GITHUB_REPOSITORY.
+Settings come as arguments; the CLI reads GITHUB_API_URL, GITHUB_TOKEN, GITHUB_REPOSITORY and
+OPGATE_GITHUB_LOGIN.
 """
 
 from __future__ import annotations
@@ -19,23 +25,27 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import requests
 from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
 from github.GithubException import BadAttributeException, IncompletableObject
 from github.IssueComment import IssueComment
 
+from bot.edges.ratelimit import Wait, limit_kind, limit_wait, retry_after
 from bot.errors import InputError, ServiceError
 from bot.models.github import (
+    BASE_ROLES,
     REACTIONS,
     STATUS_STATES,
+    BaseRole,
     CommentRef,
     FileBlob,
     IssueRef,
     PullInfo,
     PullRef,
     Reaction,
+    Role,
     StatusRef,
     StatusState,
 )
@@ -63,10 +73,13 @@ class GitHubEdge:
 
     api_url: the REST root (https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server).
     retries: further attempts after the first, for retryable failures; backoff_s doubles per attempt up
-    to max_backoff_s (a Retry-After header within that cap is honoured). bot_login: when given, only
-    comments by this login count as ours in upsert_comment (e.g. "github-actions[bot]").
+    to max_backoff_s after a 5xx or a dropped connection (a longer Retry-After wins); rate limits wait as
+    GitHub documents; max_wait_s bounds all waits of this edge together (a wait past it is not started).
+    bot_login: the login opgate's own comments, issues and pull requests carry (github-actions[bot] for
+    Actions' GITHUB_TOKEN, `<app-slug>[bot]` for a GitHub App); None: the token's user from `GET /user`
+    (a personal token; an installation token cannot read it and gets an InputError naming the setting).
     seconds_between_requests / seconds_between_writes: PyGithub's pacing (its defaults, which GitHub
-    recommends against secondary rate limits); tests pass None.
+    recommends against secondary rate limits); tests pass None. sleep and clock: injectable for tests.
     """
 
     def __init__(
@@ -78,12 +91,14 @@ class GitHubEdge:
         retries: int = 3,
         backoff_s: float = 1.0,
         max_backoff_s: float = 30.0,
+        max_wait_s: float = 300.0,
         timeout_s: int = 15,
         per_page: int = 100,
         bot_login: str | None = None,
         seconds_between_requests: float | None = 0.25,
         seconds_between_writes: float | None = 1.0,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         api_url = (api_url or DEFAULT_API_URL).strip().rstrip("/")
         parsed = urllib.parse.urlsplit(api_url)
@@ -96,14 +111,18 @@ class GitHubEdge:
         owner, _, name = repository.strip().partition("/")
         if not owner or not name or "/" in name:
             raise InputError(f"GitHub repository must be 'owner/name', got {repository!r}")
-        if retries < 0 or backoff_s < 0 or max_backoff_s < 0 or per_page < 1 or timeout_s < 1:
-            raise InputError("GitHub retry, backoff, timeout and page settings must be positive")
+        if retries < 0 or backoff_s < 0 or max_backoff_s < 0 or max_wait_s < 0 or per_page < 1 or timeout_s < 1:
+            raise InputError("GitHub retry, backoff, wait, timeout and page settings must be positive")
+        if bot_login is not None and not bot_login.strip():
+            raise InputError("OPGATE_GITHUB_LOGIN is empty: the login opgate posts as, e.g. github-actions[bot]")
         self.api_url = api_url
         self.repository = f"{owner}/{name}"
         self.retries, self.backoff_s, self.max_backoff_s = retries, backoff_s, max_backoff_s
-        self.bot_login = bot_login
+        self.max_wait_s = max_wait_s
+        self.waited_s = 0.0  # all waits of this edge so far
+        self._login = bot_login.strip() if bot_login else None
         self._token = token.strip()
-        self._sleep = sleep
+        self._sleep, self._clock = sleep, clock
         self._gh = Github(
             base_url=api_url,
             auth=Auth.Token(self._token),
@@ -129,6 +148,43 @@ class GitHubEdge:
 
     def __repr__(self) -> str:
         return f"GitHubEdge({self.api_url!r}, repository={self.repository!r})"
+
+    # ------------------------------------------------------------------ who opgate is
+
+    def login(self) -> str:
+        """The login opgate's own comments, issues and pull requests carry (read once from `GET /user` when it
+        was not given; InputError when the token cannot read it, as an installation token cannot)."""
+        if self._login is None:
+            self._login = self._call("read which login the token posts as (GET /user)", self._read_login)
+        return self._login
+
+    def _read_login(self) -> str:
+        try:
+            return str(self._gh.get_user().login)
+        except GithubException as exc:
+            if exc.status in (401, 403, 404) and limit_kind(exc.status, exc.headers, _github_message(exc)) is None:
+                raise InputError(
+                    f"cannot tell which login opgate posts as: GET /user answered HTTP {exc.status} (a GitHub App's "
+                    "installation token cannot read it); set OPGATE_GITHUB_LOGIN to the login its comments carry, "
+                    "e.g. my-app[bot] (in Actions with GITHUB_TOKEN it is github-actions[bot])"
+                ) from exc
+            raise
+
+    def _mine(self, user: Any) -> bool:
+        """Whether `user` (a PyGithub NamedUser, or None for a deleted account) is opgate's own identity."""
+        return user is not None and str(user.login).lower() == self.login().lower()
+
+    def _check_author(self, user: Any, what: str) -> None:
+        """Warn when GitHub put what opgate just wrote under another login than the one it looks for."""
+        if user is not None and not self._mine(user):
+            log.warning(
+                "%s",
+                scrub(
+                    f"GitHub: the {what} was written as {user.login}, but opgate looks for its own by {self.login()}: "
+                    f"set OPGATE_GITHUB_LOGIN={user.login}, or the next run will not find it and writes another",
+                    self._secrets,
+                ),
+            )
 
     # ------------------------------------------------------------------ pull requests
 
@@ -156,22 +212,24 @@ class GitHubEdge:
     # ------------------------------------------------------------------ comments
 
     def upsert_comment(self, number: int, marker: str, body: str) -> CommentRef:
-        """Edit our comment on issue/PR `number` (the one whose body starts with `marker`), else post it.
+        """Edit our comment on issue/PR `number` (the one by `login` whose body starts with `marker`), else post it.
 
         The body is made to start with the marker, so the next run finds it. All pages of comments are
-        searched; the oldest match wins. Retries re-read the comments first, so a POST whose answer was
-        lost is found and edited instead of duplicated.
+        searched; the oldest match wins; a comment by anyone else is never edited, whatever it holds. Retries
+        re-read the comments first, so a POST whose answer was lost is found and edited instead of duplicated.
         """
         if not marker.strip():
             raise ValueError("upsert_comment needs a non-empty marker")
         text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
         text = truncate(text, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        self.login()  # who we are, known before anything is read or written
 
         def op() -> CommentRef:
             issue = self._repo.get_issue(number)
             mine = self._find_comment(issue.get_comments(), marker)
             if mine is None:
                 created = issue.create_comment(text)
+                self._check_author(created.user, f"comment {created.id} on #{number}")
                 return CommentRef(id=created.id, created=True, url=created.html_url or "")
             if mine.body == text:
                 return CommentRef(id=mine.id, created=False, updated=False, url=mine.html_url or "")
@@ -182,11 +240,8 @@ class GitHubEdge:
 
     def _find_comment(self, comments: Iterable[IssueComment], marker: str) -> IssueComment | None:
         for comment in comments:
-            if not (comment.body or "").lstrip().startswith(marker):
-                continue
-            if self.bot_login is not None and (comment.user is None or comment.user.login != self.bot_login):
-                continue
-            return comment
+            if (comment.body or "").lstrip().startswith(marker) and self._mine(comment.user):
+                return comment
         return None
 
     def reply(self, number: int, body: str) -> CommentRef:
@@ -240,29 +295,31 @@ class GitHubEdge:
 
     # ------------------------------------------------------------------ people
 
-    def role(self, user: str) -> str:
-        """`user`'s role on the repository: role_name (admin, maintain, write, triage, read or a custom role),
-        else the permission (admin, write, read, none). An unknown user (404) is "none"."""
+    def role(self, user: str) -> Role:
+        """`user`'s role on the repository (GET …/collaborators/{user}/permission): its base role, from `role_name`
+        when that is a base role, else from the `permissions` hash (a custom role counts as the base role it
+        builds on), else from the legacy `permission` (older GitHub Enterprise Server); an unknown user (404) is
+        "none"."""
 
-        def op() -> str:
+        def op() -> Role:
             try:
                 _, data = self._repo.requester.requestJsonAndCheck(
                     "GET", f"{self._repo.url}/collaborators/{urllib.parse.quote(user, safe='')}/permission"
                 )
             except GithubException as exc:
                 if exc.status == 404:
-                    return "none"
+                    return Role(level="none", name="none")
                 raise
-            data = data if isinstance(data, dict) else {}
-            role = data.get("role_name") or data.get("permission")
-            return str(role) if role else "none"
+            return role_of(data if isinstance(data, dict) else {})
 
         return self._call(f"read the role of {user}", op)
 
     # ------------------------------------------------------------------ issues
 
     def upsert_issue(self, title: str, body: str, labels: Iterable[str] = (), *, reopen: bool = False) -> IssueRef:
-        """Edit the issue titled exactly `title` (open or closed; the oldest if several), else open one.
+        """Edit opgate's issue titled exactly `title` (open or closed; the oldest if several), else open one.
+
+        Only issues opened by `login` count: an issue of the same title by anyone else is left alone.
 
         With labels, candidates are listed by the first label (consistent right after a write); without,
         the search API is used (eventually consistent: an issue opened seconds ago may not be found).
@@ -273,10 +330,13 @@ class GitHubEdge:
         if not title.strip():
             raise ValueError("upsert_issue needs a title")
 
+        self.login()  # who we are, known before anything is read or written
+
         def op() -> IssueRef:
             existing = self._find_issue(title, wanted)
             if existing is None:
                 issue = self._repo.create_issue(title=title, body=text, labels=wanted)
+                self._check_author(issue.user, f"issue #{issue.number}")
                 return IssueRef(number=issue.number, created=True, state=issue.state, url=issue.html_url or "")
             have = [label.name for label in existing.labels]
             missing = [name for name in wanted if name.lower() not in {h.lower() for h in have}]
@@ -300,10 +360,13 @@ class GitHubEdge:
         return self._call(f"file the issue {title!r}", op)
 
     def close_issue(self, title: str, body: str, labels: Iterable[str] = ()) -> IssueRef | None:
-        """Edit the issue titled exactly `title` to `body` and close it, if there is one still open; never
-        creates one. None when no such issue exists (a closed one is left as it is, and returned)."""
+        """Edit opgate's issue titled exactly `title` to `body` and close it, if there is one still open; never
+        creates one (and never closes an issue anyone else opened). None when no such issue exists (a closed one
+        is left as it is, and returned)."""
         wanted = list(dict.fromkeys(label for label in labels if label))
         text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+
+        self.login()  # who we are, known before anything is read or written
 
         def op() -> IssueRef | None:
             existing = self._find_issue(title, wanted)
@@ -330,7 +393,7 @@ class GitHubEdge:
             )
         for issue in candidates:
             # title first: reading a field an answer lacks (pull_request, on plain issues) costs a GET
-            if issue.title == title and issue.pull_request is None:
+            if issue.title == title and issue.pull_request is None and self._mine(issue.user):
                 return issue
         return None
 
@@ -378,12 +441,17 @@ class GitHubEdge:
         return self._call(f"push the branch {branch}", op)
 
     def open_pull(self, branch: str, base: str, title: str, body: str) -> PullRef:
-        """Open a pull request from `branch` into `base`, or edit the one already open from that branch."""
+        """Open a pull request from `branch` into `base`, or edit the one opgate already opened from that branch
+        (a pull request from it by anyone else is not edited; GitHub then refuses a second one: ServiceError)."""
         text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
         owner = self.repository.split("/")[0]
 
+        self.login()  # who we are, known before anything is read or written
+
         def op() -> PullRef:
             for pr in self._repo.get_pulls(state="open", head=f"{owner}:{branch}", base=base):
+                if not self._mine(pr.user):
+                    continue
                 changed = (pr.body or "") != text or pr.title != title
                 if changed:
                     pr.edit(title=title, body=text)
@@ -406,36 +474,63 @@ class GitHubEdge:
 
     def _call(self, what: str, op: Callable[[], T]) -> T:
         attempt = 0
+        limited = 0  # rate-limit answers of this operation so far (the secondary rule doubles per repeat)
         while True:
             try:
                 return op()
             except GithubException as exc:
-                retry_after = _retry_after(exc.headers)
-                retryable = exc.status is not None and (
-                    exc.status >= 500 or exc.status == 429 or (exc.status == 403 and retry_after is not None)
-                )
-                reason = _describe_http(exc)
-                if not retryable or attempt >= self.retries:
+                kind = limit_kind(exc.status, exc.headers, _github_message(exc))
+                reason = _describe_http(exc, hint=kind is None)
+                if kind is not None:
+                    limited += 1
+                    wait = limit_wait(kind, exc.headers, self._clock(), limited)
+                elif exc.status is not None and exc.status >= 500:
+                    wait = self._backoff(attempt, exc.headers, f"HTTP {exc.status}")
+                else:
                     raise ServiceError(self._message(what, reason, attempt)) from exc
+                self._may_wait(what, reason, attempt, wait, exc)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
-                retry_after = None
                 reason = f"connection failed ({type(exc).__name__})"
-                if attempt >= self.retries:
-                    raise ServiceError(self._message(what, reason, attempt)) from exc
+                wait = self._backoff(attempt, None, "a failed connection")
+                self._may_wait(what, reason, attempt, wait, exc)
             except requests.RequestException as exc:
                 raise ServiceError(self._message(what, f"request failed ({type(exc).__name__})", attempt)) from exc
             except (BadAttributeException, IncompletableObject, KeyError, ValueError) as exc:
                 # An answer we could not read: not JSON, a field missing or of the wrong type.
                 reason = f"unexpected answer ({type(exc).__name__})"
                 raise ServiceError(self._message(what, reason, attempt)) from exc
-            delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, self.max_backoff_s))
             attempt += 1
+            self.waited_s += wait.seconds
             log.warning(
-                "%s", scrub(f"GitHub: {what}: {reason}; retry {attempt}/{self.retries} in {delay:.3g}s", self._secrets)
+                "%s",
+                scrub(
+                    f"GitHub: {what}: {reason}; {wait.reason}: waiting {wait.seconds:.3g} s, "
+                    f"retry {attempt}/{self.retries}",
+                    self._secrets,
+                ),
             )
-            self._sleep(delay)
+            self._sleep(wait.seconds)
+
+    def _backoff(self, attempt: int, headers: dict[str, Any] | None, after: str) -> Wait:
+        """Exponential backoff after a 5xx or a dropped connection; a Retry-After is honoured in full."""
+        delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
+        asked = retry_after(headers)
+        if asked is not None and asked > delay:
+            return Wait(seconds=asked, reason=f"after {after}, Retry-After {asked:g} s")
+        return Wait(seconds=delay, reason=f"after {after}, backoff")
+
+    def _may_wait(self, what: str, reason: str, attempt: int, wait: Wait, exc: Exception) -> None:
+        """Raise the operation's ServiceError when no retry is left or the wait would pass max_wait_s."""
+        if attempt >= self.retries:
+            spent = f", {self.waited_s:.3g} s waited" if self.waited_s else ""
+            detail = f"{reason} — {wait.reason}; no retry left{spent}"
+            raise ServiceError(self._message(what, detail, attempt)) from exc
+        if self.waited_s + wait.seconds > self.max_wait_s:
+            detail = (
+                f"{reason} — {wait.reason} asks to wait {wait.seconds:.3g} s, over the {self.max_wait_s:.3g} s "
+                f"opgate waits for GitHub in all ({self.waited_s:.3g} s waited already; OPGATE_GITHUB_MAX_WAIT_S)"
+            )
+            raise ServiceError(self._message(what, detail, attempt)) from exc
 
     @property
     def _secrets(self) -> list[str]:
@@ -447,10 +542,36 @@ class GitHubEdge:
         return scrub(message, self._secrets).replace(self._token, "***")
 
 
-def _describe_http(exc: GithubException) -> str:
+_HASH_LEVELS: tuple[tuple[str, BaseRole], ...] = (
+    ("admin", "admin"), ("maintain", "maintain"), ("push", "write"), ("triage", "triage"), ("pull", "read"),
+)  # fmt: skip
+_LEGACY_LEVELS: dict[str, BaseRole] = {"admin": "admin", "write": "write", "read": "read"}
+
+
+def role_of(data: dict[str, Any]) -> Role:
+    """The Role in a collaborator-permission answer (pure): `permission` is the legacy level (maintain reads as
+    write, triage as read), `role_name` the full name (custom roles too), the user's `permissions` hash the base."""
+    name = data.get("role_name") if isinstance(data.get("role_name"), str) and data.get("role_name") else None
+    user = data.get("user")
+    hash_ = user.get("permissions") if isinstance(user, dict) else None
+    level: BaseRole = _LEGACY_LEVELS.get(str(data.get("permission")), "none")
+    if name in BASE_ROLES:
+        level = cast(BaseRole, name)
+    elif isinstance(hash_, dict):
+        level = next((lvl for key, lvl in _HASH_LEVELS if hash_.get(key) is True), "none")
+    return Role(level=level, name=name or level)
+
+
+def _github_message(exc: GithubException) -> str:
+    data = exc.data if isinstance(exc.data, dict) else {}
+    message = data.get("message")
+    return message if isinstance(message, str) else ""
+
+
+def _describe_http(exc: GithubException, *, hint: bool = True) -> str:
     data = exc.data if isinstance(exc.data, dict) else {}
     message = data.get("message") if isinstance(data.get("message"), str) else None
-    hint = {
+    explain = {
         401: "the token was rejected",
         403: "forbidden (token scope or rate limit)",
         404: "not found (or the token cannot see it)",
@@ -464,19 +585,9 @@ def _describe_http(exc: GithubException) -> str:
         first = errors[0]
         detail = first.get("message") or first.get("code") or ""
         parts.append(f"[{first.get('field', '')}: {str(detail)[:200]}]")
-    if hint:
-        parts.append(f"({hint})")
+    if explain and hint:
+        parts.append(f"({explain})")
     return " ".join(parts)
 
 
-def _retry_after(headers: dict[str, Any] | None) -> float | None:
-    if not headers:
-        return None
-    value = {str(k).lower(): v for k, v in headers.items()}.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except (TypeError, ValueError):
-        return None
-
-
-__all__ = ["DEFAULT_API_URL", "GitHubEdge", "truncate"]
+__all__ = ["DEFAULT_API_URL", "GitHubEdge", "role_of", "truncate"]

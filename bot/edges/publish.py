@@ -170,7 +170,8 @@ def write_step_summary(path: Path | None, text: str) -> None:
 
 
 def open_edge(settings: Settings) -> GitHubEdge:
-    """The GitHub edge from settings; InputError (exit 2) when the token or repository is missing."""
+    """The GitHub edge from settings, finding only what opgate's own login wrote (OPGATE_GITHUB_LOGIN; in Actions
+    github-actions[bot]; else the token's user); InputError (exit 2) when the token or repository is missing."""
     if not settings.github_token:
         raise InputError("GITHUB_TOKEN is not set: posting to GitHub needs a token (Actions: github.token)")
     if not settings.github_repository:
@@ -182,6 +183,8 @@ def open_edge(settings: Settings) -> GitHubEdge:
         settings.github_repository,
         backoff_s=settings.github_backoff_s,
         max_backoff_s=max(30.0, settings.github_backoff_s),
+        max_wait_s=settings.github_max_wait_s,
+        bot_login=settings.github_login,
         seconds_between_requests=interval / 4 if interval else None,
         seconds_between_writes=interval or None,
     )

@@ -265,4 +265,48 @@ MIGRATIONS: list[tuple[int, str]] = [
         )
         """,
     ),
+    (
+        6,
+        """
+        CREATE TABLE bisections (
+            id {pk},
+            created_at TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            case_name TEXT NOT NULL,
+            device_name TEXT NOT NULL,
+            good_sha TEXT NOT NULL,
+            bad_sha TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            first_bad_sha TEXT NOT NULL,
+            report_json TEXT NOT NULL
+        );
+        CREATE INDEX bisections_range ON bisections (kernel, case_name, good_sha, bad_sha, id)
+        """,
+    ),
+    (
+        7,
+        """
+        CREATE TABLE main_resources_arch (
+            id {pk},
+            sha TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            function TEXT NOT NULL,
+            arch TEXT NOT NULL DEFAULT 'sm_90a',
+            registers INTEGER NOT NULL,
+            spill_bytes INTEGER NOT NULL,
+            smem_bytes INTEGER NOT NULL,
+            stack_bytes INTEGER NOT NULL,
+            threads INTEGER,
+            committed_at TEXT NOT NULL,
+            UNIQUE (sha, kernel, function, arch)
+        );
+        INSERT INTO main_resources_arch
+            (sha, kernel, function, arch, registers, spill_bytes, smem_bytes, stack_bytes, threads, committed_at)
+            SELECT sha, kernel, function, 'sm_90a', registers, spill_bytes, smem_bytes, stack_bytes, threads,
+                committed_at
+            FROM main_resources ORDER BY id;
+        DROP TABLE main_resources;
+        ALTER TABLE main_resources_arch RENAME TO main_resources
+        """,
+    ),
 ]

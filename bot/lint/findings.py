@@ -41,9 +41,12 @@ RULES: dict[str, Rule] = {
         "warning", "a file given by name is not a kind lint knows (.env, task JSON, Claude, Codex, opgate's own)"
     ),
     "CONF001": Rule("error", "opgate.toml or pyproject.toml's [tool.opgate] does not match the configuration schema"),
-    "KERN001": Rule("error", "a kernel.toml is not valid TOML, does not match the manifest schema or is misnamed"),
+    "KERN001": Rule("error", "a kernel.toml is not valid TOML or does not match the manifest schema (did you mean …)"),
     "KERN002": Rule("error", "a kernel.toml names a domain the repository does not configure"),
     "KERN003": Rule("error", "a kernel.toml holds a literal value that looks like a key"),
+    "KERN004": Rule("error", "a kernel.toml compiler flag is outside the allow-list the review applies"),
+    "KERN005": Rule("error", "a kernel.toml include_dirs entry is not a folder of the repository (or is empty)"),
+    "KERN006": Rule("error", "a kernel.toml names a file that does not exist, or an entry its sources do not offer"),
     "URL001": Rule("error", "a base URL carries a query string, fragment or tracking (utm_) parameters"),
     "URL002": Rule("error", "a base URL is not an http(s) URL with a host"),
     "URL003": Rule("error", "a base URL carries credentials (user:password@)"),

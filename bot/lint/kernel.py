@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from bot.config import bindings, keys
 from bot.config.manifest import KernelManifest
 from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.collect import Collector, Facts
 from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
+from bot.verdict.flags import check_flags
 
 
 def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
@@ -25,10 +28,23 @@ def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any
     return data, toml_key_lines(text)
 
 
-def _errors(c: Collector, rule: str, exc: ValidationError, lines: dict[KeyPath, int], prefix: KeyPath = ()) -> None:
+def _errors(
+    c: Collector,
+    rule: str,
+    exc: ValidationError,
+    lines: dict[KeyPath, int],
+    prefix: KeyPath = (),
+    model: type[BaseModel] | None = None,
+) -> None:
     for err in exc.errors():
         loc = tuple(err["loc"])
-        c.add(line_of(lines, (*prefix, *loc)), rule, f"{label_of(loc) or '(top level)'}: {err['msg']}")
+        if not loc and (m := re.match(r"(\w+)\[(\d+)\]", err["msg"].removeprefix("Value error, "))):
+            loc = (m[1], int(m[2]), "params")  # a whole-manifest rule about one case: at that case's line
+            c.add(line_of(lines, (*prefix, *loc)), rule, err["msg"].removeprefix("Value error, "))
+            continue
+        hint = keys.did_you_mean(model, loc) if model is not None and err["type"] == "extra_forbidden" else ""
+        message = err["msg"].removeprefix("Value error, ")
+        c.add(line_of(lines, (*prefix, *loc)), rule, f"{label_of(loc) or '(top level)'}: {message}{hint}")
 
 
 def check_config(path: str, text: str) -> tuple[list[Finding], Facts]:
@@ -44,7 +60,7 @@ def check_config(path: str, text: str) -> tuple[list[Finding], Facts]:
     try:
         RepoConfig.model_validate(data)
     except ValidationError as exc:
-        _errors(c, "CONF001", exc, lines, prefix)
+        _errors(c, "CONF001", exc, lines, prefix, RepoConfig)
     for key in ("source", "root"):
         if key in data:
             c.add(line_of(lines, (*prefix, key)), "CONF001", f"{key}: not a setting; remove it")
@@ -52,7 +68,7 @@ def check_config(path: str, text: str) -> tuple[list[Finding], Facts]:
 
 
 def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[list[Finding], Facts]:
-    """A kernel.toml: the schema, its name equal to its folder, its domain configured, no literal key."""
+    """A kernel.toml: the schema, its domain configured, the files it names, its entry points, no literal key."""
     c = Collector(path)
     parsed = _parse(c, "KERN001", text, "kernel.toml")
     if parsed is None:
@@ -61,11 +77,9 @@ def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[l
     try:
         manifest = KernelManifest.model_validate(data)
     except ValidationError as exc:
-        _errors(c, "KERN001", exc, lines)
+        _errors(c, "KERN001", exc, lines, model=KernelManifest)
         return c.done()
-    folder = Path(path).resolve().parent.name
-    if manifest.name != folder:
-        c.add(line_of(lines, ("name",)), "KERN001", f"name {manifest.name!r} differs from its folder {folder!r}")
+    _check_files(c, manifest, Path(path).parent, lines)
     if book is not None and manifest.domain not in book.domains:
         have = ", ".join(sorted(book.domains)) or "none"
         c.add(
@@ -74,11 +88,65 @@ def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[l
             f"domain {manifest.domain!r} is not configured (configured: {have}); add "
             f"[tool.opgate.domains.{manifest.domain}] to pyproject.toml or opgate.toml",
         )
+    for device, spec in manifest.build.items():
+        for key, flags, nvcc in (("cflags", spec.cflags, False), ("cuda_cflags", spec.cuda_cflags, True)):
+            for finding in check_flags(flags, nvcc=nvcc, where=f"[build.{device}] {key}"):
+                c.add(line_of(lines, ("build", device, key)), "KERN004", finding)
+        for rel in spec.include_dirs:
+            if (why := _include_problem(path, rel)) is not None:
+                c.add(line_of(lines, ("build", device, "include_dirs")), "KERN005", f"[build.{device}] {why}")
     for where, value in _strings(data):
         if keys := find_keys(value):
             c.secrets.update(keys)
             c.add(line_of(lines, where), "KERN003", f"{label_of(where)} holds what looks like a key ({mask(keys[0])})")
     return c.done()
+
+
+def _repo_root(manifest: Path) -> Path | None:
+    """The repository a kernel.toml lies in: the nearest folder above it with a .git (None: not in one)."""
+    for folder in manifest.resolve().parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _include_problem(path: str, rel: str) -> str | None:
+    """Why an include directory (relative to the repository root) cannot be used, or None."""
+    root = _repo_root(Path(path))
+    if root is None:
+        return None  # not in a repository: the schema checked the path's form, the review checks the folder
+    folder = (root / rel).resolve()
+    if not folder.is_relative_to(root):
+        return f"include_dirs: {rel!r} leads out of the repository (a symlink?)"
+    if not folder.is_dir():
+        return f"include_dirs: {rel!r} is not a folder of the repository"
+    if not any(folder.iterdir()):
+        return f"include_dirs: {rel!r} is empty: a submodule not checked out? (git submodule update --init --recursive)"
+    return None
+
+
+def _check_files(c: Collector, manifest: KernelManifest, folder: Path, lines: dict[KeyPath, int]) -> None:
+    """What a review would stop on: a missing tunables file or reference (where the manifest needs one), a missing
+    source, an entry its sources lack. A resource-only kernel (no case) needs neither a reference nor an entry."""
+    if not folder.is_dir():
+        return  # linted as text (a file given alone): nothing beside it to check
+    if manifest.tunables and not (folder / manifest.config).is_file():
+        c.add(line_of(lines, ("config",)), "KERN006", f"config {manifest.config!r}: no such file beside kernel.toml")
+    if manifest.cases and not (folder / manifest.reference.module).is_file():
+        c.add(
+            line_of(lines, ("reference", "module")),
+            "KERN006",
+            f"reference.module {manifest.reference.module!r}: no such file beside kernel.toml",
+        )
+    for device, spec in manifest.build.items():
+        missing = [s for s in spec.sources if not (folder / s).is_file()]
+        for source in missing:
+            c.add(line_of(lines, ("build", device, "sources")), "KERN006", f"build.{device}: no source {source!r}")
+        if not spec.entry:
+            continue  # no case runs on this build (the manifest's own check says so where one does)
+        problem = bindings.entry_problem(spec.entry, bindings.scan(folder, spec.sources), f"[build.{device}]")
+        if problem is not None:
+            c.add(line_of(lines, ("build", device, "entry")), "KERN006", problem)
 
 
 def _strings(data: Any, where: KeyPath = ()) -> list[tuple[KeyPath, str]]:

@@ -76,10 +76,23 @@ def _toml_parts(dotted: str) -> tuple[str, ...]:
     return tuple(p.strip().strip("\"'") for p in re.findall(_TOML_KEY, dotted))
 
 
+def _in_arrays(parts: tuple[str, ...], arrays: dict[tuple[str, ...], int]) -> KeyPath:
+    """A header's path with the index of the current element of every array of tables it passes through
+    (`[cases.limits]` after the second `[[cases]]` is ("cases", 1, "limits"))."""
+    path: list[str | int] = []
+    for i, part in enumerate(parts):
+        path.append(part)
+        if (count := arrays.get(parts[: i + 1])) is not None:
+            path.append(count - 1)
+    return tuple(path)
+
+
 def toml_key_lines(text: str) -> dict[KeyPath, int]:
-    """The line of every table and key of a TOML text (inline-table keys share their line)."""
+    """The line of every table and key of a TOML text (inline-table keys share their line); the elements of an
+    array of tables (`[[cases]]`) by index, each at its own header's line."""
     lines: dict[KeyPath, int] = {}
-    table: tuple[str, ...] = ()
+    table: KeyPath = ()
+    arrays: dict[tuple[str, ...], int] = {}  # array-of-tables path -> elements so far
     in_string: str | None = None
     for number, raw in enumerate(text.splitlines(), 1):
         stripped = raw.strip()
@@ -90,7 +103,10 @@ def toml_key_lines(text: str) -> dict[KeyPath, int]:
         if not stripped or stripped.startswith("#"):
             continue
         if header := _TOML_HEADER.match(stripped):
-            table = _toml_parts(header.group(1))
+            parts = _toml_parts(header.group(1))
+            if stripped.startswith("[["):
+                arrays[parts] = arrays.get(parts, 0) + 1
+            table = _in_arrays(parts, arrays)
             for i in range(1, len(table) + 1):
                 lines.setdefault(table[:i], number)
             continue

@@ -159,7 +159,8 @@ def read_sources(paths: Iterable[str | Path]) -> tuple[list[Finding], list[Sourc
 
 def default_paths(repo_root: str | Path = ".", config: RepoConfig | None = None) -> list[Path]:
     """What `opgate lint` checks with no PATH: the opgate configuration, .env.example, every kernel's
-    kernel.toml and agent_task.json (where the configuration's manifest globs find them), examples/.
+    kernel.toml and agent_task.json (where the configuration's manifest globs find them), a domain's own task file
+    (`task`), examples/.
 
     Also the repository's own `.claude/settings.json` and `.codex/config.toml` when they exist.
     """
@@ -171,6 +172,7 @@ def default_paths(repo_root: str | Path = ".", config: RepoConfig | None = None)
     out += [p for p in (root / ".env.example", root / ".claude" / "settings.json") if p.is_file()]
     for folder in find_manifests(root, config.manifests).values():
         out += [p for p in (root / folder / MANIFEST_NAME, root / folder / "agent_task.json") if p.is_file()]
+    out += [p for d in config.domains.values() if d.task and (p := root / d.task).is_file()]  # e.g. the CI summary's
     out += [p for p in (root / ".codex" / "config.toml",) if p.is_file()]
     if (root / "examples").is_dir():
         out.append(root / "examples")

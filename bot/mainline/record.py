@@ -7,7 +7,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.report import KernelReport, Report, Resource
+from bot.edges.environment import device_key
+from bot.models.report import CaseReport, KernelReport, Report, Resource
 
 # A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
@@ -47,7 +48,7 @@ class CaseFigure(_Row):
     domain: str
     case_name: str
     device: str  # cpu | cuda
-    device_name: str  # the GPU's name, or "cpu"
+    device_name: str  # the GPU's model and architecture ("NVIDIA H100 80GB HBM3 · sm_90"), or "cpu"
     p50_ms: float
     base_p50_ms: float | None = None
     regression_pct: float | None = None
@@ -80,6 +81,7 @@ class ResourceFigure(_Row):
     sha: str
     kernel: str
     function: str
+    arch: str = "sm_90a"  # the architecture ptxas compiled it for: each architecture is its own series
     registers: int
     spill_bytes: int = 0
     smem_bytes: int = 0
@@ -89,7 +91,7 @@ class ResourceFigure(_Row):
 
     @property
     def occupancy(self) -> float | None:
-        return occupancy_estimate(self.registers, self.threads, self.smem_bytes)
+        return occupancy_estimate(self.registers, self.threads, self.smem_bytes)  # sm_100's limits are sm_90's
 
 
 def pr_from_subject(subject: str) -> int | None:
@@ -117,14 +119,19 @@ def occupancy_estimate(registers: int, threads: int | None, smem_bytes: int) -> 
     return min(limits) * warps / SM90_MAX_WARPS
 
 
-def _device_name(report: Report, device: str) -> str:
-    return (report.environment.gpu or "cuda") if device == "cuda" else "cpu"
+def _device_name(report: Report, case: CaseReport) -> str:
+    """The GPU model and architecture the case ran on (a merged review may hold several), or "cpu"."""
+    if case.device != "cuda":
+        return "cpu"
+    return device_key(case.gpu or report.environment.gpu, case.arch or report.environment.arch)
 
 
-def _resources(kernel: KernelReport) -> tuple[list[Resource], dict[str, int]]:
-    if kernel.resource_check is not None and kernel.resource_check.status == "ok":
-        return kernel.resource_check.head, kernel.resource_check.threads
-    return (kernel.build.resources if kernel.build is not None else []), {}
+def _resources(kernel: KernelReport) -> list[tuple[str, list[Resource], dict[str, int]]]:
+    """(architecture, functions, threads) of every architecture whose resource check ran."""
+    checks = [c for c in kernel.resource_checks() if c.status == "ok"]
+    if checks:
+        return [(c.arch, c.head, c.threads) for c in checks]
+    return [("sm_90a", kernel.build.resources if kernel.build is not None else [], {})]
 
 
 def figures(report: Report, commit: MainCommit) -> tuple[list[CaseFigure], list[ResourceFigure]]:
@@ -149,7 +156,7 @@ def figures(report: Report, commit: MainCommit) -> tuple[list[CaseFigure], list[
                     domain=k.domain,
                     case_name=c.name,
                     device=c.device,
-                    device_name=_device_name(report, c.device),
+                    device_name=_device_name(report, c),
                     p50_ms=c.p50_ms,
                     base_p50_ms=c.base_p50_ms,
                     regression_pct=c.regression_pct,
@@ -160,19 +167,20 @@ def figures(report: Report, commit: MainCommit) -> tuple[list[CaseFigure], list[
                     committed_at=commit.committed_at,
                 )
             )
-        found, threads = _resources(k)
-        for r in found:
-            resources.append(
-                ResourceFigure(
-                    sha=commit.sha,
-                    kernel=k.name,
-                    function=r.function,
-                    registers=r.registers,
-                    spill_bytes=r.spill_bytes,
-                    smem_bytes=r.smem_bytes,
-                    stack_bytes=r.stack_bytes,
-                    threads=threads.get(r.function),
-                    committed_at=commit.committed_at,
+        for arch, found, threads in _resources(k):
+            for r in found:
+                resources.append(
+                    ResourceFigure(
+                        sha=commit.sha,
+                        kernel=k.name,
+                        function=r.function,
+                        arch=arch,
+                        registers=r.registers,
+                        spill_bytes=r.spill_bytes,
+                        smem_bytes=r.smem_bytes,
+                        stack_bytes=r.stack_bytes,
+                        threads=threads.get(r.function),
+                        committed_at=commit.committed_at,
+                    )
                 )
-            )
     return cases, resources

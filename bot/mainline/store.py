@@ -1,4 +1,5 @@
-"""Main's record in the ledger: commits, case figures, resources and drift checks; reads for the dashboard."""
+"""Main's record in the ledger: commits, case figures, resources, drift checks and bisections; reads for the
+dashboard."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from bot.ledger.db import Database, now
 from bot.ledger.store import Ledger, acceptance_row
+from bot.mainline.bisect import BisectReport
 from bot.mainline.drift import DriftCheck
 from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
 from bot.models.ledger import AcceptanceRow
@@ -57,7 +59,7 @@ class History:
                 )
             for r in resources:
                 data = r.model_dump()
-                tx.execute(_upsert("main_resources", list(data), "sha, kernel, function"), list(data.values()))
+                tx.execute(_upsert("main_resources", list(data), "sha, kernel, function, arch"), list(data.values()))
 
     def commits(self) -> list[MainCommit]:
         rows = self.db.rows("SELECT * FROM main_commits ORDER BY committed_at, recorded_at")
@@ -101,6 +103,37 @@ class History:
             (last["t"],),
         )
         return [DriftCheck.model_validate({**r, "flagged": bool(r["flagged"])}) for r in rows]
+
+    # -- bisections ---------------------------------------------------------------------------
+
+    def record_bisection(self, report: BisectReport) -> None:
+        """Keep one bisection (a later one of the same range is read first)."""
+        first_bad = report.first_bad.sha if report.first_bad is not None else ""
+        with self.db.transaction() as tx:
+            tx.execute(
+                "INSERT INTO bisections (created_at, kernel, case_name, device_name, good_sha, bad_sha, verdict,"
+                " first_bad_sha, report_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    report.created_at or now(),
+                    report.kernel,
+                    report.case_name,
+                    report.device_name,
+                    report.good_sha,
+                    report.bad_sha,
+                    report.verdict,
+                    first_bad,
+                    report.to_json(),
+                ),
+            )
+
+    def bisection(self, kernel: str, case_name: str, device_name: str, good: str, bad: str) -> BisectReport | None:
+        """The latest bisection of one case over exactly (good, bad]; None when it was never bisected."""
+        row = self.db.one(
+            "SELECT report_json FROM bisections WHERE kernel = ? AND case_name = ? AND device_name = ?"
+            " AND good_sha = ? AND bad_sha = ? ORDER BY id DESC LIMIT 1",
+            (kernel, case_name, device_name, good, bad),
+        )
+        return BisectReport.model_validate_json(row["report_json"]) if row else None
 
     # -- what the dashboard reads --------------------------------------------------------------
 

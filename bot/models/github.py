@@ -34,6 +34,27 @@ class PullInfo(_Result):
     base_repo: str
 
 
+BASE_ROLES = ("none", "read", "triage", "write", "maintain", "admin")  # GitHub's base roles, lowest first
+BaseRole = Literal["none", "read", "triage", "write", "maintain", "admin"]
+
+
+class Role(_Result):
+    """A person's role on a repository: the base role that decides (`level`) and the role's name for people.
+
+    A custom repository role (e.g. "kernel-maintainer") builds on a base role; it counts as that base role."""
+
+    level: BaseRole
+    name: str  # GitHub's role_name: a base role, or a custom role's name
+
+    def at_least(self, level: BaseRole) -> bool:
+        return BASE_ROLES.index(self.level) >= BASE_ROLES.index(level)
+
+    @property
+    def shown(self) -> str:
+        """How a comment names it: "write", or "kernel-maintainer (write)" for a custom role."""
+        return self.name if self.name == self.level else f"{self.name} ({self.level})"
+
+
 class CommentRef(_Result):
     id: int
     created: bool  # a new comment was posted

@@ -83,6 +83,7 @@ class CaseRun(BaseModel):
 
 class ReferenceSource(BaseModel):
     path: str
+    shown: str = Field("", description="the module as the user knows it (kernels/gemm/reference.py) in messages")
     inputs: str = "make_inputs"
     function: str = "reference"
     probes: str = "make_probes"
@@ -97,6 +98,8 @@ class JudgeJob(BaseModel):
     sides: dict[str, dict[str, str]] = Field(description="base/head -> device -> verified .so path")
     module: str
     entry: str
+    positional: list[str] = Field(default_factory=list, description="case params passed after the tensors, in order")
+    keywords: list[str] = Field(default_factory=list, description="case params passed by name")
     measure: MeasureSettings
     timeout_s: float
     time: bool = True

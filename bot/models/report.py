@@ -69,22 +69,31 @@ class Build(_Model):
     log_tail: str = ""
 
 
-class ResourceCheckReport(_Model):
-    """The compile-only ptxas check of the kernel's .cu files (runs wherever nvcc is, GPU or not)."""
+ResourceStatus = Literal["ok", "no_nvcc", "compile_fail", "unsupported_arch"]
 
-    status: Literal["ok", "no_nvcc", "compile_fail"]
+
+class ResourceCheckReport(_Model):
+    """The compile-only ptxas check of the kernel's .cu files for one architecture (wherever nvcc is, GPU or not).
+
+    unsupported_arch: this runner's nvcc cannot compile for `arch` (the check did not run there).
+    """
+
+    status: ResourceStatus
     arch: str = "sm_90a"
     head: list[Resource] = Field(default_factory=list)
     base: list[Resource] = Field(default_factory=list)
-    base_status: Literal["ok", "no_nvcc", "compile_fail"] | None = None
+    base_status: ResourceStatus | None = None
     threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
     launch_errors: list[str] = Field(
         default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
     )
-    launch_notes: list[str] = Field(default_factory=list, description="about the launch descriptions (not fatal)")
+    launch_notes: list[str] = Field(
+        default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
+    )
     seconds: float = 0.0
     cached: bool = False
-    log_tail: str = ""
+    log_tail: str = Field("", description="head's compile log when head does not compile")
+    base_log_tail: str = Field("", description="base's compile log when base does not compile")
 
 
 class CpuUse(_Model):
@@ -176,9 +185,30 @@ class SimulatedCost(_Model):
     error: str | None = Field(None, description="why there is no simulated cost (valgrind missing, a side failed)")
 
 
+class Throughput(_Model):
+    """What a case's declared work (kernel.toml `flops`/`bytes`) means at its p50: achieved rates and their share
+    of the device's peak (bot/verdict/throughput.py)."""
+
+    flops: int | None = Field(None, description="floating-point operations of one call (the case's `flops`)")
+    bytes: int | None = Field(None, description="bytes one call moves (the case's `bytes`)")
+    head_tflops: float | None = None
+    base_tflops: float | None = None
+    head_gbps: float | None = None
+    base_gbps: float | None = None
+    peak_tflops: float | None = Field(None, description="the device's peak: dense bf16 TFLOP/s (a GPU's data sheet)")
+    peak_gbps: float | None = Field(None, description="the device's peak memory bandwidth, GB/s")
+    head_flops_pct: float | None = Field(None, description="head's TFLOP/s in % of peak_tflops")
+    head_bytes_pct: float | None = Field(None, description="head's GB/s in % of peak_gbps")
+    base_flops_pct: float | None = None
+    base_bytes_pct: float | None = None
+    peak_of: str = Field("", description="whose peak: a data-sheet row, or the measurement of this CPU runner")
+
+
 class CaseReport(_Model):
     name: str
     device: Literal["cpu", "cuda"] = "cpu"
+    arch: str | None = Field(None, description="the GPU architecture it ran on (sm_90); None on a CPU")
+    gpu: str | None = Field(None, description="the GPU model it ran on (a merged review may hold several)")
     status: CaseStatus = CaseStatus.ok
     max_abs_err: float | None = None
     tolerance: float
@@ -206,6 +236,7 @@ class CaseReport(_Model):
     )
     nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
     simulated: SimulatedCost | None = Field(None, description="simulated cost under callgrind (CPU cases)")
+    throughput: Throughput | None = Field(None, description="achieved TFLOP/s, GB/s and peak share (declared work)")
     outputs: list[OutputMetrics] = Field(default_factory=list, description="head's metrics per output, random inputs")
     failure: Violation | None = Field(None, description="the first limit head broke (random inputs, then probes)")
     probes: list[ProbeReport] = Field(default_factory=list, description="head on each boundary probe")
@@ -216,6 +247,17 @@ class CaseReport(_Model):
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
+    log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
+
+
+class DiffStat(_Model):
+    """How much of a kernel the change touches: files, lines added and removed, the first paths."""
+
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+    binary: int = 0
+    paths: list[str] = Field(default_factory=list, description="the first 20 changed paths, in diff order")
 
 
 # A kernel's verdict. pass: every gate judged and passed. fail: a gate failed. error: it could not be judged
@@ -243,16 +285,25 @@ class KernelReport(_Model):
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
     build: Build | None = None
     base_build: Build | None = None
-    resource_check: ResourceCheckReport | None = None
+    resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")
+    arch_checks: list[ResourceCheckReport] = Field(
+        default_factory=list, description="the resource check of every further architecture, in configured order"
+    )
     cases: list[CaseReport] = Field(default_factory=list)
     candidate: KernelReport | None = Field(
         None, description="--try-candidates: the agent's patch on top of head, through the same gates"
     )
+    diff: DiffStat | None = Field(None, description="the change to the kernel's files (the CI summary reads it)")
+
+    def resource_checks(self) -> list[ResourceCheckReport]:
+        """The resource check of every architecture, the first one first."""
+        return ([self.resource_check] if self.resource_check is not None else []) + list(self.arch_checks)
 
 
 class AgentReport(_Model):
     status: Literal["ok", "offline", "skipped", "over_budget", "error"]
     domain: str | None = None
+    kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
     model: str | None = None
     reason: str = ""
     requests: int = 0
@@ -290,6 +341,30 @@ def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
     )
 
 
+class SummaryCause(_Model):
+    """One likely cause the CI summary names, tied to a kernel and its cases (agent text: untrusted)."""
+
+    kernel: str | None = None
+    cases: list[str] = Field(default_factory=list)
+    text: str
+
+
+class CiSummary(_Model):
+    """The ci_summary domain's reading of what was measured: asked after the gates, never gating. `agent` says
+    whether it was asked (status, reason, tokens); the rest is the validated reply, shown as untrusted text."""
+
+    agent: AgentReport
+    summary: str = ""
+    likely_cause: list[SummaryCause] = Field(default_factory=list)
+    look_next: list[str] = Field(default_factory=list)
+    cannot_tell: list[str] = Field(default_factory=list, description="what the data cannot tell, as the reply says")
+    contradictions: list[str] = Field(
+        default_factory=list, description="where the reply contradicts a measured verdict (opgate's check)"
+    )
+    prompt_estimate: int = Field(0, description="the prompt's offline token estimate (cl100k_base)")
+    left_out: list[str] = Field(default_factory=list, description="what the prompt left out or shortened for size")
+
+
 class Listed(_Model):
     """Some changed files: how many, and the first of their names (a PR can change thousands)."""
 
@@ -315,6 +390,7 @@ class Coverage(_Model):
 class Environment(_Model):
     device: Literal["cpu", "cuda"]
     gpu: str | None = None
+    arch: str | None = Field(None, description="the GPU's architecture from its compute capability (sm_90)")
     torch: str | None = None
     nvcc: str | None = None
     python: str
@@ -358,6 +434,9 @@ class Report(_Model):
     opgate_version: str
     coverage: Coverage | None = None
     error: str | None = Field(None, description="why the review itself could not run (verdict error)")
+    ci_summary: CiSummary | None = Field(
+        None, description="the agent's summary of what was measured (asked when a kernel did not pass); not gating"
+    )
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

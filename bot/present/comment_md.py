@@ -126,7 +126,7 @@ def delta_cell(c: CaseReport) -> Safe:
         mark = f"**simulated x{sim.ratio:.3f}** ❌{limit}" if c.verdict == "fail" else f"simulated x{sim.ratio:.3f} ✅"
         return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔ · {mark}")
     beside = f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else ""
-    if c.verdict == "fail" and c.status == CaseStatus.ok:
+    if c.verdict == "fail" and c.status == CaseStatus.ok and any(r.startswith("performance:") for r in c.reasons):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
     return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}{beside}")

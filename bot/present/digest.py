@@ -83,6 +83,7 @@ class KernelView(_Model):
     resource_notes: list[str]
     counts: Counts
     mixed_devices: bool
+    mixed_arches: bool = Field(False, description="cases ran on more than one GPU architecture (a merged fan-out)")
     stats_open: bool
     resources_open: bool
     bars: list[Bar]
@@ -205,14 +206,63 @@ def _short(function: str) -> str:
     return s[cut:start] if start > 0 and s[cut:start] else function
 
 
+SHORT_NAME_CHARS = 80  # a template name longer than this is abbreviated (the comment lists the full names)
+
+
 def short_names(functions: list[str]) -> dict[str, str]:
-    """Function -> what the table shows: `ns::kernel<128, 64>` without its return type and parameter list,
-    where that still tells every function apart (C++ overloads keep their full names)."""
-    shorts = {f: _short(f) for f in functions}
-    seen: dict[str, int] = {}
-    for short in shorts.values():
-        seen[short] = seen.get(short, 0) + 1
-    return {f: short if seen[short] == 1 else f for f, short in shorts.items()}
+    """Function -> what the table and the reasons show: `ns::kernel<128, 64>` without its return type and
+    parameter list, and a long template argument list abbreviated (`k<Traits<cutlass::bfloat16_t>, …>`), where
+    that still tells every function apart (else less abbreviated, else the full name)."""
+    out = {}
+    for shorten_fn in (lambda f: abbreviate(_short(f)), _short, str):
+        shorts = {f: shorten_fn(f) for f in functions if f not in out}
+        seen: dict[str, int] = {}
+        for short in shorts.values():
+            seen[short] = seen.get(short, 0) + 1
+        out.update({f: short for f, short in shorts.items() if seen[short] == 1})
+    return {f: out.get(f, f) for f in functions}
+
+
+def _template_args(text: str) -> tuple[str, list[str]] | None:
+    """(`ns::k`, its top-level template arguments) of `ns::k<a, b<c>>`; None for a name without a final <…>."""
+    if not text.endswith(">") or "<" not in text:
+        return None
+    depth, start, args, last = 0, -1, [], 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                start, last = i, i + 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return None  # `a<b>::c<d>`: only the final argument list is abbreviated
+        elif ch == "," and depth == 1:
+            args.append(text[last:i].strip())
+            last = i + 1
+    if depth != 0 or start < 0:
+        return None
+    args.append(text[last:-1].strip())
+    return text[:start], args
+
+
+def abbreviate(name: str, limit: int = SHORT_NAME_CHARS) -> str:
+    """A template name in at most about `limit` characters: arguments kept while they fit, a long one shown as
+    `outer<…>`, the rest as `…` (linear in the name: names come from untrusted compiler output)."""
+    if len(name) <= limit or (parsed := _template_args(name)) is None:
+        return name
+    head, args = parsed
+    kept: list[str] = []
+    used = len(head) + 2
+    for arg in args:
+        inner = _template_args(arg)
+        shown = arg if len(arg) <= limit // 2 or inner is None else f"{inner[0]}<…>"
+        if used + len(shown) + 2 > limit and kept:
+            kept.append("…")
+            break
+        kept.append(shown if len(shown) <= limit else shown[: limit - 1] + "…")
+        used += len(shown) + 2
+    return f"{head}<{', '.join(kept)}>"
 
 
 def shorten(text: str, short: dict[str, str]) -> str:
@@ -225,8 +275,8 @@ def shorten(text: str, short: dict[str, str]) -> str:
 
 def _functions(k: KernelReport) -> set[str]:
     names = {r.function for b in (k.build, k.base_build) if b for r in b.resources}
-    if k.resource_check is not None:
-        names |= {r.function for r in (*k.resource_check.head, *k.resource_check.base)}
+    for check in k.resource_checks():
+        names |= {r.function for r in (*check.head, *check.base)}
     return names
 
 
@@ -234,7 +284,7 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     """(notes, statistics notes, resource notes): each note shown once, beside what it is about."""
     functions = _functions(k)
     short = short_names(sorted(functions))
-    launch = set(k.resource_check.launch_notes) if k.resource_check else set()
+    launch = {n for check in k.resource_checks() for n in check.launch_notes}
     drift = tuple(f"{c.name}: base measured " for c in k.cases)
     notes: list[str] = []
     stats: list[str] = []
@@ -282,6 +332,7 @@ def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> 
         resource_notes=resources,
         counts=count(k.cases),
         mixed_devices=len({c.device for c in ran}) > 1,
+        mixed_arches=len({c.arch for c in ran if c.arch}) > 1,
         stats_open=latency_decides or any(c.status == CaseStatus.tampered for c in ran),
         resources_open=resource_failed,
         bars=bars if timed >= 2 else [],

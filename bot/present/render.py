@@ -10,6 +10,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict
 
 from bot.models.report import Occupancy, Report, Resource
+from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
     VERDICT_WORDS,
@@ -79,6 +80,11 @@ def share(used: int, budget: int | None) -> str:
     return "—" if not budget else f"{100.0 * used / budget:.1f}%"
 
 
+def abbreviated(short: dict[str, str]) -> list[tuple[str, str]]:
+    """(full, shown) of every function whose shown name left template arguments out (the comment lists them)."""
+    return sorted((full, name) for full, name in short.items() if "…" in name and "…" not in full)
+
+
 def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
     """Head function name -> its base counterpart (to put base beside head in the table)."""
     return match_base(head, base)
@@ -122,6 +128,27 @@ def sha(value: Any, length: int = 12) -> Safe:
     """A commit SHA (hex only), shortened; anything else is shown inert."""
     text = str(value)
     return Safe(text[:length]) if _SHA.fullmatch(text) else untrusted(text[:length])
+
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_SERVER = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?")
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def commit_url(server: str | None, repository: str | None) -> Safe:
+    """The prefix of a commit's page (`https://github.com/OWNER/NAME/commit/`); empty when either is unusable."""
+    server = (server or "").rstrip("/")
+    if _SERVER.fullmatch(server) and repository and _REPOSITORY.fullmatch(repository):
+        return Safe(f"{server}/{repository}/commit/")
+    return Safe("")
+
+
+def commit_link(value: Any, base: str = "") -> Safe:
+    """A commit as `abcdef123456`, linked to its page when `base` came from commit_url and it is a full SHA."""
+    text = str(value)
+    if isinstance(base, Safe) and base and _FULL_SHA.fullmatch(text):
+        return Safe(f"[`{text[:12]}`]({base}{text})")
+    return Safe(f"`{code(text[:12])}`")
 
 
 @cache
@@ -168,6 +195,7 @@ def environment() -> jinja2.Environment:
         cpu=cpu,
         runner=runner,
         short_names=short_names,
+        abbreviated=abbreviated,
         names=names,
         clip=clip,
         delta_chart=delta_chart,
@@ -175,6 +203,11 @@ def environment() -> jinja2.Environment:
         pr_ref=pr_ref,
         github_url=github_url,
         sha=sha,
+        commit_link=commit_link,
+        arch_blocks=arch_blocks,
+        achieved=achieved,
+        peak_share=peak_share,
+        peaks=peaks,
     )
     return env
 

@@ -7,20 +7,26 @@ import hashlib
 import json
 from typing import Literal
 
+from bot.config.includes import include_paths
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.config.settings import Settings
-from bot.edges.environment import cpu_name, driver_version
-from bot.errors import BuildError
+from bot.edges.environment import cpu_name, device_key, driver_version
+from bot.edges.peak import cpu_peak
+from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
-from bot.models.judging import JudgeJob, ReferenceSource
+from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.ledger import BaselineRow
 from bot.models.report import Build, CaseReport, CaseStatus, Environment
 from bot.present.progress import Steps
-from bot.untrusted.build import Built, build, build_inputs, verify
+from bot.review.arch_jobs import other_job
+from bot.text.redact import scrub
+from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.launch import run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
+from bot.verdict.occupancy import family
+from bot.verdict.throughput import Peak, device_peak, judge_throughput, over_peak, throughput
 
 Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
 
@@ -44,9 +50,11 @@ class KernelCases:
         *,
         secret: str,
         base_sha: str,
+        arch: str | None = None,
     ) -> None:
         self.settings, self.env, self.ledger, self.sandbox, self.steps = settings, env, ledger, sandbox, steps
         self.secret, self.base_sha = secret, base_sha
+        self.arch = arch  # --arch: run only the cases of this architecture (one job of the fan-out)
 
     def build(self, head_k: Kernel, base_k: Kernel | None) -> Builds:
         """Head (and base) builds for every device this machine can run."""
@@ -59,8 +67,13 @@ class KernelCases:
                 spec = k.manifest.build.get(device)
                 if spec is not None:
                     with self.steps.step(f"build {k.name} {label} ({device})"):
+                        try:
+                            includes = include_paths(k, device)
+                        except InputError as exc:
+                            out[label][device] = Built(ok=False, device=device, key="", log_tail=str(exc))
+                            continue
                         out[label][device] = build(
-                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox
+                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox, includes
                         )
         return out
 
@@ -72,7 +85,11 @@ class KernelCases:
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
             head_b = builds[HEAD].get(case.device)
-            if case.device == "cuda" and self.env.device != "cuda":
+            if (elsewhere := other_job(case, rules.manifest.constraints.architectures, self.arch)) is not None:
+                reports[case.name] = case_verdict(case, constraints, None, elsewhere)
+            elif case.device == "cuda" and (why := self._wrong_gpu(case)) is not None:
+                reports[case.name] = case_verdict(case, constraints, None, why)
+            elif case.device == "cuda" and self.env.device != "cuda":
                 reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
             elif head_b is None:
                 reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
@@ -84,7 +101,37 @@ class KernelCases:
                 runnable.setdefault(case.device, []).append(case)
         for device, cases in runnable.items():
             reports.update(self._measure(rules, cases, builds, device, trusted_reference))
+        for case in rules.manifest.cases:
+            self._throughput(case, reports[case.name])
         return [reports[case.name] for case in rules.manifest.cases]
+
+    def _wrong_gpu(self, case: Case) -> str | None:
+        """Why this runner's GPU is not the architecture the case names (sm_100a on an H100), else None."""
+        if case.arch is None or self.env.device != "cuda" or self.env.arch is None:
+            return None
+        if family(case.arch) == self.env.arch:
+            return None
+        return f"runs on {case.arch}; this runner's GPU is {self.env.arch} ({self.env.gpu})"
+
+    def _throughput(self, case: Case, report: CaseReport) -> None:
+        """Achieved rates and peak share from the case's declared work; above the peak it fails as implausible.
+        A CPU runner's own measured peak is measured again, longer, before a case is failed against it."""
+        if report.device == "cuda" and report.status != CaseStatus.skipped:
+            report.arch, report.gpu = self.env.arch, self.env.gpu
+        flops, nbytes = case.work()
+        if (flops is None and nbytes is None) or report.p50_ms is None:
+            return
+        peak = self._peak(case.device)
+        if case.device == "cpu" and peak is not None:
+            t = throughput(flops, nbytes, report, peak)
+            if t is not None and over_peak(t, "head"):
+                peak = self._peak(case.device, refresh=True)
+        judge_throughput(report, flops, nbytes, peak)
+
+    def _peak(self, device: str, *, refresh: bool = False) -> Peak | None:
+        if device == "cuda":
+            return device_peak(self.env.gpu)
+        return cpu_peak(self.settings.build_dir / "peak", refresh=refresh)
 
     def _measure(
         self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
@@ -104,6 +151,7 @@ class KernelCases:
             kernel=rules.name,
             reference=ReferenceSource(
                 path=str(rules.folder / rules.manifest.reference.module),
+                shown=f"{rules.path}/{rules.manifest.reference.module}",
                 inputs=rules.manifest.reference.inputs,
                 function=rules.manifest.reference.function,
                 probes=rules.manifest.reference.probes,
@@ -112,6 +160,8 @@ class KernelCases:
             sides=so,
             module=head_b.module,
             entry=head_b.entry,
+            positional=entry_scalars(rules, device)[0],
+            keywords=entry_scalars(rules, device)[1],
             measure=self.settings.measure,
             timeout_s=self.settings.case_timeout_s or rules.manifest.timeout_s,
             time=not identical,
@@ -120,9 +170,10 @@ class KernelCases:
         )
         launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
         by_name = {c.name: c for c in cases}
+        secrets = self.settings.secrets()
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
-            runs = run_cases(job.model_copy(update={"cases": [_case_job(c, constraints) for c in cases]}), launch)
-        reports = {name: case_verdict(by_name[name], constraints, runs.get(name)) for name in by_name}
+            runs = run_cases(job.model_copy(update={"cases": [case_job(c, constraints) for c in cases]}), launch)
+        reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
         if device == "cpu" and BASE in sides and self.settings.simulate != "off":
             self._simulate(rules, job, reports, launch)
         for name, result in reports.items():
@@ -146,17 +197,19 @@ class KernelCases:
         if not wanted:
             return
         with self.steps.step(f"simulate {rules.name}: {', '.join(wanted)} under callgrind"):
-            cases = [_case_job(by_name[name], constraints) for name in wanted]
+            cases = [case_job(by_name[name], constraints) for name in wanted]
             costs = run_costs(job.model_copy(update={"cases": cases, "probes": False}), launch)
         for name in wanted:
             simulated_verdict(reports[name], costs[name], constraints.max_regression_pct)
 
     def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
-        """Keep the base latency by (base SHA, build, case, device, torch, driver); compare with the first one.
+        """Keep the base latency by (base SHA, build, case, device model and architecture, torch, driver); compare
+        with the first one.
 
         Interleaving decides the verdict; the stored baseline only shows when a runner drifts.
         """
-        device = self.env.gpu if case.device == "cuda" and self.env.gpu else cpu_name()
+        gpu = case.device == "cuda" and self.env.gpu
+        device = device_key(self.env.gpu, self.env.arch) if gpu else cpu_name()  # model and architecture, never mixed
         parts = [self.base_sha, base_b.key, rules.name, case.name, device, self.env.torch, driver_version()]
         key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
         assert result.base_p50_ms is not None
@@ -176,28 +229,13 @@ class KernelCases:
         )
 
 
-def unrun_changes(head_k: Kernel, base_k: Kernel | None, cases: list[CaseReport]) -> list[str]:
-    """The `cuda` cases this runner could not run, when the CUDA build's inputs differ between base and head: what
-    changed there was not judged (a change the CUDA build never reads leaves them merely skipped)."""
-    skipped = [c for c in cases if c.device == "cuda" and c.status == CaseStatus.skipped]
-    spec = head_k.manifest.build.get("cuda")
-    if not skipped or spec is None or len(skipped) == len(cases):  # nothing ran at all: the gate says so itself
-        return []
-    head = build_inputs(head_k.folder, spec, head_k.config, "cuda")
-    base_spec = base_k.manifest.build.get("cuda") if base_k is not None else None
-    base = build_inputs(base_k.folder, base_spec, base_k.config, "cuda") if base_k and base_spec else {}
-    changed = sorted(k for k in head.keys() | base.keys() if head.get(k) != base.get(k))
-    if not changed:
-        return []
-    names = ", ".join(("flags and tunables" if k == "<flags>" else k) for k in changed[:5])
-    more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-    why = "; ".join(dict.fromkeys("; ".join(c.reasons) or "not run" for c in skipped))
-    n = len(skipped)
-    return [f"{n} cuda case{'s' if n != 1 else ''} not run ({why}) while the CUDA build changed ({names}{more}): "
-            "not judged"]  # fmt: skip
+def entry_scalars(rules: Kernel, device: str) -> tuple[list[str], list[str]]:
+    """The case params the entry takes after its tensors, as base's manifest (the contract) says."""
+    spec = rules.manifest.build.get(device)  # type: ignore[call-overload]
+    return (list(spec.args), list(spec.kwargs)) if spec is not None else ([], [])
 
 
-def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+def case_job(case: Case, constraints: Constraints) -> dict[str, object]:
     limits = case.limits(constraints)
     return {
         **case.model_dump(),
@@ -205,6 +243,14 @@ def _case_job(case: Case, constraints: Constraints) -> dict[str, object]:
         "limits": limits.model_dump(),
         "max_regression_pct": constraints.max_regression_pct,
     }
+
+
+def _judged(case: Case, constraints: Constraints, run: CaseRun | None, secrets: list[str]) -> CaseReport:
+    """The gate's verdict on one run, keeping the workers' last output (secrets masked) when a side crashed or hung."""
+    report = case_verdict(case, constraints, run)
+    if run is not None and run.output_tail:
+        report.log_tail = scrub(run.output_tail, secrets)
+    return report
 
 
 def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:

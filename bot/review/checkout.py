@@ -7,10 +7,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.config.includes import include_dirs, watched_globs
 from bot.config.manifest import Kernel, find_manifests, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.errors import InputError
+
+INVALID = "invalid kernel definition"  # the reason of a kernel whose manifest in head does not load
 
 
 @dataclass
@@ -22,6 +25,7 @@ class Checkout:
     kernels: dict[str, Kernel] = field(default_factory=dict)
     broken: dict[str, str] = field(default_factory=dict)
     folders: dict[str, str] = field(default_factory=dict)  # kernel -> its folder from the repository root
+    missing: dict[str, str] = field(default_factory=dict)  # submodule path -> why it is not in the worktree
 
 
 def load_checkout(sha: str, tree: Path, config: RepoConfig) -> Checkout:
@@ -38,8 +42,29 @@ def load_checkout(sha: str, tree: Path, config: RepoConfig) -> Checkout:
 
 @contextlib.contextmanager
 def checkouts(repo: Path, base: str, head: str, config: RepoConfig) -> Iterator[tuple[Checkout, Checkout]]:
+    """Base and head in worktrees, each with the submodules it pins (from the objects the checkout holds)."""
     with gitio.worktree(repo, base) as base_tree, gitio.worktree(repo, head) as head_tree:
-        yield load_checkout(base, base_tree, config), load_checkout(head, head_tree, config)
+        sides = []
+        for sha, tree in ((base, base_tree), (head, head_tree)):
+            missing = gitio.populate_submodules(repo, sha, tree)
+            side = load_checkout(sha, tree, config)
+            side.missing = missing
+            sides.append(side)
+        yield sides[0], sides[1]
+
+
+def missing_submodule(kernel: Kernel, side: Checkout, label: str) -> str | None:
+    """Why `kernel` cannot be compiled from this side: a submodule its folder or include_dirs lie in (or that lies
+    in them) is not in the checkout; None when every one it reads is there."""
+    reads = [kernel.path, *include_dirs(kernel)]
+    for path, why in sorted(side.missing.items()):
+        if any(r == path or r.startswith(f"{path}/") or path.startswith(f"{r}/") for r in reads):
+            return (
+                f"{kernel.path}: submodule {path} of {label} ({side.sha[:12]}) is {why}: check the repository out "
+                "with its submodules and their history (git submodule update --init --recursive; actions/checkout: "
+                "submodules: recursive, fetch-depth: 0)"
+            )
+    return None
 
 
 def folder_of(name: str, base: Checkout, head: Checkout) -> str:
@@ -48,7 +73,7 @@ def folder_of(name: str, base: Checkout, head: Checkout) -> str:
 
 def kernel_globs(name: str, base: Checkout, head: Checkout) -> list[str]:
     """A kernel's globs on both sides (one without a loadable manifest: its folder)."""
-    known = [k.manifest.globs for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
+    known = [watched_globs(k) for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
     return [g for gs in known for g in gs] or [f"{folder_of(name, base, head)}/**"]
 
 

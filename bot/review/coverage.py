@@ -1,4 +1,5 @@
-"""What no gate read in a change: binary files, files over a size limit, files in no kernel (pure)."""
+"""What no gate read in a change: binary files, files over a size limit, files in no kernel, a kernel's changed
+sources that no build which ran here compiles (pure)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from bot.models.report import Coverage, Listed
 from bot.review.changes import matches
 
 LARGE_FILE_BYTES = 1024 * 1024  # a changed file larger than this in head is listed for a person to look at
+COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl")
+NOT_JUDGED = "not judged"
 LISTED_NAMES = 50  # names kept per group in report.json (the comment shows fewer, and counts the rest)
 
 
@@ -63,3 +66,26 @@ def unclaimed_reason(cov: Coverage) -> str:
         f"{cov.kernel_sources.total} changed kernel source file(s) no kernel.toml claims ({names}): add a manifest "
         "(opgate init) or widen a kernel's globs, or list them under ignore in the opgate configuration"
     )
+
+
+def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str]], ran: Iterable[str]) -> list[str]:
+    """One line per changed C/C++/CUDA file of a kernel (`paths`, from the repository root) that no build which ran
+    here compiles: `compiled` is device -> the files each build section compiles (relative to the kernel's
+    `folder`), `ran` the devices built on this machine. Such a change is never a pass."""
+    lines, ran = [], set(ran)
+    for path in dict.fromkeys(paths):
+        if not path.endswith(COMPILED_SUFFIXES):
+            continue
+        rel = path.removeprefix(f"{folder}/") if path.startswith(f"{folder}/") else None
+        devices = [d for d, files in compiled.items() if rel is not None and rel in files]
+        if any(d in ran for d in devices):
+            continue
+        if not devices:
+            lines.append(f"{path}: changed, compiled by no build: {NOT_JUDGED}")
+        else:
+            builds = ", ".join(f"[build.{d}]" for d in devices)
+            lines.append(
+                f"{path}: changed, compiled by no build that ran here (only {builds}, "
+                f"which needs a CUDA GPU): {NOT_JUDGED}"
+            )
+    return lines

@@ -11,12 +11,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.edges.environment import detect
 from bot.errors import InputError
 from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
+from bot.review.arch_jobs import combine, job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
@@ -26,7 +28,8 @@ from bot.verdict.gate import overall
 log = logging.getLogger(__name__)
 
 NAME = re.compile(r"[A-Za-z0-9_.-]+")  # a kernel folder name safe for a matrix value and an artifact name
-PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in pr-review.yml)
+PART_PREFIX = "part-"  # a part folder is named part-<kernel> (the artifact name in opgate-review.yml)
+ARCH_SEP = "@"  # part-<kernel>@<arch>: the part of a further architecture's GPU job (never in a kernel's NAME)
 AGENT_PREFIX = "agent-"  # an agent part (an --agent-only run) is named agent-<kernel>
 UNSEEN_FILE = "unseen_files.json"  # beside report.json: files the agent did not see (for the merged comment)
 
@@ -40,23 +43,41 @@ class PlannedKernel(BaseModel):
     domain: str
 
 
-def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, tuple[list[str], str] | None]]:
-    """Kernel name -> (its folder, (globs, domain)), the second None for a kernel whose definition does not load."""
-    found: dict[str, tuple[str, tuple[list[str], str] | None]] = {}
+class PlannedJob(BaseModel):
+    """One GPU job: a kernel's cases on one architecture (`arch` "" for a kernel without a CUDA build), the
+    folder its part lands in (`part-<part>`), and the domain of its kernel."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kernel: str
+    domain: str
+    arch: str = ""
+    part: str
+
+
+Found = tuple[list[str], str, list[str]]  # globs, domain, the architectures its cases need a GPU job on
+
+
+def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, Found | None]]:
+    """Kernel name -> (its folder, (globs, domain, job architectures)), the second None for a kernel whose
+    definition does not load."""
+    found: dict[str, tuple[str, Found | None]] = {}
     for name, folder in find_manifests(tree, config.manifests).items():
         try:
             kernel = load_kernel(tree / folder, config=config, path=folder)
         except InputError:
             found[name] = (folder, None)
             continue
-        found[name] = (folder, (list(kernel.manifest.globs), kernel.manifest.domain))
+        found[name] = (folder, (watched_globs(kernel), kernel.manifest.domain, job_arches(kernel)))
     return found
 
 
 class Plan(BaseModel):
-    """What `--plan` found: the kernels to review, and kernel sources no manifest claims (which fail it)."""
+    """What `--plan` found: the kernels to review (one agent job each), their GPU jobs (one per architecture the
+    cases need), and kernel sources no manifest claims (which fail it)."""
 
     kernels: list[PlannedKernel]
+    jobs: list[PlannedJob] = []
     unclaimed: str | None = None  # the reason, when a changed *.cu/*.cuh lies in no kernel's globs
 
 
@@ -70,7 +91,7 @@ def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> 
         at_base, at_head = _manifests(base_tree, config), _manifests(head_tree, config)
     if not at_base and not at_head:
         raise no_manifest(config)
-    planned, every_glob = [], []
+    planned, jobs, every_glob = [], [], []
     for name in sorted(set(at_base) | set(at_head)):
         folder = (at_head.get(name) or at_base[name])[0]
         if not NAME.fullmatch(name):
@@ -80,15 +101,23 @@ def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> 
         every_glob += globs
         broken = name in at_head and h is None
         if broken or touching(changes, globs):
-            domain = (b or h or ([], "unknown"))[1]
+            domain = (b or h or ([], "unknown", [""]))[1]
             planned.append(PlannedKernel(kernel=name, domain=domain))
+            arches = (b or h or ([], "", [""]))[2]  # base's cases, as the review runs them
+            for i, arch in enumerate(arches):
+                part = name if i == 0 else f"{name}{ARCH_SEP}{arch}"
+                jobs.append(PlannedJob(kernel=name, domain=domain, arch=arch, part=part))
     cov = coverage(changes, every_glob, {}, ignore=config.ignore)
-    return Plan(kernels=planned, unclaimed=unclaimed_reason(cov) if cov.kernel_sources.total else None)
+    return Plan(kernels=planned, jobs=jobs, unclaimed=unclaimed_reason(cov) if cov.kernel_sources.total else None)
 
 
-def matrix(planned: list[PlannedKernel]) -> str:
-    """The plan as a GitHub Actions matrix (`{"include": [...]}`), one line of JSON."""
-    return json.dumps({"include": [p.model_dump() for p in planned]}, separators=(",", ":"))
+def matrix(planned: list[PlannedKernel], jobs: list[PlannedJob] | None = None) -> str:
+    """The plan as a GitHub Actions matrix, one line of JSON: `include` one entry per kernel (the agent job),
+    `gpu` one per kernel and architecture (the review job: `matrix: include: ${{ fromJSON(…).gpu }}`)."""
+    gpu = jobs if jobs is not None else [PlannedJob(kernel=p.kernel, domain=p.domain, part=p.kernel) for p in planned]
+    return json.dumps(
+        {"include": [p.model_dump() for p in planned], "gpu": [j.model_dump() for j in gpu]}, separators=(",", ":")
+    )
 
 
 class Part(BaseModel):
@@ -99,6 +128,7 @@ class Part(BaseModel):
     kernel: str
     report: Report | None
     unseen: list[str] = []
+    arch: str = ""  # the architecture job of a part-<kernel>@<arch> folder
     problem: str | None = None  # why a report that is there could not be read
 
 
@@ -117,10 +147,10 @@ def read_plan(path: Path) -> list[PlannedKernel]:
 def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
     """A part as its job left it. The job ran PR code: a report.json that is not UTF-8, not JSON, not the
     schema or too large makes the kernel an `error` (with the reason), never a crash of the merge."""
-    name = folder.name.removeprefix(prefix)
+    name, _, arch = folder.name.removeprefix(prefix).partition(ARCH_SEP)
     path = folder / "report.json"
     if not path.exists():
-        return Part(folder=folder, kernel=name, report=None)
+        return Part(folder=folder, kernel=name, report=None, arch=arch)
     try:
         if path.stat().st_size > MAX_PART_BYTES:
             raise ValueError(f"over {MAX_PART_BYTES // 2**20} MiB")
@@ -133,8 +163,8 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
         log.warning("%s", problem)
-        return Part(folder=folder, kernel=name, report=None, problem=problem)
-    return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen])
+        return Part(folder=folder, kernel=name, report=None, problem=problem, arch=arch)
+    return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
 
 
 def _check_part(part: Part, base_sha: str, head_sha: str) -> None:
@@ -185,26 +215,31 @@ def merge(
                 )
             agent_reports.append(a)
         unseen.extend(part.unseen)
-    for part in parts:
+    by_arch: dict[str, dict[str, KernelReport]] = {}  # kernel -> architecture job -> its part's section
+    for part in sorted(parts, key=lambda p: (p.kernel, p.arch != "", p.arch)):  # the first job's part first
         r = part.report
+        jobs = by_arch.setdefault(part.kernel, {})
+        if part.arch in jobs:
+            raise InputError(f"{part.folder}: kernel {part.kernel} is in two parts")
         if r is None:
             reason = (
                 part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
             )
-            kernels[part.kernel] = KernelReport(
+            jobs[part.arch] = KernelReport(
                 name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
             )
             continue
-        for k in r.kernels:
-            if k.name in kernels:
-                raise InputError(f"{part.folder}: kernel {k.name} is in two parts")
-            kernels[k.name] = k
-        if agents is None:
+        for k in r.kernels:  # _check_part: only its own kernel
+            jobs[part.arch] = k
+        if agents is None and not part.arch:  # a further architecture's job asked nobody (its part is offline)
             agent_reports.extend(r.agents)
             unseen.extend(part.unseen)
         environment = environment or r.environment
     if environment is None:
         environment = detect()
+    for name, jobs in by_arch.items():
+        if jobs:
+            kernels[name] = combine(list(jobs.values())) if len(jobs) > 1 else next(iter(jobs.values()))
     ordered = [kernels[name] for name in sorted(kernels)]
     cov = next((p.report.coverage for p in parts if p.report and p.report.coverage), None)
     report = Report(

@@ -24,11 +24,22 @@ from bot.models.report import AgentReport, Coverage, Environment, KernelReport, 
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, to_build, unrun_changes
+from bot.review.cases import KernelCases, to_build
 from bot.review.changes import parse_diff, touching
-from bot.review.checkout import Checkout, checkouts, folder_of, kernel_globs, load_checkout, no_manifest
-from bot.review.coverage import coverage, unclaimed_reason, with_coverage
-from bot.review.resource_check import flag_findings, resource_check
+from bot.review.checkout import (
+    INVALID,
+    Checkout,
+    checkouts,
+    folder_of,
+    kernel_globs,
+    load_checkout,
+    missing_submodule,
+    no_manifest,
+)
+from bot.review.ci_summary import diff_stat
+from bot.review.coverage import coverage, not_judged, unclaimed_reason, with_coverage
+from bot.review.resource_check import flag_findings, resource_checks
+from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.launch import new_secret
 from bot.untrusted.sandbox import Sandbox
@@ -50,9 +61,14 @@ class ReviewRequest:
     offline: bool = False
     pr: int | None = None
     only_kernel: str | None = None
+    # opgate history bisect: one case, against a given latency limit, without the compile-only resource check
+    only_case: str | None = None
+    latency_limit_pct: float | None = None
+    resource_check: bool = True
     try_candidates: bool = False
     require_isolation: bool = False
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
+    arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
 
 
 class Reviewer:
@@ -144,14 +160,20 @@ class Reviewer:
         report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
         if name in head.broken:
             report.verdict = "fail"
-            report.reasons.append(f"invalid kernel definition: {head.broken[name]}")
+            report.reasons.append(f"{INVALID}: {head.broken[name]}")
             return report
         if head_k is None:
             report.notes.append("kernel removed in head")
             return report
         if not touched:
             return report
+        report.diff = diff_stat(touched)
+        for label, side, k in ((HEAD, head, head_k), (BASE, base, base_k)):
+            if k is not None and (why := missing_submodule(k, side, label)) is not None:
+                raise InputError(why)
         rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
+        if self.request.only_case is not None:
+            rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
         self._notes(report, touched, base_k, head_k)
         agent = None
         if not candidate_pass:
@@ -162,6 +184,7 @@ class Reviewer:
         if self.request.agent_only:
             report.notes.append("agent only: built, run and gated in another job")
             return report
+        report.undecided.extend(self._not_judged(touched, head_k, base_k))
         report = self._gate_kernel(report, rules, head_k, base_k)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
@@ -174,8 +197,12 @@ class Reviewer:
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
-        with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name}"):
-            report.resource_check = resource_check(head_k, base_k, self.settings.build_dir / "resources", self.sandbox)
+        if self.request.resource_check:
+            arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
+            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
+                cache = self.settings.build_dir / "resources"
+                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox)
+            report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,
             self.env,
@@ -184,6 +211,7 @@ class Reviewer:
             self.steps,
             secret=self.secret,
             base_sha=self.base_sha,
+            arch=self.request.arch,
         )
         with self.phases.timed("build"):
             builds = runner.build(head_k, base_k)
@@ -198,7 +226,6 @@ class Reviewer:
             report.base_build.resources = report.resource_check.base
         with self.phases.timed("run"):
             cases = runner.run(rules, builds, trusted_reference=base_k is not None)
-        report.undecided.extend(unrun_changes(head_k, base_k, cases))
         for c in cases:
             if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
                 report.notes.append(
@@ -208,12 +235,26 @@ class Reviewer:
                 )
         return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
 
+    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
+        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's). A
+        kernel without cases is judged by its resource check alone, and its verdict already says so."""
+        if not (base_k or head_k).manifest.cases:
+            return []
+        compiled: dict[str, set[str]] = {}
+        for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
+            for device, spec in k.manifest.build.items():
+                compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
+        ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
+        return not_judged([p for c in touched for p in c.paths], head_k.path, compiled, ran)
+
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
         with self.phases.timed("candidate"):
             try:
                 with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
+                    missing = gitio.populate_submodules(self.repo, cand.sha, cand.tree)
                     side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
+                    side.missing = missing
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
                     report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
             except CandidateError as exc:
@@ -252,6 +293,18 @@ class Reviewer:
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent
+
+
+def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) -> Kernel:
+    """`rules` with one case left (the others are not run), judged against `latency_limit_pct` when given."""
+    cases = [c for c in rules.manifest.cases if c.name == name]
+    if not cases:
+        have = ", ".join(c.name for c in rules.manifest.cases)
+        raise InputError(f"--case {name}: kernel {rules.name} has no such case (have: {have})")
+    update: dict[str, object] = {"cases": cases}
+    if latency_limit_pct is not None:
+        update["constraints"] = rules.manifest.constraints.model_copy(update={"max_regression_pct": latency_limit_pct})
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update=update)})
 
 
 def missing_runner() -> str | None:

@@ -1,62 +1,170 @@
-"""A changed kernel's compile-only checks: its flags against the allow-list, and ptxas resources of head and base."""
+"""A changed kernel's compile-only checks: its flags against the allow-list, and the resources of head and base as
+the build compiles them (the build's own nvcc flags, torch's included, and include directories), both at once."""
 
 from __future__ import annotations
 
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bot.config.includes import include_findings, include_paths
 from bot.config.manifest import Kernel
-from bot.models.report import ResourceCheckReport
-from bot.untrusted.build import defines
-from bot.untrusted.resources import ResourceCheck, compile_resources
+from bot.errors import BuildError, InputError
+from bot.models.report import Resource, ResourceCheckReport
+from bot.untrusted.build import Unit, plan_units, unit_flags
+from bot.untrusted.probe import PROBE_NAME, ProbeResult, evaluate
+from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.flags import check_flags
+from bot.untrusted.targets import unsupported
+from bot.untrusted.toolchain import Toolchain, toolchain
+from bot.verdict.flags import check_flags, without_arch
+from bot.verdict.gate import BASE, HEAD
 from bot.verdict.launch import describe_kernel
-
-ARCH_FLAGS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
 
 
 def flag_findings(k: Kernel) -> list[str]:
-    """Compiler flags of every build spec against the allow-list (a PR cannot pick its compiler or plugins)."""
+    """Compiler flags of every build spec against the allow-list (a PR cannot pick its compiler or plugins), and
+    include directories that are not folders of the repository."""
     findings = []
     for device, spec in k.manifest.build.items():
         where = f"kernel.toml [build.{device}]"
         findings += check_flags(spec.cflags, nvcc=False, where=f"{where} cflags")
         findings += check_flags(spec.cuda_cflags, nvcc=True, where=f"{where} cuda_cflags")
-    return findings
+    return findings + include_findings(k)
+
+
+def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob | None]:
+    """The kernel's .cu units as the build compiles them (the -arch/-gencode options left to the check), and the
+    launch probe's job (a body unit's flags) when its manifest has C++ launch expressions; InputError, BuildError."""
+    spec = k.manifest.build["cuda"]
+    includes = tuple(include_paths(k, "cuda"))
+    units = [u for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
+    n = len(includes)
+    jobs = [
+        CompileJob(k.folder / u.source, k.folder, includes, tuple(without_arch(unit_flags(u, spec, k.config, tc, n))))
+        for u in units
+    ]
+    probe = None
+    if k.manifest.launch.cxx_expressions():
+        body = Unit(source=PROBE_NAME, binding=False, nvcc=True)
+        flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
+        probe = CompileJob(k.folder / PROBE_NAME, k.folder, includes, flags)
+    return jobs, probe
+
+
+def _cu_sources(k: Kernel | None) -> bool:
+    spec = k.manifest.build.get("cuda") if k is not None else None
+    return spec is not None and any(s.endswith(".cu") for s in spec.sources)
+
+
+def resource_checks(
+    head_k: Kernel, base_k: Kernel | None, architectures: list[str], cache_dir: Path, sandbox: Sandbox
+) -> list[ResourceCheckReport]:
+    """`resource_check` once per architecture the kernel ships for (the rules' `architectures`), the first
+    first; the architectures compile side by side. Empty for a kernel without .cu sources."""
+    if not _cu_sources(head_k):
+        return []
+    if nvcc_path() is not None and len(architectures) > 1:
+        with contextlib.suppress(BuildError):  # probed once, before the threads share its cache file
+            toolchain("cuda", cache_dir.parent / "toolchain")
+    with ThreadPoolExecutor(max_workers=len(architectures)) as pool:
+        found = list(pool.map(lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a), architectures))
+    return [c for c in found if c is not None]
 
 
 def resource_check(
-    head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox
+    head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox, *, arch: str = "sm_90a"
 ) -> ResourceCheckReport | None:
-    """ptxas -v on the kernel's .cu files for sm_90a, head and base, each with its own launch description
-    (kernel.toml [launch]: threads, dynamic smem) and occupancy; None for a CPU-only kernel."""
-    head = _ptxas(head_k, cache_dir, sandbox)
-    if head is None:
+    """Every .cu of head's and base's CUDA build compiled for `arch` exactly as the build compiles it, plus
+    `ptxas -v`; each side described by its own kernel.toml [launch] (threads from the code, C++ launch expressions
+    from the launch probe) with its occupancy. None for a kernel without .cu sources."""
+    if not _cu_sources(head_k):
         return None
-    base = _ptxas(base_k, cache_dir, sandbox) if base_k is not None else None
-    head_d = describe_kernel(head_k, head.resources, head.threads)
+    if (why := unsupported(arch)) is not None:  # this runner's nvcc cannot compile `arch`: say so, compile nothing
+        return ResourceCheckReport(status="unsupported_arch", arch=arch, log_tail=why)
+    sides = {HEAD: head_k, **({BASE: base_k} if base_k is not None and _cu_sources(base_k) else {})}
+    checks, probes = _compile(sides, cache_dir, sandbox, arch)
+    head = checks[HEAD]
+    base = checks.get(BASE)
+    head_d = describe_kernel(
+        head_k, head.resources, head.threads, probes[HEAD].values if HEAD in probes else None, arch
+    )
     base_d = None
     if base_k is not None and base is not None and base.status == "ok":
-        base_d = describe_kernel(base_k, base.resources, base.threads)
+        cxx = probes[BASE].values if BASE in probes else None
+        base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
+    notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
+    if head.status == "ok" and base_d is not None and _same(head_d.resources, base_d.resources):
+        notes.append(
+            f"resource check: unchanged from base: {len(head_d.resources)} function(s) with the same registers, "
+            "spills, stack, shared memory and occupancy"
+        )
+    errors = list(head_d.errors)
+    for side, probe in probes.items():
+        if not probe.ok and side == HEAD:
+            errors.append(f"the launch probe (C++ launch expressions of kernel.toml) failed: {probe.log[-1500:]}")
     return ResourceCheckReport(
         status=head.status.value,
+        arch=arch,
         head=head_d.resources,
-        base=base_d.resources if base_d is not None else [],
+        base=base_d.resources if base_d is not None else (base.resources if base is not None else []),
         base_status=base.status.value if base is not None else None,
         threads=head.threads,
-        launch_errors=head_d.errors,
-        launch_notes=head_d.notes + [f"base: {e}" for e in (base_d.errors if base_d else [])],
-        seconds=round(head.seconds + (base.seconds if base else 0.0), 2),
+        launch_errors=errors,
+        launch_notes=head_d.notes + notes,
+        seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,
         log_tail=head.log if head.status != "ok" else "",
+        base_log_tail=base.log if base is not None and base.status != "ok" else "",
     )
 
 
-def _ptxas(k: Kernel, cache_dir: Path, sandbox: Sandbox) -> ResourceCheck | None:
-    spec = k.manifest.build.get("cuda")
-    sources = [k.folder / s for s in spec.sources if s.endswith(".cu")] if spec else []
-    if spec is None or not sources:
-        return None
-    # The check compiles for sm_90a itself; an -arch/-gencode in the flags would add other targets.
-    flags = [f for f in spec.cuda_cflags if not f.startswith(ARCH_FLAGS)] + defines(k.config)
-    return compile_resources(sources, [k.folder], flags, cache_dir=cache_dir, sandbox=sandbox)
+def _compile(
+    sides: dict[str, Kernel], cache_dir: Path, sandbox: Sandbox, arch: str
+) -> tuple[dict[str, ResourceCheck], dict[str, ProbeResult]]:
+    """Both sides' units (and launch probes) at once; a side that cannot even be planned is a compile_fail."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return {s: ResourceCheck(status=ResourceStatus.no_nvcc, log=NO_NVCC) for s in sides}, {}
+    try:
+        tc = toolchain("cuda", cache_dir.parent / "toolchain")
+    except BuildError as exc:
+        return {s: ResourceCheck(status=ResourceStatus.compile_fail, log=str(exc)) for s in sides}, {}
+    jobs: dict[str, list[CompileJob]] = {}
+    probe_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
+    failed: dict[str, ResourceCheck] = {}
+    for side, k in sides.items():
+        try:
+            jobs[side], probe = compile_jobs(k, tc)
+        except (InputError, BuildError) as exc:
+            failed[side] = ResourceCheck(status=ResourceStatus.compile_fail, log=f"{side}: {exc}")
+            continue
+        if probe is not None:
+            probe_jobs[side] = (k, probe)
+    with ThreadPoolExecutor(max_workers=max(1, len(probe_jobs))) as pool:
+        pending = {
+            side: pool.submit(
+                evaluate,
+                nvcc,
+                job,
+                k.manifest.launch.headers,
+                k.manifest.launch.cxx_expressions(),
+                arch=arch,
+                cache_dir=cache_dir,
+                sandbox=sandbox,
+            )
+            for side, (k, job) in probe_jobs.items()
+        }
+        checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
+        probes = {side: p.result() for side, p in pending.items()}
+    return {**checks, **failed}, probes
+
+
+def _figures(r: Resource) -> tuple[object, ...]:
+    occ = r.occupancy.warps_per_sm if r.occupancy else None
+    return (r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes, r.dynamic_smem_bytes, r.threads, occ)
+
+
+def _same(head: list[Resource], base: list[Resource]) -> bool:
+    ours, theirs = {r.function: _figures(r) for r in head}, {r.function: _figures(r) for r in base}
+    return len(ours) == len(head) and len(theirs) == len(base) and ours == theirs

@@ -18,7 +18,7 @@ from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import KernelReport, Report, aggregate_agents
-from bot.review import fanout
+from bot.review import ci_summary, fanout
 from bot.text.safe import one_line
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class ReviewOptions:
     merge: list[Path] | None = None  # the parts' folders: merge them instead of reviewing
     agents: list[Path] = field(default_factory=list)
     planned: Path | None = None
+    arch: str | None = None  # run only this architecture's cases (one GPU job of the fan-out)
 
 
 @dataclass
@@ -92,6 +93,7 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         try_candidates=options.try_candidates,
         require_isolation=options.require_isolation,
         agent_only=options.agent_only,
+        arch=options.arch,
     )
     reviewer = Reviewer(request, settings, ledger)
     failure: Exception | None = None
@@ -100,14 +102,17 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
     except Exception as exc:  # whatever stopped it, the review leaves a report (and, with --post, a status)
         failure = exc
         report = failed_report(reviewer, exc)
-    record = options.only_kernel is None and not options.agent_only  # parts are recorded when merged
+    record = options.only_kernel is None and not options.agent_only  # parts are recorded (and summarised) when merged
+    if record:
+        report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, reviewer.unseen, ledger, settings, record=record, pr=options.pr)
     written.service_errors, written.failure = list(reviewer.service_errors), failure
     return written
 
 
 def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> ReviewResult:
-    """Merge the parts, write report.json into --out and record the merged review in the ledger."""
+    """Merge the parts, ask for the CI summary (the only request of this job), write report.json into --out and
+    record the merged review in the ledger."""
     assert options.merge is not None
     missing = [str(f) for f in [*options.merge, *options.agents] if not f.is_dir()]
     if missing:
@@ -116,6 +121,7 @@ def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Review
     agents = [fanout.read_part(folder, prefix=fanout.AGENT_PREFIX) for folder in options.agents]
     planned = fanout.read_plan(options.planned) if options.planned is not None else None
     report, unseen = fanout.merge(parts, options.base, options.head, options.pr, agents=agents, planned=planned)
+    report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, unseen, ledger, settings, record=True, pr=options.pr)
     log.info("merged %d part(s) into %s", len(parts), written.report_path)
     return written

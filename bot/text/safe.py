@@ -52,7 +52,6 @@ class Safe(str):
 
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)]*)\)")
 _LINK = re.compile(r"\[([^\]]*)\]\(([^)]*)\)")
-_AUTOLINK = re.compile(r"<([A-Za-z][A-Za-z0-9+.\-]{1,31}:[^<>\s]*)>")
 # What GitHub turns into a link without any Markdown syntax: `scheme://` (https, HTTPS, ftp, any scheme,
 # any case), the schemes that need no slashes (mailto:, xmpp:) and `www.` (any case). Each is broken
 # wherever it is, whatever comes before it.
@@ -82,7 +81,8 @@ def untrusted(text: Any) -> Safe:
     # Markdown links and images become their text and target (the target is made inert below).
     s = _IMAGE.sub(lambda m: f"image {m.group(1)} ({m.group(2)})", s)
     s = _LINK.sub(lambda m: f"{m.group(1)} ({m.group(2)})", s)
-    s = _AUTOLINK.sub(lambda m: m.group(1), s)
+    # An autolink <scheme:…> needs its angle brackets, which are escaped below: they stay visible, so a C++ name
+    # like Traits<cutlass::bfloat16_t> reads as written (a scheme:// in it is broken below all the same).
     s = s.replace("\\", "\\\\")  # first: every backslash below is ours
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = s.replace("[", "\\[").replace("]", "\\]")  # no link, image, reference or footnote syntax is left

@@ -150,16 +150,16 @@ class _CappedCall(_Call):
         super().__init__(*args, **kwargs)
         self.cap = cap
 
-    def chat(self, messages: list[dict[str, str]]) -> Any:
+    def chat(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> Any:
         estimated = estimate.count_messages(messages)
         need = budget.reservation_size(
-            estimated, self.settings.agent_max_tokens, self.ledger.estimate_ratios(self.domain)
+            estimated, max_tokens or self.settings.agent_max_tokens, self.ledger.estimate_ratios(self.domain)
         )
         refused = self.cap(need)
         if refused is not None:
             self.record(self.row(f"local-{uuid.uuid4().hex}", status="over_budget", error_type="over_budget"))
             raise OverBudget(refused)
-        return super().chat(messages)
+        return super().chat(messages, max_tokens)
 
 
 class TuneAgent:
@@ -196,8 +196,8 @@ class TuneAgent:
         self.token_limit, self.spent = token_limit, spent
         self.candidates_dir = candidates_dir
         self.call = _CappedCall(
-            kernel, settings, ledger, key=key, head_sha=base_sha, pr=None, session=session, sleep=sleep,
-            purpose="tune", tuning_run=run_id, cap=self._cap,
+            kernel.task, kernel.manifest.domain, settings, ledger, key=key, head_sha=base_sha, pr=None,
+            session=session, sleep=sleep, purpose="tune", tuning_run=run_id, cap=self._cap,
         )  # fmt: skip
 
     def _cap(self, need: int) -> str | None:

@@ -7,9 +7,11 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.models.github import Role
+
 COMMAND = "/tune"
 USAGE = "`/tune KERNEL [--strategy agent|exhaustive|both] [--rounds N] [--tokens T]`, alone on the first line"
-TUNE_ROLES = ("write", "maintain", "admin")
+TUNE_ROLES = ("write", "maintain", "admin")  # base roles; a custom role counts as the one it builds on
 STRATEGIES = ("agent", "exhaustive", "both")
 MAX_ROUNDS = 50
 KERNEL_NAME = re.compile(r"^[a-z0-9_]+$")
@@ -98,17 +100,18 @@ def parse_command(body: str) -> TuneCommand | None:
     )
 
 
-def decide(command: TuneCommand, *, login: str, role: str, kernels: list[str], number: int) -> TuneDecision:
-    """Grant when the command reads, the commenter may write to the repository and the kernel exists."""
-    role = role or "none"
+def decide(command: TuneCommand, *, login: str, role: Role, kernels: list[str], number: int) -> TuneDecision:
+    """Grant when the command reads, the commenter may write to the repository (its base role) and the kernel
+    exists."""
+    shown = role.shown
 
     def refuse(reason: str) -> TuneDecision:
-        return TuneDecision(granted=False, reason=reason, login=login, role=role)
+        return TuneDecision(granted=False, reason=reason, login=login, role=role.name)
 
     if command.error is not None:
         return refuse(command.error)
-    if role not in TUNE_ROLES:
-        return refuse(f"@{login} has the role `{role}` here; `/tune` needs write, maintain or admin")
+    if role.level not in TUNE_ROLES:
+        return refuse(f"@{login} has the role `{shown}` here; `/tune` needs write, maintain or admin")
     kernel = command.kernel or ""
     if not KERNEL_NAME.fullmatch(kernel) or kernel not in kernels:
         names = ", ".join(f"`{k}`" for k in kernels) or "none"
@@ -119,8 +122,9 @@ def decide(command: TuneCommand, *, login: str, role: str, kernels: list[str], n
     budget = f"{command.tokens:,} tokens" if command.tokens is not None else "the domain's default token budget"
     return TuneDecision(
         granted=True,
-        reason=f"tuning `{kernel}` ({command.strategy}, up to {command.rounds} rounds, {budget}) for @{login} ({role})",
+        reason=f"tuning `{kernel}` ({command.strategy}, up to {command.rounds} rounds, {budget}) "
+        f"for @{login} ({shown})",
         login=login,
-        role=role,
+        role=role.name,
         inputs=inputs,
     )

@@ -14,7 +14,7 @@ StopKind = Literal["budget", "rounds", "plateau", "space", "converged"]
 MIN_GAIN_PCT = 1.0  # a plateau is "not improved by this much"; a proposal must beat base by this much
 WORST_CASE_PCT = 2.0  # the config best across all cases may leave no case slower than this (Δp50, %)
 HANDOVER = "hand over to a person: review the search space"
-_BROKEN = frozenset({"incorrect", "crashed", "timeout", "tampered", "compile_fail"})
+_BROKEN = frozenset({"incorrect", "crashed", "timeout", "tampered", "compile_fail", "implausible"})
 
 
 class CaseResult(BaseModel):

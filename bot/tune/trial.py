@@ -14,6 +14,7 @@ from bot.review.candidates import applied
 from bot.review.flow import Reviewer, ReviewRequest
 from bot.review.session import write
 from bot.tune.model import CaseResult, Source, Trial
+from bot.verdict.throughput import IMPLAUSIBLE
 
 log = logging.getLogger(__name__)
 MAX_FUNCTIONS = 3  # resource summary: the first few compiled functions
@@ -49,7 +50,8 @@ def trial_from(
     cases = [
         CaseResult(
             name=c.name,
-            status=c.status.value,
+            # above the hardware's peak: no speed to trust, whatever the interval says (as the review fails it)
+            status=IMPLAUSIBLE if any(r.startswith(f"{IMPLAUSIBLE}:") for r in c.reasons) else c.status.value,
             verdict=c.verdict,
             regression_pct=c.regression_pct,
             ci95_pct=(c.ci95_pct[0], c.ci95_pct[1]) if c.ci95_pct and len(c.ci95_pct) == 2 else None,

@@ -21,6 +21,7 @@ import shlex
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -37,7 +38,7 @@ UNIT_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu"}
 CUDA_ONLY_SUFFIXES = {".cu", ".cuh"}
 KEY_VERSION = "opgate.build/2"
 BUILD_TIMEOUT_S = 1800
-SRC, OBJ, OUT = "/opgate/src", "/opgate/obj", "/opgate/build"
+SRC, OBJ, OUT, INC = "/opgate/src", "/opgate/obj", "/opgate/build", "/opgate/inc"
 _TORCH_INCLUDE = re.compile(rb"#\s*include\s*[<\"](torch|ATen|c10|pybind11)/")
 _LOCAL_INCLUDE = re.compile(rb"#\s*include\s*\"([^\"]+)\"")
 
@@ -102,17 +103,24 @@ def plan_units(folder: Path, spec: BuildSpec, device: str) -> list[Unit]:
     return units
 
 
-def unit_flags(unit: Unit, spec: BuildSpec, config: dict[str, object], tc: Toolchain) -> list[str]:
-    """The compiler arguments of one unit, with paths as the sandbox sees them."""
+def include_binds(includes: Sequence[Path]) -> list[Bind]:
+    """The include directories, read-only, at INC/0, INC/1, … (where unit_flags' -I points)."""
+    return [Bind(Path(d).resolve(), f"{INC}/{i}") for i, d in enumerate(includes)]
+
+
+def unit_flags(unit: Unit, spec: BuildSpec, config: dict[str, object], tc: Toolchain, includes: int = 0) -> list[str]:
+    """The compiler arguments of one unit, with paths as the sandbox sees them (`includes`: how many include
+    directories include_binds puts at INC/N). The resource check compiles with exactly these."""
     if unit.nvcc:
         base = [*tc.nvcc_flags, *spec.cuda_cflags]
         if not any(f.startswith(("-std=", "--std")) for f in base):
             base.append("-std=c++20")
     else:
         base = ["-fPIC", *([] if any(f.startswith("-std=") for f in spec.cflags) else ["-std=c++20"]), *spec.cflags]
+    dirs = [f"-I{SRC}", *(f"-I{INC}/{i}" for i in range(includes))]
     if unit.binding:  # torch's includes and extension name; never the tunables
-        return [*base, *tc.binding_cflags, f"-I{SRC}"]
-    return [*base, *defines(config), f"-I{SRC}"]
+        return [*base, *tc.binding_cflags, *dirs]
+    return [*base, *defines(config), *dirs]
 
 
 def _headers(folder: Path, device: str) -> list[Path]:
@@ -122,9 +130,31 @@ def _headers(folder: Path, device: str) -> list[Path]:
     return sorted(files)
 
 
-def unit_key(folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: str) -> str:
-    """sha256 over the unit, every header of the folder (and any unit it #includes), its flags and toolchain."""
+def compiled_files(folder: Path, spec: BuildSpec, device: str) -> set[str]:
+    """The files (relative to the kernel folder) a build compiles or its key reads: its units, every header of
+    the folder and the units they #include; empty when the spec names no usable source."""
+    try:
+        units = plan_units(folder, spec, device)
+    except BuildError:
+        return set()
+    files = {u.source for u in units} | {h.relative_to(folder).as_posix() for h in _headers(folder, device)}
+    for u in units:
+        for name in _LOCAL_INCLUDE.findall((folder / u.source).read_bytes()):
+            included = Path(name.decode(errors="replace"))
+            if included.suffix in UNIT_SUFFIXES and (folder / included).is_file():
+                files.add(included.as_posix())
+    return files
+
+
+def unit_key(
+    folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: str, includes: Sequence[Path] = ()
+) -> str:
+    """sha256 over the unit, every header of the folder and of each include directory (and any unit it
+    #includes), its flags and toolchain."""
     h = hashlib.sha256(KEY_VERSION.encode() + b"\0" + tc.key.encode() + b"\0")
+    for i, inc in enumerate(includes):
+        for path in _headers(Path(inc), device):
+            h.update(f"{INC}/{i}/{path.relative_to(inc).as_posix()}\0".encode() + _sha(path).encode())
     text = (folder / unit.source).read_bytes()
     included = {m.decode(errors="replace") for m in _LOCAL_INCLUDE.findall(text)}
     extra = [folder / i for i in sorted(included) if Path(i).suffix in UNIT_SUFFIXES and (folder / i).is_file()]
@@ -134,38 +164,28 @@ def unit_key(folder: Path, unit: Unit, flags: list[str], tc: Toolchain, device: 
     return h.hexdigest()
 
 
-def build_inputs(folder: Path, spec: BuildSpec, config: dict[str, object], device: str) -> dict[str, str]:
-    """What a build for `device` reads, toolchain aside: path -> sha256 of each unit, header and included unit it
-    compiles, and its flags and tunables (under "<flags>"). Two revisions whose maps differ build different code;
-    a source that cannot be planned maps to its error. Needs no compiler (a CPU runner compares CUDA builds)."""
-    try:
-        units = plan_units(folder, spec, device)
-    except BuildError as exc:
-        return {"<error>": str(exc)}
-    paths = {folder / u.source for u in units} | set(_headers(folder, device))
-    for u in units:
-        text = (folder / u.source).read_bytes()
-        paths |= {folder / i.decode(errors="replace") for i in _LOCAL_INCLUDE.findall(text)}
-    inside = [p for p in sorted(paths) if p.is_file() and p.resolve().is_relative_to(folder.resolve())]
-    inputs = {p.relative_to(folder).as_posix(): _sha(p) for p in inside}
-    flags = [spec.cflags, spec.cuda_cflags if device == "cuda" else [], defines(config)]
-    inputs["<flags>"] = hashlib.sha256(json.dumps(flags).encode()).hexdigest()
-    return inputs
-
-
 def build_key(
-    folder: Path, spec: BuildSpec, config: dict[str, object], device: Literal["cpu", "cuda"], build_root: Path
+    folder: Path,
+    spec: BuildSpec,
+    config: dict[str, object],
+    device: Literal["cpu", "cuda"],
+    build_root: Path,
+    includes: Sequence[Path] = (),
 ) -> str:
     """The key of the linked extension: its objects' keys and the link flags."""
     tc = toolchain(device, build_root / "toolchain")
-    units = _keyed_units(folder, spec, config, device, tc)
+    units = _keyed_units(folder, spec, config, device, tc, includes)
     return _link_key(units, tc)
 
 
-def _keyed_units(folder: Path, spec: BuildSpec, config: dict[str, object], device: str, tc: Toolchain) -> list[Unit]:
+def _keyed_units(
+    folder: Path, spec: BuildSpec, config: dict[str, object], device: str, tc: Toolchain, includes: Sequence[Path]
+) -> list[Unit]:
     units = plan_units(folder, spec, device)
+    n = len(includes)
     return [
-        u.model_copy(update={"key": unit_key(folder, u, unit_flags(u, spec, config, tc), tc, device)}) for u in units
+        u.model_copy(update={"key": unit_key(folder, u, unit_flags(u, spec, config, tc, n), tc, device, includes)})
+        for u in units
     ]
 
 
@@ -255,12 +275,14 @@ def build(
     device: Literal["cpu", "cuda"],
     build_root: Path,
     sandbox: Sandbox,
+    includes: Sequence[Path] = (),
 ) -> Built:
-    """Build (or reuse) the extension of `folder` with the given tunables; never raises for a compile error."""
+    """Build (or reuse) the extension of `folder` with the given tunables and include directories (folders of
+    the repository, bound read-only); never raises for a compile error."""
     started = time.perf_counter()
     try:
         tc = toolchain(device, build_root / "toolchain")
-        units = _keyed_units(folder, spec, config, device, tc)
+        units = _keyed_units(folder, spec, config, device, tc, includes)
     except BuildError as exc:
         return Built(ok=False, device=device, key="", entry=spec.entry, log_tail=str(exc))
     key = _link_key(units, tc)
@@ -272,12 +294,12 @@ def build(
         )  # fmt: skip
     objects = build_root / "objects"
     cached = {u.key for u in units if _cached(objects / f"{u.key}.o")}
-    flags = {u.key: unit_flags(u, spec, config, tc) for u in units}
+    flags = {u.key: unit_flags(u, spec, config, tc, len(includes)) for u in units}
     work_parent = build_root / "work"
     work_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{kernel}-{device}-", dir=work_parent))
     try:
-        binds = [Bind(folder.resolve(), SRC), Bind(work, OUT, writable=True)]
+        binds = [Bind(folder.resolve(), SRC), *include_binds(includes), Bind(work, OUT, writable=True)]
         binds += [Bind(objects / f"{k}.o", f"{OBJ}/{k}.o") for k in sorted(cached)]
         spec_ = Spec(binds=binds, cwd=OUT)
         (work / "build.ninja").write_text(sandbox.localize(spec_, _ninja(units, cached, flags, tc)))

@@ -1,4 +1,5 @@
-"""Compile-only GPU resource check: `nvcc -Xptxas -v` per .cu file, parsed into Resource rows (no GPU needed)."""
+"""Compile-only GPU resource check: each .cu compiled as the build compiles it, plus `-Xptxas -v`, parsed into
+Resource rows (no GPU needed); base's and head's units at once, each unit once per key."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
@@ -21,15 +23,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.models.report import Resource
-from bot.untrusted.build import SOURCE_SUFFIXES
+from bot.untrusted.build import HEADER_SUFFIXES, INC, UNIT_SUFFIXES, include_binds
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
 
 log = logging.getLogger(__name__)
 
 COMPILE_TIMEOUT_S = 900
 LOG_TAIL_LINES = 60
-KEY_VERSION = "opgate.resources/3"  # bump when the parse or the command line changes
-SRC, OUT = "/opgate/src", "/opgate/build"
+KEY_VERSION = "opgate.resources/4"  # bump when the parse or the command line changes
+SRC, OUT = "/opgate/src", "/opgate/build"  # as in bot.untrusted.build: the same paths, the same command line
 
 # A count starts where a digit run starts ((?<!\d)): a hostile line of digits is scanned once, not once per digit.
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
@@ -44,6 +46,7 @@ _BARRIERS = re.compile(r"used (?<!\d)(\d+) barriers")
 _PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)")
 _PTX_FUNCTION = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.(?:entry|func)\b", re.MULTILINE)
 _PTX_EXTERN_SHARED = re.compile(r"\.extern\s+\.shared\b[^;]*?([A-Za-z_$][\w$]*)\s*\[\s*\]")
+_LOCAL_INCLUDE = re.compile(rb'#\s*include\s*"([^"]+)"')
 _PTX_BOUNDS = re.compile(r"\.(reqntid|maxntid)\s+(\d+(?:\s*,\s*\d+)*)")
 
 
@@ -179,37 +182,6 @@ def parse_ptx_extern_smem(ptx: str) -> set[str]:
     return users
 
 
-def _roots(sources: list[Path], include_dirs: list[Path]) -> list[Path]:
-    roots: list[Path] = []
-    for d in [s.parent for s in sources] + include_dirs:
-        if d.is_dir() and d not in roots:
-            roots.append(d)
-    return roots
-
-
-def cache_key(sources: list[Path], include_dirs: list[Path], flags: list[str], arch: str, toolchain: str) -> str:
-    """sha256 over the source files of every kernel folder and include dir, the flags, arch and toolchain.
-
-    Paths enter only relative to their folder, so the same tree checked out elsewhere (a worktree) hits.
-    """
-    sources = [s.resolve() for s in sources]
-    roots = _roots(sources, [d.resolve() for d in include_dirs])
-    h = hashlib.sha256(KEY_VERSION.encode() + b"\0")
-    for i, root in enumerate(roots):
-        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES):
-            h.update(f"{i}:{path.relative_to(root).as_posix()}\0".encode())
-            h.update(hashlib.sha256(path.read_bytes()).digest())
-    meta = {
-        "sources": [f"{roots.index(s.parent)}:{s.name}" for s in sources],
-        "includes": len(include_dirs),
-        "flags": flags,
-        "arch": arch,
-        "toolchain": toolchain,
-    }
-    h.update(json.dumps(meta, sort_keys=True).encode())
-    return h.hexdigest()
-
-
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -217,19 +189,38 @@ def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
 # -- the subprocess edge ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Compiled:
+@dataclass(frozen=True)
+class CompileJob:
+    """One .cu as the build compiles it: the kernel folder at SRC, include directories at INC/0…, and the build's
+    own flags for the unit (paths as the sandbox sees them, -arch/-gencode removed: the check picks `arch`)."""
+
     source: Path
+    folder: Path
+    includes: tuple[Path, ...] = ()
+    flags: tuple[str, ...] = ()
+
+    @property
+    def relative(self) -> str:
+        return self.source.resolve().relative_to(self.folder.resolve()).as_posix()
+
+
+class UnitResult(BaseModel):
+    """What compiling one job printed and its PTX said (the cache keeps one per job key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
     ok: bool
-    output: str
-    ptx: dict[str, int]
-    seconds: float
+    output: str = ""
+    threads: dict[str, int] = Field(default_factory=dict)
+    extern_smem: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
     timed_out: bool = False
-    extern_smem: set[str] = field(default_factory=set)
+    cached: bool = False
 
 
 @cache
-def _nvcc_version(nvcc: str) -> str:
+def nvcc_version(nvcc: str) -> str:
     try:
         proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -265,33 +256,60 @@ def demangle(names: list[str], tool: str | None) -> dict[str, str]:
     return {n: d.strip() or n for n, d in zip(names, out, strict=True)}
 
 
-def _command(nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str, tmp: str) -> list[str]:
-    """nvcc for one .cu, with paths as the sandbox sees them: the source's folder at SRC, a private tmp at OUT."""
-    includes = [f"-I{SRC}"] + [
-        f"-I{SRC}/{d.resolve().relative_to(source.parent.resolve())}"
-        for d in include_dirs
-        if d.resolve() != source.parent.resolve() and d.resolve().is_relative_to(source.parent.resolve())
-    ]
+def unit_headers(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in HEADER_SUFFIXES)
+
+
+def job_key(job: CompileJob, arch: str, toolchain: str) -> str:
+    """sha256 over the unit, every header of its folder and include directories (any other unit it #includes),
+    its flags, arch and toolchain. Paths enter relative to their folder: the same tree checked out elsewhere hits,
+    and a unit base and head share compiles once."""
+    h = hashlib.sha256(KEY_VERSION.encode() + b"\0")
+    source = job.source.resolve()
+    text = source.read_bytes()
+    included = [(source.parent / i.decode(errors="replace")).resolve() for i in _LOCAL_INCLUDE.findall(text)]
+    inside = job.folder.resolve()
+    extra = [p for p in included if p.suffix in UNIT_SUFFIXES and p.is_file() and p.is_relative_to(inside)]
+    for i, root in enumerate([job.folder, *job.includes]):
+        files = unit_headers(root) + (extra if i == 0 else [])
+        for path in files:
+            h.update(f"{i}:{path.resolve().relative_to(root.resolve()).as_posix()}\0".encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    h.update(hashlib.sha256(text).digest())
+    meta = {"source": job.relative, "includes": len(job.includes), "flags": job.flags, "arch": arch, "tc": toolchain}
+    h.update(json.dumps(meta, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def cache_key(sources: list[Path], include_dirs: list[Path], flags: list[str], arch: str, toolchain: str) -> str:
+    """The key of compile_resources' whole answer: the keys of its jobs."""
+    jobs = _jobs(sources, include_dirs, flags, None)
+    return hashlib.sha256("".join(job_key(j, arch, toolchain) for j in jobs).encode()).hexdigest()
+
+
+def _command(nvcc: str, job: CompileJob, arch: str) -> list[str]:
+    """The build's nvcc line for the unit, plus the target, `ptxas -v` and the kept PTX (which carries .maxntid)."""
     return [
-        *(nvcc, "-std=c++17", "-O3", f"-arch={arch}", "-Xptxas", "-v"),
-        *("-keep", "-keep-dir", tmp),  # the kept .ptx carries .maxntid; one compile, no second pass
-        *includes,
-        *flags,
-        *("-c", f"{SRC}/{source.name}", "-o", f"{tmp}/{source.stem}.o"),
+        nvcc,
+        *job.flags,
+        *(f"-arch={arch}", "-Xptxas", "-v", "-keep", "-keep-dir", OUT),
+        *("-c", f"{SRC}/{job.relative}", "-o", f"{OUT}/{job.source.stem}.o"),
     ]
 
 
-def _compile_one(
-    nvcc: str, source: Path, include_dirs: list[Path], flags: list[str], arch: str, sandbox: Sandbox
-) -> _Compiled:
-    """Compile one .cu in the sandbox: the kernel folder read-only, nothing else of the host's, no secrets."""
+def job_spec(job: CompileJob, tmp: Path) -> Spec:
+    """The sandbox of one compile: the kernel folder and include directories read-only, a private output folder."""
+    binds = [Bind(job.folder.resolve(), SRC), *include_binds(job.includes), Bind(tmp, OUT, writable=True)]
+    return Spec(binds=binds, cwd=OUT)
+
+
+def _compile_one(nvcc: str, job: CompileJob, arch: str, sandbox: Sandbox) -> UnitResult:
+    """Compile one unit in the sandbox: its folders read-only, nothing else of the host's, no secrets."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opgate-ptxas-") as tmp:
-        spec = Spec(binds=[Bind(source.parent.resolve(), SRC), Bind(Path(tmp), OUT, writable=True)], cwd=OUT)
-        cmd = _command(nvcc, source, include_dirs, flags, arch, OUT)
+        cmd = _command(nvcc, job, arch)
         log.debug("%s", " ".join(cmd))
-        code, output = sandbox.run(spec, cmd, timeout=COMPILE_TIMEOUT_S)
-        ok, timed_out = code == 0, code is None
+        code, output = sandbox.run(job_spec(job, Path(tmp)), cmd, timeout=COMPILE_TIMEOUT_S)
         threads: dict[str, int] = {}
         extern: set[str] = set()
         for ptx in sorted(Path(tmp).glob("*.ptx")):
@@ -300,12 +318,20 @@ def _compile_one(
             text = ptx.read_text(errors="replace")
             threads.update(parse_ptx_threads(text))
             extern |= parse_ptx_extern_smem(text)
-    return _Compiled(source, ok, output, threads, time.perf_counter() - started, timed_out, extern)
+    return UnitResult(
+        source=job.relative,
+        ok=code == 0,
+        output=output,
+        threads=threads,
+        extern_smem=sorted(extern),
+        seconds=round(time.perf_counter() - started, 3),
+        timed_out=code is None,
+    )
 
 
-def _load_cached(path: Path) -> ResourceCheck | None:
+def _load_cached(path: Path) -> UnitResult | None:
     try:
-        return ResourceCheck.model_validate_json(path.read_text())
+        return UnitResult.model_validate_json(path.read_text())
     except FileNotFoundError:
         return None
     except (OSError, ValidationError) as exc:
@@ -313,11 +339,75 @@ def _load_cached(path: Path) -> ResourceCheck | None:
         return None
 
 
-def _store(path: Path, check: ResourceCheck) -> None:
+def _store(path: Path, result: BaseModel) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(check.model_dump_json(indent=2))
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(result.model_dump_json(indent=2))
     tmp.replace(path)
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+NO_NVCC = "nvcc not found on PATH: compile-only resource check skipped (install the CUDA toolkit)"
+
+
+def compile_sides(
+    sides: dict[str, list[CompileJob]],
+    *,
+    arch: str = "sm_90a",
+    cache_dir: Path | None,
+    sandbox: Sandbox | None = None,
+    toolchain: str = "",
+) -> dict[str, ResourceCheck]:
+    """Each side's jobs compiled for `arch` (nothing runs), all at once: a unit whose key two sides share (base and
+    head unchanged) is compiled once, and a key in `cache_dir` is not compiled at all. `toolchain` names what else
+    the flags depend on. Returns side -> its ResourceCheck."""
+    started = time.perf_counter()
+    sandbox = sandbox or Sandbox.detect()
+    nvcc = nvcc_path()
+    if nvcc is None:
+        log.warning("%s", NO_NVCC)
+        return {side: ResourceCheck(status=ResourceStatus.no_nvcc, log=NO_NVCC) for side in sides}
+    tool = demangler(nvcc)
+    tc = f"{nvcc_version(nvcc)}|{toolchain}"
+    keys = {side: [job_key(j, arch, tc) for j in jobs] for side, jobs in sides.items()}
+    unique: dict[str, CompileJob] = {}
+    for side, jobs in sides.items():
+        for key, job in zip(keys[side], jobs, strict=True):
+            unique.setdefault(key, job)
+    results: dict[str, UnitResult] = {}
+    todo = []
+    for key, job in unique.items():
+        entry = cache_dir / f"resources-unit-{key[:32]}.json" if cache_dir is not None else None
+        hit = _load_cached(entry) if entry is not None else None
+        if hit is not None and hit.source == job.relative:
+            results[key] = hit.model_copy(update={"cached": True})
+        else:
+            todo.append(key)
+    if todo:
+        log.info("compiling %d .cu file(s) for %s with ptxas -v", len(todo), arch)
+    workers = max(1, min(len(todo), os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = pool.map(lambda k: _compile_one(nvcc, unique[k], arch, sandbox), todo)
+        for key, result in zip(todo, done, strict=True):
+            results[key] = result
+            if cache_dir is not None and not result.timed_out:  # a timeout may pass next time
+                _store(cache_dir / f"resources-unit-{key[:32]}.json", result)
+    seconds = time.perf_counter() - started
+    return {side: _assemble([results[k] for k in keys[side]], tool, _combined(keys[side]), seconds) for side in sides}
+
+
+def _combined(keys: list[str]) -> str:
+    return hashlib.sha256("".join(keys).encode()).hexdigest()
+
+
+def _jobs(sources: list[Path], include_dirs: list[Path], flags: list[str], folder: Path | None) -> list[CompileJob]:
+    cu = [s.resolve() for s in sources if s.suffix == ".cu"]
+    includes = tuple(Path(d).resolve() for d in include_dirs)
+    dirs = [f"-I{SRC}", *(f"-I{INC}/{i}" for i in range(len(includes)))]
+    return [CompileJob(s, (folder or s.parent).resolve(), includes, (*dirs, *flags)) for s in cu]
 
 
 def compile_resources(
@@ -328,47 +418,31 @@ def compile_resources(
     arch: str = "sm_90a",
     cache_dir: Path | None,
     sandbox: Sandbox | None = None,
+    folder: Path | None = None,
 ) -> ResourceCheck:
     """Compile every .cu in `sources` for `arch` (nothing runs) and report each kernel's ptxas resources.
 
-    `flags` go after the defaults (so `-O2` or `-std=c++20` there wins) and usually hold the tunables'
-    `-DKEY=value` defines. A result for the same key is read from `cache_dir` instead of compiling again.
+    `folder` (default: each source's own) is bound at SRC, each include dir at INC/N, both on -I; `flags` are
+    passed as given (the review passes the build's own, bot.review.resource_check). A unit whose key is in
+    `cache_dir` is read from there instead of compiling again.
     """
-    started = time.perf_counter()
-    sandbox = sandbox or Sandbox.detect()
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        message = "nvcc not found on PATH: compile-only resource check skipped (install the CUDA toolkit)"
-        log.warning("%s", message)
-        return ResourceCheck(status=ResourceStatus.no_nvcc, log=message)
-    cu = [s.resolve() for s in sources if s.suffix == ".cu"]
-    if not cu:
+    jobs = _jobs(sources, include_dirs, flags, folder)
+    if not jobs:
         return ResourceCheck(status=ResourceStatus.ok, log="no .cu sources")
-    tool = demangler(nvcc)
-    key = cache_key(cu, include_dirs, flags, arch, f"{_nvcc_version(nvcc)}|{tool}")
-    entry = cache_dir / f"resources-{key[:32]}.json" if cache_dir is not None else None
-    if entry is not None and (hit := _load_cached(entry)) is not None and hit.key == key:
-        log.info("resource check cached (%s)", key[:16])
-        return hit.model_copy(update={"cached": True, "seconds": round(time.perf_counter() - started, 3)})
-
-    log.info("compiling %d .cu file(s) for %s with ptxas -v", len(cu), arch)
-    workers = max(1, min(len(cu), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        compiled = list(pool.map(lambda s: _compile_one(nvcc, s, include_dirs, flags, arch, sandbox), cu))
-    check = _assemble(compiled, tool, key, time.perf_counter() - started)
-    if entry is not None and not any(c.timed_out for c in compiled):  # a timeout may pass next time
-        _store(entry, check)
-    return check
+    return compile_sides({"one": jobs}, arch=arch, cache_dir=cache_dir, sandbox=sandbox)["one"]
 
 
-def _assemble(compiled: list[_Compiled], tool: str | None, key: str, seconds: float) -> ResourceCheck:
+def _assemble(compiled: list[UnitResult], tool: str | None, key: str, seconds: float) -> ResourceCheck:
     resources = [r for c in compiled for r in parse_ptxas(c.output)]
-    threads = {name: n for c in compiled for name, n in c.ptx.items()}
+    threads = {name: n for c in compiled for name, n in c.threads.items()}
     extern = {name for c in compiled for name in c.extern_smem}
     names = demangle(sorted({r.function for r in resources} | set(threads)), tool)
     failed = [c for c in compiled if not c.ok]
     shown = failed or compiled
-    text = "\n".join(f"== {c.source.name} ({'ok' if c.ok else 'failed'}, {c.seconds:.1f} s)\n{c.output}" for c in shown)
+    text = "\n".join(
+        f"== {c.source} ({'ok' if c.ok else 'failed'}, {'cached' if c.cached else f'{c.seconds:.1f} s'})\n{c.output}"
+        for c in shown
+    )
     return ResourceCheck(
         status=ResourceStatus.compile_fail if failed else ResourceStatus.ok,
         resources=[
@@ -377,5 +451,6 @@ def _assemble(compiled: list[_Compiled], tool: str | None, key: str, seconds: fl
         threads={names[n]: t for n, t in threads.items()},
         log=_tail(text),
         seconds=round(seconds, 3),
+        cached=all(c.cached for c in compiled),
         key=key,
     )

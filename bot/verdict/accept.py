@@ -6,14 +6,15 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.github import PullInfo, StatusState
+from bot.models.github import PullInfo, Role, StatusState
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
 
 COMMAND = "/accept"
 USAGE = '`/accept`, `/accept KERNEL` or `/accept [KERNEL] --override "REASON"`, alone on the first line'
-ACCEPT_ROLES = ("write", "maintain", "admin")
+ACCEPT_ROLES = ("write", "maintain", "admin")  # base roles; a custom role counts as the one it builds on
 OVERRIDE_ROLES = ("maintain", "admin")
+UNKNOWN_ROLE = Role(level="none", name="unknown")  # not read: the command was refused before it mattered
 REVIEW_ACTION = "created"  # an edited comment never grants (it could rewrite an old comment into a command)
 
 
@@ -37,7 +38,7 @@ class Decision(BaseModel):
     granted: bool
     reason: str
     login: str
-    role: str
+    role: str  # the role's name as GitHub gives it (a custom role's own name); recorded in the ledger
     head_sha: str | None = None
     kernels: list[str] = []
     override: bool = False
@@ -97,16 +98,20 @@ def decide(
     command: AcceptCommand,
     *,
     login: str,
-    role: str,
+    role: Role,
     is_pull_request: bool,
     pull: PullInfo | None,
     report: Report | None,
 ) -> Decision:
-    """Grant or refuse, in the order a person would check: the command, the PR, the role, the evidence."""
-    role = role or "none"
+    """Grant or refuse, in the order a person would check: the command, the PR, the role, the evidence.
+
+    The base role decides (`role.level`); the role's own name is what the reply and the ledger show."""
+    shown = role.shown
 
     def refuse(reason: str) -> Decision:
-        return Decision(granted=False, reason=reason, login=login, role=role, head_sha=pull.head_sha if pull else None)
+        return Decision(
+            granted=False, reason=reason, login=login, role=role.name, head_sha=pull.head_sha if pull else None
+        )
 
     if command.error is not None:
         return refuse(command.error)
@@ -114,8 +119,8 @@ def decide(
         return refuse("this is an issue, not a pull request: there is nothing to accept")
     if pull.merged or pull.state != "open":
         return refuse(f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}")
-    if role not in ACCEPT_ROLES:
-        return refuse(f"@{login} has the role `{role}` here; `/accept` needs write, maintain or admin")
+    if role.level not in ACCEPT_ROLES:
+        return refuse(f"@{login} has the role `{shown}` here; `/accept` needs write, maintain or admin")
     short = pull.head_sha[:10]
     if report is None:
         return refuse(
@@ -142,17 +147,17 @@ def decide(
             f"gates did not pass for {names} at `{short}`; fix the change, or a maintainer can "
             '`/accept --override "REASON"`'
         )
-    if failed and role not in OVERRIDE_ROLES:
-        return refuse(f"`--override` of failed gates needs maintain or admin; @{login} has `{role}`")
+    if failed and role.level not in OVERRIDE_ROLES:
+        return refuse(f"`--override` of failed gates needs maintain or admin; @{login} has `{shown}`")
     kernels = [k.name for k in selected]
     what = "override" if failed else "accept"
     if not failed and (open_ := [k.name for k in selected if k.verdict in ("needs_accept", "undecided")]):
         what = f"accept ({', '.join(open_)}: nothing failed, a person's call)"
     return Decision(
         granted=True,
-        reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({role})",
+        reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({shown})",
         login=login,
-        role=role,
+        role=role.name,
         head_sha=pull.head_sha,
         kernels=kernels,
         override=bool(failed),

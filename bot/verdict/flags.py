@@ -1,12 +1,18 @@
-"""The compiler flags a kernel.toml may ask for: an allow-list, so no flag can run or load other code (pure)."""
+"""The compiler flags a kernel.toml may ask for: an allow-list, so no flag can run or load other code (pure).
+
+`opgate lint` and the review read flags through the same `check_flags`; `nvcc_options` groups nvcc's
+two-token forms (`-gencode arch=…,code=…`, `--threads 32`, `-Xptxas -v`) the way nvcc reads them.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _VALUE = r"[A-Za-z0-9_.+-]*"
+_ARCH = r"(?:sm|compute)_\d+[af]?"
 # Host compiler flags (g++/clang++): optimisation, language level, defines, warnings, debug info, codegen.
 HOST = [
     r"-O[0-3sgz]?|-Ofast",
@@ -18,57 +24,142 @@ HOST = [
     r"-f(no-)?(fast-math|math-errno|unroll-loops|strict-aliasing|omit-frame-pointer|tree-vectorize"
     r"|finite-math-only|openmp|PIC|pic|vectorize|inline-functions|trapping-math|associative-math)",
 ]
-# nvcc flags on top of the host ones.
+# ptxas options inside -Xptxas / --ptxas-options: what it reports (informational) and how hard it optimises.
+PTXAS = [
+    r"-v|--verbose",
+    r"--?warn-on-spills|-warn-spills|--?warn-on-local-memory-usage|-warn-lmem-usage",
+    r"--?warn-on-double-precision-use|-warn-double-usage|--?suppress-stack-size-warning",
+    r"--?suppress-double-demote-warning|--?suppress-async-bulk-multicast-advisory-warning",
+    r"-O[0-3]|--opt-level=[0-3]",
+    r"--?register-usage-level=\d{1,2}",
+    r"--?maxrregcount=\d{1,3}",
+    r"--?allow-expensive-optimizations(=(true|false))?",
+    r"--?disable-optimizer-constants",
+    r"--?(fmad|prec-div|prec-sqrt|ftz)=(true|false)",
+    r"-lineinfo|--generate-line-info",
+]
+# nvcc flags on top of the host ones (each in its one-token form; see nvcc_options).
 NVCC = [
     *HOST,
     r"--?use_fast_math",
-    r"--expt-relaxed-constexpr|--expt-extended-lambda|--extended-lambda",
-    r"--?maxrregcount=\d+",
-    r"-lineinfo|--generate-line-info",
-    r"-(arch|code)=(sm|compute)_\d+[af]?",
-    r"--?gencode=arch=compute_\d+[af]?,code=\[?(sm|compute)_\d+[af]?(,(sm|compute)_\d+[af]?)*\]?",
+    r"--?expt-relaxed-constexpr|--?expt-extended-lambda|--?extended-lambda",
+    r"--?maxrregcount=\d{1,3}",
+    r"-lineinfo|--generate-line-info|--source-in-ptx",
+    rf"(-arch|--gpu-architecture|-code|--gpu-code)={_ARCH}",
+    rf"(-gencode|--generate-code)=arch=compute_\d+[af]?,code=(\[{_ARCH}(,{_ARCH})*\]|{_ARCH})",
     r"--?(ftz|prec-div|prec-sqrt|fmad)=(true|false)",
-    r"--resource-usage|-Xptxas=-v|-Xptxas=--warn-on-spills|-Xptxas=-O[0-3]",
-    r"--threads=?\d+|-t\d+",
+    r"--resource-usage",
+    r"(--threads|-t)=?\d{1,3}",
     r"--?diag-suppress=[0-9,]+",
 ]
+# nvcc options whose value may be the next token (`-gencode arch=…`, `--threads 32`, `-Xptxas -v`).
+SPLIT = {
+    "-gencode": "-gencode",
+    "--generate-code": "--generate-code",
+    "-arch": "-arch",
+    "--gpu-architecture": "--gpu-architecture",
+    "-code": "-code",
+    "--gpu-code": "--gpu-code",
+    "--threads": "--threads",
+    "-t": "-t",
+    "-maxrregcount": "-maxrregcount",
+    "--maxrregcount": "--maxrregcount",
+    "-Xptxas": "--ptxas-options",
+    "--ptxas-options": "--ptxas-options",
+    "-Xcompiler": "--compiler-options",
+    "--compiler-options": "--compiler-options",
+}
+ARCH_OPTIONS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
 _HOST = re.compile("|".join(f"(?:{p})" for p in HOST))
 _NVCC = re.compile("|".join(f"(?:{p})" for p in NVCC))
+_PTXAS = re.compile("|".join(f"(?:{p})" for p in PTXAS))
 ALLOWED_SUMMARY = (
     "-O*, -std=c++NN, -DNAME[=value], -UNAME, -W<warning>, -g, -march/-mtune, a few -f math/vectorisation "
-    "flags; for nvcc also --use_fast_math, --expt-*, -maxrregcount=N, -lineinfo, -arch/-gencode, -ftz/-prec-*/-fmad"
+    "flags; for nvcc also --use_fast_math, --expt-*, -maxrregcount=N, -lineinfo, --source-in-ptx, "
+    "-arch/-code/-gencode (one token or two), --threads N, -ftz/-prec-*/-fmad, -Xcompiler with host flags, "
+    "-Xptxas/--ptxas-options with -v, --warn-on-*, -O<n>, --register-usage-level=N, --maxrregcount=N"
 )
+
+
+@dataclass(frozen=True)
+class Option:
+    """One nvcc option as nvcc reads it: its tokens in the manifest, its name and its value (None: a plain flag)."""
+
+    tokens: tuple[str, ...]
+    name: str
+    value: str | None
+
+    @property
+    def joined(self) -> str:
+        return self.name if self.value is None else f"{self.name}={self.value}"
+
+    @property
+    def is_arch(self) -> bool:
+        return self.name in ARCH_OPTIONS
+
+
+def nvcc_options(flags: Sequence[str]) -> list[Option]:
+    """The flags grouped as nvcc reads them: `-gencode X` and `-gencode=X` are one option with value X."""
+    out: list[Option] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        name, sep, value = flag.partition("=")
+        if flag in SPLIT and i + 1 < len(flags):
+            out.append(Option((flag, flags[i + 1]), SPLIT[flag], flags[i + 1]))
+            i += 2
+            continue
+        if sep and name in SPLIT:
+            out.append(Option((flag,), SPLIT[name], value))
+        else:
+            out.append(Option((flag,), flag, None))
+        i += 1
+    return out
+
+
+def without_arch(flags: Sequence[str]) -> list[str]:
+    """The flags less every -arch/-code/-gencode option (in either form): a check that picks its own target."""
+    return [t for o in nvcc_options(flags) if not o.is_arch for t in o.tokens]
+
+
+def _suboptions(value: str) -> list[str]:
+    return [v for v in value.strip("'\"").split(",") if v]
 
 
 def check_flags(flags: Sequence[str], *, nvcc: bool, where: str) -> list[str]:
     """Findings for every flag outside the allow-list (empty: all allowed).
 
-    Flags that change the compiler (`-ccbin`), load plugins, add include or library paths, read
-    response files or pass raw options to the linker or assembler are refused: a pull request could
-    otherwise run its own code at build time or compile files from outside its kernel folder.
+    Flags that change the compiler (`-ccbin`), load plugins, add include or library paths (include
+    directories are `include_dirs`, checked to lie in the repository), read response files or pass raw
+    options to the linker are refused, and ptxas gets only reporting and optimisation options: a pull
+    request could otherwise run its own code at build time or compile files from outside the repository.
     """
-    allowed = _NVCC if nvcc else _HOST
+    if not nvcc:
+        return [_refused(where, f) for f in flags if not _HOST.fullmatch(f)]
     findings = []
-    pending_xcompiler = False
-    for flag in flags:
-        if pending_xcompiler:  # nvcc's `-Xcompiler VALUE`: every comma-separated host flag must be allowed
-            pending_xcompiler = False
-            bad = [f for f in flag.split(",") if not _HOST.fullmatch(f)]
-            if bad:
-                findings.append(f"{where}: -Xcompiler {flag!r} is not allowed ({ALLOWED_SUMMARY})")
+    stds = [f for f in flags if f.startswith(("-std=", "--std="))]
+    if len(stds) > 1:
+        findings.append(f"{where}: -std= given {len(stds)} times ({', '.join(stds)}): keep one")
+    for o in nvcc_options(flags):
+        shown = " ".join(o.tokens)
+        if o.name in ("--compiler-options", "--ptxas-options"):
+            allowed, what = (_HOST, "host") if o.name == "--compiler-options" else (_PTXAS, "ptxas")
+            if o.value is None or not _suboptions(o.value):
+                findings.append(f"{where}: {o.tokens[0]} without a value")
+            elif bad := [s for s in _suboptions(o.value) if not allowed.fullmatch(s)]:
+                findings.append(f"{where}: {shown!r}: {what} option {bad[0]!r} is not allowed ({ALLOWED_SUMMARY})")
             continue
-        if nvcc and flag in ("-Xcompiler", "--compiler-options"):
-            pending_xcompiler = True
-            continue
-        if nvcc and flag.startswith(("-Xcompiler=", "--compiler-options=")):
-            value = flag.split("=", 1)[1].strip("'\"")
-            if all(_HOST.fullmatch(f) for f in value.split(",")):
-                continue
-        if not allowed.fullmatch(flag):
-            findings.append(f"{where}: flag {flag!r} is not allowed ({ALLOWED_SUMMARY})")
-    if pending_xcompiler:
-        findings.append(f"{where}: -Xcompiler without a value")
+        if o.name in SPLIT and o.value is None:
+            findings.append(f"{where}: {o.name} without a value")
+        elif not _NVCC.fullmatch(o.joined):
+            findings.append(_refused(where, shown))
     return findings
+
+
+def _refused(where: str, flag: str) -> str:
+    if flag.startswith(("-I", "-isystem", "-iquote", "--include-path")):
+        return f"{where}: flag {flag!r} is not allowed: list include directories in include_dirs (repository paths)"
+    return f"{where}: flag {flag!r} is not allowed ({ALLOWED_SUMMARY})"
 
 
 TUNABLE_KEY = re.compile(_NAME)

@@ -17,13 +17,15 @@ from bot.models.report import (
     ProbeReport,
     ReportVerdict,
     Resource,
+    ResourceCheckReport,
     SimulatedCost,
     Violation,
 )
 from bot.verdict import stats
-from bot.verdict.occupancy import SM90, drop_pct, occupancy
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
 
 HEAD, BASE = "head", "base"
+RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
 
@@ -48,6 +50,7 @@ CASE_GATES = (
     "performance inconclusive",
     "performance not judged",
     "measurement rejected",
+    "implausible",  # above the hardware's peak (bot/verdict/throughput.py)
 )
 
 
@@ -293,15 +296,15 @@ def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource
     return matched
 
 
-def _occupancy_of(r: Resource, threads: dict[str, int] | None) -> Occupancy | None:
+def _occupancy_of(r: Resource, threads: dict[str, int] | None, sm: Arch | None = SM90) -> Occupancy | None:
     """The function's occupancy as described, else from its launch bounds when its smem is known."""
     if r.occupancy is not None:
         return r.occupancy
     block = r.threads or (threads or {}).get(r.function)
-    if not block or (r.dynamic_smem_bytes is None and r.extern_smem):
+    if not block or (r.dynamic_smem_bytes is None and r.extern_smem) or sm is None:
         return None
     barriers = 1 if r.barriers is None else r.barriers
-    return occupancy(r.registers, block, r.smem_bytes, r.dynamic_smem_bytes or 0, barriers)
+    return occupancy(r.registers, block, r.smem_bytes, r.dynamic_smem_bytes or 0, barriers, arch=sm)
 
 
 def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
@@ -330,17 +333,24 @@ def _smem(r: Resource) -> str:
 
 
 def resource_reasons(
-    head: list[Resource], base: list[Resource], constraints: Constraints, threads: dict[str, int] | None = None
+    head: list[Resource],
+    base: list[Resource],
+    constraints: Constraints,
+    threads: dict[str, int] | None = None,
+    arch: str = "sm_90a",
 ) -> tuple[list[str], list[str]]:
-    """(failures, notes) for the resources and occupancy of head against base.
+    """(failures, notes) for the resources and occupancy of head against base on one architecture.
 
-    Fails: spills, static + dynamic smem per block over 232,448 B (or `max_smem_bytes`), registers over
-    `max_registers`, a launch that fits no SM, fewer resident warps per SM than base beyond
-    `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change is noted either way.
+    Fails: spills, static + dynamic smem per block over the architecture's opt-in limit (232,448 B on sm_90
+    and sm_100; or `max_smem_bytes`), registers over `max_registers`, a launch that fits no SM, fewer resident
+    warps per SM than base beyond `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change
+    is noted either way.
     """
     failures: list[str] = []
     notes: list[str] = []
     base_of = match_base(head, base)
+    sm = table(arch)
+    smem_limit = sm.smem_per_block_optin if sm is not None else SMEM_PER_BLOCK_LIMIT
     for r in head:
         if r.spill_bytes > constraints.max_spill_bytes:
             failures.append(
@@ -348,10 +358,9 @@ def resource_reasons(
                 f"(stores {r.spill_store_bytes} B, loads {r.spill_load_bytes} B)"
             )
         smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
-        if smem > SMEM_PER_BLOCK_LIMIT:
+        if smem > smem_limit:
             failures.append(
-                f"resource: {r.function} uses {_smem(r)} shared memory per block (static + dynamic) "
-                f"> {SMEM_PER_BLOCK_LIMIT:,}"
+                f"resource: {r.function} uses {_smem(r)} shared memory per block (static + dynamic) > {smem_limit:,}"
             )
         if constraints.max_registers is not None and r.registers > constraints.max_registers:
             failures.append(f"resource: {r.function} uses {r.registers} registers > limit {constraints.max_registers}")
@@ -360,9 +369,9 @@ def resource_reasons(
                 f"resource: {r.function} uses {_smem(r)} smem per block > limit {constraints.max_smem_bytes:,}"
             )
         b = base_of.get(r.function)
-        if (occ := _occupancy_of(r, threads)) is not None:
+        if (occ := _occupancy_of(r, threads, sm)) is not None:
             block = r.threads or (threads or {}).get(r.function)
-            failures.extend(_occupancy_failures(r, occ, block, constraints, smem))
+            failures.extend(_occupancy_failures(r, occ, block, constraints, smem, smem_limit))
             if b is not None and b.occupancy is not None and occ.blocks_per_sm > 0:
                 fatal, change = _occupancy_change(r, occ, b.occupancy, block, constraints)
                 if change:
@@ -376,11 +385,11 @@ def resource_reasons(
 
 
 def _occupancy_failures(
-    r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int
+    r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int, smem_limit: int
 ) -> list[str]:
     if occ.blocks_per_sm == 0:
         why = [explain(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
-        if smem <= SMEM_PER_BLOCK_LIMIT or why:  # an smem overflow alone is reported above
+        if smem <= smem_limit or why:  # an smem overflow alone is reported above
             why = why or [explain(r, occ, "shared memory", block)]
             return [f"resource: {r.function} cannot be resident on an SM: {'; '.join(why)}"]
         return []
@@ -413,22 +422,36 @@ def _occupancy_change(
 
 
 def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
-    check = kernel.resource_check
-    if check is None:
-        return
+    """Every architecture's resource check; with more than one, each failure and finding names its architecture."""
+    checks = kernel.resource_checks()
+    for check in checks:
+        _judge_arch(kernel, check, constraints, named=len(checks) > 1)
+
+
+def _once(items: list[str], text: str) -> None:
+    if text not in items:
+        items.append(text)
+
+
+def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: Constraints, *, named: bool) -> None:
+    on = f" on {check.arch}" if named else ""
     if check.status == "no_nvcc":
-        kernel.notes.append("resource check skipped: nvcc is not on the PATH")
+        _once(kernel.notes, "resource check skipped: nvcc is not on the PATH")
+        return
+    if check.status == "unsupported_arch":  # the toolchain's limit, not the change's: not decided, never a pass
+        kernel.undecided.append(f"resource: {check.log_tail}")
         return
     if check.status == "compile_fail":
-        kernel.reasons.append(f"resource: the CUDA sources do not compile for {check.arch} (see the log)")
+        kernel.reasons.append(f"resource: head's CUDA sources do not compile for {check.arch} (see the head log)")
         return
     if check.base_status == "compile_fail":
-        kernel.notes.append(f"base CUDA sources do not compile for {check.arch}: no resource comparison")
-    kernel.reasons.extend(f"resource: {e}" for e in check.launch_errors)
-    kernel.notes.extend(check.launch_notes)
-    failures, notes = resource_reasons(check.head, check.base, constraints, check.threads)
-    kernel.reasons.extend(failures)
-    kernel.notes.extend(notes)
+        kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
+    kernel.reasons.extend(f"resource: {e}{on}" for e in check.launch_errors)
+    for note in check.launch_notes:
+        _once(kernel.notes, note)
+    failures, notes = resource_reasons(check.head, check.base, constraints, check.threads, check.arch)
+    kernel.reasons.extend(f"{f}{on}" for f in failures)
+    kernel.notes.extend(f"{n}{on}" for n in notes)
 
 
 def probe_notes(cases: list[CaseReport]) -> list[str]:
@@ -507,7 +530,10 @@ def kernel_verdict(
         kernel.verdict = worst  # type: ignore[assignment]
         return kernel
     if not any(c.verdict != "skipped" for c in cases):
-        kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
+        if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
+            kernel.undecided.append(RESOURCES_ONLY)  # a resource-only kernel: its one gate ran and passed
+        else:
+            kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
     if kernel.accept_needed:
         kernel.verdict = "needs_accept"
     elif kernel.undecided:

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import expr
-from bot.config.manifest import KERNELS_DIR, MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction
+from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
 from bot.models.report import Resource
-from bot.verdict.occupancy import occupancy
+from bot.verdict.occupancy import TABLES, occupancy, table
 
 
 @dataclass
@@ -93,33 +93,56 @@ def _key_for(launch: Launch, function: str) -> tuple[str | None, str | None]:
     return (keys[0] if keys else None), None
 
 
-def _apply(
+def _dynamic(
+    spec: LaunchFunction, env: dict[str, int], config: dict[str, Any], where: str, cxx: dict[str, int]
+) -> int | None:
+    """The dynamic smem of one description (None: not given); a C++ expression takes the launch probe's value."""
+    text = spec.dynamic_smem
+    if isinstance(text, str) and is_cxx(text):
+        if text not in cxx:
+            raise ValueError(f"{where}.dynamic_smem = {text!r}: the compiler gave it no value (see the probe log)")
+        return cxx[text]
+    return None if text is None else _evaluate(f"{where}.dynamic_smem", text, env, config)
+
+
+def _threads(
     spec: LaunchFunction, function: str, bounds: int | None, env: dict[str, int], config: dict[str, Any], where: str
-) -> tuple[int | None, int | None]:
-    """(threads, dynamic smem or None when not given) of one description; ValueError naming `where` otherwise."""
-    dynamic = None
-    if spec.dynamic_smem is not None:
-        dynamic = _evaluate(f"{where}.dynamic_smem", spec.dynamic_smem, env, config)
+) -> tuple[int | None, str | None]:
+    """(threads per block, an error or None): the code's figure (`__launch_bounds__`, .maxntid/.reqntid) wins where
+    it has one, and a kernel.toml value that disagrees with it is an error naming both."""
     if spec.threads is None:
-        return bounds, dynamic
+        return bounds, None
     threads = _evaluate(f"{where}.threads", spec.threads, env, config)
     if threads == 0:
         raise ValueError(f"{where}.threads is 0")
-    if bounds is not None and threads > bounds:
-        raise ValueError(f"{where}.threads = {threads} but __launch_bounds__ of {function} allow {bounds}")
-    return threads, dynamic
+    if bounds is not None and threads != bounds:
+        return bounds, (
+            f"{where}.threads = {threads} but the code says {bounds} threads per block for {function} "
+            f"(__launch_bounds__, in its PTX): the occupancy uses the code's {bounds}; correct kernel.toml or drop it"
+        )
+    return threads, None
 
 
 def describe(
-    resources: list[Resource], bounds: dict[str, int], launch: Launch, config: dict[str, Any], manifest: str
+    resources: list[Resource],
+    bounds: dict[str, int],
+    launch: Launch,
+    config: dict[str, Any],
+    manifest: str,
+    cxx: dict[str, int] | None = None,
+    arch: str = "sm_90a",
 ) -> Described:
     """Fill in threads, dynamic shared memory and occupancy of every function, from `launch` over `config`.
 
-    `bounds`: threads per block from `__launch_bounds__` (what ptxas' PTX says). A function without a
+    `bounds`: threads per block from `__launch_bounds__` (what ptxas' PTX says), which a `threads` in `launch` must
+    equal; `cxx`: the launch probe's value of each C++ dynamic_smem expression. A function without a
     description uses its launch bounds and no dynamic shared memory, unless its PTX uses `extern __shared__`
     memory: then its size is unknown, which is an error (the occupancy and the smem limit would be blind).
     """
     out = Described(resources=[])
+    sm = table(arch)
+    if sm is None and resources:
+        out.notes.append(f"occupancy on {arch} not computed: opgate has no table for it (it knows {', '.join(TABLES)})")
     try:
         env = values(launch, config, manifest)
     except ValueError as exc:
@@ -136,13 +159,21 @@ def describe(
         elif key is not None:
             used.add(key)
             known = env is not None  # else [launch.values] failed, reported above
-            try:
-                if env is not None:
-                    where = f"{manifest}: launch.functions.{key}"
-                    threads, dynamic = _apply(launch.functions[key], r.function, threads, env, config, where)
-            except ValueError as exc:
-                out.errors.append(str(exc))
-                known = False
+            if env is not None:
+                where = f"{manifest}: launch.functions.{key}"
+                spec = launch.functions[key]
+                try:
+                    threads, stale = _threads(spec, r.function, threads, env, config, where)
+                    if stale:
+                        out.errors.append(stale)  # the occupancy below is the code's, not the stale value's
+                except ValueError as exc:
+                    out.errors.append(str(exc))
+                    known = False
+                try:
+                    dynamic = _dynamic(spec, env, config, where, cxx or {})
+                except ValueError as exc:
+                    out.errors.append(str(exc))
+                    known = False
         if known and dynamic is None and r.extern_smem:
             out.errors.append(
                 f"{r.function} uses dynamic shared memory (extern __shared__) that {manifest} does not size: "
@@ -156,15 +187,22 @@ def describe(
                 f"occupancy of {r.function} not computed: threads per block unknown "
                 f"(give __launch_bounds__ or threads in {manifest} [launch.functions])"
             )
-        elif dynamic is not None:
-            occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, 1 if r.barriers is None else r.barriers)
+        elif dynamic is not None and sm is not None:
+            barriers = 1 if r.barriers is None else r.barriers
+            occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, barriers, arch=sm)
         out.resources.append(r.model_copy(update={"threads": threads, "dynamic_smem_bytes": dynamic, "occupancy": occ}))
     for key in sorted(set(launch.functions) - used):
         out.notes.append(f"{manifest}: launch.functions.{key} names no compiled kernel function")
     return out
 
 
-def describe_kernel(kernel: Kernel, resources: list[Resource], bounds: dict[str, int]) -> Described:
+def describe_kernel(
+    kernel: Kernel,
+    resources: list[Resource],
+    bounds: dict[str, int],
+    cxx: dict[str, int] | None = None,
+    arch: str = "sm_90a",
+) -> Described:
     """`describe` with the kernel's own manifest and tunable config (each side describes its own code)."""
-    manifest = f"{KERNELS_DIR}/{kernel.name}/{MANIFEST_NAME}"
-    return describe(resources, bounds, kernel.manifest.launch, kernel.config, manifest)
+    manifest = f"{kernel.path}/{MANIFEST_NAME}"
+    return describe(resources, bounds, kernel.manifest.launch, kernel.config, manifest, cxx, arch)

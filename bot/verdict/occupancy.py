@@ -1,4 +1,4 @@
-"""Theoretical occupancy on sm_90 (H100/H200): resident blocks and warps per SM, as NVIDIA's cuda_occupancy.h."""
+"""Theoretical occupancy on sm_90 (H100/H200) and sm_100 (B200): resident blocks and warps per SM (cuda_occupancy.h)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ class Arch:
     """What one SM offers (cudaDeviceProp of an H100/H200, and cuda_occupancy.h's tables for compute 9.x)."""
 
     name: str = "sm_90"
+    compute: tuple[int, int] = (9, 0)
     warp_size: int = 32
     max_threads_per_block: int = 1024
     max_warps_per_sm: int = 64  # 2048 threads
@@ -36,6 +37,23 @@ class Arch:
 
 
 SM90 = Arch()
+# Compute capability 10.0 (B200): the CUDA C++ Programming Guide's "Technical Specifications per Compute
+# Capability" give it sm_90's per-SM limits (64 warps, 32 blocks, 64K registers, 228 KiB shared memory per SM,
+# 227 KiB per block opted in, 1 KiB reserved per block), and cuda_occupancy.h treats compute 10.0 as 9.x in every
+# table (granules, 2 barriers per block slot). Its one addition, 128 virtual resources per SM, limits nothing
+# here: ptxas reports no virtual-resource count, and cudaFuncGetAttributes gives 0 for these kernels.
+SM100 = Arch(name="sm_100", compute=(10, 0))
+TABLES = {a.name: a for a in (SM90, SM100)}
+
+
+def family(arch: str) -> str:
+    """`sm_90` from `sm_90a` or `sm_90`; `sm_100` from `sm_100a`/`sm_100f` (the SM a target runs on)."""
+    return arch.rstrip("af") if arch.startswith("sm_") else arch
+
+
+def table(arch: str) -> Arch | None:
+    """The occupancy table of a target architecture (`sm_90a`, `sm_100a` …), None for one opgate has none of."""
+    return TABLES.get(family(arch))
 
 
 def _round_up(x: int, unit: int) -> int:

@@ -26,7 +26,7 @@ from bot.models.judging import JudgeJob
 from bot.models.report import Isolation, SideCost, SimulatedCost
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
-from bot.untrusted.runner.judge import Judge, compare
+from bot.untrusted.runner.judge import Judge, compare, scalars
 from bot.untrusted.runner.launch import JUDGE_SLACK_S, run_trusted
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
 from bot.verdict import metrics
@@ -130,10 +130,13 @@ class Costs:
         shim = self._shim()
         cases, refs = [], []
         for case in self.job.cases:
+            self.judge.case_name, self.judge.scalars = case["name"], scalars(self.job, case)  # the entry's params
             inputs = self.judge.inputs(case, self.judge.seed(case["name"], "check"))
             refs.append(self.judge.expected(inputs))
             file, sets, size = self.judge.write_sets([inputs])
-            cases.append({"file": f"{IN}/{file}", "tensors": sets[0], "max_bytes": size, "calls": CALLS})
+            args, kwargs = self.judge.scalars
+            cases.append({"file": f"{IN}/{file}", "tensors": sets[0], "max_bytes": size, "calls": CALLS,
+                          "args": args, "kwargs": kwargs})  # fmt: skip
         procs = {label: self._start(label, sos["cpu"], shim, cases) for label, sos in self.job.sides.items()}
         deadline = time.monotonic() + START_S + sum(self.job.timeout_s for _ in cases) * 2
         return {label: self._finish(proc, out, refs, deadline) for label, (proc, out) in procs.items()}

@@ -19,6 +19,8 @@ from typing import Any
 
 import protocol  # the file beside this one (bound into the sandbox with it)
 
+TORCH_OPS = "torch.ops."  # an entry naming a registered op
+
 
 def _load_extension(path: str, module: str) -> Any:
     loader = importlib.machinery.ExtensionFileLoader(module, path)
@@ -27,6 +29,20 @@ def _load_extension(path: str, module: str) -> Any:
     ext = importlib.util.module_from_spec(spec)
     loader.exec_module(ext)
     return ext
+
+
+def _load_entry(path: str, module: str, entry: str) -> Any:
+    """The callable a case calls, as worker.py's `_load_entry` finds it (the sandbox's files import nothing of each
+    other): `torch.ops.NS.OP[.OVERLOAD]` from the library's registrations, or a function of the pybind module."""
+    import torch
+
+    if not entry.startswith(TORCH_OPS):
+        return getattr(_load_extension(path, module), entry)
+    torch.ops.load_library(path)
+    target: Any = torch.ops
+    for part in entry.removeprefix(TORCH_OPS).split("."):
+        target = getattr(target, part)
+    return target
 
 
 def _as_tensors(value: Any) -> list[Any]:
@@ -43,14 +59,15 @@ def main(spec_path: str, in_dir: str, out_dir: str) -> None:
         spec = json.load(f)
     shim = ctypes.CDLL(spec["shim"])
     shim.opgate_cost_end.argtypes = [ctypes.c_char_p]
-    entry = getattr(_load_extension(spec["so"], spec["module"]), spec["entry"])
+    entry = _load_entry(spec["so"], spec["module"], spec["entry"])
     for i, case in enumerate(spec["cases"]):
         path = os.path.join(in_dir, os.path.basename(str(case["file"])))
         inputs = protocol.read_tensors(path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu")
-        out = entry(*inputs)  # warm: not counted
+        args, kwargs = list(case.get("args") or []), dict(case.get("kwargs") or {})  # the case's scalars
+        out = entry(*inputs, *args, **kwargs)  # warm: not counted
         shim.opgate_cost_begin()
         for _ in range(int(case["calls"])):
-            out = entry(*inputs)
+            out = entry(*inputs, *args, **kwargs)
         shim.opgate_cost_end(f"opgate:{i}".encode())
         entries = protocol.write_tensors(os.path.join(out_dir, f"out-{i}.bin"), _as_tensors(out))
         with open(os.path.join(out_dir, f"out-{i}.json"), "w") as f:

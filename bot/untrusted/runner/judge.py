@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +31,11 @@ import torch
 
 from bot.config.manifest import Limits
 from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource, Spot, Timing
-from bot.models.report import CpuUse, Isolation
+from bot.models.report import CaseStatus, CpuUse, Isolation
 from bot.phases import Phases
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
+from bot.untrusted.runner.blame import ReferenceFailed, blame
 from bot.untrusted.runner.health import busy_ticks, noisy, snapshot
 from bot.untrusted.runner.launch import describe_exit
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
@@ -57,6 +58,8 @@ UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_
 TIMED_CPU_RATIO, TIMED_CPU_SLACK_S = 1.15, 0.15
 GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
 BUSY_FACTOR = 2  # a busy runner measures this many times longer (processes, samples, seconds) before the last look
+REFERENCE_LABEL = "the reference"  # who failed, when make_inputs, reference or make_probes raised
+Scalars = tuple[list[Any], dict[str, Any]]  # a case's non-tensor arguments of the entry: by position, by name
 
 
 class Timeout(Exception):
@@ -86,12 +89,21 @@ class Reference:
 
 
 def load_reference(ref: ReferenceSource) -> Reference:
-    """The reference module (base's, in a review): make_inputs, reference, and make_probes / OUTPUTS if it has them."""
+    """The reference module (base's, in a review): make_inputs, reference, and make_probes / OUTPUTS if it has them.
+
+    ReferenceFailed, naming the file and line, when it does not import or lacks a function."""
+    shown = ref.shown or ref.path
     loader = importlib.machinery.SourceFileLoader("opgate_reference", ref.path)
     spec = importlib.util.spec_from_file_location("opgate_reference", ref.path, loader=loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    try:
+        loader.exec_module(module)
+    except Exception as exc:
+        raise blame(exc, ref.path, shown) from exc
+    for key, name in (("inputs", ref.inputs), ("function", ref.function)):
+        if not callable(getattr(module, name, None)):
+            raise ReferenceFailed(f"{shown}: defines no function {name}() (kernel.toml [reference] {key})")
     outputs = getattr(module, "OUTPUTS", None)
     return Reference(
         make_inputs=getattr(module, ref.inputs),
@@ -236,8 +248,10 @@ class Zygote:
 class Worker:
     """One fresh worker process of a side (forked by its zygote)."""
 
-    def __init__(self, side: Zygote, device: str, placement_seed: int, deadline: float) -> None:
-        self.side = side
+    def __init__(
+        self, side: Zygote, device: str, placement_seed: int, deadline: float, scalars: Scalars | None = None
+    ) -> None:
+        self.side, self.scalars = side, scalars or ([], {})
         with side.phases.timed("spawn"):
             self._spawn(device, placement_seed, deadline)
         self.fetches = 0
@@ -251,6 +265,8 @@ class Worker:
                 "so": side.path(f"{EXT}/{device}.so"),
                 "module": side.job.module,
                 "entry": side.job.entry,
+                "args": self.scalars[0],
+                "kwargs": self.scalars[1],
                 "placement_seed": placement_seed,
             }
         )
@@ -342,6 +358,8 @@ class Judge:
             side.phases = self.phases
         self.seq = 0
         self.draw_seconds = 0.0
+        self.case_name = ""
+        self.scalars: Scalars = ([], {})
 
     def close(self) -> None:
         for side in self.sides.values():
@@ -357,7 +375,7 @@ class Judge:
 
     def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]:
         started = time.perf_counter()
-        made = _as_list(self.make_inputs(case, case["device"], seed))
+        made = _as_list(self._call(self.make_inputs, case, case, case["device"], seed))
         self.draw_seconds = time.perf_counter() - started  # what one set costs (the last one drawn)
         self.phases.add("draw", self.draw_seconds)
         return made
@@ -365,9 +383,30 @@ class Judge:
     def expected(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         """The reference's outputs for `inputs` (the base's reference, run here, in the trusted process)."""
         started = time.perf_counter()
-        refs = _as_list(self.reference(*inputs))
+        args, kwargs = self.scalars
+        refs = _as_list(self._call(self.reference, None, *inputs, *args, **kwargs))
         self.phases.add("reference", time.perf_counter() - started)
         return refs
+
+    def _call(self, function: Callable[..., Any], case: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Any:
+        """Call a function of the reference module; what it raises becomes a ReferenceFailed naming file and line."""
+        try:
+            return function(*args, **kwargs)
+        except Exception as exc:
+            ref = self.job.reference
+            raise blame(exc, ref.path, ref.shown or ref.path, (case or {}).get("name", self.case_name)) from exc
+
+    def _guarded(self, items: Any, case: dict[str, Any]) -> Iterator[Any]:
+        """Iterate what the reference module returned (a generator runs its code on each step) under `_call`."""
+        it = self._call(iter, case, items)
+        while True:
+            try:
+                yield next(it)
+            except StopIteration:
+                return
+            except Exception as exc:
+                ref = self.job.reference
+                raise blame(exc, ref.path, ref.shown or ref.path, case["name"]) from exc
 
     def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
         """One input file for the block (read-only to both sides); its header and size."""
@@ -390,8 +429,14 @@ class Judge:
         state = _CaseState(case["name"])
         self.phases.clear()
         state.phases = self.phases
+        self.case_name, self.scalars = case["name"], scalars(self.job, case)
         try:
             self._case(case, deadline, state)
+        except ReferenceFailed as exc:  # the reference's fault, not a side's: named by file, line and case
+            for s in self.sides.values():
+                s.stop()
+            state.label = REFERENCE_LABEL
+            return state.result("crashed", str(exc), "")
         except Timeout:
             side = self.sides.get(state.label)
             for s in self.sides.values():
@@ -419,7 +464,8 @@ class Judge:
             side.stop()
             with side.phases.timed("start"):
                 side.start(deadline)
-        return Worker(side, case["device"], self.seed(case["name"], label, process, "placement"), deadline)
+        placement = self.seed(case["name"], label, process, "placement")
+        return Worker(side, case["device"], placement, deadline, self.scalars)
 
     def _case(self, case: dict[str, Any], deadline: float, state: _CaseState) -> None:
         labels: list[str] = [label for label in ("base", "head") if label in self.sides]
@@ -482,7 +528,8 @@ class Judge:
         if self.make_probes is None:
             return
         probed = {label: w for label, w in workers.items() if _right(state.checks[label])}
-        for name, probe in self.make_probes(case, case["device"], self.seed(case["name"], "probes")):
+        probes = self._call(self.make_probes, case, case, case["device"], self.seed(case["name"], "probes"))
+        for name, probe in self._guarded(probes, case):
             state.probe_count += 1
             if not probed:
                 continue
@@ -500,6 +547,12 @@ class Judge:
     def _correct(self, label: str, state: _CaseState) -> bool:
         """Right on the random inputs and on every probe, within every limit: only a correct side is timed."""
         return all(_right(c) for c in [state.checks[label], *state.probes.get(label, [])])
+
+
+def scalars(job: JudgeJob, case: dict[str, Any]) -> Scalars:
+    """The case's params the entry takes after its tensors ([build.DEVICE] args by position, kwargs by name)."""
+    params = case.get("params") or {}
+    return [params[n] for n in job.positional], {n: params[n] for n in job.keywords}
 
 
 def _right(check: Check) -> bool:
@@ -876,7 +929,13 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     torch.set_num_threads((os.cpu_count() or 1) if any(c["device"] == "cuda" for c in job.cases) else 1)
     inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
     sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
-    judge = Judge(job, sandbox)
+    try:
+        judge = Judge(job, sandbox)
+    except ReferenceFailed as exc:  # the reference does not import: every case says where, none runs
+        for case in job.cases:
+            run = CaseRun(status=CaseStatus.crashed, detail=str(exc), failed_label=REFERENCE_LABEL)
+            emit(json.dumps({"case": case["name"], "run": run.model_dump()}))
+        return
     try:
         for case in job.cases:
             run = judge.run_case(case)

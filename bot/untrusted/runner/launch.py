@@ -25,6 +25,8 @@ from bot.untrusted.sandbox import Bind, Sandbox, Spec, base_env, kill
 
 log = logging.getLogger(__name__)
 
+JUDGE = "bot.untrusted.runner.judge"
+DRY_RUN = "bot.untrusted.runner.dry"  # opgate check: draw every case's inputs, run the smallest case once
 JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the cases' own timeouts
 
 
@@ -42,10 +44,13 @@ def new_secret() -> str:
     return secrets.token_hex(16)
 
 
-def run_cases(job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain") -> dict[str, CaseRun]:
-    """Start the judge on `job`; one CaseRun per case, an error CaseRun for every case it never reported."""
+def run_cases(
+    job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain", runner: str = JUDGE
+) -> dict[str, CaseRun]:
+    """Start the judge on `job` (or another trusted runner module that speaks its output, `opgate check`'s
+    dry run); one CaseRun per case, an error CaseRun for every case it never reported."""
     timeout = sum(job.timeout_s for _ in job.cases) + JUDGE_SLACK_S
-    out, err, failure = run_trusted(job, "bot.untrusted.runner.judge", launch, timeout)
+    out, err, failure = run_trusted(job, runner, launch, timeout)
     runs = _parse(out)
     if failure is not None:
         tail = log_safe(err.strip().splitlines()[-1:][0] if err.strip() else "")

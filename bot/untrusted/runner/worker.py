@@ -21,6 +21,7 @@ from typing import Any
 import protocol  # the file beside this one (bound into the sandbox with it)
 
 CMD_FD, REPLY_FD, IN_DIR, OUT_DIR = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+TORCH_OPS = "torch.ops."  # an entry naming a registered op (the worker imports nothing of opgate)
 
 
 def _load_extension(path: str, module: str) -> Any:
@@ -30,6 +31,34 @@ def _load_extension(path: str, module: str) -> Any:
     ext = importlib.util.module_from_spec(spec)
     loader.exec_module(ext)
     return ext
+
+
+def _load_entry(path: str, module: str, entry: str) -> Any:
+    """The callable a case calls: `torch.ops.NS.OP[.OVERLOAD]` from the library (its TORCH_LIBRARY registrations),
+    or a function of the built pybind module."""
+    import torch
+
+    if entry.startswith(TORCH_OPS):
+        torch.ops.load_library(path)
+        target: Any = torch.ops
+        for part in entry.removeprefix(TORCH_OPS).split("."):
+            try:
+                target = getattr(target, part)
+            except (AttributeError, RuntimeError):
+                raise AttributeError(f"the built library registers no op {entry} (entry in kernel.toml)") from None
+        return target
+    try:
+        ext = _load_extension(path, module)
+    except ImportError as exc:
+        if f"PyInit_{module}" not in str(exc):
+            raise
+        raise ImportError(
+            f"the built library is no Python module {module} (it defines no PyInit_{module}); a TORCH_LIBRARY op "
+            'is called as entry = "torch.ops.NAMESPACE.OP" in kernel.toml'
+        ) from None
+    if not hasattr(ext, entry):
+        raise AttributeError(f"the built module has no function {entry!r} (entry in kernel.toml)")
+    return getattr(ext, entry)
 
 
 def _as_tensors(value: Any) -> list[Any]:
@@ -59,8 +88,8 @@ def worker(request: dict[str, Any]) -> None:
     torch.set_num_threads(1)
     if device == "cuda":
         torch.cuda.init()
-    ext = _load_extension(request["so"], request["module"])
-    entry = getattr(ext, request["entry"])
+    entry = _load_entry(request["so"], request["module"], request["entry"])
+    args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
     protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid()})
     sets: list[list[Any]] = []
     outputs: dict[int, list[Any]] = {}
@@ -83,7 +112,7 @@ def worker(request: dict[str, Any]) -> None:
             try:
                 for call in range(int(msg["calls"])):
                     j = call % len(sets)
-                    outputs[j] = _as_tensors(entry(*sets[j]))
+                    outputs[j] = _as_tensors(entry(*sets[j], *args, **kwargs))
                 if device == "cuda":
                     torch.cuda.synchronize()
             except Exception as exc:  # the kernel raised: the judge decides what that means

@@ -3,18 +3,20 @@
 // Prints one line per launch: active_blocks limiting_factors regs_limit smem_limit warps_limit
 // blocks_limit barriers_limit allocated_registers allocated_smem (INT_MAX printed as -1).
 // Host-only: nothing runs on a GPU. The device is an H100/H200 (sm_90) as cudaGetDeviceProperties
-// reports it; tests/test_occupancy.py compares every line with bot/occupancy.py.
+// reports it, or with arguments `10 0` a B200 (sm_100: the same per-SM limits, 148 SMs);
+// tests/test_occupancy.py compares every line with bot/verdict/occupancy.py.
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 
 #include <cuda_occupancy.h>
 
 static long long shown(int x) { return x == INT_MAX ? -1 : x; }
 
-int main() {
+int main(int argc, char** argv) {
   cudaOccDeviceProp prop;
-  prop.computeMajor = 9;
-  prop.computeMinor = 0;
+  prop.computeMajor = argc > 2 ? std::atoi(argv[1]) : 9;
+  prop.computeMinor = argc > 2 ? std::atoi(argv[2]) : 0;
   prop.maxThreadsPerBlock = 1024;
   prop.maxThreadsPerMultiprocessor = 2048;
   prop.regsPerBlock = 65536;
@@ -22,7 +24,7 @@ int main() {
   prop.warpSize = 32;
   prop.sharedMemPerBlock = 49152;
   prop.sharedMemPerMultiprocessor = 233472;
-  prop.numSms = 132;
+  prop.numSms = prop.computeMajor == 10 ? 148 : 132;
   prop.sharedMemPerBlockOptin = 232448;
   prop.reservedSharedMemPerBlock = 1024;
   cudaOccDeviceState state;  // default carveout and cache preference

@@ -1,0 +1,334 @@
+"""Ask the ci_summary domain once per review, after the gates: facts → prompt → cache → budget → gateway → reply."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+from pydantic import BaseModel, ConfigDict
+
+from bot.agent import estimate
+from bot.agent.ci_summary_reply import SummaryReply, contradictions, parse_summary
+from bot.agent.client import ChatResult, GatewayError, validate_base_url
+from bot.agent.prompt import render_prompt
+from bot.agent.review import AgentOutputError
+from bot.agent.run import OverBudget, ReplyCut, _Call, _keep, _spent, answered, cache_key, no_text, sanitise
+from bot.config.manifest import AgentTask, load_task
+from bot.config.repo import SUMMARY_DOMAIN
+from bot.config.settings import Settings
+from bot.errors import InputError
+from bot.ledger import Ledger, now
+from bot.models.ci_summary import CaseFacts, KernelFacts, SummaryFacts
+from bot.models.ledger import CachedReply
+from bot.models.report import AgentReport, CiSummary, SummaryCause
+from bot.text.redact import scrub
+from bot.text.safe import one_line
+
+log = logging.getLogger(__name__)
+
+# The prompt's DATA markers: untrusted text that holds one is changed so that it cannot end the data block.
+MARKERS = {"DATA>>>": "DATA> >>", "<<<DATA": "<< <DATA"}
+
+
+class Level(BaseModel):
+    """How much of the facts one prompt carries: log tail characters, cases, list items and case names per kernel,
+    characters per text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    log_chars: int
+    cases: int
+    items: int
+    names: int
+    text_chars: int
+    note: str = ""
+
+
+LEVELS = (
+    Level(log_chars=2_000, cases=50, items=20, names=100, text_chars=1_000),
+    Level(
+        log_chars=600, cases=20, items=10, names=30, text_chars=500, note="log tails cut to their last 600 characters"
+    ),
+    Level(
+        log_chars=150,
+        cases=8,
+        items=5,
+        names=10,
+        text_chars=300,
+        note="log tails cut to 150 characters; per kernel 8 cases, 5 notes, 10 names of the others",
+    ),
+    Level(
+        log_chars=0,
+        cases=3,
+        items=2,
+        names=0,
+        text_chars=200,
+        note="log tails and the names of passed and not-run cases left out; per kernel 3 cases, 2 notes",
+    ),
+)
+
+
+def clean(value: Any, secrets: list[str]) -> Any:
+    """Every string of `value` (nested) with each known secret masked, terminal escapes removed and no DATA marker."""
+    if isinstance(value, str):
+        text = sanitise(value, secrets)
+        for marker, inert in MARKERS.items():
+            text = text.replace(marker, inert)
+        return text
+    if isinstance(value, dict):
+        return {clean(k, secrets): clean(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean(v, secrets) for v in value]
+    return value
+
+
+def facts_json(facts: SummaryFacts, secrets: list[str]) -> str:
+    """The facts as the prompt's data: compact JSON (empty fields left out), secrets masked."""
+    data = clean(facts.model_dump(exclude_defaults=True, exclude={"left_out"}), secrets)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def messages(task: AgentTask, facts: SummaryFacts, secrets: list[str]) -> list[dict[str, str]]:
+    """System and user messages for these facts (nothing shortened here)."""
+    kernels = [(k.name, k.verdict) for k in facts.kernels]
+    system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels)
+    user = render_prompt(
+        "ci_summary_user.md.j2",
+        task=task,
+        task_json=task.model_dump_json(),
+        kernels=kernels,
+        left_out=facts.left_out,
+        facts=facts_json(facts, secrets),
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _tail(text: str, chars: int) -> str:
+    return "" if chars <= 0 else text[-chars:]
+
+
+def shaped(facts: SummaryFacts, level: Level) -> SummaryFacts:
+    """The facts at one level: log tails clipped to their end, the first cases and list items of each kernel."""
+    n, chars = level.items, level.text_chars
+
+    def texts(items: list[str], count: int) -> list[str]:
+        return [t if len(t) <= chars else t[: chars - 1] + "…" for t in items[:count]]
+
+    def case(c: CaseFacts) -> CaseFacts:
+        return c.model_copy(update={"log_tail": _tail(c.log_tail, level.log_chars), "reasons": texts(c.reasons, n)})
+
+    def kernel(k: KernelFacts) -> KernelFacts:
+        return k.model_copy(
+            update={
+                "cases": [case(c) for c in k.cases[: level.cases]],
+                "passed": k.passed[: level.names],
+                "not_run": {texts([why], 1)[0]: names[: level.names] for why, names in k.not_run.items()},
+                "logs": {name: t for name, text in k.logs.items() if (t := _tail(text, level.log_chars))},
+                "reasons": texts(k.reasons, max(n, level.cases)),
+                "undecided": texts(k.undecided, n),
+                "accept_needed": texts(k.accept_needed, n),
+                "notes": texts(k.notes, n),
+                "resources": k.resources[: 2 * n],
+                "risk_notes": texts(k.risk_notes, n),
+            }
+        )
+
+    left_out = [*facts.left_out, *([level.note] if level.note else [])]
+    return facts.model_copy(update={"kernels": [kernel(k) for k in facts.kernels], "left_out": left_out})
+
+
+class Prompt(BaseModel):
+    """The messages sent, the facts they carry and their estimated size."""
+
+    messages: list[dict[str, str]]
+    facts: SummaryFacts
+    tokens: int
+
+
+def trim(task: AgentTask, facts: SummaryFacts, budget: int, secrets: list[str]) -> Prompt:
+    """The first level whose prompt fits `budget` tokens; the smallest one when none fits (the caller refuses it)."""
+    prompt = None
+    for level in LEVELS:
+        used = shaped(facts, level)
+        msgs = messages(task, used, secrets)
+        prompt = Prompt(messages=msgs, facts=used, tokens=estimate.count_messages(msgs))
+        if prompt.tokens <= budget:
+            break
+    assert prompt is not None
+    return prompt
+
+
+def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, str]:
+    """The summary's task file, or None and why it cannot be used."""
+    where = f"[domains.{SUMMARY_DOMAIN}] task in {settings.repo_config.where()}"
+    path = settings.repo_config.task_path(SUMMARY_DOMAIN)
+    if path is None:
+        return None, f"the {SUMMARY_DOMAIN} domain names no task file ({where})"
+    if not path.is_file():
+        return None, f"its task file {path} does not exist ({where})"
+    try:
+        task = load_task(path)
+        validate_base_url(task.provider.base_url)
+    except InputError as exc:
+        return None, one_line(exc, limit=400)
+    if task.provider.api_key_env != variable:
+        return None, (
+            f"its task file names {task.provider.api_key_env}, but the {SUMMARY_DOMAIN} domain's key is {variable}"
+        )
+    return task, ""
+
+
+def ask(
+    facts: SummaryFacts,
+    *,
+    settings: Settings,
+    ledger: Ledger,
+    offline: bool,
+    candidates_dir: Path,
+    session: requests.Session | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CiSummary:
+    """One summary of the review the facts describe. Never raises for the gateway or the reply: the summary
+    says what happened (not asked, over budget, failed), and the review is otherwise unchanged."""
+    agent = AgentReport(status="offline", domain=SUMMARY_DOMAIN)
+    out = CiSummary(agent=agent)
+    variable = settings.key_variable(SUMMARY_DOMAIN)
+    if variable is None:
+        agent.status, agent.reason = "skipped", f"no {SUMMARY_DOMAIN} domain is configured"
+        return out
+    if offline:
+        agent.reason = "--offline given"
+        return out
+    key = settings.agent_key_for(variable)
+    if key is None:
+        agent.reason = f"{variable} is not set"
+        return out
+    task, why = _task(settings, variable)
+    if task is None:
+        agent.status, agent.reason = "skipped", why
+        return out
+    agent.model = task.model
+    try:
+        validate_base_url(settings.base_url_override or task.provider.base_url)
+    except InputError as exc:
+        agent.status, agent.reason = "skipped", one_line(exc, limit=400)
+        return out
+    secrets = settings.secrets()
+    limit = settings.budget_request.get(SUMMARY_DOMAIN)
+    prompt = trim(task, facts, limit, secrets)
+    out.prompt_estimate, out.left_out = prompt.tokens, prompt.facts.left_out
+    if prompt.tokens > limit:
+        agent.status = "over_budget"
+        agent.reason = (
+            f"the prompt needs {prompt.tokens} tokens even shortened, over the per-request budget of {limit} "
+            f"(OPGATE_BUDGET_REQUEST_{SUMMARY_DOMAIN.upper()})"
+        )
+        return out
+    key_of_prompt = cache_key(settings.agent_wire, task.model, prompt.messages, settings.agent_max_tokens)
+    call = _Call(
+        task, SUMMARY_DOMAIN, settings, ledger, key=key, head_sha=facts.head_sha, pr=facts.pr, session=session,
+        sleep=sleep,
+    )  # fmt: skip
+    hit = ledger.cached_reply(key_of_prompt)
+    if hit is not None and (reply := _reparse(hit.content, facts)) is not None:
+        call.record(
+            call.row(
+                f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
+            )
+        )
+        agent.status, agent.cached, agent.model = "ok", True, hit.model
+        agent.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
+        return _filled(out, reply, facts)
+    stem = f"{facts.head_sha[:12]}_{SUMMARY_DOMAIN}"
+    try:
+        reply, content = converse(call, prompt.messages, facts, candidates_dir, stem)
+    except OverBudget as exc:
+        _spent(agent, call)
+        agent.status, agent.reason = "over_budget", exc.reason
+        return out
+    except GatewayError as exc:
+        _spent(agent, call)
+        agent.status, agent.reason = "error", str(exc)
+        log.warning("the %s request failed: %s; the review is otherwise unchanged", SUMMARY_DOMAIN, exc)
+        return out
+    except ReplyCut as exc:
+        _spent(agent, call)
+        agent.status, agent.reason = "error", f"reply rejected: {exc}"
+        return out
+    except AgentOutputError as exc:
+        _spent(agent, call)
+        agent.status, agent.reason = "error", f"reply rejected after one repair request: {exc}"
+        return out
+    _spent(agent, call)
+    agent.status = "ok"
+    ledger.store_reply(
+        CachedReply(
+            cache_key=key_of_prompt,
+            model=agent.model or task.model,
+            wire=settings.agent_wire,
+            content=content,
+            prompt_tokens=agent.prompt_tokens,
+            completion_tokens=agent.completion_tokens,
+            created_at=now(),
+        )
+    )
+    return _filled(out, reply, facts)
+
+
+def converse(
+    call: _Call, msgs: list[dict[str, str]], facts: SummaryFacts, candidates_dir: Path, stem: str
+) -> tuple[SummaryReply, str]:
+    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it. A reply
+    cut off at the token limit is asked again with a larger allowance instead, never repaired (run.answered)."""
+    secrets = call.settings.secrets()
+    reply = answered(call, msgs)
+    content = scrub(reply.content, secrets)
+    try:
+        return _read(reply, content, facts), content
+    except AgentOutputError as exc:
+        first = exc
+        _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
+        kernels = [k.name for k in facts.kernels]
+        repair = render_prompt("ci_summary_repair.md.j2", error=str(exc), kernels=kernels)
+        log.info("%s reply rejected (%s): asking once to repair it", SUMMARY_DOMAIN, exc)
+        follow_up = [*msgs, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
+    try:
+        fixed = answered(call, follow_up, reply.max_tokens, retry=False)
+    except OverBudget as over:
+        raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
+    except ReplyCut as cut:
+        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
+    second = scrub(fixed.content, secrets)
+    try:
+        return _read(fixed, second, facts), second
+    except AgentOutputError:
+        _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
+        raise
+
+
+def _read(result: ChatResult, content: str, facts: SummaryFacts) -> SummaryReply:
+    missing = no_text(result)
+    if missing is not None:
+        raise AgentOutputError(missing)
+    return parse_summary(content, facts)
+
+
+def _reparse(content: str, facts: SummaryFacts) -> SummaryReply | None:
+    try:
+        return parse_summary(content, facts)
+    except AgentOutputError:
+        return None  # stored under older rules: ask again
+
+
+def _filled(out: CiSummary, reply: SummaryReply, facts: SummaryFacts) -> CiSummary:
+    out.summary = reply.summary
+    out.likely_cause = [SummaryCause(kernel=c.kernel, cases=c.cases, text=c.text) for c in reply.likely_cause]
+    out.look_next, out.cannot_tell = list(reply.look_next), list(reply.cannot_tell)
+    out.contradictions = contradictions(reply, facts)
+    return out

@@ -1,0 +1,70 @@
+"""`opgate check`'s dry run: the judge draws every case's inputs and runs the smallest case once, nothing timed.
+
+Runs as `python -m bot.untrusted.runner.dry JOB.json` (in the sandbox: the reference is the working tree's,
+untrusted) and prints one JSON line per case, like the judge: the smallest case's CaseRun from the judge's own
+check, the others "skipped" once their inputs were drawn, and the first reference failure, naming its file, line
+and case, as a crashed run of "the reference" (nothing after it runs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from bot.models.judging import CaseRun, JudgeJob
+from bot.models.report import CaseStatus, Isolation
+from bot.untrusted.runner.blame import ReferenceFailed
+from bot.untrusted.runner.judge import REFERENCE_LABEL, Judge
+from bot.untrusted.sandbox import Sandbox
+
+
+def _emit(emit: Callable[[str], None], name: str, run: CaseRun) -> None:
+    emit(json.dumps({"case": name, "run": run.model_dump()}))
+    sys.stdout.flush()
+
+
+def _failed(detail: str) -> CaseRun:
+    return CaseRun(status=CaseStatus.crashed, detail=detail, failed_label=REFERENCE_LABEL)
+
+
+def main(job_path: str, emit: Callable[[str], None] = print) -> None:
+    job = JudgeJob.model_validate_json(Path(job_path).read_text())
+    job = job.model_copy(update={"time": False, "probes": False})
+    torch.set_num_threads(1)
+    inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
+    sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
+    try:
+        judge = Judge(job, sandbox)
+    except ReferenceFailed as exc:
+        _emit(emit, job.cases[0]["name"], _failed(str(exc)))
+        return
+    try:
+        sizes: dict[str, int] = {}
+        for case in job.cases:
+            try:
+                inputs = judge.inputs(case, judge.seed(case["name"], "check"))
+            except ReferenceFailed as exc:
+                _emit(emit, case["name"], _failed(str(exc)))
+                return
+            if odd := [f"{i} ({type(t).__name__})" for i, t in enumerate(inputs) if not isinstance(t, torch.Tensor)]:
+                ref = job.reference.shown or job.reference.path
+                what = f"{ref}: {job.reference.inputs}() returned a non-tensor input {', '.join(odd)}"
+                why = "inputs are tensors; scalars go in the case's params"
+                _emit(emit, case["name"], _failed(f"{what} (case {case['name']}): {why}"))
+                return
+            sizes[case["name"]] = sum(t.numel() for t in inputs)
+            shapes = ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in inputs)
+            note = f"inputs drawn in {judge.draw_seconds:.2f} s: {shapes}"
+            _emit(emit, case["name"], CaseRun(status=CaseStatus.skipped, detail=note))
+        smallest = min(job.cases, key=lambda c: sizes[c["name"]])
+        _emit(emit, smallest["name"], judge.run_case(smallest))
+    finally:
+        judge.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

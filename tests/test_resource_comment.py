@@ -1,0 +1,102 @@
+"""The comment's resource section for CUTLASS-sized kernels: template names abbreviated (the full name in the
+details), `<…>` shown as written, the side that failed to compile named and the other side still shown."""
+
+from __future__ import annotations
+
+import re
+
+from bot.models.report import (
+    AgentReport,
+    Environment,
+    KernelReport,
+    Occupancy,
+    Report,
+    Resource,
+    ResourceCheckReport,
+)
+from bot.present.digest import abbreviate, short_names
+from bot.present.render import render_comment
+from bot.text.safe import untrusted
+from tests.comment_checks import structure_problems, text_of
+from tests.hostile import html
+
+LAYOUTS = ", ".join(
+    f"cute::Layout<cute::tuple<cute::C<{i}>, cute::C<64>>, cute::tuple<cute::C<1>, cute::C<{i}>>>" for i in range(60)
+)
+FN = f"void sm90::flash_fwd_splitkv_mla_kernel<Traits<cutlass::bfloat16_t>, {LAYOUTS}>(DenseAttnDecodeParams)"
+OCC = Occupancy(blocks_per_sm=1, warps_per_sm=8, occupancy_pct=12.5, limited_by=["registers"])
+
+
+def _row(**update: object) -> Resource:
+    row = Resource(function=FN, registers=240, smem_bytes=0, dynamic_smem_bytes=230_816, threads=256, occupancy=OCC)
+    return row.model_copy(update=update)
+
+
+def _report(kernel: KernelReport) -> Report:
+    return Report(
+        base_sha="a" * 40,
+        head_sha="b" * 40,
+        verdict=kernel.verdict,  # type: ignore[arg-type]
+        kernels=[kernel],
+        agent=AgentReport(status="offline"),
+        environment=Environment(device="cpu", python="3.11"),
+        created_at="2026-01-01T00:00:00+00:00",
+        opgate_version="0",
+    )
+
+
+def test_a_cxx_template_name_keeps_its_angle_brackets():
+    assert text_of(html(untrusted("Traits<cutlass::bfloat16_t> spills"))) == "Traits<cutlass::bfloat16_t> spills"
+    assert "://" not in untrusted("<https://example.com/x>")  # an autolink stays inert all the same
+
+
+def test_a_cutlass_sized_name_is_abbreviated_in_the_reason_and_table_and_given_whole_in_the_details():
+    assert len(FN) > 5000
+    spill = f"resource: {FN} spills 14150 bytes (stores 7000 B, loads 7150 B)"
+    check = ResourceCheckReport(status="ok", head=[_row(spill_bytes=14150)], base=[_row()], base_status="ok")
+    kernel = KernelReport(
+        name="dense", domain="flashmla", changed=True, verdict="fail", reasons=[spill], resource_check=check
+    )
+    report = _report(kernel)
+    md = render_comment(report)
+    assert structure_problems(md, report) == []
+    short = "sm90::flash_fwd_splitkv_mla_kernel<Traits<cutlass::bfloat16_t>, …>"
+    [line] = [x for x in md.splitlines() if x.startswith("- ❌ **resource**")]
+    assert text_of(html(line)) == f"❌ resource {short} spills 14150 bytes (stores 7000 B, loads 7150 B)"
+    page = html(md)
+    assert f"<code>{short.replace('<', '&lt;').replace('>', '&gt;')}</code>" in page  # the table's name
+    [full] = [x for x in md.splitlines() if x.startswith(f"- `{short}`: `")]
+    assert FN in full  # the whole name once, in the resources' details
+    assert len(md) < 20_000
+
+
+def test_abbreviated_names_stay_apart():
+    other = FN.replace("bfloat16_t", "half_t")
+    names = short_names([FN, other, "void k<128, 64>(int)"])
+    assert len(set(names.values())) == 3 and names["void k<128, 64>(int)"] == "k<128, 64>"
+    assert all(len(n) < 120 for n in names.values())
+    assert abbreviate("k<1, 2>") == "k<1, 2>"  # short names stay whole
+
+
+def test_head_not_compiling_names_head_and_still_shows_base():
+    check = ResourceCheckReport(
+        status="compile_fail",
+        base=[_row()],
+        base_status="ok",
+        log_tail="== instantiations/bf16.cu (failed, 3.1 s)\nkernel.cuh(12): error: identifier is undefined",
+    )
+    kernel = KernelReport(
+        name="dense",
+        domain="flashmla",
+        changed=True,
+        verdict="fail",
+        reasons=["resource: head's CUDA sources do not compile for sm_90a (see the head log)"],
+        resource_check=check,
+    )
+    report = _report(kernel)
+    md = render_comment(report)
+    assert structure_problems(md, report) == []
+    assert "ptxas log (head, compile_fail)" in md and "ptxas log (base" not in md
+    assert "Resource check (ptxas, sm_90a): head **compile_fail**, base ok" in md
+    base_rows = [r for r in re.findall(r"^\| `sm90::.*$", md, re.MULTILINE)]
+    assert len(base_rows) == 1 and "| 240 | 0 | 0 + 230,816 | 256 | 1 | 12.5% | registers | 0 |" in base_rows[0]

@@ -151,7 +151,8 @@ def test_lint_names_the_case_whose_own_work_reads_an_unknown_name(opgate, tmp_pa
     )
     manifest.write_text(text)
     run = opgate("lint", str(manifest))
-    assert run.code == 1 and "KERN001 cases[1].bytes: bytes = '2*m*n*z': unknown name 'z'" in run.stdout
+    assert run.code == 1
+    assert "KERN001 cases[1].bytes: bytes = '2*m*n*z': unknown name 'z' (known: k, m, n)" in run.stdout
 
 
 def test_a_manifest_with_bad_work_stops_a_command_with_exit_2_and_one_line(opgate, tmp_path):

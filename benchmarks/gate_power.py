@@ -1,45 +1,55 @@
-"""How often the latency gate cries wolf, and how often it catches a real slowdown.
+"""How often the latency gate cries wolf, how often it catches a real slowdown, and whether its interval is honest.
 
-Runs the real pipeline minus git: `bot.build.build` (ninja in the sandbox), the trusted judge
-(`bot.untrusted.runner.launch.run_cases`: base and head in separate sandboxed worker processes, several fresh process
-pairs per comparison, hierarchical bootstrap CI) and `bot.verdict.gate.case_verdict`; an inconclusive comparison is
-measured once more in fresh processes, as `opgate review` does.
+Runs the real pipeline minus git: `bot.untrusted.build.build` (ninja in the sandbox), the trusted judge
+(`bot.untrusted.runner.launch.run_cases`: base and head in separate sandboxed worker processes, fresh process pairs,
+the sequential stop rule) and `bot.verdict.gate.case_verdict`. From the same samples it also judges every comparison
+with the statistic the gate used before issue 25 (`stats.hierarchical_ratio_ci`: geometric mean of per-pair median
+ratios, hierarchical bootstrap), so the two columns differ only by the statistic (the stop rule that decided how long
+to measure is the new one; the old rule stopped on its own interval, which this cannot replay).
 
   A/A: two builds of the same GEMM that differ only in an unused define (identical code, two processes).
-  A/B: the head does the same GEMM plus a calibrated extra-work loop worth 3/5/10/20 % of it.
+  A/B: the head does the same GEMM plus a calibrated extra-work loop worth +5 / +10 % (and 2x) of it.
 
-Many comparisons share one judge process (each with its own fresh workers), so the judge's start-up is
-paid once per scenario batch. Prints one table row per scenario: false-alarm or detection rate,
-inconclusive rate, median processes and seconds per comparison. Usage:
+Each load runs every scenario: `idle` as the machine is, `busy` with one core kept busy by a bounded spinning
+process this script starts and stops (it also ends by itself after --busy-max-s). Per load and statistic it prints
+the issue's table: A/A false fails, slowdowns caught, undecided over all scenarios, and the 95 % interval's coverage
+(A/A: of 0; A/B: of the scenario's median estimate, since the injected work is known only approximately). Usage:
 
-  .venv/bin/python benchmarks/gate_power.py [--aa 100] [--ab 40] [--case square_512] [--slowdowns 3,5,10,20]
+  .venv/bin/python benchmarks/gate_power.py [--aa 100] [--ab 40] [--big 10] [--loads idle,busy] [--save FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import platform
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bot.config.manifest import BuildSpec, Case, Constraints, load_kernel
 from bot.config.settings import load_settings
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource
-from bot.models.report import CaseReport
 from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.launch import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict import stats
 from bot.verdict.gate import case_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "kernels" / "deepgemm_tile"
 BATCH = 10  # comparisons per judge process
+LIMIT = 3.0
 
 
 def compose_folder(tmp: Path) -> Path:
@@ -62,11 +72,10 @@ def variant(folder: Path, build_root: Path, extra_iters: int, tag: int = 0) -> B
     return built
 
 
-def comparisons(
-    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int, limit: float = 3.0
-) -> list[CaseReport]:
-    """`n` comparisons of head against base, each judged like a review case (re-measured once if inconclusive)."""
-    job = JudgeJob(
+def job_for(
+    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int, limit: float
+) -> JudgeJob:
+    return JudgeJob(
         kernel="spin_gemm",
         reference=ReferenceSource(path=str(folder / "reference.py")),
         cases=[
@@ -80,74 +89,179 @@ def comparisons(
         noise_limit_cores=load_settings().noise_limit_cores,
         secret=new_secret(),
     )
-    constraints = Constraints(max_regression_pct=limit)
-    runs: dict[str, CaseRun] = run_cases(job)
-    reports = {name: case_verdict(case, constraints, runs.get(name)) for name in (c["name"] for c in job.cases)}
-    again = [c for c in job.cases if reports[c["name"]].verdict == "inconclusive"]
-    if again:
-        reruns = run_cases(job.model_copy(update={"cases": again, "secret": new_secret()}))
-        for c in again:
-            reports[c["name"]] = case_verdict(case, constraints, reruns.get(c["name"]))
-            reports[c["name"]].attempts = 2
-    return list(reports.values())
+
+
+@dataclass
+class Comparison:
+    """One comparison judged both ways from the same samples: (verdict, ratio, low, high) per statistic."""
+
+    new: tuple[str, float, float, float]
+    old: tuple[str, float, float, float] | None
+    pairs: int
+    seconds: float
+    other_cores: float | None
+    head: list[list[float]] = field(repr=False)
+    base: list[list[float]] = field(repr=False)
+
+
+def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
+    report = case_verdict(case, Constraints(max_regression_pct=LIMIT), run)
+    head = run.timings["head"].processes if "head" in run.timings else []
+    base = run.timings["base"].processes if "base" in run.timings else []
+    if report.regression_pct is None or not report.ci95_pct:
+        return Comparison(("error", math.nan, math.nan, math.nan), None, 0, seconds, run.other_cores, head, base)
+    low, high = (1 + x / 100 for x in report.ci95_pct)
+    new = (report.verdict, 1 + report.regression_pct / 100, low, high)
+    pairs = [(h, b) for h, b in zip(head, base, strict=False) if len(h) >= 2 and len(b) >= 2]
+    old = None
+    if len(pairs) >= 2:
+        ratio, lo, hi = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
+        old = (stats.latency_verdict(lo, hi, LIMIT), ratio, lo, hi)
+    return Comparison(new, old, report.processes, seconds, run.other_cores, head, base)
+
+
+def comparisons(
+    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int
+) -> list[Comparison]:
+    out: list[Comparison] = []
+    while len(out) < n:
+        k = min(BATCH, n - len(out))
+        started = time.perf_counter()
+        runs = run_cases(job_for(folder, case, base, head, measure, k, LIMIT))
+        per = (time.perf_counter() - started) / k
+        out += [judge_both(case, runs[f"c{i}"], per) for i in range(k) if f"c{i}" in runs]
+    return out
 
 
 def calibrate(folder: Path, case: Case, base: Built, build_root: Path) -> tuple[float, float]:
     """(GEMM p50 ms, ms per million extra iterations) from a long comparison with a known amount of work."""
     probe = variant(folder, build_root, 2_000_000)
     long = MeasureSettings(max_seconds=20, min_processes=4, max_processes=6, target_pct=0.2)
-    [result] = comparisons(folder, case, base, probe, long, 1, limit=1000.0)
+    run = run_cases(job_for(folder, case, base, probe, long, 1, 1000.0))["c0"]
+    result = case_verdict(case, Constraints(max_regression_pct=1000.0), run)
     assert result.p50_ms and result.base_p50_ms, result.reasons
     return result.base_p50_ms, (result.p50_ms - result.base_p50_ms) / 2.0
 
 
+@contextmanager
+def load(kind: str, max_s: float) -> Iterator[None]:
+    """`busy`: one process spinning on one core for the duration (and never longer than `max_s`)."""
+    if kind == "idle":
+        yield
+        return
+    spin = f"import time\nend = time.monotonic() + {max_s}\nwhile time.monotonic() < end: pass\n"
+    proc = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _share(results: list[Comparison], statistic: str, verdict: str) -> str:
+    judged = [getattr(r, statistic) for r in results if getattr(r, statistic) is not None]
+    if not judged:
+        return "—"
+    hits = sum(j[0] == verdict for j in judged)
+    return f"{hits / len(judged) * 100:.0f}% ({hits}/{len(judged)})"
+
+
+def _coverage(results: list[Comparison], statistic: str, truth: float | None) -> tuple[int, int]:
+    judged = [getattr(r, statistic) for r in results if getattr(r, statistic) is not None]
+    judged = [j for j in judged if not math.isnan(j[1])]
+    if not judged:
+        return 0, 0
+    centre = truth if truth is not None else statistics.median(j[1] for j in judged)
+    return sum(j[2] <= centre <= j[3] for j in judged), len(judged)
+
+
+def table(by_scenario: dict[str, list[Comparison]], loads: list[str]) -> list[str]:
+    """The issue's table: rows of scenarios, a column per load and statistic."""
+    columns = [(ld, st) for ld in loads for st in ("new", "old")]
+    title = {"new": "paired (new)", "old": "hierarchical (current)"}
+    lines = ["| scenario | " + " | ".join(f"{ld}: {title[st]}" for ld, st in columns) + " |"]
+    lines.append("|---" * (len(columns) + 1) + "|")
+    rows = [("A/A false fail", "A/A", "fail"), ("+5% caught", "+5%", "fail"), ("+10% caught", "+10%", "fail"),
+            ("2x caught", "2x", "fail")]  # fmt: skip
+    for label, scenario, verdict in rows:
+        cells = [_share(by_scenario.get(f"{ld} {scenario}", []), st, verdict) for ld, st in columns]
+        if any(c != "—" for c in cells):
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    undecided, coverage = [], []
+    for ld, st in columns:
+        every = [r for key, rs in by_scenario.items() if key.startswith(f"{ld} ") for r in rs]
+        judged = [getattr(r, st) for r in every if getattr(r, st) is not None]
+        n = sum(j[0] == "inconclusive" for j in judged)
+        undecided.append(f"{n / len(judged) * 100:.0f}% ({n}/{len(judged)})" if judged else "—")
+        hit = total = 0
+        for key, rs in by_scenario.items():
+            if key.startswith(f"{ld} "):
+                h, t = _coverage(rs, st, 1.0 if key.endswith("A/A") else None)
+                hit, total = hit + h, total + t
+        coverage.append(f"{hit / total * 100:.0f}% ({hit}/{total})" if total else "—")
+    lines.append("| undecided, all scenarios | " + " | ".join(undecided) + " |")
+    lines.append("| 95 % interval coverage | " + " | ".join(coverage) + " |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--aa", type=int, default=100, help="A/A comparisons (default 100)")
-    parser.add_argument("--ab", type=int, default=40, help="A/B comparisons per slowdown (default 40)")
+    parser.add_argument("--aa", type=int, default=100, help="A/A comparisons per load (default 100)")
+    parser.add_argument("--ab", type=int, default=40, help="comparisons per slowdown of --slowdowns (default 40)")
+    parser.add_argument("--big", type=int, default=10, help="comparisons of a 2x slower head (default 10)")
+    parser.add_argument("--slowdowns", default="5,10", help="injected slowdowns in %% (default 5,10)")
+    parser.add_argument("--loads", default="idle,busy", help="idle, busy (one core kept busy) or both (default)")
+    parser.add_argument("--busy-max-s", type=float, default=7200.0, help="the busy loop ends itself after this")
     parser.add_argument("--case", default="square_512", help="a cpu case of deepgemm_tile")
-    parser.add_argument("--slowdowns", default="3,5,10,20", help="injected slowdowns in %% (default 3,5,10,20)")
+    parser.add_argument("--save", type=Path, help="write every comparison's samples and verdicts here (JSON)")
     args = parser.parse_args()
+    loads = [ld for ld in args.loads.split(",") if ld]
+    if any(ld not in ("idle", "busy") for ld in loads):
+        raise SystemExit("gate_power: --loads takes idle and/or busy")
 
     kernel = load_kernel(KERNEL)
     case = next(c for c in kernel.manifest.cases if c.name == args.case)
     settings = load_settings()
-    measure = settings.measure
-    build_root = settings.build_dir
+    measure, build_root = settings.measure, settings.build_dir
     with tempfile.TemporaryDirectory(prefix="opgate-gate-power-") as tmp:
         folder = compose_folder(Path(tmp))
         base = variant(folder, build_root, 0, tag=0)
         twin = variant(folder, build_root, 0, tag=1)
         gemm_ms, ms_per_miter = calibrate(folder, case, base, build_root)
         print(f"# case {case.name}: GEMM p50 {gemm_ms:.3f} ms; extra work {ms_per_miter:.3f} ms per 1e6 iterations")
-        scenarios: list[tuple[str, Built, float]] = [("A/A (identical code, two processes)", twin, 0.0)]
+        heads: list[tuple[str, Built, int]] = [("A/A", twin, args.aa)]
         for pct in (float(p) for p in args.slowdowns.split(",") if p):
             iters = int(gemm_ms * pct / 100.0 / ms_per_miter * 1e6)
-            scenarios.append((f"A/B +{pct:g}%", variant(folder, build_root, iters), pct))
+            heads.append((f"+{pct:g}%", variant(folder, build_root, iters), args.ab))
+        if args.big:
+            heads.append(("2x", variant(folder, build_root, int(gemm_ms / ms_per_miter * 1e6)), args.big))
         print(
             f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {_commit()}, {platform.node()}, "
             f"{os.cpu_count()} cores, python {platform.python_version()}, "
             f"isolation {Sandbox.detect().isolation.mode}"
         )
-        print(f"# measure: {measure.model_dump()}; threshold 3%; inconclusive re-measured once in fresh processes")
-        columns = ["scenario", "runs", "fail (false alarm / detected)", "pass", "inconclusive", "median processes"]
-        print("| " + " | ".join([*columns, "s/comparison"]) + " |")
-        print("|---|---|---|---|---|---|---|")
-        for name, head, pct in scenarios:
-            runs = args.aa if pct == 0 else args.ab
-            results: list[CaseReport] = []
-            started = time.perf_counter()
-            while len(results) < runs:
-                results += comparisons(folder, case, base, head, measure, min(BATCH, runs - len(results)))
-            per = (time.perf_counter() - started) / runs
-            share = {v: sum(r.verdict == v for r in results) / runs * 100 for v in ("fail", "pass", "inconclusive")}
-            noisy = sum(any("noisy runner" in x for x in r.reasons) for r in results)
-            print(
-                f"| {name} | {runs} | {share['fail']:.1f}% | {share['pass']:.1f}% | {share['inconclusive']:.1f}%"
-                f"{f' ({noisy} noisy)' if noisy else ''} | {statistics.median(r.processes for r in results):.0f} "
-                f"| {per:.1f} |",
-                flush=True,
-            )
+        print(f"# measure: {measure.model_dump()}; limit {LIMIT:g}%; busy: one spinning process")
+        by_scenario: dict[str, list[Comparison]] = {}
+        for kind in loads:
+            with load(kind, args.busy_max_s):
+                for name, head, n in heads:
+                    if n <= 0:
+                        continue
+                    results = comparisons(folder, case, base, head, measure, n)
+                    by_scenario[f"{kind} {name}"] = results
+                    print(
+                        f"# {kind} {name}: {n} comparisons, new {_share(results, 'new', 'fail')} fail / "
+                        f"{_share(results, 'new', 'inconclusive')} undecided, current "
+                        f"{_share(results, 'old', 'fail')} fail / {_share(results, 'old', 'inconclusive')} "
+                        f"undecided; median pairs {statistics.median(r.pairs for r in results):.0f}, "
+                        f"{statistics.median(r.seconds for r in results):.1f} s per comparison, other cores "
+                        f"{statistics.median(r.other_cores or 0.0 for r in results):.2f}",
+                        flush=True,
+                    )
+        for line in table(by_scenario, loads):
+            print(line)
+        if args.save:
+            args.save.write_text(json.dumps({k: [r.__dict__ for r in rs] for k, rs in by_scenario.items()}))
 
 
 def _commit() -> str:

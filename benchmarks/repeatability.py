@@ -6,11 +6,13 @@ Changes (each in a scratch repository holding every kernel, base = the project's
     decode_128 and decode_512 never execute it, so they must never fail on latency),
   - v41_attention_splitk split_k 4 → 8 (a real change of the reduction).
 Each is `opgate review --offline --kernel K` N times (fresh ledger, shared build cache: the first run
-builds). Per case it prints the verdicts, whether they flipped pass↔fail, the Δp50 spread across runs
-against the median CI width, and the CI's coverage: how often one run's interval contains the median Δp50
-of the other runs. Usage:
+builds). Per case it prints the verdicts, whether they flipped pass↔fail, how many an undecided wall time left
+to the simulated cost (callgrind; `--simulate off` leaves them undecided), the Δp50 spread across runs against
+the median CI width, and the CI's coverage: how often one run's interval contains the median Δp50 of the other
+runs. `--load busy` keeps one core busy with a bounded spinning process for the whole run. Usage:
 
-  .venv/bin/python benchmarks/repeatability.py [--runs 20] [--change NAME ...]
+  .venv/bin/python benchmarks/repeatability.py [--runs 20] [--change NAME ...] [--load idle|busy]
+      [--simulate undecided|off]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gate_power import load
 from scratch import ROOT, commit_all, kernel_repo
 
 
@@ -77,8 +80,9 @@ def scratch(tmp: Path, change: Change) -> tuple[Path, str, str]:
     return repo, base, commit_all(repo, change.name)
 
 
-def review(repo: Path, base: str, head: str, kernel: str, out: Path) -> tuple[dict, float]:
+def review(repo: Path, base: str, head: str, kernel: str, out: Path, simulate: str) -> tuple[dict, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "GITHUB_"))}
+    env["OPGATE_SIMULATE"] = simulate
     out.mkdir(parents=True, exist_ok=True)  # the ledger's folder must exist (opgate never creates one by itself)
     env["OPGATE_DATABASE_URL"] = str(out / "ledger.sqlite")
     started = time.perf_counter()
@@ -116,15 +120,17 @@ def summarise(change: Change, reports: list[dict]) -> list[str]:
         deltas = [c["regression_pct"] for c in timed]
         cis = [c["ci95_pct"] for c in timed]
         counts = {v: verdicts.count(v) for v in ("pass", "fail", "inconclusive", "error")}
+        simulated = sum(bool((c.get("simulated") or {}).get("decided")) for c in runs)
         flips = "yes" if counts["pass"] and counts["fail"] else "no"
         spread = statistics.stdev(deltas) if len(deltas) > 1 else 0.0
         width = statistics.median(h - lo for lo, h in cis) if cis else 0.0
         cov = f"{coverage(deltas, cis) * 100:.0f}%" if len(cis) > 2 else "—"
-        noisy = sum(any("noisy runner" in r for r in c["reasons"]) for c in runs)
+        noisy = sum(any("noisy runner" in r for r in c["reasons"]) for c in runs)  # only where it stayed undecided
         mark = " (never runs the change)" if name in change.untouched_cases else ""
         rows.append(
             f"| {change.name} | {name}{mark} | {len(runs)} | {counts['pass']}/{counts['fail']}/{counts['inconclusive']}"
-            f"{f' ({noisy} noisy)' if noisy else ''} | {flips} | {statistics.median(deltas) if deltas else 0:+.2f}% "
+            f"{f' ({noisy} noisy)' if noisy else ''} | {simulated} | {flips} "
+            f"| {statistics.median(deltas) if deltas else 0:+.2f}% "
             f"| {spread:.2f} | {width:.2f} | {cov} | {statistics.median(c['processes'] for c in runs):.0f} |"
         )
     return rows
@@ -134,25 +140,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--change", action="append", choices=[c.name for c in CHANGES], help="default: all")
+    parser.add_argument("--load", choices=["idle", "busy"], default="idle", help="busy: one core kept busy")
+    parser.add_argument("--simulate", choices=["undecided", "off"], default="undecided", help="OPGATE_SIMULATE")
     args = parser.parse_args()
     chosen = [c for c in CHANGES if not args.change or c.name in args.change]
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     print(
         f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit.stdout.strip()}, {platform.node()}, "
-        f"{os.cpu_count()} cores; {args.runs} reviews per change"
+        f"{os.cpu_count()} cores; {args.runs} reviews per change; load {args.load}; OPGATE_SIMULATE={args.simulate}"
     )
     print(
-        "| change | case | runs | pass/fail/inconclusive | flips | median Δp50 | Δp50 spread (sd, pp) "
+        "| change | case | runs | pass/fail/inconclusive | decided by simulated cost | flips | median Δp50 "
+        "| Δp50 spread (sd, pp) "
         "| median CI width (pp) | CI coverage | processes |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="opgate-repeat-") as tmp_name:
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="opgate-repeat-") as tmp_name, load(args.load, 24 * 3600.0):
         tmp = Path(tmp_name)
         for change in chosen:
             repo, base, head = scratch(tmp, change)
             reports, seconds = [], []
             for i in range(args.runs):
-                report, secs = review(repo, base, head, change.kernel, tmp / f"{change.name}-{i}")
+                report, secs = review(repo, base, head, change.kernel, tmp / f"{change.name}-{i}", args.simulate)
                 reports.append(report)
                 seconds.append(secs)
             for row in summarise(change, reports):

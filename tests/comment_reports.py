@@ -26,6 +26,8 @@ from bot.models.report import (
     Resource,
     ResourceCheckReport,
     RunnerHealth,
+    SideCost,
+    SimulatedCost,
 )
 from bot.spend.budget import BudgetState
 from bot.verdict.gate import case_reason
@@ -88,7 +90,6 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
         other_cores=0.08,
         verdict=verdict,
         reasons=reasons,
-        attempts=2 if verdict == "inconclusive" else 1,
     )
     return case.model_copy(update=update)
 
@@ -264,12 +265,11 @@ def crashed() -> Report:
 
 
 def noisy() -> Report:
-    """A busy runner: latency decides nothing (inconclusive), correctness still counts."""
+    """A busy runner: the intervals widened, measured twice as long, and still straddle the limit (undecided)."""
     span = "p50 +4.10% (95% CI -0.80%..+9.20%)"
+    noise = "noisy runner: other processes kept 1.6 of 2 cores busy; measured 20 process pairs"
     busy = timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6).model_copy(
-        update={
-            "reasons": [f"performance inconclusive: noisy runner: other processes kept 1.6 of 2 cores busy ({span})"]
-        },
+        update={"reasons": [f"performance inconclusive: {span} straddles the 3% limit ({noise})"]},
     )
     k = kernel(
         "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"
@@ -292,6 +292,41 @@ def gpu_skipped() -> Report:
     k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided")
     k.undecided = ["no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)"]
     return report([k])
+
+
+def cuda_changed() -> Report:
+    """A CPU runner: the CPU twin passes, but the change edits the CUDA kernel no case here could run: not judged."""
+    cases = demo_cases(timed("square_512", -0.2, -1.1, 0.7), timed("ragged_200x328x264", 0.3, -0.9, 1.4))
+    k = kernel("deepgemm_tile", cases, "undecided")
+    k.undecided = [
+        "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which "
+        "needs a CUDA GPU): not judged"
+    ]
+    return report([k])
+
+
+def simulated() -> Report:
+    """A CPU case whose wall time straddles the limit, decided by its simulated cost (callgrind)."""
+    span = "p50 +2.10% (95% CI -1.40%..+5.70%)"
+    sim = SimulatedCost(
+        tool="callgrind (valgrind-3.19.0)",
+        head=SideCost(instructions=1_049_000_000, l1_misses=2_100_000, ll_misses=90_000, cycles=1_079_000_000, calls=3),
+        base=SideCost(instructions=1_000_000_000, l1_misses=2_000_000, ll_misses=85_000, cycles=1_028_500_000, calls=3),
+        ratio=1.0491,
+        instructions_ratio=1.049,
+        decided=True,
+        seconds=48.2,
+    )
+    cost = "simulated cost x1.049 (callgrind cycles; instructions x1.049)"
+    slower = timed("square_512", 2.1, -1.4, 5.7, p50=31.15).model_copy(
+        update={
+            "verdict": "fail",
+            "simulated": sim,
+            "reasons": [f"performance: {cost} > 3% limit; on wall time alone {span} straddles the 3% limit"],
+        }
+    )
+    cases = demo_cases(slower, timed("ragged_200x328x264", 0.3, -0.9, 1.4))
+    return report([kernel("deepgemm_tile", cases, "fail")])
 
 
 def new_kernel() -> Report:
@@ -527,6 +562,8 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "noisy": noisy,
     "isolation_none": isolation_none,
     "gpu_skipped": gpu_skipped,
+    "cuda_changed": cuda_changed,
+    "simulated": simulated,
     "new_kernel": new_kernel,
     "resource_fail": resource_fail,
     "build_fail": build_fail,

@@ -120,7 +120,7 @@ def test_details_open_where_they_decide_the_verdict():
 
 def test_statistics_show_processes_stop_reason_spot_checks_cpu_seed_and_runner():
     cells = {c[0]: c for c in rows(html(comment("noisy"))) if len(c) == 9}
-    assert cells["square_512"][1:6] == ["67 / 67", "6", "cap: time, re-measured in fresh processes", "6", "1.6 of 2"]
+    assert cells["square_512"][1:6] == ["67 / 67", "6", "cap: time", "6", "1.6 of 2"]
     assert cells["square_512"][6:] == ["0.07 / 0.09 / 0.02", "0.08 / 0.09 / 0.01", "1351305928456565723"]
     stats = comment("noisy").split("<summary>Statistics")[1].split("</details>")[0]
     assert "Runner: 2 cores, load 3.7, governor performance, 2399.9 MHz." in stats
@@ -250,8 +250,30 @@ def test_the_status_names_gate_case_value_and_limit():
 def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
     """undecided (latency, nothing ran) and needs /accept (a new kernel) say so in the headline and the status."""
     expected = {
-        "noisy": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — deepgemm_tile: "),
-        "gpu_skipped": ("❔ opgate: **undecided**", "success", "undecided, not blocking: deepgemm_tile — "),
+        "noisy": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: latency undecided on 2 cases",
+            "success",
+            "undecided, not blocking: deepgemm_tile (latency undecided on 2 cases) — deepgemm_tile: performance "
+            "inconclusive: square_512 p50 +4.10% (95% CI -0.80%..+9.20%) straddles the 3% limit (noisy runner: ",
+        ),
+        "gpu_skipped": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: not everything it changes was run",
+            "success",
+            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — ",
+        ),
+        "cuda_changed": (
+            "❔ opgate: **undecided** — `deepgemm_tile` is undecided: not everything it changes was run",
+            "success",
+            "undecided, not blocking: deepgemm_tile (not everything it changes was run) — deepgemm_tile: "
+            "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], "
+            "which needs a CUDA GPU): not judged",
+        ),
+        "simulated": (
+            "❌ opgate: **fail**",
+            "failure",
+            "gate failed: deepgemm_tile — performance: square_512 simulated cost x1.049 (callgrind cycles; "
+            "instructions x1.049) > 3% limit",
+        ),
         "new_kernel": (
             "🔶 opgate: **needs accept**",
             "pending",
@@ -373,3 +395,13 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
         )
         assert not chromium.evaluate(loaded, "document.body.innerText.includes('Syntax error')")
     assert bars == expected and len(bars) >= 10
+
+
+def test_every_resource_column_reads_base_to_head_threads_and_stack_included():
+    out = comment("resource_fail")
+    row = next(
+        line for line in out.splitlines() if line.startswith("| `deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>`")
+    )
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4] == "128 → 256" and cells[8] == "0 → 0"  # threads per block and stack bytes, base → head
+    assert "p50 head is p50 base × the paired ratio, so Δ p50 = head / base − 1" in out

@@ -66,15 +66,17 @@ def test_blocks_alternate_so_each_side_goes_first_half_the_time() -> None:
     assert orders == [["base", "head"], ["head", "base"], ["base", "head"], ["head", "base"]]
 
 
-def test_identical_builds_pass_and_sampling_stops_once_the_ratio_is_precise(ext_factory) -> None:
+def test_identical_builds_pass_and_sampling_stops_once_decided_or_precise(ext_factory) -> None:
     so = ext_factory(2000)
-    run = run_cases(job({"base": so, "head": so}, target_pct=30.0, max_seconds=20))["tiny"]
+    # A 50 % limit: on a machine this busy a 95 % interval still misses its truth 5 % of the time, but never by 50 %.
+    aa = job({"base": so, "head": so}, target_pct=30.0, max_seconds=20)
+    run = run_cases(aa.model_copy(update={"cases": [{**aa.cases[0], "max_regression_pct": 50.0}]}))["tiny"]
     assert run.status == CaseStatus.ok, run.detail
-    assert run.stop_reason == "precision"
+    assert run.stop_reason in ("precision", "decided")
     assert run.checks["head"].max_abs_err is not None and run.checks["head"].max_abs_err < 1e-3
     assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0
-    report = case_verdict(CASE, Constraints(), run)
-    assert report.verdict in ("pass", "inconclusive") and report.spot_checks >= 1  # never a fail on A/A
+    report = case_verdict(CASE, Constraints(max_regression_pct=50.0), run)
+    assert report.verdict == "pass" and report.spot_checks >= 1
 
 
 def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
@@ -96,17 +98,21 @@ def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
     assert report.processes >= 3  # fresh processes per side, however busy the machine
 
 
-def test_a_busy_runner_makes_latency_inconclusive_never_pass_or_fail(ext_factory) -> None:
+def test_a_busy_runner_buys_more_measurement_and_a_2x_slower_head_still_fails(ext_factory) -> None:
+    """The issue's 2x case: two busy loops beside the judge must not turn a clear regression into a pass or a veto."""
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        run = run_cases(job({"base": ext_factory(2000), "head": ext_factory(3000)}, max_seconds=2))["tiny"]
+        run = run_cases(job({"base": ext_factory(2000), "head": ext_factory(4000)}, max_seconds=2))["tiny"]
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    assert run.other_cores is not None and run.other_cores > 1.0
+    assert run.other_cores is not None and run.other_cores > 1.0 and run.noisy
     report = case_verdict(CASE, Constraints(), run)
-    assert report.verdict == "inconclusive" and "noisy runner" in report.reasons[0], report.reasons
+    assert report.verdict == "fail", report.reasons
+    assert report.ci95_pct is not None and report.ci95_pct[0] > 3.0
+    assert report.p50_ms is not None and report.base_p50_ms is not None
+    assert report.p50_ms / report.base_p50_ms - 1 == pytest.approx(report.regression_pct / 100, abs=1e-5)
 
 
 def test_the_secret_decides_the_inputs_and_is_revealed_after_the_run(ext_factory) -> None:

@@ -261,11 +261,11 @@ def test_the_comment_shows_smem_blocks_occupancy_and_the_limiting_factor_base_to
     base, head = _fn(96, 256, 97_792), _fn(168, 256, 97_792)
     table = [line for line in render_comment(_report([head], [base])).splitlines() if line.startswith("| `k<1>")]
     assert table == [  # the table names the function without its parameter list when that is unambiguous
-        "| `k<1>` | 96 → 168 | 0 → 0 | 0 + 97,792 → 0 + 97,792 | 256 | 2 → **1** | 25% → **12.5%** | "
-        "registers, shared memory → registers | 0 |"
+        "| `k<1>` | 96 → 168 | 0 → 0 | 0 + 97,792 → 0 + 97,792 | 256 → 256 | 2 → **1** | 25% → **12.5%** | "
+        "registers, shared memory → registers | 0 → 0 |"
     ]
     doubled = render_comment(_report([_fn(96, 128, 196_608)], [_fn(96, 128, 98_304)]))
-    assert "| 0 + 98,304 → 0 + 196,608 | 128 | 2 → **1** | 12.5% → **6.25%** | shared memory |" in doubled
+    assert "| 0 + 98,304 → 0 + 196,608 | 128 → 128 | 2 → **1** | 12.5% → **6.25%** | shared memory |" in doubled
 
 
 def test_the_comment_marks_dynamic_memory_nobody_sized() -> None:

@@ -91,6 +91,7 @@ def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_
     env |= {
         "OPGATE_BUILD_DIR": str(tmp_path / "builds"),
         "OPGATE_MEASURE_MAX_SECONDS": "0.5",
+        "OPGATE_SIMULATE": "off",
         "OPGATE_CASE_TIMEOUT_S": "60",
         "OPGATE_DATABASE_URL": str(tmp_path / "ledger.sqlite"),
     }

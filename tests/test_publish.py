@@ -120,7 +120,7 @@ def test_resources_put_base_beside_head_and_build_logs_fold() -> None:
     )  # fmt: skip
     text = publish.compose(report, [], None)
     # a report without launch descriptions (older, or no [launch]): static smem only, no occupancy
-    assert "| `gemm_tile` | 96 → 128 | 0 → **16** | 32,768 → 49,152 | — | — → — | — → — | — | 0 |" in text
+    assert "| `gemm_tile` | 96 → 128 | 0 → **16** | 32,768 → 49,152 | — | — → — | — → — | — | 0 → 0 |" in text
     assert "<details><summary>build log (head, cuda)</summary>" in text and "Used 128 registers" in text
 
 

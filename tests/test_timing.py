@@ -78,3 +78,36 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
     assert after["body.cpp"] != before["body.cpp"]
     (kernel_folder / "body.cpp").write_text("int f() { return 2; }\n")
     assert keys(CONFIG)["binding.cpp"] == before["binding.cpp"]  # a body edit leaves the binding alone too
+
+
+def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu_only_change_does_not():
+    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged); a CPU-only change is
+    judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
+    from bot.config.manifest import Constraints, load_kernel
+    from bot.models.report import CaseReport, CaseStatus, KernelReport
+    from bot.review.coverage import not_judged
+    from bot.untrusted.build import compiled_files
+    from bot.verdict.gate import Policy, kernel_verdict
+
+    k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
+    compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}
+    cases = [
+        CaseReport(name="square_512", tolerance=0.01, verdict="pass", regression_pct=0.1, ci95_pct=[-0.5, 0.7]),
+        CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, verdict="skipped", status=CaseStatus.skipped,
+                   reasons=["needs a CUDA GPU; this machine has none"]),
+    ]  # fmt: skip
+    folder = "kernels/deepgemm_tile"
+
+    def judged(paths: list[str]) -> KernelReport:
+        report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
+        report.undecided.extend(not_judged(paths, folder, compiled, ["cpu"]))
+        return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
+
+    cuda = judged([f"{folder}/gemm_cuda.cu"])
+    assert cuda.undecided == [
+        f"{folder}/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA "
+        "GPU): not judged"
+    ]
+    assert cuda.verdict == "undecided"  # never a green pass for the CUDA kernel nobody ran
+    cpu_only = judged([f"{folder}/gemm_cpu.cpp", f"{folder}/tile_config.json"])
+    assert cpu_only.undecided == [] and cpu_only.verdict == "pass"

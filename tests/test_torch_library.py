@@ -73,6 +73,7 @@ def _env(build_dir: Path) -> dict[str, str]:
         OPGATE_BUILD_DIR=str(build_dir),
         OPGATE_MEASURE_MAX_SECONDS="0.5",
         OPGATE_NOISE_LIMIT_CORES="64",  # as tests/conftest.py: verdicts, not the machine's quiet
+        OPGATE_SIMULATE="off",  # as tests/conftest.py: tests/test_simcost.py proves the simulated cost on its own
         OPGATE_CASE_TIMEOUT_S="60",
     )
     return env  # no OPGATE_DATABASE_URL: the default ledger, which must not land in the repository

@@ -25,13 +25,14 @@ VARIABLES: dict[str, str] = {
     "OPGATE_MEASURE_MIN_BLOCKS": "interleaved timing blocks per worker process (default 5)",
     "OPGATE_MEASURE_MIN_PROCESSES": "fresh worker processes per side, at least (default 3)",
     "OPGATE_MEASURE_MAX_PROCESSES": "fresh worker processes per side, at most (default 10)",
-    "OPGATE_NOISE_LIMIT_CORES": "other processes busier than this many cores make latency inconclusive (default 0.5)",
+    "OPGATE_NOISE_LIMIT_CORES": "other processes busier than this many cores double the timing caps (default 0.5)",
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",
     "OPGATE_AGENT_TIMEOUT_S": "gateway request timeout, seconds (default 120)",
     "OPGATE_REQUIRE_ISOLATION": "1: never build or run repository code without the sandbox (exit 2 instead)",
     "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
-    "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit after a re-measure: neutral (default) or fail",
+    "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit at the last look: neutral (default) or fail",
+    "OPGATE_SIMULATE": "CPU cases under callgrind: undecided (default: only where p50 stays undecided), always, off",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
     # Per domain (the repository's [tool.opgate.domains]): its key variable, named there, and two overrides.
     "<DOMAIN KEY>": "a domain's gateway key, in the variable its [tool.opgate.domains.<domain>] key names",
@@ -106,6 +107,7 @@ class Settings(BaseModel):
     agent_timeout_s: float = 120.0
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
     noise_limit_cores: float = Field(0.5, ge=0)
+    simulate: Literal["undecided", "always", "off"] = "undecided"
     require_isolation: bool = False
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()
@@ -176,6 +178,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_MEASURE_MIN_PROCESSES": "measure.min_processes",
     "OPGATE_MEASURE_MAX_PROCESSES": "measure.max_processes",
     "OPGATE_NOISE_LIMIT_CORES": "noise_limit_cores",
+    "OPGATE_SIMULATE": "simulate",
     "OPGATE_REQUIRE_ISOLATION": "require_isolation",
     "OPGATE_MEASURE_MAX_SAMPLES": "measure.max_samples",
     "OPGATE_MEASURE_TARGET_PCT": "measure.target_pct",

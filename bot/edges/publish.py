@@ -132,7 +132,11 @@ def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ())
         ]
         why = f" — {digest.line_text(lines[0])}" if lines else ""
         if report.verdict == "undecided":
-            names = ", ".join(k.name for k in report.kernels if k.verdict == "undecided")
+            names = ", ".join(
+                f"{k.name} ({summary})" if (summary := digest.undecided_summary(k)) else k.name
+                for k in report.kernels
+                if k.verdict == "undecided"
+            )
             return "success", f"undecided, not blocking: {names}{why}"
         waiting = accept_waiting(report, list(acceptances))
         if not waiting:

@@ -50,6 +50,9 @@ class Timing(BaseModel):
     label: str
     samples_ms: list[float] = Field(description="per-call milliseconds, one per timed block")
     processes: list[list[float]] = Field(default_factory=list, description="the same samples, per worker process")
+    first: list[list[bool]] = Field(
+        default_factory=list, description="per process and sample: this side ran first in its block (A B or B A)"
+    )
     calls_per_sample: int = 1
 
 
@@ -74,7 +77,7 @@ class CaseRun(BaseModel):
     notes: list[str] = Field(default_factory=list)
     output_tail: str = ""
     other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
-    noisy: str | None = Field(None, description="why the runner was too busy or throttled to trust latency")
+    noisy: str | None = Field(None, description="why the runner was busy or throttled (it measured longer)")
     phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
 
 

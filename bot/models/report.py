@@ -162,6 +162,29 @@ class ProbeReport(_Model):
     failure: Violation | None = None
 
 
+class SideCost(_Model):
+    """One side's simulated cost per call under callgrind (instructions and a cycle estimate; no clock involved)."""
+
+    instructions: int = Field(description="instructions executed per call (callgrind Ir)")
+    l1_misses: int = Field(0, description="first-level instruction and data cache misses per call (simulated)")
+    ll_misses: int = Field(0, description="last-level cache misses per call (simulated)")
+    cycles: int = Field(description="estimated cycles per call: instructions + 10 x L1 misses + 100 x LL misses")
+    calls: int = Field(description="calls counted (after one uncounted call)")
+
+
+class SimulatedCost(_Model):
+    """A CPU case's noise-free second opinion: head and base counted under callgrind (untrusted/runner/cost.py)."""
+
+    tool: str = "callgrind"
+    head: SideCost | None = None
+    base: SideCost | None = None
+    ratio: float | None = Field(None, description="head / base estimated cycles")
+    instructions_ratio: float | None = Field(None, description="head / base instructions")
+    decided: bool = Field(False, description="the wall-time interval straddled the limit and this ratio decided")
+    seconds: float | None = Field(None, description="wall time of the simulation, both sides")
+    error: str | None = Field(None, description="why there is no simulated cost (valgrind missing, a side failed)")
+
+
 class Throughput(_Model):
     """What a case's declared work (kernel.toml `flops`/`bytes`) means at its p50: achieved rates and their share
     of the device's peak (bot/verdict/throughput.py)."""
@@ -198,7 +221,7 @@ class CaseReport(_Model):
     samples: int = 0
     base_samples: int = 0
     stop_reason: str | None = None
-    attempts: int = Field(1, description="measurements in fresh processes (2 after an inconclusive first)")
+    attempts: int = Field(1, description="measurements of the case (one sequential measurement; 2 from older opgate)")
     base_drift_pct: float | None = Field(
         None, description="base p50 now vs the first measurement of the same base binary on this device"
     )
@@ -212,6 +235,7 @@ class CaseReport(_Model):
         description="where the case's wall time went: start, spawn, draw, reference, load, warmup, timed, fetch, exit",
     )
     nsight: NsightMetrics | None = Field(None, description="Nsight Compute metrics, where the runner collected them")
+    simulated: SimulatedCost | None = Field(None, description="simulated cost under callgrind (CPU cases)")
     throughput: Throughput | None = Field(None, description="achieved TFLOP/s, GB/s and peak share (declared work)")
     outputs: list[OutputMetrics] = Field(default_factory=list, description="head's metrics per output, random inputs")
     failure: Violation | None = Field(None, description="the first limit head broke (random inputs, then probes)")

@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, RunnerHealth
-from bot.present.digest import STOP_REASONS, Counts, KernelView, Line
+from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, KernelReport, RunnerHealth
+from bot.present.digest import STOP_REASONS, Counts, KernelView, Line, undecided_summary
 from bot.text.safe import Safe, code, untrusted
 
 ICONS = {
@@ -28,6 +28,12 @@ VERDICT_WORDS = {
     "undecided": "is undecided: not everything it changes was judged",
     "needs_accept": "needs /accept: nothing failed, but only a person can accept it",
 }
+
+
+def verdict_words(k: KernelReport) -> Safe:
+    """What a kernel's verdict says after its name: "is undecided: latency undecided on 2 cases" where counted."""
+    summary = undecided_summary(k) if k.verdict == "undecided" else ""
+    return Safe(f"is undecided: {summary}" if summary else VERDICT_WORDS[k.verdict])
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -115,10 +121,15 @@ def delta_cell(c: CaseReport) -> Safe:
             return Safe("no base to compare")
         return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
     limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
+    sim = c.simulated
+    if sim is not None and sim.decided and sim.ratio is not None:  # the wall time straddled; the count decided
+        mark = f"**simulated x{sim.ratio:.3f}** ❌{limit}" if c.verdict == "fail" else f"simulated x{sim.ratio:.3f} ✅"
+        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔ · {mark}")
+    beside = f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else ""
     if c.verdict == "fail" and c.status == CaseStatus.ok and any(r.startswith("performance:") for r in c.reasons):
-        return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}")
+        return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
-    return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}")
+    return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}{beside}")
 
 
 def stop(c: CaseReport) -> str:

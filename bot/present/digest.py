@@ -14,8 +14,8 @@ KERNEL_GATES = ("resource", *CASE_GATES)
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
 STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
-    "decided": "decided: the CI cleared the limit",
-    "precision": "precise: the CI is narrow enough",
+    "decided": "decided early: the 99.9% interval cleared the limit",
+    "precision": "precise: the 95% interval is narrow enough",
     "max_processes": "cap: processes",
     "max_samples": "cap: samples",
     "max_seconds": "cap: time",
@@ -161,6 +161,16 @@ def kernel_lines(k: KernelReport) -> list[Line]:
                 gate, rest = _split(reason, KERNEL_GATES)
                 lines.append(Line(kernel=k.name, gate=gate, text=shorten(rest, short), verdict=verdict))  # type: ignore[arg-type]
     return lines
+
+
+def undecided_summary(k: KernelReport) -> str:
+    """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
+    latency = [c for c in k.cases if c.verdict == "inconclusive"]
+    of_latency = {case_reason(c.name, r) for c in latency for r in c.reasons}
+    parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    if any(u not in of_latency for u in k.undecided):
+        parts.append("not everything it changes was run")
+    return "; ".join(parts)
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:

@@ -29,6 +29,7 @@ from bot.present.comment_md import (
     spend_chart,
     stop,
     tally,
+    verdict_words,
 )
 from bot.present.digest import Digest, digest, short_names
 from bot.templates import TEMPLATES
@@ -190,6 +191,7 @@ def environment() -> jinja2.Environment:
         delta_cell=delta_cell,
         stop=stop,
         tally=tally,
+        verdict_words=verdict_words,
         cpu=cpu,
         runner=runner,
         short_names=short_names,

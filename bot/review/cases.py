@@ -1,5 +1,5 @@
-"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge,
-the inconclusive ones re-measured in fresh processes, base's latency kept as a baseline."""
+"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge (one
+sequential measurement each, docs/review.md), base's latency kept as a baseline."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ from bot.present.progress import Steps
 from bot.review.arch_jobs import other_job
 from bot.text.redact import scrub
 from bot.untrusted.build import Built, build, verify
-from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.runner.cost import run_costs
+from bot.untrusted.runner.launch import run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.gate import BASE, HEAD, case_verdict
+from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
 from bot.verdict.occupancy import family
 from bot.verdict.throughput import Peak, device_peak, judge_throughput, over_peak, throughput
 
@@ -141,7 +142,8 @@ class KernelCases:
     def _measure(
         self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
     ) -> dict[str, CaseReport]:
-        """Run `cases` in the judge (once more, in fresh processes, for those that came back inconclusive)."""
+        """Run `cases` in the judge: each is measured until its sequential rule stops (never measured again: a second
+        measurement judged on its own would double the error rate the interval claims)."""
         constraints = rules.manifest.constraints
         head_b, base_b = builds[HEAD][device], builds[BASE].get(device)
         # The same build key is the same binary: its latency cannot differ, so it is not timed again.
@@ -181,27 +183,33 @@ class KernelCases:
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
             runs = run_cases(job.model_copy(update={"cases": [case_job(c, constraints) for c in cases]}), launch)
         reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
-        again = [name for name, r in reports.items() if r.verdict == "inconclusive"]
-        if again:
-            with self.steps.step(f"re-measure {rules.name}: {', '.join(again)} inconclusive, fresh processes"):
-                # the re-measurement times the same binaries again; their probes passed in the first run
-                cases2 = [case_job(by_name[n], constraints) for n in again]
-                job2 = job.model_copy(update={"cases": cases2, "secret": new_secret(), "probes": False})
-                reruns = run_cases(job2, launch)
-            for name in again:
-                first = reports[name]
-                reports[name] = _judged(by_name[name], constraints, reruns.get(name), secrets)
-                reports[name].attempts = 2
-                reports[name].probes, reports[name].probe_count = first.probes, first.probe_count
-                reports[name].probe_seconds = first.probe_seconds
-                seconds = [s for s in (first.case_seconds, reports[name].case_seconds) if s is not None]
-                reports[name].case_seconds = round(sum(seconds), 4) if seconds else None
+        if device == "cpu" and BASE in sides and self.settings.simulate != "off":
+            self._simulate(rules, job, reports, launch)
         for name, result in reports.items():
             if identical:
                 result.stop_reason = "identical_build"
             elif base_b is not None and result.base_p50_ms is not None:
                 self._baseline(rules, by_name[name], base_b, result)  # the measurement the report shows
         return reports
+
+    def _simulate(
+        self, rules: Kernel, job: JudgeJob, reports: dict[str, CaseReport], launch: Literal["plain", "sandboxed"]
+    ) -> None:
+        """The CPU cases whose p50 stays undecided (every timed one: `always`) under callgrind: counted, not timed."""
+        constraints = rules.manifest.constraints
+        by_name = {c.name: c for c in rules.manifest.cases}
+        wanted = [
+            name
+            for name, r in reports.items()
+            if r.regression_pct is not None and (r.verdict == "inconclusive" or self.settings.simulate == "always")
+        ]
+        if not wanted:
+            return
+        with self.steps.step(f"simulate {rules.name}: {', '.join(wanted)} under callgrind"):
+            cases = [case_job(by_name[name], constraints) for name in wanted]
+            costs = run_costs(job.model_copy(update={"cases": cases, "probes": False}), launch)
+        for name in wanted:
+            simulated_verdict(reports[name], costs[name], constraints.max_regression_pct)
 
     def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
         """Keep the base latency by (base SHA, build, case, device model and architecture, torch, driver); compare

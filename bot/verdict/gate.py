@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bot.config.manifest import Case, Constraints
-from bot.models.judging import CaseRun, Check
+from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import (
     CaseReport,
     CaseStatus,
@@ -18,6 +18,7 @@ from bot.models.report import (
     ReportVerdict,
     Resource,
     ResourceCheckReport,
+    SimulatedCost,
     Violation,
 )
 from bot.verdict import stats
@@ -185,6 +186,10 @@ def _probe_report(check: Check, tol: float) -> ProbeReport:
 
 
 def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
+    """Head against base by the paired statistic (bot/verdict/stats.py): Δ, its 95 % interval and the verdict.
+
+    A busy or throttled runner widened the interval and bought more measurement (the judge's caps); it never
+    overrides an interval that lies wholly beyond the limit, and it is named where the interval stays undecided."""
     head_t, base_t = run.timings.get(HEAD), run.timings.get(BASE) if with_base else None
     report.stop_reason = run.stop_reason
     report.max_regression_pct = max_regression_pct
@@ -194,32 +199,77 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         report.verdict = "inconclusive"
         report.reasons.append("performance not judged: fewer than two valid timing samples (throttled GPU?)")
         return
-    report.p50_ms = stats.median(head_t.samples_ms)
     report.samples = len(head_t.samples_ms)
     if base_t is None:
+        report.p50_ms = stats.median(head_t.samples_ms)
         return
     report.base_p50_ms = stats.median(base_t.samples_ms)
     report.base_samples = len(base_t.samples_ms)
-    pairs = [(h, b) for h, b in zip(head_t.processes, base_t.processes, strict=False) if len(h) >= 2 and len(b) >= 2]
-    report.processes = len(pairs)
-    if len(pairs) >= 2:  # variation between processes is inside this interval
-        ratio, low, high = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
-    else:  # one process pair: the interval knows only its samples (reported as processes = 1)
-        ratio, low, high = stats.ratio_ci(head_t.samples_ms, base_t.samples_ms)
-    report.regression_pct = round((ratio - 1.0) * 100.0, 3)
+    blocks = _blocks(head_t, base_t)
+    report.processes = len(blocks)
+    if not blocks:
+        report.verdict = "inconclusive"
+        report.reasons.append("performance not judged: head and base were not timed in the same blocks")
+        return
+    est = stats.paired([h for h, _, _ in blocks], [b for _, b, _ in blocks], [f for _, _, f in blocks])
+    low, high = est.interval()
+    report.p50_ms = report.base_p50_ms * est.ratio  # head's p50 as the paired ratio puts it: the columns give Δ
+    report.regression_pct = round((est.ratio - 1.0) * 100.0, 3)
     report.ci95_pct = [round((low - 1.0) * 100.0, 3), round((high - 1.0) * 100.0, 3)]
     verdict = stats.latency_verdict(low, high, max_regression_pct)
     span = f"p50 {report.regression_pct:+.2f}% (95% CI {report.ci95_pct[0]:+.2f}%..{report.ci95_pct[1]:+.2f}%)"
-    if run.noisy:  # a busy or throttled runner decides nothing, either way
-        report.verdict = "inconclusive"
-        report.reasons.append(f"performance inconclusive: {run.noisy} ({span})")
-        return
     if verdict == "fail":
         report.verdict = "fail"
         report.reasons.append(f"performance: {span} > {max_regression_pct:g}% limit")
     elif verdict == "inconclusive":
         report.verdict = "inconclusive"
-        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit")
+        why = f" ({run.noisy}; measured {est.pairs} process pairs)" if run.noisy else ""
+        report.reasons.append(f"performance inconclusive: {span} straddles the {max_regression_pct:g}% limit{why}")
+
+
+def _blocks(head: Timing, base: Timing) -> list[tuple[list[float], list[float], list[bool]]]:
+    """(head, base, base ran first) per process pair whose blocks hold both sides (at least two); a timing without
+    processes is one pair."""
+    processes = (head.processes, base.processes) if base.processes else ([head.samples_ms], [base.samples_ms])
+    firsts = base.first if len(base.first) == len(processes[1]) else [[] for _ in processes[1]]
+    out = []
+    for p, (h, b, f) in enumerate(zip(*processes, firsts, strict=False)):
+        if len(h) == len(b) >= 2:
+            out.append((h, b, f if len(f) == len(b) else [stats.base_first(p, i) for i in range(len(b))]))
+    return out
+
+
+def simulated_verdict(report: CaseReport, sim: SimulatedCost, max_regression_pct: float) -> None:
+    """Report a CPU case's simulated cost beside p50; where p50's interval straddles the limit, the simulated cost
+    decides — only when the instruction count and the simulated cycles fall on the same side of the limit (the cache
+    model alone does not decide) and the cycle ratio lies inside that interval (the clock must not contradict it)."""
+    report.simulated = sim
+    if sim.head is None or sim.base is None or sim.base.cycles <= 0 or sim.base.instructions <= 0:
+        if report.verdict == "inconclusive" and sim.error:
+            report.reasons = [f"{r}; no simulated cost: {sim.error}" for r in report.reasons]
+        return
+    sim.ratio = round(sim.head.cycles / sim.base.cycles, 5)
+    sim.instructions_ratio = round(sim.head.instructions / sim.base.instructions, 5)
+    if report.verdict != "inconclusive" or report.ci95_pct is None or report.status != CaseStatus.ok:
+        return
+    low, high = (1.0 + x / 100.0 for x in report.ci95_pct)
+    limit = 1.0 + max_regression_pct / 100.0
+    cost = f"simulated cost x{sim.ratio:.3f} (callgrind cycles; instructions x{sim.instructions_ratio:.3f})"
+    wall = report.reasons[0].removeprefix("performance inconclusive: ") if report.reasons else "p50 undecided"
+    if not low <= sim.ratio <= high:
+        report.reasons = [f"{r}; the {cost} lies outside that interval, so it decides nothing" for r in report.reasons]
+        return
+    if (sim.ratio > limit) != (sim.instructions_ratio > limit):
+        report.reasons = [f"{r}; the {cost} falls on both sides of the limit, so it decides nothing"
+                          for r in report.reasons]  # fmt: skip
+        return
+    sim.decided = True
+    if sim.ratio > limit:
+        report.verdict = "fail"
+        report.reasons = [f"performance: {cost} > {max_regression_pct:g}% limit; on wall time alone {wall}"]
+    else:
+        report.verdict = "pass"
+        report.reasons = [f"latency decided by {cost} <= {max_regression_pct:g}% limit; on wall time alone {wall}"]
 
 
 def _shape(function: str) -> str:
@@ -419,6 +469,26 @@ def probe_notes(cases: list[CaseReport]) -> list[str]:
     return [f"no boundary probes for {', '.join(without)}: random inputs only"]
 
 
+def small_shape_notes(cases: list[CaseReport]) -> list[str]:
+    """A note when the speed-up is confined to the small cases: every case whose whole interval is faster takes less
+    time on base than every case that is not faster (unchanged, slower or undecided) — the users' checklist asks
+    "is it only faster on small batches?". Cases are sized by base's p50, the work each does."""
+    timed = [c for c in cases if c.ci95_pct and c.base_p50_ms is not None and c.regression_pct is not None]
+    faster = sorted((c for c in timed if c.ci95_pct[1] < 0), key=lambda c: c.base_p50_ms or 0.0)  # type: ignore[index]
+    rest = sorted((c for c in timed if c.ci95_pct[1] >= 0), key=lambda c: c.base_p50_ms or 0.0)  # type: ignore[index]
+    if not faster or not rest or (faster[-1].base_p50_ms or 0.0) >= (rest[0].base_p50_ms or 0.0):
+        return []
+
+    def listed(group: list[CaseReport]) -> str:
+        return ", ".join(f"{c.name} {c.regression_pct:+.1f}%" for c in group[:4]) + (" …" if len(group) > 4 else "")
+
+    return [
+        f"faster only on the smaller cases: {listed(faster)} (base p50 up to {faster[-1].base_p50_ms:.3g} ms), while "
+        f"the larger ones are not: {listed(rest)} (from {rest[0].base_p50_ms:.3g} ms) — is it only faster on small "
+        "batches?"
+    ]
+
+
 _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
@@ -437,6 +507,7 @@ def kernel_verdict(
     kernel.reasons.extend(static_findings)
     kernel.cases = cases
     kernel.notes.extend(probe_notes(cases))
+    kernel.notes.extend(small_shape_notes(cases))
     if static_findings:
         kernel.verdict = "fail"
         return kernel

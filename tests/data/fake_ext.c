@@ -1,14 +1,33 @@
 /* A tiny torch-free extension for judge tests: gemm(a, b) = a.float() @ b.float(), after spinning SPIN_US
-   microseconds (so tests choose how slow "head" is), built by gcc in well under a second. -DCRASH aborts,
-   -DHANG never returns, -DWRONG returns twice the product, -DENTRY=name exports it under another name, and
-   -DONLOAD runs the Python in onload.h (ONLOAD_PY) from the module's init, as a hostile extension would. */
+   microseconds (so tests choose how slow "head" is) and WORK dependent multiply-adds (a cost in instructions, for
+   the simulated cost), built by gcc in well under a second. -DCRASH aborts, -DHANG never returns, -DWRONG returns
+   twice the product, -DLAZY_ON_VALGRIND skips the product when it runs under valgrind, -DENTRY=name exports it
+   under another name, and -DONLOAD runs the Python in onload.h (ONLOAD_PY) from the module's init, as a hostile
+   extension would. */
 #include <Python.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifndef SPIN_US
 #define SPIN_US 1000
 #endif
+#ifndef WORK
+#define WORK 0
+#endif
+
+volatile float g_sink;
+
+static void work(long n) {
+  float x = 1.0f;
+  for (long i = 0; i < n; ++i) x = x * 0.999999f + 1e-7f;
+  g_sink = x;
+}
+
+static int on_valgrind(void) {
+  const char* preload = getenv("LD_PRELOAD");
+  return preload != NULL && strstr(preload, "valgrind") != NULL;
+}
 
 static void spin(long us) {
   struct timespec t0, t;
@@ -27,6 +46,13 @@ static PyObject* gemm(PyObject* self, PyObject* args) {
   PyObject *a, *b;
   if (!PyArg_ParseTuple(args, "OO", &a, &b)) return NULL;
   spin(SPIN_US);
+  work(WORK);
+#if defined(LAZY_ON_VALGRIND)
+  if (on_valgrind()) {
+    Py_INCREF(a);
+    return PyObject_CallMethod(a, "float", NULL);
+  }
+#endif
   PyObject* af = PyObject_CallMethod(a, "float", NULL);
   PyObject* bf = af ? PyObject_CallMethod(b, "float", NULL) : NULL;
   PyObject* c = bf ? PyNumber_MatrixMultiply(af, bf) : NULL;

@@ -1,8 +1,9 @@
 """Runner health: how busy, how fast and (on a GPU) how throttled the machine is while opgate times.
 
 `snapshot()` is read once per review (load, governor, clock, GPU state) for the report; `CpuWindow`
-measures, over one case's timing, how many cores processes other than opgate's own kept busy. The
-decision whether that makes latency untrustworthy is `noisy()`, a pure function.
+measures, over one case's timing, how many cores processes other than opgate's own kept busy. `noisy()`, a pure
+function, says why the runner was busy: the judge then measures longer, and the gate names it beside an interval
+that stays undecided (it never overrides one that decides).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _gpu(health: RunnerHealth) -> RunnerHealth:
 
 
 def noisy(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> str | None:
-    """Why latency measured now cannot be trusted, or None. Pure."""
+    """Why the runner was busy or throttled while it measured (named beside an undecided interval), or None. Pure."""
     if other_cores is not None and other_cores > limit:
         return f"noisy runner: other processes kept {other_cores:.1f} of {health.cores if health else '?'} cores busy"
     if health is not None and health.gpu_throttle:

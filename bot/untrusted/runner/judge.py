@@ -43,7 +43,7 @@ from bot.untrusted.runner.health import busy_ticks, noisy, snapshot
 from bot.untrusted.runner.launch import describe_exit
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
 from bot.verdict import metrics
-from bot.verdict.stats import hierarchical_ratio_ci
+from bot.verdict.stats import Paired, decide, paired
 
 RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
 WORKER_FILES = ("worker.py", "protocol.py", "confine.py")
@@ -60,6 +60,7 @@ UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_
 # … and inside them at most one core's worth (the CPU runner measures single-threaded kernels).
 TIMED_CPU_RATIO, TIMED_CPU_SLACK_S = 1.15, 0.15
 GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
+BUSY_FACTOR = 2  # a busy runner measures this many times longer (processes, samples, seconds) before the last look
 REFERENCE_LABEL = "the reference"  # who failed, when make_inputs, reference or make_probes raised
 Scalars = tuple[list[Any], dict[str, Any]]  # a case's non-tensor arguments of the entry: by position, by name
 
@@ -681,8 +682,10 @@ class Sampler:
     """Interleaved timing of the correct sides over several fresh process pairs, with spot checks and CPU accounting.
 
     Each pair is one new worker per side (forked from the side's zygote, placed afresh): warm-up, then
-    `min_blocks` blocks A B, B A, … of fresh inputs. Pairs are added until the hierarchical bootstrap CI of
-    the ratio decides the gate, is tight enough, or a cap is hit; between-process variation is in the CI.
+    `min_blocks` blocks A B, B A, … of fresh inputs. After each pair the paired statistic is looked at
+    (`bot.verdict.stats.decide`): it stops early when its 99.9 % interval clears the limit, else at the last look —
+    a cap, or a 95 % interval narrow enough — where the 95 % interval decides. A busy runner (other processes
+    over `noise_limit_cores`) raises the caps by BUSY_FACTOR: noise buys measurement, it never vetoes a verdict.
     """
 
     def __init__(
@@ -703,6 +706,9 @@ class Sampler:
         self.m = judge.job.measure
         self.labels = list(workers)
         self.processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}
+        self.firsts: dict[str, list[list[bool]]] = {label: [] for label in self.labels}  # ran first in its block
+        self.busy: str | None = None  # why the runner is busy, as far as measured so far
+        self.load0 = (time.monotonic(), busy_ticks(), 0.0)
         self.timed_wall = dict.fromkeys(self.labels, 0.0)
         self.timed_cpu = dict.fromkeys(self.labels, 0.0)
         self.untimed_cpu = dict.fromkeys(self.labels, 0.0)
@@ -743,6 +749,7 @@ class Sampler:
     def run(self) -> None:
         labels = self.labels
         started, busy0, ours0 = time.monotonic(), busy_ticks(), self._ours()
+        self.load0 = (started, busy0, ours0)
         stop, pair = None, 0
         while stop is None:
             if pair > 0:  # a fresh process per side; which side starts alternates from pair to pair
@@ -753,21 +760,30 @@ class Sampler:
             self._pair(pair)
             pair += 1
             stop = self._stop(pair, time.monotonic() - started)
-        wall = time.monotonic() - started
-        other = ((busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - (self._ours() - ours0)) / max(wall, 1e-9)
-        self.state.other_cores = round(max(0.0, other), 2)
+        self.state.other_cores = self._other_cores()
         self.state.noisy = noisy(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
         self._account()
         for label in labels:
             flat = [x for p in self.processes[label] for x in p]
             self.state.timings[label] = Timing(
-                label=label, samples_ms=flat, processes=self.processes[label], calls_per_sample=self.calls
+                label=label,
+                samples_ms=flat,
+                processes=self.processes[label],
+                first=self.firsts[label],
+                calls_per_sample=self.calls,
             )
         self.state.stop_reason = stop
         if self.throttled:
             self.state.notes.append(
                 f"{self.throttled} block(s) measured below {THROTTLE_FRACTION:.0%} of the top SM clock were discarded"
             )
+
+    def _other_cores(self) -> float:
+        """Cores other processes kept busy since the timing began (the machine's busy ticks less our own CPU)."""
+        started, busy0, ours0 = self.load0
+        wall = time.monotonic() - started
+        other = ((busy_ticks() - busy0) / os.sysconf("SC_CLK_TCK") - (self._ours() - ours0)) / max(wall, 1e-9)
+        return round(max(0.0, other), 2)
 
     def _ours(self) -> float:
         """CPU seconds of the judge and every sandbox it runs (to tell the machine's other load apart)."""
@@ -793,6 +809,7 @@ class Sampler:
         cpu_start = {label: self.workers[label].side.cpu() for label in labels}
         timed_start = dict(self.timed_cpu)
         samples: dict[str, list[float]] = {label: [] for label in labels}
+        firsts: dict[str, list[bool]] = {label: [] for label in labels}
         forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
         for b in range(m.min_blocks):
             file, header, size, inputs = self._inputs(pair, b, n_sets)
@@ -822,12 +839,14 @@ class Sampler:
             else:
                 for label in labels:
                     samples[label].append(block[label])
+                    firsts[label].append(order[0] == label)
         for label in labels:
             total = self.workers[label].side.cpu() - cpu_start[label]
             self.untimed_cpu[label] += max(0.0, total - (self.timed_cpu[label] - timed_start[label]))
             self.state.enter(label, "exit")
             self.workers[label].exit(self.deadline)
             self.processes[label].append(samples[label])
+            self.firsts[label].append(firsts[label])
 
     def _inputs(self, pair: int, block: int, n_sets: int) -> tuple[str, list[list[dict[str, Any]]], int, list]:
         """Fresh input sets for this block — or, where drawing them would cost more than the timing itself
@@ -848,29 +867,42 @@ class Sampler:
         return self.current
 
     def _stop(self, pairs: int, elapsed: float) -> str | None:
-        """Why to stop after `pairs` process pairs, or None to add one more."""
+        """Why to stop after `pairs` process pairs, or None to add one more (the sequential rule, docs/review.md)."""
         m = self.m
-        full = [p for p in zip(*(self.processes[label] for label in self.labels), strict=True) if min(map(len, p)) >= 2]
-        if len(self.labels) == 2 and pairs >= m.min_processes and len(full) >= 2:
-            head = [p[self.labels.index("head")] for p in full]
-            base = [p[self.labels.index("base")] for p in full]
-            _, low, high = hierarchical_ratio_ci(head, base, resamples=500)
-            limit = 1.0 + self.case["max_regression_pct"] / 100.0
-            if (high - low) / 2.0 * 100.0 <= m.target_pct:
-                return "precision"
-            if low > limit or high <= limit:
-                return "decided"
-        elif len(self.labels) == 1 and pairs >= m.min_processes:
-            return "no_base"
         if pairs < m.min_processes:  # a floor: the caps below never leave fewer processes than this
             return None
-        if pairs >= m.max_processes:
-            return "max_processes"
-        if sum(len(p) for p in self.processes[self.labels[0]]) >= m.max_samples:
-            return "max_samples"
-        if elapsed >= m.max_seconds:
-            return "max_seconds"
-        return None
+        if self.busy is None and (cores := self._other_cores()) > self.judge.job.noise_limit_cores:
+            self.busy = f"other processes kept {cores:.1f} cores busy"
+        scale = BUSY_FACTOR if self.busy else 1
+        cap = None
+        if pairs >= m.max_processes * scale:
+            cap = "max_processes"
+        elif sum(len(p) for p in self.processes[self.labels[0]]) >= m.max_samples * scale:
+            cap = "max_samples"
+        elif elapsed >= m.max_seconds * scale:
+            cap = "max_seconds"
+        if len(self.labels) == 1:
+            return "no_base"
+        if (stats := self._paired()) is None:
+            return cap
+        precise = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0 <= m.target_pct
+        last = cap is not None or precise
+        if decide(stats, self.case["max_regression_pct"], last=last) != "inconclusive" and not last:
+            return "decided"
+        return cap or ("precision" if precise else None)
+
+    def _paired(self) -> Paired | None:
+        """The paired statistic over the pairs with two or more blocks on both sides so far; None below two pairs."""
+        head, base = self.labels.index("head"), self.labels.index("base")
+        sides = [self.processes[label] for label in self.labels]
+        full = [i for i, p in enumerate(zip(*sides, strict=True)) if min(map(len, p)) >= 2]
+        if len(full) < 2:
+            return None
+        return paired(
+            [sides[head][i] for i in full],
+            [sides[base][i] for i in full],
+            [self.firsts["base"][i] for i in full],
+        )
 
     def _warm_up(self, label: str) -> float:
         times: list[float] = []

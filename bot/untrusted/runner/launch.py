@@ -50,10 +50,27 @@ def run_cases(
     """Start the judge on `job` (or another trusted runner module that speaks its output, `opgate check`'s
     dry run); one CaseRun per case, an error CaseRun for every case it never reported."""
     timeout = sum(job.timeout_s for _ in job.cases) + JUDGE_SLACK_S
+    out, err, failure = run_trusted(job, runner, launch, timeout)
+    runs = _parse(out)
+    if failure is not None:
+        tail = log_safe(err.strip().splitlines()[-1:][0] if err.strip() else "")
+        log.warning("%s%s", failure, f": {tail}" if tail else "")
+        for case in job.cases:
+            runs.setdefault(
+                case["name"], CaseRun(status=CaseStatus.crashed, detail=failure + (f": {tail}" if tail else ""))
+            )
+    return runs
+
+
+def run_trusted(
+    job: JudgeJob, module: str, launch: Literal["plain", "sandboxed"], timeout: float, who: str = "the judge"
+) -> tuple[str, str, str | None]:
+    """Run `python -m module JOB.json` as the judge runs (no secrets; in the sandbox when the reference is untrusted):
+    (stdout, stderr, why it failed or None)."""
     with tempfile.TemporaryDirectory(prefix="opgate-job-") as tmp:
         job_path = Path(tmp) / "job.json"
         job_path.write_text(job.model_dump_json())
-        argv = [sys.executable, "-m", runner, str(job_path)]
+        argv = [sys.executable, "-m", module, str(job_path)]
         sandbox = Sandbox.detect()
         if launch == "sandboxed" and sandbox.isolated:
             job_path.write_text(job.model_copy(update={"isolate_workers": False}).model_dump_json())
@@ -82,20 +99,12 @@ def run_cases(
             )
         try:
             out, err = proc.communicate(timeout=timeout)
-            failure = None if proc.returncode == 0 else f"the judge {describe_exit(proc.returncode)}"
+            failure = None if proc.returncode == 0 else f"{who} {describe_exit(proc.returncode)}"
         except subprocess.TimeoutExpired:
             kill(proc)
             out, err = proc.communicate()
-            failure = f"the judge did not finish within {timeout:g} s"
-    runs = _parse(out.decode(errors="replace"))
-    if failure is not None:
-        tail = log_safe(err.decode(errors="replace").strip().splitlines()[-1:][0] if err.strip() else "")
-        log.warning("%s%s", failure, f": {tail}" if tail else "")
-        for case in job.cases:
-            runs.setdefault(
-                case["name"], CaseRun(status=CaseStatus.crashed, detail=failure + (f": {tail}" if tail else ""))
-            )
-    return runs
+            failure = f"{who} did not finish within {timeout:g} s"
+    return out.decode(errors="replace"), err.decode(errors="replace"), failure
 
 
 def _parse(stdout: str) -> dict[str, CaseRun]:

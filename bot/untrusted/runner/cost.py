@@ -1,0 +1,257 @@
+"""The simulated cost of CPU cases: head and base run under valgrind's callgrind in the sandbox, counted, not timed.
+
+Runs as `python -m bot.untrusted.runner.cost JOB.json` (started like the judge, no secrets) and prints one JSON line
+per case (a `SimulatedCost`). It draws each case's check inputs from the run's secret exactly as the judge does
+(`Judge.seed(name, "check")`), writes them once, and starts one `valgrind --tool=callgrind --instr-atstart=no`
+process per side at the same time: Python and torch start uninstrumented, and only the calls between the shim's
+client requests are simulated (callgrind 3.19 has client requests; cachegrind gains them only in 3.22). Instruction
+counts and the simulated caches do not depend on the machine's load: the same build counts the same on every run.
+Every file a side leaves (its dumps, its output) is untrusted data: sizes are bounded, the output is compared with the
+reference, and the gate uses the ratio only inside the wall-time interval (`bot.verdict.gate.simulated_verdict`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from bot.models.judging import JudgeJob
+from bot.models.report import Isolation, SideCost, SimulatedCost
+from bot.text.safe import log_safe
+from bot.untrusted.runner import protocol
+from bot.untrusted.runner.judge import Judge, compare, scalars
+from bot.untrusted.runner.launch import JUDGE_SLACK_S, run_trusted
+from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
+from bot.verdict import metrics
+
+RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
+CALLS = 3  # counted calls per case and side (after one uncounted)
+START_S = 300.0  # python and torch starting under valgrind, per side, on a busy 2-core runner
+DUMP_MAX_BYTES = 4 << 20  # a dump file is read only this far
+# Pinned cache geometry, so the estimate is the same on every runner (valgrind otherwise reads the host's).
+CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
+SHIM_C = """#include <valgrind/callgrind.h>
+void opgate_cost_begin(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+void opgate_cost_end(const char* name) { CALLGRIND_DUMP_STATS_AT(name); CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+_TRIGGER = re.compile(r"^desc: Trigger: Client Request: opgate:(\d+)$", re.MULTILINE)
+_EVENTS = re.compile(r"^events: (.+)$", re.MULTILINE)
+_SUMMARY = re.compile(r"^summary: ([0-9 ]+)$", re.MULTILINE)
+
+
+def missing() -> str | None:
+    """What this machine lacks for a simulated cost, or None."""
+    if shutil.which("valgrind") is None:
+        return "valgrind is not installed (Debian: apt-get install valgrind)"
+    if not Path("/usr/include/valgrind/callgrind.h").is_file():
+        return "valgrind's headers are missing (/usr/include/valgrind/callgrind.h)"
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        return "no C compiler for the client-request shim"
+    return None
+
+
+def tool_version() -> str:
+    out = subprocess.run(["valgrind", "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    return f"callgrind ({out or 'valgrind'})"
+
+
+def parse_dump(text: str) -> tuple[int, dict[str, int]] | None:
+    """(case index, event -> count) of one callgrind dump written at the shim's request; None for any other dump."""
+    trigger, events, summary = _TRIGGER.search(text), _EVENTS.search(text), _SUMMARY.search(text)
+    if trigger is None or events is None or summary is None:
+        return None
+    names, values = events.group(1).split(), [int(v) for v in summary.group(1).split()]
+    if len(names) != len(values) or any(v < 0 or v >= 1 << 62 for v in values):
+        return None
+    return int(trigger.group(1)), dict(zip(names, values, strict=True))
+
+
+def side_cost(events: dict[str, int], calls: int) -> SideCost:
+    """Per call: instructions, L1 and LL misses, and cycles estimated as KCachegrind does (Ir + 10 L1m + 100 LLm)."""
+    l1 = sum(events.get(k, 0) for k in ("I1mr", "D1mr", "D1mw"))
+    ll = sum(events.get(k, 0) for k in ("ILmr", "DLmr", "DLmw"))
+    ir = events.get("Ir", 0)
+    return SideCost(
+        instructions=ir // calls,
+        l1_misses=l1 // calls,
+        ll_misses=ll // calls,
+        cycles=(ir + 10 * l1 + 100 * ll) // calls,
+        calls=calls,
+    )
+
+
+class Costs:
+    """Simulates every case of one job on both sides; `run` never raises for anything a side does."""
+
+    def __init__(self, job: JudgeJob, sandbox: Sandbox) -> None:
+        self.job, self.sandbox = job, sandbox
+        self.judge = Judge(job, sandbox)  # its seed, inputs, reference and input files; no worker is started
+        self.root = self.judge.root
+        self.tool = tool_version()
+
+    def close(self) -> None:
+        self.judge.close()
+
+    def _shim(self) -> Path:
+        source, so = self.root / "shim.c", self.root / "shim.so"
+        source.write_text(SHIM_C)
+        cc = shutil.which("cc") or "gcc"
+        subprocess.run([cc, "-shared", "-fPIC", "-O1", str(source), "-o", str(so)], check=True, timeout=120)
+        return so
+
+    def run(self) -> dict[str, SimulatedCost]:
+        """Each case's SimulatedCost of head against base (every side is counted at the same time)."""
+        started = time.perf_counter()
+        results = self.sides()
+        seconds = round(time.perf_counter() - started, 2)
+        reports = {}
+        for i, case in enumerate(self.job.cases):
+            got = {label: r[i] for label, r in results.items()}
+            errors = [f"{label}: {v}" for label, v in got.items() if isinstance(v, str)]
+            sides = {label: v for label, v in got.items() if isinstance(v, SideCost)}
+            reports[case["name"]] = SimulatedCost(
+                tool=self.tool,
+                head=sides.get("head"),
+                base=sides.get("base"),
+                seconds=seconds,
+                error="; ".join(errors) or None,
+            )
+        return reports
+
+    def sides(self) -> dict[str, list[SideCost | str]]:
+        """Side -> per case its cost per call, or why it has none."""
+        shim = self._shim()
+        cases, refs = [], []
+        for case in self.job.cases:
+            self.judge.case_name, self.judge.scalars = case["name"], scalars(self.job, case)  # the entry's params
+            inputs = self.judge.inputs(case, self.judge.seed(case["name"], "check"))
+            refs.append(self.judge.expected(inputs))
+            file, sets, size = self.judge.write_sets([inputs])
+            args, kwargs = self.judge.scalars
+            cases.append({"file": f"{IN}/{file}", "tensors": sets[0], "max_bytes": size, "calls": CALLS,
+                          "args": args, "kwargs": kwargs})  # fmt: skip
+        procs = {label: self._start(label, sos["cpu"], shim, cases) for label, sos in self.job.sides.items()}
+        deadline = time.monotonic() + START_S + sum(self.job.timeout_s for _ in cases) * 2
+        return {label: self._finish(proc, out, refs, deadline) for label, (proc, out) in procs.items()}
+
+    def _start(self, label: str, so: str, shim: Path, cases: list[dict[str, Any]]) -> tuple[subprocess.Popen, Path]:
+        out = Path(tempfile.mkdtemp(prefix=f"cost-{label}-", dir=self.root))
+        here = Path(__file__).resolve().parent
+        binds = [Bind(here / "costrun.py", f"{RUN}/costrun.py"), Bind(here / "protocol.py", f"{RUN}/protocol.py")]
+        binds += [Bind(shim, f"{RUN}/shim.so"), Bind(Path(so), f"{EXT}/cpu.so")]
+        binds += [Bind(self.root / "in", IN), Bind(out, OUT, writable=True)]
+        spec = Spec(binds=binds, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
+        own = self.job.entries.get(label)  # each side runs the entry its own build names (a renamed kernel)
+        module, entry = (own.module, own.entry) if own is not None else (self.job.module, self.job.entry)
+        plan = {"so": f"{EXT}/cpu.so", "module": module, "entry": entry, "shim": f"{RUN}/shim.so"}
+        plan_file = self.root / "in" / f"cost-{label}.json"
+        plan_file.write_text(self.sandbox.localize(spec, json.dumps({**plan, "cases": cases})))
+        argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", *CACHES]
+        argv += [f"--callgrind-out-file={OUT}/callgrind.out", f"--log-file={OUT}/valgrind.log"]
+        argv += [sys.executable, f"{RUN}/costrun.py", f"{IN}/{plan_file.name}", IN, OUT]
+        proc = self.sandbox.popen(spec, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return proc, out
+
+    def _finish(
+        self, proc: subprocess.Popen, out: Path, refs: list[list[Any]], deadline: float
+    ) -> list[SideCost | str]:
+        """Each case's cost, or why there is none (the side failed, a dump is missing, its output is wrong)."""
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            kill(proc)
+            proc.wait()
+            return ["timed out under valgrind"] * len(refs)
+        dumps: dict[int, dict[str, int]] = {}
+        for path in out.glob("callgrind.out*"):
+            if path.is_file() and not path.is_symlink():
+                with path.open(errors="replace") as f:
+                    parsed = parse_dump(f.read(DUMP_MAX_BYTES))
+                if parsed is not None:
+                    dumps.setdefault(parsed[0], parsed[1])
+        results: list[SideCost | str] = []
+        for i, ref in enumerate(refs):
+            if i not in dumps:
+                tail = _last_line(out / "valgrind.log")
+                results.append(f"no count (exit {proc.returncode}{f': {tail}' if tail else ''})")
+                continue
+            wrong = self._wrong(out, i, ref)
+            results.append(f"wrong output under valgrind ({wrong})" if wrong else side_cost(dumps[i], CALLS))
+        return results
+
+    def _wrong(self, out: Path, i: int, refs: list[Any]) -> str | None:
+        """Why the side's last counted output differs from the reference, or None (a kernel that does less when it
+        sees valgrind is caught here)."""
+        try:
+            header = out / f"out-{i}.json"
+            if header.is_symlink() or not header.is_file() or header.stat().st_size > 1 << 20:
+                return "no output"
+            entries = json.loads(header.read_text())
+            limit = sum(r.numel() * 8 for r in refs) + 4096
+            outs = protocol.read_tensors(str(out / f"out-{i}.bin"), entries, max_bytes=limit, device="cpu")
+        except (OSError, ValueError, protocol.ProtocolError) as exc:
+            return f"unreadable output: {exc}"[:200]
+        case = self.job.cases[i]
+        check = compare(outs, refs, metrics.output_names(len(refs), self.judge.declared_outputs))
+        if check.error or check.nan_inf or (check.max_abs_err or 0.0) > case["tolerance"]:
+            return check.error or f"max_abs_err {check.max_abs_err:.3g} > tolerance {case['tolerance']:g}"
+        return None
+
+
+def _last_line(path: Path) -> str:
+    """The last line of a log the side could have written itself: bounded, made safe."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return ""
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - 4096))
+            lines = f.read(4096).decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return log_safe(lines[-1])[:200] if lines else ""
+
+
+def run_costs(job: JudgeJob, launch: Literal["plain", "sandboxed"] = "plain") -> dict[str, SimulatedCost]:
+    """Simulated costs of `job`'s cases (CPU builds of both sides); a SimulatedCost with `error` for any not counted."""
+    if (why := missing()) is not None:
+        return {c["name"]: SimulatedCost(error=why) for c in job.cases}
+    timeout = START_S + sum(job.timeout_s for _ in job.cases) * 2 + JUDGE_SLACK_S
+    stdout, err, failure = run_trusted(job, "bot.untrusted.runner.cost", launch, timeout, "the cost process")
+    costs: dict[str, SimulatedCost] = {}
+    for line in stdout.splitlines():
+        try:
+            data = json.loads(line)
+            costs[str(data["case"])] = SimulatedCost.model_validate(data["cost"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    for case in job.cases:
+        tail = log_safe(err.strip().splitlines()[-1] if err.strip() else "")[:200]
+        costs.setdefault(case["name"], SimulatedCost(error=f"{failure or 'no result'}{f': {tail}' if tail else ''}"))
+    return costs
+
+
+def main(job_path: str) -> None:
+    job = JudgeJob.model_validate_json(Path(job_path).read_text())
+    import torch
+
+    torch.set_num_threads(1)
+    inside = Isolation(mode="none", reason="the cost process itself runs in the sandbox (its reference is untrusted)")
+    sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
+    costs = Costs(job, sandbox)
+    try:
+        for name, cost in costs.run().items():
+            print(json.dumps({"case": name, "cost": cost.model_dump()}), flush=True)
+    finally:
+        costs.close()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,139 @@
+"""The simulated cost (issue 25, item 4): CPU cases counted under callgrind in the sandbox, and how the gate uses it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from bot.models.report import CaseReport, SideCost, SimulatedCost
+from bot.present.comment_md import delta_cell
+from bot.untrusted.runner.cost import Costs, parse_dump, side_cost
+from bot.untrusted.sandbox import Sandbox
+from bot.verdict.gate import simulated_verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The dump callgrind 3.19 wrote for `CALLGRIND_DUMP_STATS_AT("opgate:0")` around three 256x256 matmuls.
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+pid: 26812
+cmd:  /usr/bin/python3 costrun.py
+part: 1
+
+
+desc: I1 cache: 32768 B, 64 B, 8-way associative
+desc: D1 cache: 32768 B, 64 B, 8-way associative
+desc: LL cache: 8388608 B, 64 B, 16-way associative
+
+desc: Timerange: Basic block 151596 - 593876
+desc: Trigger: Client Request: opgate:0
+
+positions: line
+events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw
+summary: 12070200 3834660 108047 3343 172283 31511 1335 8727 12800
+"""
+
+
+def test_a_callgrind_dump_becomes_a_cost_per_call():
+    index, events = parse_dump(DUMP)  # type: ignore[misc]
+    assert index == 0 and events["Ir"] == 12070200
+    cost = side_cost(events, 3)
+    assert cost.instructions == 4023400
+    assert cost.l1_misses == (3343 + 172283 + 31511) // 3 and cost.ll_misses == (1335 + 8727 + 12800) // 3
+    assert cost.cycles == (12070200 + 10 * (3343 + 172283 + 31511) + 100 * (1335 + 8727 + 12800)) // 3
+    # the dump valgrind writes at exit, and anything a side wrote itself, is no count of ours
+    assert parse_dump(DUMP.replace("Client Request: opgate:0", "Program termination")) is None
+    assert parse_dump(DUMP.replace("summary: 12070200", "summary: 18446744073697481405")) is None
+
+
+def _undecided(delta: float = 2.0, low: float = -1.0, high: float = 6.0) -> CaseReport:
+    span = f"p50 {delta:+.2f}% (95% CI {low:+.2f}%..{high:+.2f}%)"
+    return CaseReport(
+        name="square_512", tolerance=0.01, verdict="inconclusive", regression_pct=delta, ci95_pct=[low, high],
+        max_regression_pct=3.0, p50_ms=1.02, base_p50_ms=1.0,
+        reasons=[f"performance inconclusive: {span} straddles the 3% limit"],
+    )  # fmt: skip
+
+
+def _cost(head: int, base: int) -> SimulatedCost:
+    return SimulatedCost(
+        tool="callgrind (valgrind-3.19.0)",
+        head=SideCost(instructions=head, cycles=head, calls=3),
+        base=SideCost(instructions=base, cycles=base, calls=3),
+    )
+
+
+def test_where_p50_stays_undecided_the_simulated_ratio_decides_and_the_comment_says_so():
+    slower = _undecided()
+    simulated_verdict(slower, _cost(1_050_000, 1_000_000), 3.0)
+    assert slower.verdict == "fail" and slower.simulated and slower.simulated.decided
+    assert slower.reasons == [
+        "performance: simulated cost x1.050 (callgrind cycles; instructions x1.050) > 3% limit; on wall time alone "
+        "p50 +2.00% (95% CI -1.00%..+6.00%) straddles the 3% limit"
+    ]
+    assert delta_cell(slower) == "+2.00% (-1.00..+6.00) ❔ · **simulated x1.050** ❌ > 3%"
+    same = _undecided()
+    simulated_verdict(same, _cost(1_001_000, 1_000_000), 3.0)
+    assert same.verdict == "pass" and same.reasons[0].startswith("latency decided by simulated cost x1.001")
+    assert delta_cell(same) == "+2.00% (-1.00..+6.00) ❔ · simulated x1.001 ✅"
+
+
+def test_a_simulated_cost_the_clock_contradicts_decides_nothing():
+    """A kernel that sees valgrind and does less cannot buy a pass: the ratio must lie inside the wall-time interval."""
+    cheat = _undecided()
+    simulated_verdict(cheat, _cost(500_000, 1_000_000), 3.0)
+    assert cheat.verdict == "inconclusive" and cheat.simulated and not cheat.simulated.decided
+    assert cheat.reasons[0].endswith("the simulated cost x0.500 (callgrind cycles; instructions x0.500) lies outside "
+                                     "that interval, so it decides nothing")  # fmt: skip
+    decided = CaseReport(name="c", tolerance=0.01, verdict="pass", regression_pct=-5.0, ci95_pct=[-6.0, -4.0])
+    simulated_verdict(decided, _cost(1_200_000, 1_000_000), 3.0)  # `always`: reported beside p50, never overrides
+    assert decided.verdict == "pass" and decided.simulated and decided.simulated.ratio == 1.2
+    assert delta_cell(decided) == "-5.00% (-6.00..-4.00) · simulated x1.200"
+    # the cache model says slower, the instructions do not (the README demo's ragged case on a busy runner)
+    cache_only = _undecided()
+    head, base = SideCost(instructions=979, cycles=1059, calls=3), SideCost(instructions=1000, cycles=1000, calls=3)
+    simulated_verdict(cache_only, SimulatedCost(head=head, base=base), 3.0)
+    assert cache_only.verdict == "inconclusive" and cache_only.reasons[0].endswith(
+        "the simulated cost x1.059 (callgrind cycles; instructions x0.979) falls on both sides of the limit, so it "
+        "decides nothing"
+    )
+    missing = _undecided()
+    simulated_verdict(missing, SimulatedCost(error="valgrind is not installed"), 3.0)
+    assert missing.verdict == "inconclusive" and missing.reasons[0].endswith("; no simulated cost: valgrind is not "
+                                                                             "installed")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_the_simulated_cost_is_deterministic_counts_the_extra_work_and_catches_a_kernel_lazy_under_valgrind(tmp_path):
+    """Four sides counted at once in the sandbox: the same build twice (identical counts), 10 % more work, and a
+    kernel that skips its work when it sees valgrind (its output is wrong, so it gets no count)."""
+    from tests.test_judge import job
+
+    include = sysconfig.get_path("include")
+
+    def build(name: str, *defines: str) -> Path:
+        so = tmp_path / f"{name}.so"
+        flags = ["-DSPIN_US=0", *(f"-D{d}" for d in defines), f"-I{include}"]
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O2", *flags, str(ROOT / "tests/data/fake_ext.c"), "-o", str(so)],
+                       check=True)  # fmt: skip
+        return so
+
+    base = build("base", "WORK=100000")
+    sides = {"base": base, "twin": base, "head": build("head", "WORK=110000")}
+    sides["lazy"] = build("lazy", "WORK=100000", "LAZY_ON_VALGRIND")
+    costs = Costs(job(sides), Sandbox.detect())
+    try:
+        got = costs.sides()
+    finally:
+        costs.close()
+    b, twin, head, lazy = (got[label][0] for label in ("base", "twin", "head", "lazy"))
+    assert isinstance(b, SideCost) and isinstance(twin, SideCost) and isinstance(head, SideCost), got
+    assert b == twin  # another process, the same counts: nothing here depends on the clock or the load
+    assert 1.05 < head.instructions / b.instructions < 1.10  # 10 % more of the loop, plus the fixed matmul
+    assert isinstance(lazy, str) and lazy.startswith("wrong output under valgrind (max_abs_err ")

@@ -18,7 +18,7 @@ from bot.agent.ci_summary_reply import SummaryReply, contradictions, parse_summa
 from bot.agent.client import ChatResult, GatewayError, validate_base_url
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentOutputError
-from bot.agent.run import OverBudget, ReplyCut, _Call, _keep, _spent, answered, cache_key, no_text, sanitise
+from bot.agent.run import OverBudget, ReplyCut, _Call, _spent, cache_key, no_text, sanitise, with_repair
 from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import SUMMARY_DOMAIN
 from bot.config.settings import Settings
@@ -27,7 +27,6 @@ from bot.ledger import Ledger, now
 from bot.models.ci_summary import CaseFacts, KernelFacts, SummaryFacts
 from bot.models.ledger import CachedReply
 from bot.models.report import AgentReport, CiSummary, SummaryCause
-from bot.text.redact import scrub
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -284,32 +283,16 @@ def ask(
 def converse(
     call: _Call, msgs: list[dict[str, str]], facts: SummaryFacts, candidates_dir: Path, stem: str
 ) -> tuple[SummaryReply, str]:
-    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it. A reply
-    cut off at the token limit is asked again with a larger allowance instead, never repaired (run.answered)."""
-    secrets = call.settings.secrets()
-    reply = answered(call, msgs)
-    content = scrub(reply.content, secrets)
-    try:
-        return _read(reply, content, facts), content
-    except AgentOutputError as exc:
-        first = exc
-        _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
-        kernels = [k.name for k in facts.kernels]
-        repair = render_prompt("ci_summary_repair.md.j2", error=str(exc), kernels=kernels)
-        log.info("%s reply rejected (%s): asking once to repair it", SUMMARY_DOMAIN, exc)
-        follow_up = [*msgs, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
-    try:
-        fixed = answered(call, follow_up, reply.max_tokens, retry=False)
-    except OverBudget as over:
-        raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
-    except ReplyCut as cut:
-        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
-    second = scrub(fixed.content, secrets)
-    try:
-        return _read(fixed, second, facts), second
-    except AgentOutputError:
-        _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
-        raise
+    """The CI summary's request, with one repair, as the review's (run.with_repair)."""
+    kernels = [k.name for k in facts.kernels]
+    return with_repair(
+        call,
+        msgs,
+        lambda reply, content: _read(reply, content, facts),
+        lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels),
+        candidates_dir / stem,
+        f"{SUMMARY_DOMAIN} reply",
+    )
 
 
 def _read(result: ChatResult, content: str, facts: SummaryFacts) -> SummaryReply:

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import requests
 
@@ -28,6 +28,7 @@ from bot.models.report import AgentReport
 from bot.spend import budget
 from bot.text.redact import scrub
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
@@ -353,20 +354,42 @@ def _read(result: ChatResult, content: str, kernel: Kernel) -> AgentReview:
 def converse(
     call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
 ) -> tuple[AgentReview, str]:
-    """Ask; on an unusable reply keep it (sanitised, as `stem`.rejected.txt) and ask once more to repair it.
-    A reply cut off at the token limit is asked again with a larger allowance instead (answered), never
-    repaired: a repair would be cut off the same way."""
+    """The review's request, with one repair (with_repair)."""
+    return with_repair(
+        call,
+        messages,
+        lambda reply, content: _read(reply, content, kernel),
+        lambda error: render_prompt("repair_user.md.j2", error=error, kernel=kernel.name, folder=kernel.path),
+        candidates_dir / stem,
+        f"agent reply for {kernel.name}",
+    )
+
+
+def with_repair(
+    call: _Call,
+    messages: list[dict[str, str]],
+    read: Callable[[ChatResult, str], T],
+    repair: Callable[[str], str],
+    keep_as: Path,
+    what: str,
+) -> tuple[T, str]:
+    """Ask; on a reply `read` rejects keep it (sanitised, as `keep_as`.rejected.txt) and ask once more with the
+    `repair` prompt for the error. A reply cut off at the token limit is asked again with a larger allowance
+    instead (answered), never repaired: a repair would be cut off the same way."""
     secrets = call.settings.secrets()
     reply = answered(call, messages)
     content = scrub(reply.content, secrets)
     try:
-        return _read(reply, content, kernel), content
+        return read(reply, content), content
     except AgentOutputError as exc:
         first = exc
-        _keep(candidates_dir / f"{stem}.rejected.txt", content, secrets)
-        repair = render_prompt("repair_user.md.j2", error=str(exc), kernel=kernel.name, folder=kernel.path)
-        log.info("agent reply for %s rejected (%s): asking once to repair it", kernel.name, exc)
-        follow_up = [*messages, {"role": "assistant", "content": content}, {"role": "user", "content": repair}]
+        _keep(keep_as.with_name(f"{keep_as.name}.rejected.txt"), content, secrets)
+        log.info("%s rejected (%s): asking once to repair it", what, exc)
+        follow_up = [
+            *messages,
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": repair(str(exc))},
+        ]
     try:
         fixed = answered(call, follow_up, reply.max_tokens, retry=False)
     except OverBudget as over:
@@ -375,9 +398,9 @@ def converse(
         raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
     second = scrub(fixed.content, secrets)
     try:
-        return _read(fixed, second, kernel), second
+        return read(fixed, second), second
     except AgentOutputError:
-        _keep(candidates_dir / f"{stem}.rejected-repair.txt", second, secrets)
+        _keep(keep_as.with_name(f"{keep_as.name}.rejected-repair.txt"), second, secrets)
         raise
 
 

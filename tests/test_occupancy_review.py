@@ -60,7 +60,7 @@ def test_tile_n_128_to_256_doubles_the_dynamic_shared_memory_and_the_comment_sho
     assert sorted(r["dynamic_smem_bytes"] for r in check["base"]) == [98_304, 98_304]
     assert sorted(r["dynamic_smem_bytes"] for r in check["head"]) == [196_608, 196_608]
     assert all(r["threads"] == 256 and r["occupancy"]["blocks_per_sm"] == 1 for r in check["head"])
-    assert "| 0 + 98,304 → 0 + 196,608 | 256 |" in run.comment
+    assert "| 0 + 98,304 → 0 + 196,608 | 128 → 256 |" in run.comment
     assert any(n.endswith("dynamic_smem_bytes 98304 -> 196608 on sm_90a") for n in run.kernel(name)["notes"])
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start (b): set up .venv with the test tools (scripts/setup.sh --dev) and run every check: ruff, mypy,
-# opgate lint, the whole pytest suite.
+# opgate lint, the whole pytest suite (arguments, if any, go to one pytest run instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
@@ -8,4 +8,13 @@ bash scripts/setup.sh --dev
 .venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/opgate lint
-.venv/bin/python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+    exec .venv/bin/python -m pytest "$@"
+fi
+# Every test, in two runs: the fast tests and the slow ones marked untimed (their assertions hold whatever the
+# load) two at a time, one test file per worker; then the other slow tests, which judge a measured latency or CPU
+# time, alone, so no other test loads the machine under them. Both runs always run; the exit status is the first failure's.
+status=0
+.venv/bin/python -m pytest -n 2 --dist loadfile -m "not slow or untimed" || status=$?
+.venv/bin/python -m pytest -m "slow and not untimed" || { rc=$?; [ "$status" -ne 0 ] || status=$rc; }
+exit "$status"

@@ -28,6 +28,7 @@ def _row(check: dict, side: str = "head") -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_a_comment_only_change_keeps_the_resources_and_says_no_case_ran(opgate, tmp_path):
     repo, _ = make_flashmla_repo(tmp_path)
@@ -53,6 +54,7 @@ def test_a_comment_only_change_keeps_the_resources_and_says_no_case_ran(opgate, 
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_a_thread_count_change_takes_the_codes_threads_and_names_the_stale_manifest_value(opgate, tmp_path):
     repo, _ = make_flashmla_repo(tmp_path)
@@ -70,6 +72,7 @@ def test_a_thread_count_change_takes_the_codes_threads_and_names_the_stale_manif
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_a_change_that_spills_fails(opgate, tmp_path):
     repo, _ = make_flashmla_repo(tmp_path)
@@ -84,6 +87,7 @@ def test_a_change_that_spills_fails(opgate, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_a_submodule_bump_is_planned_and_each_side_compiles_its_own_pinned_commit(opgate, tmp_path):
     repo, dep = make_flashmla_repo(tmp_path)

@@ -269,6 +269,7 @@ def _check_config(kernel, config, workdir: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 @pytest.mark.parametrize("name", NAMES)
 def test_the_launcher_uses_the_manifests_threads_and_dynamic_smem_for_every_allowed_config(name, tmp_path):

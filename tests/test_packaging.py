@@ -61,6 +61,7 @@ def toy_repository(path: Path) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_a_fifth_domain(tmp_path):
     wheels = tmp_path / "wheels"
     subprocess.run(

@@ -18,7 +18,7 @@ from bot.untrusted.sandbox import Sandbox
 from tests.conftest import git, repo_config_toml
 from tests.flashmla_repo import KERNEL, make_flashmla_repo
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.untimed]
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on the PATH")
 

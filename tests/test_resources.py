@@ -286,6 +286,7 @@ def _find(check: ResourceCheck, prefix: str) -> resources.Resource:
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_real_compile_clean_kernel(compiled: tuple[ResourceCheck, list[Path], Path]) -> None:
     check = compiled[0]
@@ -297,6 +298,7 @@ def test_real_compile_clean_kernel(compiled: tuple[ResourceCheck, list[Path], Pa
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_real_compile_spills_with_a_demangled_name(compiled: tuple[ResourceCheck, list[Path], Path]) -> None:
     r = _find(compiled[0], "hog(")
@@ -306,6 +308,7 @@ def test_real_compile_spills_with_a_demangled_name(compiled: tuple[ResourceCheck
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_real_compile_threads_from_launch_bounds(compiled: tuple[ResourceCheck, list[Path], Path]) -> None:
     threads = compiled[0].threads
@@ -316,6 +319,7 @@ def test_real_compile_threads_from_launch_bounds(compiled: tuple[ResourceCheck, 
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_real_compile_is_cached(
     compiled: tuple[ResourceCheck, list[Path], Path], monkeypatch: pytest.MonkeyPatch
@@ -334,6 +338,7 @@ def test_real_compile_is_cached(
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @needs_nvcc
 def test_real_compile_failure_keeps_the_log(tmp_path: Path) -> None:
     (tmp_path / "bad.cu").write_text("__global__ void bad(float* x) { x[0] = undefined_thing; }\n")

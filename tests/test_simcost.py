@@ -109,6 +109,7 @@ def test_a_simulated_cost_the_clock_contradicts_decides_nothing():
 
 
 @pytest.mark.slow
+@pytest.mark.untimed
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_the_simulated_cost_is_deterministic_counts_the_extra_work_and_catches_a_kernel_lazy_under_valgrind(tmp_path):
     """Four sides counted at once in the sandbox: the same build twice (identical counts), 10 % more work, and a

@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import ROOT, git
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.untimed]
 
 FIXTURE = ROOT / "tests" / "fixtures" / "torch_library_repo"
 CPU_SOURCE, CUDA_SOURCE = "ops/csrc/muladd.cpp", "ops/csrc/cuda/muladd.cu"

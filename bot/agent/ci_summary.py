@@ -15,17 +15,16 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.agent import estimate
 from bot.agent.ci_summary_reply import SummaryReply, contradictions, parse_summary
-from bot.agent.client import ChatResult, GatewayError, validate_base_url
+from bot.agent.client import GatewayError, validate_base_url
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentOutputError
-from bot.agent.run import OverBudget, ReplyCut, _Call, _spent, cache_key, no_text, sanitise, with_repair
+from bot.agent.run import OverBudget, ReplyCut, _Call, _spent, cache_key, remember, sanitise, with_repair
 from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import SUMMARY_DOMAIN
 from bot.config.settings import Settings
 from bot.errors import InputError
-from bot.ledger import Ledger, now
+from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, KernelFacts, SummaryFacts
-from bot.models.ledger import CachedReply
 from bot.models.report import AgentReport, CiSummary, SummaryCause
 from bot.text.safe import one_line
 
@@ -266,17 +265,7 @@ def ask(
         return out
     _spent(agent, call)
     agent.status = "ok"
-    ledger.store_reply(
-        CachedReply(
-            cache_key=key_of_prompt,
-            model=agent.model or task.model,
-            wire=settings.agent_wire,
-            content=content,
-            prompt_tokens=agent.prompt_tokens,
-            completion_tokens=agent.completion_tokens,
-            created_at=now(),
-        )
-    )
+    remember(ledger, key_of_prompt, agent, agent.model or task.model, settings.agent_wire, content)
     return _filled(out, reply, facts)
 
 
@@ -288,18 +277,11 @@ def converse(
     return with_repair(
         call,
         msgs,
-        lambda reply, content: _read(reply, content, facts),
+        lambda content: parse_summary(content, facts),
         lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels),
         candidates_dir / stem,
         f"{SUMMARY_DOMAIN} reply",
     )
-
-
-def _read(result: ChatResult, content: str, facts: SummaryFacts) -> SummaryReply:
-    missing = no_text(result)
-    if missing is not None:
-        raise AgentOutputError(missing)
-    return parse_summary(content, facts)
 
 
 def _reparse(content: str, facts: SummaryFacts) -> SummaryReply | None:

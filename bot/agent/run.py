@@ -287,17 +287,7 @@ def ask(
         return report, unseen
     _spent(report, call)
     if use_cache:
-        ledger.store_reply(
-            CachedReply(
-                cache_key=key_of_prompt,
-                model=report.model or task.model,
-                wire=settings.agent_wire,
-                content=content,
-                prompt_tokens=report.prompt_tokens,
-                completion_tokens=report.completion_tokens,
-                created_at=now(),
-            )
-        )
+        remember(ledger, key_of_prompt, report, report.model or task.model, settings.agent_wire, content)
     return _ok(report, review, report.model or task.model, kernel, head_sha, candidates_dir), unseen
 
 
@@ -344,13 +334,6 @@ def no_text(result: ChatResult) -> str | None:
     return f"the reply holds no text{why}"
 
 
-def _read(result: ChatResult, content: str, kernel: Kernel) -> AgentReview:
-    missing = no_text(result)
-    if missing is not None:
-        raise AgentOutputError(missing)
-    return parse_review(content, kernel.name, kernel.path)
-
-
 def converse(
     call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
 ) -> tuple[AgentReview, str]:
@@ -358,7 +341,7 @@ def converse(
     return with_repair(
         call,
         messages,
-        lambda reply, content: _read(reply, content, kernel),
+        lambda content: parse_review(content, kernel.name, kernel.path),
         lambda error: render_prompt("repair_user.md.j2", error=error, kernel=kernel.name, folder=kernel.path),
         candidates_dir / stem,
         f"agent reply for {kernel.name}",
@@ -368,19 +351,19 @@ def converse(
 def with_repair(
     call: _Call,
     messages: list[dict[str, str]],
-    read: Callable[[ChatResult, str], T],
+    parse: Callable[[str], T],
     repair: Callable[[str], str],
     keep_as: Path,
     what: str,
 ) -> tuple[T, str]:
-    """Ask; on a reply `read` rejects keep it (sanitised, as `keep_as`.rejected.txt) and ask once more with the
-    `repair` prompt for the error. A reply cut off at the token limit is asked again with a larger allowance
-    instead (answered), never repaired: a repair would be cut off the same way."""
+    """Ask; on a reply with no text or one `parse` rejects keep it (sanitised, as `keep_as`.rejected.txt) and ask
+    once more with the `repair` prompt for the error. A reply cut off at the token limit is asked again with a
+    larger allowance instead (answered), never repaired: a repair would be cut off the same way."""
     secrets = call.settings.secrets()
     reply = answered(call, messages)
     content = scrub(reply.content, secrets)
     try:
-        return read(reply, content), content
+        return _read(reply, content, parse), content
     except AgentOutputError as exc:
         first = exc
         _keep(keep_as.with_name(f"{keep_as.name}.rejected.txt"), content, secrets)
@@ -398,10 +381,33 @@ def with_repair(
         raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
     second = scrub(fixed.content, secrets)
     try:
-        return read(fixed, second), second
+        return _read(fixed, second, parse), second
     except AgentOutputError:
         _keep(keep_as.with_name(f"{keep_as.name}.rejected-repair.txt"), second, secrets)
         raise
+
+
+def _read(result: ChatResult, content: str, parse: Callable[[str], T]) -> T:
+    """The reply's content parsed, or the reason it has none to parse (tool calls, a refusal, a filter)."""
+    missing = no_text(result)
+    if missing is not None:
+        raise AgentOutputError(missing)
+    return parse(content)
+
+
+def remember(ledger: Ledger, key: str, report: AgentReport, model: str, wire: str, content: str) -> None:
+    """Store a validated reply under its prompt's cache key, with the tokens it cost."""
+    ledger.store_reply(
+        CachedReply(
+            cache_key=key,
+            model=model,
+            wire=wire,
+            content=content,
+            prompt_tokens=report.prompt_tokens,
+            completion_tokens=report.completion_tokens,
+            created_at=now(),
+        )
+    )
 
 
 def _reparse(content: str, kernel: str, folder: str | None = None) -> AgentReview | None:

@@ -452,9 +452,8 @@ class OkToTest:
             OPGATE_GITHUB_WRITE_INTERVAL_S="0",
             OPGATE_GITHUB_LOGIN=self.server.bot_login,
             OPGATE_DATABASE_URL=str(self.tmp / "ledger.sqlite"),
-            **COMMENT,
-            **(env or {}),
         )
+        full.update(COMMENT | (env or {}))
         proc = subprocess.run(
             ["bash", "-e", "-c", text], env=full, cwd=self.tmp, capture_output=True, text=True, timeout=60
         )

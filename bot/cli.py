@@ -75,9 +75,8 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
     default = argparse.SUPPRESS if suppress else False
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("global options")
-    loud = g.add_mutually_exclusive_group()
-    loud.add_argument("-q", "--quiet", action="store_true", default=default, help="only warnings and results")
-    loud.add_argument("-v", "--verbose", action="store_true", default=default, help="debug logging on stderr")
+    g.add_argument("-q", "--quiet", action="store_true", default=default, help="only warnings and results")
+    g.add_argument("-v", "--verbose", action="store_true", default=default, help="debug logging on stderr")
     g.add_argument("--json", action="store_true", default=default, help="print the result as one JSON object")
     return p
 
@@ -85,7 +84,7 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
 def ledger_flag() -> argparse.ArgumentParser:
     """`--create-ledger`, on the commands that write the ledger only."""
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument(
+    p.add_argument_group("global options").add_argument(
         "--create-ledger",
         action="store_true",
         help="create a SQLite ledger's missing folder (otherwise a path whose folder does not exist is an error)",
@@ -135,7 +134,10 @@ def _environment_secrets() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.quiet and args.verbose:  # checked here: before and after the command's name alike
+        cli.error("-q/--quiet and -v/--verbose exclude each other")
     command = COMMANDS[args.command]
     try:
         if not command.settings:

@@ -45,9 +45,10 @@ def test_verbose_sets_the_root_logger_to_debug_and_masks_secrets(monkeypatch, ca
 
 
 def test_quiet_and_verbose_together_is_bad_input(capsys) -> None:
-    with pytest.raises(SystemExit) as exc:
-        parser().parse_args(["-q", "-v", "lint"])
-    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    for argv in (["-q", "-v", "lint"], ["-q", "lint", "--verbose"], ["lint", "-v", "--quiet"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2 and "-q/--quiet and -v/--verbose exclude each other" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("value", "colour"), [("1", False), ("", True), (None, True)])

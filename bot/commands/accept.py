@@ -8,7 +8,6 @@ import logging
 from pathlib import Path
 
 from bot.commands import Commands
-from bot.commands.slash import SlashCommand
 from bot.config.settings import Settings
 from bot.edges import publish
 from bot.edges.events import load_issue_comment_event
@@ -18,6 +17,7 @@ from bot.models.github import PullInfo
 from bot.present.render import render_accept_reply
 from bot.text.safe import one_line
 from bot.verdict import accept
+from bot.verdict.slash import SlashCommand
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 from bot.commands import Commands
-from bot.commands.slash import SlashCommand
 from bot.config.settings import Settings
 from bot.edges import publish
 from bot.edges.events import load_issue_comment_event
 from bot.errors import InputError
 from bot.text.safe import one_line
 from bot.verdict import slash
+from bot.verdict.slash import SlashCommand
 
 SLASH = SlashCommand(
     name=slash.OK_TO_TEST,

@@ -10,7 +10,6 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bot.commands import Commands
-from bot.commands.slash import SlashCommand
 from bot.config.manifest import find_manifests
 from bot.config.settings import Settings
 from bot.edges import publish as review_publish
@@ -26,6 +25,7 @@ from bot.tune import publish
 from bot.tune.result import PullOut, TuneResult, render_tune
 from bot.tune.store import TuningStore
 from bot.verdict import slash as rules
+from bot.verdict.slash import SlashCommand
 
 log = logging.getLogger(__name__)
 WORKFLOW = "tune.yml"

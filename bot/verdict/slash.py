@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -13,6 +16,21 @@ REVIEW_ACTION = "created"  # an edited comment never counts (it could rewrite an
 UNKNOWN_ROLE = Role(level="none", name="unknown")  # not read: the command was refused before it mattered
 OK_TO_TEST = "/ok-to-test"
 WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    """One row of the slash-command table (bot/commands/slash.py)."""
+
+    name: str  # "/accept": the first word of the comment's first line
+    answered_by: str  # the opgate command that answers it ("accept" → `opgate accept --event FILE --post`)
+    parse: Callable[[str], Any]  # a comment's body → the command read from its first line, or None: not this one
+    roles: tuple[str, ...]  # the base roles that may give it (a custom role counts as the one it builds on)
+    reply: Callable[[Any, str], str]  # (the decision, the command's line) → the comment opgate posts
+
+    def refusal(self, login: str, role: Role) -> str | None:
+        """The role rule: why `login` with `role` may not give this command, or None when it may."""
+        return role_refusal(self.name, login, role, self.roles)
 
 
 def first_line(body: str) -> str:

@@ -429,7 +429,9 @@ class OkToTest:
         shim.chmod(0o755)
         (tmp / "opgate.toml").write_text(repo_config_toml())
 
-    def __call__(self, body: str, *, login: str = "maint-bob", env: dict[str, str] | None = None):
+    def __call__(
+        self, body: str, *, login: str = "maint-bob", env: dict[str, str] | None = None, text: str | None = None
+    ):
         comment_id = self.server.add_comment("octo-org/kernels", 42, body, author=login)
         self.server.requests.clear()
         event = load_fixture("issue_comment.created.json")
@@ -439,8 +441,9 @@ class OkToTest:
         path = self.tmp / f"event-{comment_id}.json"
         path.write_text(json.dumps(event))
         self.comment_id = comment_id
-        text, step_env = script(*OK_TO_TEST)
+        step, step_env = script(*OK_TO_TEST)
         assert set(step_env) == {"GITHUB_TOKEN", "REVIEW_WORKFLOW", "CALLER"}  # the comment only as the event file
+        text = step if text is None else text
         full = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_", "GH_"))}
         full.update(
             PATH=f"{self.tmp / 'bin'}:{os.environ['PATH']}",
@@ -507,6 +510,17 @@ def test_ok_to_test_by_a_reader_is_refused_and_dispatches_nothing(ok_to_test: Ok
 def test_only_a_first_line_ok_to_test_counts(ok_to_test: OkToTest, body: str) -> None:
     code, log = ok_to_test(body)
     assert code == 0 and ok_to_test.server.requests == [], log
+
+
+def test_ok_to_test_without_post_reads_but_writes_nothing(ok_to_test: OkToTest) -> None:
+    dry = 'opgate ok-to-test --event "$GITHUB_EVENT_PATH" --workflow pr-review.yml --json'
+    code, log = ok_to_test("/ok-to-test", text=dry)
+    assert code == 0, log
+    assert json.loads(log.splitlines()[-1]) == {
+        "ignored": None, "granted": True, "inputs": {"pr": "42", "head_sha": HEAD}, "posted": False
+    }  # fmt: skip
+    assert ok_to_test.server.dispatches == [] and ok_to_test.reactions() == [] and ok_to_test.replies() == []
+    assert {r.method for r in ok_to_test.server.requests} == {"GET"}
 
 
 def test_a_review_workflow_that_is_not_a_file_name_is_an_error(ok_to_test: OkToTest) -> None:

@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from bot import __version__
-from bot.commands import accept, check, dashboard, history, init, ledger, lint, review, summary, tune
+from bot.commands import (
+    Commands,
+    Formatter,
+    accept,
+    check,
+    dashboard,
+    history,
+    init,
+    ledger,
+    lint,
+    ok_to_test,
+    review,
+    summary,
+    tune,
+)
 from bot.config.repo import load_config
+from bot.config.secrets import credential_values
 from bot.config.settings import Settings, load_settings
 from bot.errors import OpgateError
 from bot.text.redact import RedactingFilter
@@ -17,18 +35,30 @@ from bot.text.safe import LogSafeFormatter, one_line
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
 
-# Subcommands that need Settings; `lint` and `init` run without them (they check the configuration itself).
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand's module (`register(commands)`, `run(args[, settings])`); `settings`: whether it runs with
+    Settings (`lint` and `init` run without: they check the configuration itself)."""
+
+    module: ModuleType
+    settings: bool = True
+
+
+# Every subcommand, registered once, in the order `opgate --help` lists them.
 COMMANDS = {
-    "check": check,
-    "review": review,
-    "ledger": ledger,
-    "accept": accept,
-    "summary": summary,
-    "history": history,
-    "dashboard": dashboard,
-    "tune": tune,
+    "init": Command(init, settings=False),
+    "check": Command(check),
+    "review": Command(review),
+    "tune": Command(tune),
+    "lint": Command(lint, settings=False),
+    "ledger": Command(ledger),
+    "accept": Command(accept),
+    "ok-to-test": Command(ok_to_test),
+    "summary": Command(summary),
+    "history": Command(history),
+    "dashboard": Command(dashboard),
 }
-MODULES = (init, check, review, tune, lint, ledger, accept, summary, history, dashboard)
 
 EXIT_CODES = """exit codes:
   0  done (review: every gate passed, or nothing failed and what is undecided does not block)
@@ -39,77 +69,87 @@ EXIT_CODES = """exit codes:
 
 
 def common_flags(suppress: bool) -> argparse.ArgumentParser:
-    """The flags every command takes, before or after its name (`opgate -q review` = `opgate review -q`)."""
-    default = argparse.SUPPRESS if suppress else None
+    """The flags every command takes, before or after its name (`opgate -q review` = `opgate review -q`).
+
+    After the name their default is SUPPRESS, so a flag given before the name is not reset by the subcommand."""
+    default = argparse.SUPPRESS if suppress else False
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("global options")
-    g.add_argument("-q", "--quiet", action="store_true", default=default or False, help="only warnings and results")
-    g.add_argument("--json", action="store_true", default=default or False, help="print the result as one JSON object")
-    g.add_argument(
+    g.add_argument("-q", "--quiet", action="store_true", default=default, help="only warnings and results")
+    g.add_argument("-v", "--verbose", action="store_true", default=default, help="debug logging on stderr")
+    g.add_argument("--json", action="store_true", default=default, help="print the result as one JSON object")
+    return p
+
+
+def ledger_flag() -> argparse.ArgumentParser:
+    """`--create-ledger`, on the commands that write the ledger only."""
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument_group("global options").add_argument(
         "--create-ledger",
         action="store_true",
-        default=default or False,
         help="create a SQLite ledger's missing folder (otherwise a path whose folder does not exist is an error)",
     )
     return p
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    pass
-
-
-def _parser() -> argparse.ArgumentParser:
+def _build() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     p = argparse.ArgumentParser(
         prog="opgate",
         description="Gate changes to GPU kernels: the agent proposes, the local runner decides.",
         epilog=EXIT_CODES,
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
         parents=[common_flags(suppress=False)],
     )
     p.add_argument("--version", action="version", version=f"opgate {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    shared = common_flags(suppress=True)
-    for module in MODULES:
-        module.register(sub)
-    for parser in _all_parsers(p):
-        if parser is not p:
-            parser._add_container_actions(shared)
-            parser.epilog = EXIT_CODES if not parser.epilog else f"{parser.epilog}\n\n{EXIT_CODES}"
-            parser.formatter_class = _Formatter
-    return p
+    commands = Commands(
+        p, dest="command", metavar="COMMAND", flags=common_flags(suppress=True), ledger_flag=ledger_flag(),
+        epilog=EXIT_CODES,
+    )  # fmt: skip
+    for command in COMMANDS.values():
+        command.module.register(commands)
+    return p, commands.parsers
 
 
-def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    found = [parser]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                found += _all_parsers(sub)
-    return found
+def parser() -> argparse.ArgumentParser:
+    return _build()[0]
 
 
-def _setup_logging(quiet: bool, settings: Settings) -> None:
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    """Every subcommand's parser by its name, nested ones as "history record" (for the docs check)."""
+    return _build()[1]
+
+
+def _setup_logging(quiet: bool, verbose: bool, secrets: list[str]) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(LogSafeFormatter("opgate: %(message)s"))
-    handler.addFilter(RedactingFilter(settings.secrets()))
+    handler.addFilter(RedactingFilter(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING if quiet else logging.INFO)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
+
+
+def _environment_secrets() -> list[str]:
+    """The secret values set in the environment, for the commands that run without Settings."""
+    return list(credential_values(os.environ))
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    cli = parser()
+    args = cli.parse_args(argv)
+    if args.quiet and args.verbose:  # checked here: before and after the command's name alike
+        cli.error("-q/--quiet and -v/--verbose exclude each other")
+    command = COMMANDS[args.command]
     try:
-        if args.command == "lint":
-            return lint.run(args)
-        if args.command == "init":
-            return init.run(args)
+        if not command.settings:
+            if args.verbose:  # otherwise as before: Python's last-resort handler shows warnings
+                _setup_logging(False, True, _environment_secrets())
+            return int(command.module.run(args))
         config = load_config(getattr(args, "repo", None) or Path.cwd())
-        settings = load_settings(config=config)
-        if args.create_ledger:
+        settings: Settings = load_settings(config=config)
+        if getattr(args, "create_ledger", False):
             settings = settings.model_copy(update={"create_ledger": True})
-        _setup_logging(args.quiet or args.json, settings)
-        return COMMANDS[args.command].run(args, settings)
+        _setup_logging(args.quiet or args.json, args.verbose, settings.secrets())
+        return int(command.module.run(args, settings))
     except OpgateError as exc:
         print(f"opgate: error: {one_line(exc, limit=2000)}", file=sys.stderr)
         return exc.exit_code

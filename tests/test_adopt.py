@@ -99,7 +99,7 @@ def test_commands_that_print_data_print_json(opgate, tmp_path):
     assert lint.code == 0 and json.loads(lint.stdout)["counts"]["error"] == 0
 
 
-def test_a_ledger_whose_folder_does_not_exist_is_an_error_unless_created(opgate, tmp_path):
+def test_a_ledger_whose_folder_does_not_exist_is_an_error_unless_created(opgate, tmp_path, kernel_repo):
     missing = tmp_path / "nonexistent" / "dir" / "x.sqlite"
     run = opgate("ledger", "budget", env={"OPGATE_DATABASE_URL": str(missing)})
     assert run.code == 2 and not missing.parent.exists()
@@ -108,7 +108,12 @@ def test_a_ledger_whose_folder_does_not_exist_is_an_error_unless_created(opgate,
         "(or the configuration's ledger), create the folder, or pass --create-ledger"
     )
     run = opgate("ledger", "budget", "--create-ledger", env={"OPGATE_DATABASE_URL": str(missing)})
-    assert run.code == 0 and missing.is_file()
+    assert run.code == 2 and "unrecognized arguments: --create-ledger" in run.stderr  # it only reads the ledger
+    assert not missing.parent.exists()
+    review = ("review", "--repo", str(kernel_repo.path), "--base", "HEAD", "--head", "HEAD", "--offline")
+    run = opgate(*review, "--create-ledger", env={"OPGATE_DATABASE_URL": str(missing)})  # a command that writes it
+    assert run.code == 0, run.stderr
+    assert missing.is_file()
 
 
 def test_the_ci_agent_key_serves_one_kernel_and_never_a_whole_review(opgate, kernel_repo):
@@ -124,4 +129,6 @@ def test_every_error_names_its_fix_and_the_help_lists_the_exit_codes(opgate):
     run = opgate("--help")
     assert run.code == 0 and "exit codes:" in run.stdout and "2  bad input or configuration" in run.stdout
     run = opgate("ledger", "budget", "--help")
+    assert "3  an outside service" in run.stdout and "--create-ledger" not in run.stdout
+    run = opgate("review", "--help")
     assert "3  an outside service" in run.stdout and "--create-ledger" in run.stdout

@@ -7,11 +7,13 @@ workflows call them, and so does the example caller a team adopts (examples/work
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,8 @@ import yaml
 
 from bot import UPSTREAM, __version__
 from bot.commands.init import caller
+from tests.conftest import repo_config_toml
+from tests.github_server import FakeGitHub, load_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -407,54 +411,121 @@ def test_a_dispatch_is_bound_to_the_head_sha_a_maintainer_trusted(fake_gh: Path)
 
 OK_TO_TEST = ("opgate-comment.yml", "ok-to-test", "Trust the current head for one GPU review")
 COMMENT = {
-    "GH_TOKEN": "x",
-    "REPO": "octo-org/kernels",
-    "PR": "42",
-    "LOGIN": "maint-bob",
-    "BODY": "/ok-to-test",
-    "COMMENT_ID": "7",
-    "DEFAULT_BRANCH": "main",
     "REVIEW_WORKFLOW": "pr-review.yml",
     "CALLER": "octo-org/kernels/.github/workflows/accept.yml@refs/heads/main",
 }
+GH_TOKEN = "ghs_okToTestToken0123456789abcdef"
 
 
-def test_ok_to_test_by_a_writer_dispatches_the_review_for_the_current_head(fake_gh: Path) -> None:
-    text, _ = script(*OK_TO_TEST)
-    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("write\n")
-    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"{HEAD}\n")
-    code, _, calls, log = run_script(text, COMMENT, fake_gh)
+class OkToTest:
+    """The step's script, run with bash and the real `opgate` on PATH against the local GitHub server."""
+
+    def __init__(self, server: FakeGitHub, tmp: Path) -> None:
+        self.server, self.tmp = server, tmp
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        shim = bin_dir / "opgate"
+        shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m bot "$@"\n')  # what pip installs, from this checkout
+        shim.chmod(0o755)
+        (tmp / "opgate.toml").write_text(repo_config_toml())
+
+    def __call__(
+        self, body: str, *, login: str = "maint-bob", env: dict[str, str] | None = None, text: str | None = None
+    ):
+        comment_id = self.server.add_comment("octo-org/kernels", 42, body, author=login)
+        self.server.requests.clear()
+        event = load_fixture("issue_comment.created.json")
+        event["comment"].update(id=comment_id, body=body)
+        event["comment"]["user"]["login"] = event["sender"]["login"] = login
+        event["issue"]["number"] = 42
+        path = self.tmp / f"event-{comment_id}.json"
+        path.write_text(json.dumps(event))
+        self.comment_id = comment_id
+        step, step_env = script(*OK_TO_TEST)
+        assert set(step_env) == {"GITHUB_TOKEN", "REVIEW_WORKFLOW", "CALLER"}  # the comment only as the event file
+        text = step if text is None else text
+        full = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_", "GH_"))}
+        full.update(
+            PATH=f"{self.tmp / 'bin'}:{os.environ['PATH']}",
+            GITHUB_EVENT_PATH=str(path),
+            GITHUB_API_URL=self.server.base_url,
+            GITHUB_TOKEN=GH_TOKEN,
+            GITHUB_REPOSITORY="octo-org/kernels",
+            OPGATE_GITHUB_BACKOFF_S="0.01",
+            OPGATE_GITHUB_WRITE_INTERVAL_S="0",
+            OPGATE_GITHUB_LOGIN=self.server.bot_login,
+            OPGATE_DATABASE_URL=str(self.tmp / "ledger.sqlite"),
+        )
+        full.update(COMMENT | (env or {}))
+        proc = subprocess.run(
+            ["bash", "-e", "-c", text], env=full, cwd=self.tmp, capture_output=True, text=True, timeout=60
+        )
+        return proc.returncode, proc.stdout + proc.stderr
+
+    def reactions(self) -> list[str]:
+        return [r["content"] for r in self.server.reactions(self.comment_id)]
+
+    def replies(self) -> list[str]:
+        return [c["body"] for c in self.server.comments("octo-org/kernels", 42) if c["id"] != self.comment_id]
+
+
+@pytest.fixture
+def ok_to_test(tmp_path: Path) -> Iterator[OkToTest]:
+    with FakeGitHub(GH_TOKEN) as server:
+        server.add_repo("octo-org/kernels")
+        server.set_permission("octo-org/kernels", "maint-bob", "write")
+        server.set_permission("octo-org/kernels", "rita-reader", "read")
+        server.add_pull("octo-org/kernels", number=42, head_sha=HEAD, base_sha=BASE, author="mallory")
+        yield OkToTest(server, tmp_path)
+
+
+def test_ok_to_test_by_a_writer_dispatches_the_review_for_the_current_head(ok_to_test: OkToTest) -> None:
+    code, log = ok_to_test("/ok-to-test")
     assert code == 0, log
-    dispatch = f"workflow run pr-review.yml --repo octo-org/kernels --ref main -f pr=42 -f head_sha={HEAD}"
-    assert dispatch in calls
-    assert any("content=rocket" in c for c in calls) and any(f"trusted head `{HEAD[:10]}`" in c for c in calls)
+    dispatch = {"workflow": "pr-review.yml", "ref": "main", "inputs": {"pr": "42", "head_sha": HEAD}}
+    assert [{k: d[k] for k in dispatch} for d in ok_to_test.server.dispatches] == [dispatch]
+    assert ok_to_test.reactions() == ["eyes", "rocket"]
+    assert any(f"trusted head `{HEAD[:10]}`" in c for c in ok_to_test.replies())
 
 
-def test_ok_to_test_in_a_single_caller_dispatches_that_caller(fake_gh: Path) -> None:
+def test_ok_to_test_in_a_single_caller_dispatches_that_caller(ok_to_test: OkToTest) -> None:
     """A team's one workflow file handles both the comment and the review: /ok-to-test dispatches that file."""
-    text, _ = script(*OK_TO_TEST)
-    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("admin\n")
-    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"{HEAD}\n")
-    own = COMMENT | {"REVIEW_WORKFLOW": "", "CALLER": "octo-org/kernels/.github/workflows/opgate.yml@refs/heads/main"}
-    code, _, calls, log = run_script(text, own, fake_gh)
+    ok_to_test.server.set_permission("octo-org/kernels", "maint-bob", "admin")
+    own = {"REVIEW_WORKFLOW": "", "CALLER": "octo-org/kernels/.github/workflows/opgate.yml@refs/heads/main"}
+    code, log = ok_to_test("/ok-to-test", env=own)
     assert code == 0, log
-    assert f"workflow run opgate.yml --repo octo-org/kernels --ref main -f pr=42 -f head_sha={HEAD}" in calls
+    assert [(d["workflow"], d["ref"], d["inputs"]) for d in ok_to_test.server.dispatches] == [
+        ("opgate.yml", "main", {"pr": "42", "head_sha": HEAD})
+    ]
 
 
-def test_ok_to_test_by_a_reader_is_refused_and_dispatches_nothing(fake_gh: Path) -> None:
-    text, _ = script(*OK_TO_TEST)
-    (fake_gh / "answers" / "repos_octo-org_kernels_collaborators_maint-bob_permission").write_text("read\n")
-    code, _, calls, _ = run_script(text, COMMENT, fake_gh)
-    assert code == 0
-    assert not any(c.startswith("workflow run") for c in calls)
-    assert any("content=-1" in c for c in calls) and any("has `read`" in c for c in calls)
+def test_ok_to_test_by_a_reader_is_refused_and_dispatches_nothing(ok_to_test: OkToTest) -> None:
+    code, log = ok_to_test("/ok-to-test", login="rita-reader")
+    assert code == 0, log
+    assert ok_to_test.server.dispatches == []
+    assert ok_to_test.reactions() == ["eyes", "-1"] and any("has `read`" in c for c in ok_to_test.replies())
 
 
 @pytest.mark.parametrize("body", ["> /ok-to-test", "LGTM\n/ok-to-test", "/ok-to-testing", ""])
-def test_only_a_first_line_ok_to_test_counts(fake_gh: Path, body: str) -> None:
-    text, _ = script(*OK_TO_TEST)
-    code, _, calls, _ = run_script(text, COMMENT | {"BODY": body}, fake_gh)
-    assert code == 0 and calls == []
+def test_only_a_first_line_ok_to_test_counts(ok_to_test: OkToTest, body: str) -> None:
+    code, log = ok_to_test(body)
+    assert code == 0 and ok_to_test.server.requests == [], log
+
+
+def test_ok_to_test_without_post_reads_but_writes_nothing(ok_to_test: OkToTest) -> None:
+    dry = 'opgate ok-to-test --event "$GITHUB_EVENT_PATH" --workflow pr-review.yml --json'
+    code, log = ok_to_test("/ok-to-test", text=dry)
+    assert code == 0, log
+    assert json.loads(log.splitlines()[-1]) == {
+        "ignored": None, "granted": True, "inputs": {"pr": "42", "head_sha": HEAD}, "posted": False
+    }  # fmt: skip
+    assert ok_to_test.server.dispatches == [] and ok_to_test.reactions() == [] and ok_to_test.replies() == []
+    assert {r.method for r in ok_to_test.server.requests} == {"GET"}
+
+
+def test_a_review_workflow_that_is_not_a_file_name_is_an_error(ok_to_test: OkToTest) -> None:
+    code, log = ok_to_test("/ok-to-test", env={"REVIEW_WORKFLOW": "../x.yml"})
+    assert code == 2 and "not a workflow file" in log and ok_to_test.server.requests == []
 
 
 # ---------------------------------------------------------------------------- tune.yml and /tune

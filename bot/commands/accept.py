@@ -7,6 +7,7 @@ import json
 import logging
 from pathlib import Path
 
+from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.edges import publish
 from bot.edges.events import load_issue_comment_event
@@ -16,13 +17,23 @@ from bot.models.github import PullInfo
 from bot.present.render import render_accept_reply
 from bot.text.safe import one_line
 from bot.verdict import accept
+from bot.verdict.slash import SlashCommand
 
 log = logging.getLogger(__name__)
 
+SLASH = SlashCommand(
+    name=accept.COMMAND,
+    answered_by="accept",
+    parse=accept.parse_command,
+    roles=accept.ACCEPT_ROLES,
+    reply=render_accept_reply,
+)
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+
+def register(commands: Commands) -> None:
+    p = commands.add(
         "accept",
+        writes_ledger=True,
         help="answer an /accept comment on a pull request",
         description="Read an issue_comment event; grant /accept (bound to the PR's head SHA and its stored "
         "report) or refuse it with the reason. Without --post nothing is written (a dry run, which still reads "
@@ -40,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     event = load_issue_comment_event(args.event)
     author = event.comment.user
     ignored = accept.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
-    command = accept.parse_command(event.body) if ignored is None else None
+    command: accept.AcceptCommand | None = SLASH.parse(event.body) if ignored is None else None
     if ignored is None and command is None:
         ignored = "no /accept command on the comment's first line"
     if ignored is not None or command is None:
@@ -84,7 +95,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             gate_state, gate_description = publish.acceptance_status(report, rows)
             edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
         if decision.override:
-            edge.reply(pull.number, render_accept_reply(decision, command.line))
+            edge.reply(pull.number, SLASH.reply(decision, command.line))
         log.info("%s=%s on %s", publish.ACCEPTED_CONTEXT, state, pull.head_sha[:12])
     return 0
 
@@ -94,5 +105,5 @@ def _say(args: argparse.Namespace, text: str, data: dict[str, object]) -> None:
 
 
 def _refuse(edge: GitHubEdge, number: int, comment_id: int, decision: accept.Decision, line: str) -> None:
-    edge.reply(number, render_accept_reply(decision, line))
+    edge.reply(number, SLASH.reply(decision, line))
     edge.react(comment_id, "-1")

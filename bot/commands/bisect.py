@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.edges import gitio
 from bot.edges.environment import detect
@@ -30,8 +31,8 @@ Say = Callable[[str], None]
 REPORT, MARKDOWN = "bisect.json", "bisect.md"
 
 
-def register(actions: argparse._SubParsersAction) -> None:
-    b = actions.add_parser(
+def register(actions: Commands) -> None:
+    b = actions.add(
         "bisect",
         help="find the main commit that made one case slower",
         description="Bisect main's first-parent commits between a good and a bad build of one kernel for one case: "

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot import lint
+from bot.commands import Commands
 from bot.config.manifest import MANIFEST_NAME, find_manifests, load_kernel
 from bot.config.settings import Settings
 from bot.errors import InputError
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
     from bot.review.check import KernelCheck
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "check",
         help="validate, build and run each kernel's smallest case once, in seconds (nothing timed)",
         description="For each kernel of the working tree (or each KERNEL named): validate its kernel.toml (as "

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.dashboard import site
 from bot.dashboard.figures import TUNING_TABLES, SiteData
@@ -14,8 +15,8 @@ from bot.ledger import open_ledger
 from bot.mainline.store import History
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "dashboard",
         help="build the static history site from the ledger",
         description="Write a self-contained site (HTML with inline SVG charts: no script, no CDN, works offline) "

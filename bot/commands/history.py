@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot.commands import Commands
 from bot.commands import bisect as bisect_cmd
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
@@ -31,15 +32,16 @@ DRIFT_MARKER = Safe("<!-- opgate:drift -->")  # printed as is in the comment-saf
 LABEL = "opgate-drift"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "history",
         help="main's record per commit and its cumulative drift",
         description="Record main's figures per commit, case and device; compare main with a reference.",
     )
-    actions = p.add_subparsers(dest="history_command", required=True, metavar="ACTION")
-    rec = actions.add_parser(
+    actions = commands.nested(p, "history", dest="history_command", metavar="ACTION")
+    rec = actions.add(
         "record",
+        writes_ledger=True,
         help="store a main commit's review (report.json) in the ledger",
         description="Store the figures of a review of a main commit against the previous one (opgate review "
         "--base PREVIOUS --head COMMIT) per commit, case and device; recording a commit again replaces them.",
@@ -47,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--report", type=Path, required=True, help="the review's report.json")
     rec.add_argument("--repo", type=Path, default=Path("."), help="git repository holding the commit (default: .)")
     rec.add_argument("--branch", default="main", help="the branch the commit is on (default: main)")
-    dr = actions.add_parser(
+    dr = actions.add(
         "drift",
         help="main's cumulative drift per case against a reference; --post files one issue per kernel",
         description="Per case, the product of every recorded main step since the reference (a release tag, main N "

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 
 from bot import UPSTREAM, __version__, lint
+from bot.commands import Commands
 from bot.commands.scaffold import holds_sources, propose
 from bot.config.manifest import MANIFEST_NAME
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
@@ -28,8 +29,8 @@ IGNORED = ["/reports/latest/", "/reports/opgate.sqlite*"]  # what a local review
 SHA = re.compile(r"[0-9a-f]{40}")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "init",
         help="scaffold opgate in a kernel repository",
         description="Write opgate.toml (unless the repository has a configuration), a kernel.toml, reference.py and "

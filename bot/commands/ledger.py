@@ -9,22 +9,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.ledger import Ledger, open_ledger
 from bot.models.ledger import UsageRow
 from bot.spend import budget, tokens
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    led = sub.add_parser("ledger", help="the token ledger", description="Read the ledger.")
-    actions = led.add_subparsers(dest="ledger_command", required=True, metavar="ACTION")
-    exp = actions.add_parser(
+def register(commands: Commands) -> None:
+    led = commands.add("ledger", help="the token ledger", description="Read the ledger.")
+    actions = commands.nested(led, "ledger", dest="ledger_command", metavar="ACTION")
+    exp = actions.add(
         "export",
         help="export agent usage rows as CSV",
         description="Write operator_agent_usage to a CSV file (rewritten whole).",
     )
     exp.add_argument("--csv", type=Path, required=True, help="output file, e.g. reports/token_usage.csv")
-    actions.add_parser(
+    actions.add(
         "budget",
         help="this week's token budget per domain",
         description="Per domain, this ISO week: tokens used, reserved and left, and the spend-anomaly line.",

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from bot import lint
+from bot.commands import Commands
 from bot.config.repo import RepoConfig, load_config
 from bot.errors import InputError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "lint",
         help="check .env, agent task, Claude Code and Codex configs, and CC Switch's sync",
         description="Static checks of gateway configuration and key governance (rules: docs/lint.md).",
@@ -25,7 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="files or folders (default: the opgate configuration, .env.example, each kernel's kernel.toml and "
         "agent_task.json, examples/)",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (--json: json)")
+    p.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="deprecated: --format json is --json, as on every other command (text: the default)",
+    )
     p.add_argument("--repo", type=Path, default=Path("."), help="repository root for the default paths")
     p.add_argument("--strict", action="store_true", help="exit 1 on warnings too (default: on errors only)")
     cc = p.add_argument_group("CC Switch (read-only)")
@@ -66,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         gateway = os.environ.get("TAOTOKEN_BASE_URL", "").strip() or lint.DEFAULT_GATEWAY
         findings = lint.ordered(findings + lint.lint_ccswitch(snapshot, os.environ, gateway))
     findings = problems + findings
+    if args.format == "json":
+        print("opgate: warning: --format json is deprecated; use --json", file=sys.stderr)
     if args.format == "json" or args.json:
         print(lint.format_json(findings))
     else:

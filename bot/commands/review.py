@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from bot.commands import Commands
 from bot.config.manifest import ARCH
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
@@ -23,9 +24,10 @@ from bot.text.safe import one_line
 log = logging.getLogger(__name__)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    r = sub.add_parser(
+def register(commands: Commands) -> None:
+    r = commands.add(
         "review",
+        writes_ledger=True,
         help="build, run and gate the kernels a change touches",
         description="Review base...head: static checks, agent, build, run, gate, report; --post puts the "
         "comment and the opgate/acceptance status on the pull request.",

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.edges import publish
 from bot.errors import InputError
@@ -23,8 +24,8 @@ LABEL = "opgate-tokens"
 HISTORY = timedelta(weeks=max(tokens.HISTORY_WEEKS, tokens.CHART_WEEKS) + 1)
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def register(commands: Commands) -> None:
+    p = commands.add(
         "summary",
         help="the weekly token summary (and its issue)",
         description="Per domain for one ISO week: requests, average input and output, total, budget, % used, "

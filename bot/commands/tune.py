@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bot.commands import Commands
 from bot.config.manifest import find_manifests
 from bot.config.settings import Settings
 from bot.edges import publish as review_publish
@@ -23,15 +24,27 @@ from bot.tune import command as slash
 from bot.tune import publish
 from bot.tune.result import PullOut, TuneResult, render_tune
 from bot.tune.store import TuningStore
+from bot.verdict import slash as rules
+from bot.verdict.slash import SlashCommand
 
 log = logging.getLogger(__name__)
 WORKFLOW = "tune.yml"
 REPLY_MARKER = Safe("<!-- opgate:tune-command -->")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+def _reply(decision: slash.TuneDecision, line: str) -> str:
+    return render("tune_reply.md.j2", marker=REPLY_MARKER, r=None, d=decision, line=line)
+
+
+SLASH = SlashCommand(
+    name=slash.COMMAND, answered_by="tune", parse=slash.parse_command, roles=slash.TUNE_ROLES, reply=_reply
+)
+
+
+def register(commands: Commands) -> None:
+    p = commands.add(
         "tune",
+        writes_ledger=True,
         help="tune a kernel's config against the judge and propose the best verified candidate",
         description="Each round the agent (or the exhaustive sweep) proposes a config; it is statically checked and "
         "judged like a pull request against base; the measurements go back into the next prompt. Stops on the "
@@ -75,7 +88,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         repo=args.repo, kernel=args.kernel, base=args.base, strategy=args.strategy, rounds=args.rounds,
         tokens=args.tokens, out=out,
     )  # fmt: skip
-    ledger = open_ledger(settings.database_url)
+    ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     try:
         result = Tuner(request, settings, ledger).run()
     finally:
@@ -188,12 +201,10 @@ def _kernels(repo: Path, settings: Settings) -> list[str]:
 
 def _answer(args: argparse.Namespace, settings: Settings) -> int:
     """A /tune comment: 👀; granted (write+, a known kernel) → tune.yml dispatched, 🚀 and a reply; else 👎 and why."""
-    from bot.verdict import accept
-
     event = load_issue_comment_event(args.event)
     author = event.comment.user
-    ignored = accept.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
-    command = slash.parse_command(event.body) if ignored is None else None
+    ignored = rules.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
+    command: slash.TuneCommand | None = SLASH.parse(event.body) if ignored is None else None
     if ignored is None and command is None:
         ignored = "no /tune command on the comment's first line"
     if ignored is not None or command is None:
@@ -202,7 +213,7 @@ def _answer(args: argparse.Namespace, settings: Settings) -> int:
     with review_publish.open_edge(settings) as edge:
         if args.post:
             edge.react(event.comment.id, "eyes")
-        role = edge.role(author.login) if command.error is None else accept.UNKNOWN_ROLE
+        role = edge.role(author.login) if command.error is None else rules.UNKNOWN_ROLE
         decision = slash.decide(
             command, login=author.login, role=role, kernels=_kernels(args.repo, settings), number=event.number
         )
@@ -215,7 +226,7 @@ def _answer(args: argparse.Namespace, settings: Settings) -> int:
             edge.react(event.comment.id, "rocket")
         else:
             edge.react(event.comment.id, "-1")
-        edge.reply(event.number, render("tune_reply.md.j2", marker=REPLY_MARKER, r=None, d=decision, line=command.line))
+        edge.reply(event.number, SLASH.reply(decision, command.line))
     return 0
 
 

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -18,6 +19,16 @@ log = logging.getLogger("opgate")
 def interactive() -> bool:
     """A person is watching: stderr is a terminal and this is not a CI job."""
     return sys.stderr.isatty() and not os.environ.get("CI") and os.environ.get("TERM") != "dumb"
+
+
+def no_color() -> bool:
+    """NO_COLOR set and not empty (https://no-color.org): no ANSI colour, styles such as bold stay."""
+    return os.environ.get("NO_COLOR", "") != ""
+
+
+def console(**kwargs: Any) -> Console:
+    """The terminal on stderr, without colour when NO_COLOR says so."""
+    return Console(stderr=True, no_color=no_color(), **kwargs)
 
 
 class Steps:
@@ -33,7 +44,7 @@ class Steps:
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
-                console=Console(stderr=True),
+                console=console(),
                 transient=False,
             )
             self._progress.start()
@@ -63,7 +74,7 @@ class Status:
 
     def __init__(self, live: bool | None = None) -> None:
         self.live = interactive() if live is None else live
-        self._console = Console(stderr=True) if self.live else None
+        self._console = console() if self.live else None
 
     def line(self, text: str) -> None:
         if self._console is not None:

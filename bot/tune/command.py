@@ -8,10 +8,11 @@ import shlex
 from pydantic import BaseModel, ConfigDict
 
 from bot.models.github import Role
+from bot.verdict.slash import WRITE_ROLES, command_word, first_line, role_refusal
 
 COMMAND = "/tune"
 USAGE = "`/tune KERNEL [--strategy agent|exhaustive|both] [--rounds N] [--tokens T]`, alone on the first line"
-TUNE_ROLES = ("write", "maintain", "admin")  # base roles; a custom role counts as the one it builds on
+TUNE_ROLES = WRITE_ROLES
 STRATEGIES = ("agent", "exhaustive", "both")
 MAX_ROUNDS = 50
 KERNEL_NAME = re.compile(r"^[a-z0-9_]+$")
@@ -49,9 +50,9 @@ def _number(flag: str, value: str, low: int, high: int) -> int:
 def parse_command(body: str) -> TuneCommand | None:
     """The /tune command on the first line of `body`, or None when the comment is not one
     (`/tunex`, a quoted `> /tune` and `/tune` on a later line are not commands)."""
-    first = body.replace("\r\n", "\n").split("\n", 1)[0].strip()
-    if (first.split(maxsplit=1)[0] if first else "") != COMMAND:
+    if command_word(body) != COMMAND:
         return None
+    first = first_line(body)
     try:
         args = shlex.split(first)[1:]
     except ValueError as exc:
@@ -110,8 +111,8 @@ def decide(command: TuneCommand, *, login: str, role: Role, kernels: list[str], 
 
     if command.error is not None:
         return refuse(command.error)
-    if role.level not in TUNE_ROLES:
-        return refuse(f"@{login} has the role `{shown}` here; `/tune` needs write, maintain or admin")
+    if (why := role_refusal(COMMAND, login, role, TUNE_ROLES)) is not None:
+        return refuse(why)
     kernel = command.kernel or ""
     if not KERNEL_NAME.fullmatch(kernel) or kernel not in kernels:
         names = ", ".join(f"`{k}`" for k in kernels) or "none"

@@ -9,13 +9,23 @@ from pydantic import BaseModel, ConfigDict
 from bot.models.github import PullInfo, Role, StatusState
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
+from bot.verdict.slash import (
+    REVIEW_ACTION,
+    UNKNOWN_ROLE,
+    WRITE_ROLES,
+    command_word,
+    first_line,
+    ignore_reason,
+    role_refusal,
+)
 
 COMMAND = "/accept"
 USAGE = '`/accept`, `/accept KERNEL` or `/accept [KERNEL] --override "REASON"`, alone on the first line'
-ACCEPT_ROLES = ("write", "maintain", "admin")  # base roles; a custom role counts as the one it builds on
+ACCEPT_ROLES = WRITE_ROLES
 OVERRIDE_ROLES = ("maintain", "admin")
-UNKNOWN_ROLE = Role(level="none", name="unknown")  # not read: the command was refused before it mattered
-REVIEW_ACTION = "created"  # an edited comment never grants (it could rewrite an old comment into a command)
+
+
+__all__ = ["REVIEW_ACTION", "UNKNOWN_ROLE", "ignore_reason"]  # the slash commands' shared rules, as /accept's own names
 
 
 class AcceptCommand(BaseModel):
@@ -46,24 +56,14 @@ class Decision(BaseModel):
     overridden: list[str] = []  # kernels whose failed gates this acceptance overrides
 
 
-def ignore_reason(action: str, login: str, is_bot: bool) -> str | None:
-    """Why an issue_comment event is not ours to answer at all (no reaction, no reply); None to go on."""
-    if action != REVIEW_ACTION:
-        return f"comment {action}, not created: only new comments are commands"
-    if is_bot or login.lower().endswith("[bot]"):
-        return f"comment by the bot account {login}"
-    return None
-
-
 def parse_command(body: str) -> AcceptCommand | None:
     """The /accept command on the first line of `body`, or None when the comment is not one.
 
     `/acceptx`, a quoted `> /accept` and `/accept` on any later line are not commands.
     """
-    first = body.replace("\r\n", "\n").split("\n", 1)[0].strip()
-    word = first.split(maxsplit=1)[0] if first else ""
-    if word != COMMAND:
+    if command_word(body) != COMMAND:
         return None
+    first = first_line(body)
     try:
         args = shlex.split(first)[1:]
     except ValueError as exc:
@@ -119,8 +119,8 @@ def decide(
         return refuse("this is an issue, not a pull request: there is nothing to accept")
     if pull.merged or pull.state != "open":
         return refuse(f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}")
-    if role.level not in ACCEPT_ROLES:
-        return refuse(f"@{login} has the role `{shown}` here; `/accept` needs write, maintain or admin")
+    if (why := role_refusal(COMMAND, login, role, ACCEPT_ROLES)) is not None:
+        return refuse(why)
     short = pull.head_sha[:10]
     if report is None:
         return refuse(

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from bot.agent import estimate, prompt
-from bot.agent.client import GatewayClient, GatewayError
+from bot.agent.client import GatewayClient, GatewayError, validate_base_url
 from bot.agent.retry import Failure, RetryPolicy, backoff, classify, retry_after
 from bot.agent.review import PatchError, parse_review, validate_patch
 from bot.agent.run import AgentFailed, ask, sanitise
 from bot.config.manifest import load_kernel
 from bot.config.settings import load_settings
+from bot.errors import InputError
 from bot.ledger import Ledger, open_ledger
 from bot.models.diff import FileChange
 from tests.conftest import REPO_CONFIG
@@ -444,3 +445,22 @@ def test_a_task_file_naming_another_domains_key_is_not_sent(gateway, sqlite_ledg
         "the task file names TAOTOKEN_API_KEY_FLASHMLA_AGENT, but the deepgemm domain's key is "
         "TAOTOKEN_API_KEY_DEEPGEMM_AGENT ([tool.opgate.domains.deepgemm] key): the agent was not asked"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://taotoken.net/api?utm_source=x",
+        "https://taotoken.net/api?x=1",
+        "ftp://taotoken.net/api",
+        "https://user:pw@taotoken.net/api",
+        "taotoken.net/api",
+    ],
+)
+def test_gateway_base_url_must_be_bare(url):
+    with pytest.raises(InputError):
+        validate_base_url(url)
+
+
+def test_gateway_base_url_is_normalised():
+    assert validate_base_url("https://taotoken.net/api/") == "https://taotoken.net/api"

@@ -188,6 +188,9 @@ def opgate_lint(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, st
     return code, out, err
 
 
+# --- in sync ------------------------------------------------------------------------------------
+
+
 def test_store_in_sync_with_the_live_files_is_clean(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     assert world.lint() == []
     code, out, err = opgate_lint("--repo", str(world.home), "--cc-switch", capsys=capsys)
@@ -216,6 +219,9 @@ def test_current_provider_of_settings_json_wins_over_the_stores_mark(world: Worl
     world.entry("TaoToken").current, world.entry("Old Env").current = False, True
     world.switch()
     assert world.lint() == []  # "gone" names no provider: the store's mark for Codex stands
+
+
+# --- the issue classes --------------------------------------------------------------------------
 
 
 def test_auth_json_keeps_the_previous_providers_key(world: World) -> None:
@@ -337,6 +343,9 @@ def test_codex_env_key_whose_value_is_the_claude_key(world: World) -> None:
     assert (f.path, f.line) == (str(world.codex_config), 8) and "$TAOTOKEN_CODEX_API_KEY" in f.message
 
 
+# --- missing and broken pieces ------------------------------------------------------------------
+
+
 def test_missing_live_files(world: World) -> None:
     world.claude.unlink()
     world.codex_config.unlink()
@@ -420,6 +429,9 @@ def test_the_store_is_only_read(world: World, capsys: pytest.CaptureFixture[str]
     code, _, _ = opgate_lint("--repo", str(world.home), "--cc-switch", capsys=capsys)
     assert code == 1
     assert state() == before  # no byte changed, no journal or WAL file left behind
+
+
+# --- output and exit codes ----------------------------------------------------------------------
 
 
 def test_json_output_names_the_entry_and_has_no_line_for_a_database_row(

@@ -14,7 +14,7 @@ from bot.errors import InputError
 from bot.mainline.commits import chain, commit_facts, kernel_globs, reference, touched
 from tests.conftest import REPO_CONFIG, KernelRepo, git
 
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+NOW = datetime.now(UTC).replace(microsecond=0)  # the base commit is made at the real time too
 
 
 def dated(repo: KernelRepo, days_ago: int, subject: str) -> str:

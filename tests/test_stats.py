@@ -12,6 +12,7 @@ from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.gate import case_verdict
+from bot.verdict.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
 
 
 def test_t_quantiles_match_the_printed_tables():
@@ -182,3 +183,60 @@ def test_a_speed_up_confined_to_the_small_cases_gets_the_checklists_question():
     assert small_shape_notes(everywhere) == []  # faster on the large case too
     mixed = [_timed("m16", 0.2, 0.1, -1.0, 1.2), _timed("m4096", 31.0, -3.0, -4.0, -2.0)]
     assert small_shape_notes(mixed) == []  # faster on the large one only: nothing to ask
+
+
+def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(center * (1 + noise * rng.standard_normal(n)))
+
+
+def _aa_processes(rng, pairs: int, samples: int, process_sd: float, sample_sd: float) -> tuple[list, list]:
+    """A/A timings: every process gets its own placement effect, every sample its own noise."""
+
+    def one() -> list[float]:
+        effect = rng.normal(0.0, process_sd)
+        return list(np.exp(effect + rng.normal(0.0, sample_sd, samples)))
+
+    return [one() for _ in range(pairs)], [one() for _ in range(pairs)]
+
+
+def test_identical_distributions_do_not_fail_and_a_large_slowdown_does():
+    base = _samples(1.0, 60, 1)
+    same = _samples(1.0, 60, 2)
+    slow = _samples(1.10, 60, 3)
+    _, low, high = ratio_ci(same, base)
+    assert latency_verdict(low, high, 3.0) == "pass"
+    ratio, low, high = ratio_ci(slow, base)
+    assert ratio == pytest.approx(1.10, abs=0.01)
+    assert latency_verdict(low, high, 3.0) == "fail"
+    # a shift right at the threshold with few samples is neither proven good nor bad
+    assert latency_verdict(1.01, 1.05, 3.0) == "inconclusive"
+
+
+def test_the_bootstrap_is_seeded_and_reproducible():
+    a, b = _samples(1.0, 40, 5), _samples(1.02, 40, 6)
+    assert ratio_ci(b, a) == ratio_ci(b, a)
+
+
+def test_the_hierarchical_interval_holds_the_variation_between_processes_and_the_pooled_one_does_not():
+    rng = np.random.default_rng(7)
+    hier = pooled = 0
+    trials = 200
+    for _ in range(trials):
+        head, base = _aa_processes(rng, pairs=4, samples=5, process_sd=0.04, sample_sd=0.005)
+        _, low, high = hierarchical_ratio_ci(head, base, resamples=400)
+        hier += low <= 1.0 <= high
+        _, low, high = ratio_ci([x for p in head for x in p], [x for p in base for x in p], resamples=400)
+        pooled += low <= 1.0 <= high
+    assert hier / trials >= 0.90  # covers the truth as a 95 % interval should (small-sample widening included)
+    assert pooled / trials < 0.75  # samples-only intervals are far too narrow when processes differ
+
+
+def test_the_hierarchical_interval_is_tight_when_processes_agree_and_needs_two_pairs():
+    rng = np.random.default_rng(3)
+    head, base = _aa_processes(rng, pairs=4, samples=8, process_sd=0.0, sample_sd=0.003)
+    head = [[x * 1.10 for x in p] for p in head]  # a 10 % slower head
+    ratio, low, high = hierarchical_ratio_ci(head, base)
+    assert 1.08 < low < ratio < high < 1.12
+    with pytest.raises(ValueError):
+        hierarchical_ratio_ci(head[:1], base[:1])

@@ -1,0 +1,141 @@
+"""The gate (bot/verdict/gate.py): a case's correctness, stability and latency, a kernel's resources and spills, the
+inconclusive policy, and a renamed template instantiation matched with its base."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bot.config.manifest import Case, Constraints
+from bot.models.judging import CaseRun, Check, Timing
+from bot.models.report import CaseStatus, KernelReport, Resource
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
+
+
+def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return list(center * (1 + noise * rng.standard_normal(n)))
+
+
+CASE = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 8})
+LIMITS = Constraints()
+
+
+def test_gate_case_correctness_stability_and_latency():
+    ok = CaseRun(
+        status=CaseStatus.ok,
+        checks={"head": Check(label="head", max_abs_err=1e-4)},
+        timings={
+            "head": Timing(label="head", samples_ms=_samples(1.2, 30, 1)),
+            "base": Timing(label="base", samples_ms=_samples(1.0, 30, 2)),
+        },
+    )
+    slow = case_verdict(CASE, LIMITS, ok)
+    assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +2")
+    wrong = case_verdict(
+        CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.5)})
+    )
+    assert wrong.verdict == "fail" and wrong.status == CaseStatus.incorrect
+    assert wrong.reasons == ["correctness: max_abs_err 0.5 > tolerance 0.01"]
+    nan = case_verdict(
+        CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.0, nan_inf=True)})
+    )
+    assert nan.verdict == "fail" and nan.nan_inf
+    crashed = case_verdict(
+        CASE, LIMITS, CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
+    )
+    assert crashed.verdict == "error" and crashed.reasons == ["head crashed: killed by signal 11 (SIGSEGV)"]
+    skipped = case_verdict(CASE, LIMITS, None, "needs a CUDA GPU")
+    assert skipped.verdict == "skipped" and skipped.status == CaseStatus.skipped
+
+
+def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
+    from bot.models.report import ResourceCheckReport
+
+    big = Resource(function="attn<8>", registers=128, smem_bytes=240_000)
+    check = ResourceCheckReport(
+        status="ok",
+        head=[big],
+        threads={"attn<8>": 1024},
+        base=[Resource(function="attn<8>", registers=96, smem_bytes=1024)],
+    )
+    judged = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
+        [],
+        [],
+        LIMITS,
+        Policy(),
+    )
+    assert judged.verdict == "fail"
+    assert judged.reasons == [
+        "resource: attn<8> uses 240,000 B shared memory per block (static + dynamic) > 232,448",
+        "resource: attn<8> cannot be resident on an SM: 128 registers x 1024 threads = 131,072 allocated per block",
+    ]
+    assert "attn<8>: registers 96 -> 128" in judged.notes
+    none = kernel_verdict(
+        KernelReport(
+            name="k", domain="d", changed=True, verdict="skipped", resource_check=ResourceCheckReport(status="no_nvcc")
+        ),
+        [],
+        [],
+        LIMITS,
+        Policy(),
+    )
+    assert "resource check skipped: nvcc is not on the PATH" in none.notes
+
+
+def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
+    from bot.models.report import ResourceCheckReport
+
+    spill = Resource(
+        function="gemm_kernel<128,128,64>", registers=255, spill_bytes=96, spill_store_bytes=48, spill_load_bytes=48
+    )
+    kernel = KernelReport(
+        name="k",
+        domain="deepgemm",
+        changed=True,
+        verdict="skipped",
+        resource_check=ResourceCheckReport(status="ok", head=[spill], threads={spill.function: 128}),
+    )
+    judged = kernel_verdict(kernel, [], [], LIMITS, Policy())
+    assert judged.verdict == "fail"
+    assert judged.reasons == ["resource: gemm_kernel<128,128,64> spills 96 bytes (stores 48 B, loads 48 B)"]
+    unsure = case_verdict(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
+    neutral = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
+        [],
+        [unsure],
+        LIMITS,
+        Policy(inconclusive="neutral"),
+    )
+    strict = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
+        [],
+        [unsure],
+        LIMITS,
+        Policy(inconclusive="fail"),
+    )
+    assert (neutral.verdict, strict.verdict) == ("undecided", "fail")  # undecided is never a pass
+    assert overall([neutral, strict]) == "fail" and overall([neutral]) == "undecided"
+
+
+def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
+    from bot.verdict.gate import match_base
+
+    base = [
+        Resource(function="k<128, 64, false>(int)", registers=200),
+        Resource(function="k<128, 64, true>(int)", registers=180),
+        Resource(function="merge(int)", registers=20),
+    ]
+    head = [
+        Resource(function="k<256, 64, false>(int)", registers=230),
+        Resource(function="k<256, 64, true>(int)", registers=170),
+        Resource(function="merge(int)", registers=22),
+    ]
+    matched = match_base(head, base)
+    assert {h: b.function for h, b in matched.items()} == {
+        "k<256, 64, false>(int)": "k<128, 64, false>(int)",
+        "k<256, 64, true>(int)": "k<128, 64, true>(int)",
+        "merge(int)": "merge(int)",
+    }
+    _, notes = resource_reasons(head, base, LIMITS)
+    assert notes == ["k<256, 64, false>(int): registers 200 -> 230", "merge(int): registers 20 -> 22"]

@@ -1,0 +1,74 @@
+"""The review session (bot/review/session.py) called directly: a review that cannot run still leaves report.json
+and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel; --merge checks its
+folders before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.config.settings import Settings, load_settings
+from bot.errors import InputError
+from bot.ledger import open_ledger
+from bot.models.report import Report
+from bot.review.fanout import UNSEEN_FILE
+from bot.review.session import ReviewOptions, review
+from tests.conftest import REPO_CONFIG, KernelRepo
+
+
+def settings_for(tmp_path: Path) -> Settings:
+    return load_settings({"OPGATE_DATABASE_URL": str(tmp_path / "ledger.sqlite")}, REPO_CONFIG)
+
+
+def test_a_review_of_an_unknown_revision_writes_an_error_report_and_records_it(
+    kernel_repo: KernelRepo, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    settings = settings_for(tmp_path)
+    options = ReviewOptions(base="no-such-branch", head=kernel_repo.base, out=out, repo=kernel_repo.path, offline=True)
+    result = review(options, settings)
+    assert result.failure is not None and "unknown revision 'no-such-branch'" in str(result.failure)
+    on_disk = Report.model_validate_json((out / "report.json").read_text())
+    assert on_disk.verdict == result.report.verdict == "error"
+    assert on_disk.error is not None and "no-such-branch" in on_disk.error
+    assert on_disk.kernels == []  # the whole review: no kernel was judged
+    assert (out / "comment.md").read_text() == result.comment and "no-such-branch" in result.comment
+    assert json.loads((out / UNSEEN_FILE).read_text()) == []
+    ledger = open_ledger(settings.database_url)
+    try:
+        recorded = ledger.latest_review(kernel_repo.base)
+    finally:
+        ledger.close()
+    assert recorded is not None and recorded.verdict == "error"
+
+
+def test_a_matrix_part_that_cannot_run_names_its_kernel_and_is_not_recorded(
+    kernel_repo: KernelRepo, tmp_path: Path
+) -> None:
+    out = tmp_path / "part"
+    settings = settings_for(tmp_path)
+    options = ReviewOptions(
+        base="no-such-branch", head=kernel_repo.base, out=out, repo=kernel_repo.path, offline=True,
+        only_kernel="deepgemm_tile",
+    )  # fmt: skip
+    result = review(options, settings)
+    [kernel] = result.report.kernels
+    assert (kernel.name, kernel.verdict, kernel.changed) == ("deepgemm_tile", "error", True)
+    assert kernel.reasons == [result.report.error]
+    ledger = open_ledger(settings.database_url)
+    try:
+        assert ledger.latest_review(kernel_repo.base) is None  # parts are recorded when they are merged
+    finally:
+        ledger.close()
+
+
+def test_merge_names_a_missing_part_folder_before_writing_anything(tmp_path: Path) -> None:
+    part = tmp_path / "part-a"
+    part.mkdir()
+    out = tmp_path / "out"
+    options = ReviewOptions(base="b", head="h", out=out, merge=[part, tmp_path / "part-b"])
+    with pytest.raises(InputError, match=r"--merge: no such folder: .*part-b"):
+        review(options, settings_for(tmp_path))
+    assert not out.exists()

@@ -1,0 +1,37 @@
+"""Progress of long steps (bot/present/progress.py): in CI logs and pipes each step is a start line and a "done in"
+line, and a loop's status a plain log line; a terminal in a CI job is not a person watching."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+
+from bot.present.progress import Status, Steps, interactive
+
+
+def test_a_step_in_a_ci_log_is_a_start_and_a_done_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="opgate")
+    with Steps(live=False) as steps, steps.step("building deepgemm_tile"):
+        pass
+    Status(live=False).line("round 2/4: 3 candidates")
+    messages = [r.getMessage() for r in caplog.records if r.name == "opgate"]
+    assert messages[0] == "building deepgemm_tile"
+    assert messages[1].startswith("building deepgemm_tile: done in ") and messages[1].endswith(" s")
+    assert messages[2] == "round 2/4: 3 candidates"
+
+
+def test_a_terminal_is_interactive_unless_ci_or_a_dumb_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert interactive()
+    monkeypatch.setenv("CI", "true")
+    assert not interactive()
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("TERM", "dumb")
+    assert not interactive()
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert not interactive()

@@ -18,7 +18,9 @@ DEFAULT_MANIFESTS = ("kernels/*/kernel.toml",)
 DOMAIN_NAME = re.compile(r"[a-z][a-z0-9_]*")
 VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 KERNEL_SOURCES = ("*.cu", "*.cuh")  # a changed file like these that no manifest claims is reported
-SUMMARY_DOMAIN = "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
+CI_SUMMARY_DOMAIN = (
+    "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
+)
 
 
 def default_key(domain: str) -> str:

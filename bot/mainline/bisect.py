@@ -27,7 +27,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class Probe(_Model):
+class BisectStep(_Model):
     """One commit judged against the good build: the case's review, as often as it took to decide a side."""
 
     sha: str
@@ -86,7 +86,7 @@ class BisectReport(_Model):
         "bad end is not slower than good; undecided: the first bad commit is one of `suspects` (see `undecided`); "
         "error: the bisection could not run (see `reasons`)"
     )
-    first_bad: Probe | None = None
+    first_bad: BisectStep | None = None
     last_good_sha: str = Field(description="the last commit known good (the good end when no probe was good)")
     suspects: list[str] = Field(default_factory=list, description="commits the first bad one may be, oldest first")
     limit_pct: float | None = Field(None, description="the case's latency limit (the gate's max_regression_pct)")
@@ -96,7 +96,7 @@ class BisectReport(_Model):
         "ratio) to the bad end's Δ when that is larger",
     )
     sure: str = Field("", description="one line: how sure the answer is")
-    probes: list[Probe] = Field(default_factory=list)
+    probes: list[BisectStep] = Field(default_factory=list)
     skipped: list[Skipped] = Field(default_factory=list)
     undecided: list[str] = Field(default_factory=list, description="what was not decided, and why")
     reasons: list[str] = Field(default_factory=list, description="why the bisection could not run")

@@ -12,7 +12,7 @@ from bot.config.manifest import Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
-from bot.untrusted.probe import PROBE_NAME, ProbeResult, evaluate
+from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate
 from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.targets import unsupported
@@ -46,9 +46,9 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
     ]
     probe = None
     if k.manifest.launch.cxx_expressions():
-        body = Unit(source=PROBE_NAME, binding=False, nvcc=True)
+        body = Unit(source=FOLD_SOURCE_NAME, binding=False, nvcc=True)
         flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
-        probe = CompileJob(k.folder / PROBE_NAME, k.folder, includes, flags)
+        probe = CompileJob(k.folder / FOLD_SOURCE_NAME, k.folder, includes, flags)
     return jobs, probe
 
 
@@ -121,7 +121,7 @@ def resource_check(
 
 def _compile(
     sides: dict[str, Kernel], cache_dir: Path, sandbox: Sandbox, arch: str
-) -> tuple[dict[str, ResourceCheck], dict[str, ProbeResult]]:
+) -> tuple[dict[str, ResourceCheck], dict[str, FoldResult]]:
     """Both sides' units (and launch probes) at once; a side that cannot even be planned is a compile_fail."""
     nvcc = nvcc_path()
     if nvcc is None:
@@ -131,7 +131,7 @@ def _compile(
     except BuildError as exc:
         return {s: ResourceCheck(status=ResourceStatus.compile_fail, log=str(exc)) for s in sides}, {}
     jobs: dict[str, list[CompileJob]] = {}
-    probe_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
+    fold_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
     failed: dict[str, ResourceCheck] = {}
     for side, k in sides.items():
         try:
@@ -140,8 +140,8 @@ def _compile(
             failed[side] = ResourceCheck(status=ResourceStatus.compile_fail, log=f"{side}: {exc}")
             continue
         if probe is not None:
-            probe_jobs[side] = (k, probe)
-    with ThreadPoolExecutor(max_workers=max(1, len(probe_jobs))) as pool:
+            fold_jobs[side] = (k, probe)
+    with ThreadPoolExecutor(max_workers=max(1, len(fold_jobs))) as pool:
         pending = {
             side: pool.submit(
                 evaluate,
@@ -153,7 +153,7 @@ def _compile(
                 cache_dir=cache_dir,
                 sandbox=sandbox,
             )
-            for side, (k, job) in probe_jobs.items()
+            for side, (k, job) in fold_jobs.items()
         }
         checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
         probes = {side: p.result() for side, p in pending.items()}

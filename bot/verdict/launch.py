@@ -57,7 +57,7 @@ def matches(key: str, function: str) -> bool:
     return name_path(function)[-len(parts) :] == parts
 
 
-def _environment(config: dict[str, Any]) -> dict[str, int]:
+def _variables(config: dict[str, Any]) -> dict[str, int]:
     return {k: v for k, v in config.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
@@ -79,7 +79,7 @@ def _evaluate(where: str, text: Expression, env: dict[str, int], config: dict[st
 
 def values(launch: Launch, config: dict[str, Any], manifest: str) -> dict[str, int]:
     """The tunables and every `[launch.values]` entry, in order (ValueError naming the first that fails)."""
-    env = _environment(config)
+    env = _variables(config)
     for name, text in launch.values.items():
         env[name] = _evaluate(f"{manifest}: launch.values.{name}", text, env, config)
     return env

@@ -17,7 +17,7 @@ from bot.edges.gitio import git
 from bot.errors import GitError, InputError, OpgateError
 from bot.ledger import Ledger
 from bot.mainline import bisect, commits
-from bot.mainline.bisect import BisectReport, Probe, Search, Side, Skipped
+from bot.mainline.bisect import BisectReport, BisectStep, Search, Side, Skipped
 from bot.review.checkout import checkouts, kernel_globs
 from bot.text.safe import one_line
 
@@ -114,7 +114,7 @@ class _Run:
         settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure, k)})
         return Reviewer(request, settings, self.ledger)
 
-    def probe(self, sha: str, subject: str, position: int, split: float | None) -> Probe:
+    def probe(self, sha: str, subject: str, position: int, split: float | None) -> BisectStep:
         """Review one commit against the good build (judged against `split` when given, else the case's own limit)
         until a side is decided, or the re-measurements run out."""
         found: Side = "undecided"
@@ -156,7 +156,7 @@ class _Run:
                 break
         if found == "undecided" and measurements:
             why = f"{why} after {measurements} measurement(s)"
-        probe = Probe(
+        probe = BisectStep(
             sha=sha,
             subject=subject,
             position=position,
@@ -181,7 +181,7 @@ def run(req: BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> Bis
     state = _Run(req, settings, ledger, say)
     search = Search(len(cands))
     position = {sha: i + 1 for i, sha in enumerate(found.commits)}
-    probes: dict[int, Probe] = {}
+    probes: dict[int, BisectStep] = {}
     skipped: list[Skipped] = []
     undecided: list[str] = []
     reasons: list[str] = []
@@ -235,7 +235,7 @@ def _conclude(
     found: Line,
     p: bisect.Plan,
     search: Search,
-    probes: dict[int, Probe],
+    probes: dict[int, BisectStep],
     skipped: list[Skipped],
     undecided: list[str],
     reasons: list[str],
@@ -246,7 +246,7 @@ def _conclude(
     cands = found.touching
     last_good = cands[search.lo] if search.lo >= 0 else req.good
     verdict: bisect.BisectVerdict
-    first_bad: Probe | None = None
+    first_bad: BisectStep | None = None
     suspects = [cands[i] for i in search.suspects()] if search.confirmed else cands[search.lo + 1 :]
     end = probes.get(len(cands) - 1)
     sure = ""

@@ -1,4 +1,4 @@
-"""Bisecting main for one case: the plan, the search over the commits that touch the kernel, each probe's side
+"""Bisecting main for one case: the plan, the search over the commits that touch the kernel, each step's side
 from the review's case verdict and interval, and the result that becomes bisect.json (pure)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bot.models.report import CaseReport, CaseStatus, KernelReport
 
 SCHEMA = "opgate.bisect/1"
 DEFAULT_BUDGET_MIN = 20.0
-REMEASURE = 2  # re-measurements of a probe the review left undecided, each longer and in more processes
+REMEASURE = 2  # re-measurements of a step the review left undecided, each longer and in more processes
 MAX_SKIPS = 3  # commits that do not build (or cannot be judged) before the bisection gives up
 
 Side = Literal["good", "bad", "undecided", "skipped", "error"]
@@ -119,8 +119,8 @@ class BisectReport(_Model):
 
 
 def plan(commits: int, candidates: int, budget_s: float, remeasure: int = REMEASURE) -> Plan:
-    probes = math.ceil(math.log2(candidates)) + 1 if candidates > 1 else candidates
-    return Plan(commits=commits, candidates=candidates, max_probes=probes, remeasure=remeasure, budget_s=budget_s)
+    steps = math.ceil(math.log2(candidates)) + 1 if candidates > 1 else candidates
+    return Plan(commits=commits, candidates=candidates, max_probes=steps, remeasure=remeasure, budget_s=budget_s)
 
 
 def plan_text(p: Plan, kernel: str, case: str, good: str, bad: str) -> str:
@@ -133,12 +133,12 @@ def plan_text(p: Plan, kernel: str, case: str, good: str, bad: str) -> str:
 
 
 def reproduce(kernel: str, case: str, good: str, bad: str) -> str:
-    """The command that measures `bad` against `good` on one case (the bisection of one commit: one probe)."""
+    """The command that measures `bad` against `good` on one case (the bisection of one commit: one step)."""
     return shlex.join(["opgate", "history", "bisect", "--kernel", kernel, "--case", case, "--good", good, "--bad", bad])
 
 
 def split_pct(limit_pct: float, bad_end_pct: float) -> float:
-    """Where a probe turns bad: halfway, in ratio, between the good build and the bad end, never below the limit
+    """Where a step turns bad: halfway, in ratio, between the good build and the bad end, never below the limit
     (a 2x regression is then found without deciding 3% on a noisy runner; a small drift at the gate's own limit)."""
     halfway = (math.sqrt(max(1.0 + bad_end_pct / 100.0, 1e-9)) - 1.0) * 100.0
     return round(max(limit_pct, halfway), 2)
@@ -200,7 +200,7 @@ class Search:
         self.hi = self.n - 1
 
     def next(self) -> int | None:
-        """The next index to probe; None when the range holds nothing left to probe."""
+        """The next index to measure; None when the range holds nothing left to measure."""
         if self.n == 0:
             return None
         if not self.confirmed:

@@ -1,4 +1,4 @@
-"""The launch probe: kernel.toml's C++ launch expressions (`dynamic_smem = "sizeof(Traits<…>::SharedMemoryPlan)"`)
+"""Folding: kernel.toml's C++ launch expressions (`dynamic_smem = "sizeof(Traits<…>::SharedMemoryPlan)"`)
 evaluated by the compiler, in the sandbox, with the kernel's own flags and include directories; nothing runs.
 
 Each expression becomes the initialiser of a `__device__` integer in a generated .cu that includes the
@@ -51,7 +51,7 @@ def fold_source(headers: list[str], expressions: list[str]) -> str:
 
 
 def parse_folded(ptx: str, expressions: list[str]) -> dict[str, int]:
-    """expression -> its value, from the probe's PTX."""
+    """expression -> its value, from the folded PTX."""
     found = {int(i): int(v) for i, v in _VALUE.findall(ptx)}
     return {text: found[i] for i, text in enumerate(expressions) if i in found}
 
@@ -75,7 +75,7 @@ def evaluate(
     cache_dir: Path | None,
     sandbox: Sandbox,
 ) -> FoldResult:
-    """Compile the probe for `expressions` (`job`: the kernel folder, include dirs and a body unit's flags)."""
+    """Compile the folding source for `expressions` (`job`: the kernel folder, include dirs and a body unit's flags)."""
     started = time.perf_counter()
     source = fold_source(headers, expressions)
     key = _key(job, source, arch, nvcc)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 from bot.agent import ci_summary as agent_summary  # noqa: E402
 from bot.agent import estimate  # noqa: E402
 from bot.config.manifest import load_task  # noqa: E402
-from bot.config.repo import SUMMARY_DOMAIN, load_config  # noqa: E402
+from bot.config.repo import CI_SUMMARY_DOMAIN, load_config  # noqa: E402
 from bot.models.report import Report  # noqa: E402
 from bot.review import ci_summary as summary  # noqa: E402
 
@@ -30,10 +30,10 @@ USERS_AVERAGE = 6_000  # the users' token table: CI summary, average input per r
 
 def sizes(report: Report, budget: int) -> tuple[int, int, str] | None:
     """Whole prompt, prompt as sent and what was shortened; None when the review needs no summary."""
-    if not summary.needs_summary(report):
+    if not summary.needs_ci_summary(report):
         return None
     config = load_config(ROOT)
-    path = config.task_path(SUMMARY_DOMAIN)
+    path = config.task_path(CI_SUMMARY_DOMAIN)
     assert path is not None, "pyproject.toml names the ci_summary task file"
     task = load_task(path)
     facts = summary.facts(report)
@@ -46,7 +46,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--report", type=Path, action="append", default=[], help="a report.json (repeatable)")
     args = parser.parse_args()
-    budget = load_config(ROOT).domains[SUMMARY_DOMAIN].request_budget
+    budget = load_config(ROOT).domains[CI_SUMMARY_DOMAIN].request_budget
     reports: dict[str, Callable[[], Report]] = {}
     for path in args.report:
         reports[str(path)] = lambda path=path: Report.model_validate_json(path.read_text())

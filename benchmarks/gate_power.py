@@ -1,7 +1,7 @@
 """How often the latency gate cries wolf, how often it catches a real slowdown, and whether its interval is honest.
 
 Runs the real pipeline minus git: `bot.untrusted.build.build` (ninja in the sandbox), the trusted judge
-(`bot.untrusted.runner.launch.run_cases`: base and head in separate sandboxed worker processes, fresh process pairs,
+(`bot.untrusted.runner.spawn.run_cases`: base and head in separate sandboxed worker processes, fresh process pairs,
 the sequential stop rule) and `bot.verdict.gate.case_verdict`. From the same samples it also judges every comparison
 with the statistic the gate used before issue 25 (`stats.hierarchical_ratio_ci`: geometric mean of per-pair median
 ratios, hierarchical bootstrap), so the two columns differ only by the statistic (the stop rule that decided how long
@@ -41,7 +41,7 @@ from bot.config.manifest import BuildSpec, Case, Constraints, load_kernel
 from bot.config.settings import load_settings
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource
 from bot.untrusted.build import Built, build, verify
-from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import stats
 from bot.verdict.gate import case_verdict

@@ -1,7 +1,7 @@
 """Each kernel against its torch baseline on the CUDA cases, timed by opgate's own judge (needs a GPU).
 
 Every kernel's CUDA extension and the torch baselines (benchmarks/torch_baselines: torch.matmul and
-F.scaled_dot_product_attention, built and run like a kernel) go through `bot.untrusted.runner.launch.run_cases` with a
+F.scaled_dot_product_attention, built and run like a kernel) go through `bot.untrusted.runner.spawn.run_cases` with a
 JudgeJob: the judge draws the inputs, checks the output against the reference and times batches of calls
 from request to reply with a device-wide synchronize, in fresh worker processes. Kernel and baseline are
 timed in separate judge runs (not interleaved); their ratio's CI is over worker processes.
@@ -107,7 +107,7 @@ class Bench:
 
     def job(self, name: str, cases: list[Any], so: str, *, time_it: bool, baseline: bool = False) -> Any:
         from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
-        from bot.untrusted.runner.launch import new_secret
+        from bot.untrusted.runner.spawn import new_secret
 
         k = self.kernels[name]
         if baseline:
@@ -242,7 +242,7 @@ def table(results: dict[str, Any]) -> list[str]:
 
 
 def mode_check(bench: Bench) -> int:
-    from bot.untrusted.runner.launch import run_cases
+    from bot.untrusted.runner.spawn import run_cases
 
     def one(name: str) -> dict[str, Any]:
         so = bench.so(name)
@@ -275,7 +275,7 @@ def mode_check(bench: Bench) -> int:
 
 
 def mode_time(bench: Bench) -> int:
-    from bot.untrusted.runner.launch import run_cases
+    from bot.untrusted.runner.spawn import run_cases
 
     plan = []  # headline cases first, so a short budget still measures them
     for name in KERNELS:

@@ -27,7 +27,7 @@ from bot.config.settings import load_settings
 from bot.models.judging import JudgeJob, ReferenceSource
 from bot.untrusted.build import verify
 from bot.untrusted.runner.cost import run_costs, tool_version
-from bot.untrusted.runner.launch import new_secret
+from bot.untrusted.runner.spawn import new_secret
 
 
 def main() -> None:

@@ -17,10 +17,10 @@ from bot.models.report import (
     CaseStatus,
     Coverage,
     CpuUse,
-    Environment,
     Isolation,
     KernelReport,
     Listed,
+    Machine,
     Occupancy,
     Report,
     Resource,
@@ -169,7 +169,7 @@ def report(kernels: list[KernelReport], **update: object) -> Report:
         kernels=[*kernels, KernelReport(name="flashmla_decode", domain="flashmla", changed=False, verdict="skipped")],
         agents=[agent],
         agent=agent,
-        environment=Environment(device="cpu", torch="2.13.0+cpu", nvcc="13.0.88", python="3.11.7"),
+        environment=Machine(device="cpu", torch="2.13.0+cpu", nvcc="13.0.88", python="3.11.7"),
         isolation=Isolation(mode="bwrap", tool="bubblewrap 0.11.0"),
         health=HEALTH,
         created_at="2026-11-30T20:22:21+00:00",
@@ -247,7 +247,7 @@ def tampered() -> Report:
     )
     r = report([kernel("deepgemm_tile", [case, timed("ragged_200x328x264", 0.2, -0.8, 1.1)], "error")])
     return r.model_copy(
-        update={"health": GPU_HEALTH, "environment": Environment(device="cuda", gpu="NVIDIA H200", python="3.11.7")}
+        update={"health": GPU_HEALTH, "environment": Machine(device="cuda", gpu="NVIDIA H200", python="3.11.7")}
     )
 
 

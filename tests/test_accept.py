@@ -12,7 +12,7 @@ import pytest
 from bot.ledger import open_ledger
 from bot.models.github import PullInfo, Role
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import AgentReport, Environment, KernelReport, Report
+from bot.models.report import AgentReport, KernelReport, Machine, Report
 from bot.verdict.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
 from tests.github_server import FakeGitHub, load_fixture
 
@@ -44,7 +44,7 @@ def make_report(head: str = HEAD, verdicts: dict[str, str] | None = None, pr: in
         verdict=worst,  # type: ignore[arg-type]
         kernels=kernels,
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cpu", python="3.11"),
+        environment=Machine(device="cpu", python="3.11"),
         created_at="2024-05-01T12:00:00+00:00",
         opgate_version="0.1.0",
     )

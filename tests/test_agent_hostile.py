@@ -227,13 +227,13 @@ def test_a_reported_count_larger_than_the_estimate_is_kept(gateway, sqlite_ledge
 
 
 def test_the_comment_says_when_tokens_are_estimated():
-    from bot.models.report import AgentReport, Environment, Report
+    from bot.models.report import AgentReport, Machine, Report
     from bot.present.render import render_comment
 
     agent = AgentReport(status="ok", domain="deepgemm", requests=2, total_tokens=900, usage_estimated=1)
     report = Report(
         base_sha="b" * 40, head_sha="c" * 40, verdict="pass", kernels=[], agents=[agent], agent=agent,
-        environment=Environment(device="cpu", python="3.11"), created_at="t", opgate_version="0",
+        environment=Machine(device="cpu", python="3.11"), created_at="t", opgate_version="0",
     )  # fmt: skip
     assert "⚠️ Estimated: the gateway reported no usable token usage" in render_comment(report)
     assert "Estimated" not in render_comment(report.model_copy(update={"agent": AgentReport(status="ok")}))

@@ -83,6 +83,107 @@ def test_every_room_imports_only_the_rooms_below_it():
     assert wrong == []
 
 
+def _modules() -> dict[str, Path]:
+    """Every module of bot/, by dotted name (a package by its own name: `bot.ledger` is bot/ledger/__init__.py)."""
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in BOT.rglob("*.py")}
+
+
+def _target(module: str, name: str, modules: dict[str, Path]) -> str:
+    """What `from module import name` names: the submodule `module.name` if there is one, else `module` itself."""
+    return f"{module}.{name}" if f"{module}.{name}" in modules else module
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_module_imports_a_private_name_of_another_folder():
+    """A leading underscore means "this folder's own": another folder that needs the name gets it made public (or
+    the code moved). Checked: `from bot.x.y import _name`, and `y._name` where `y` is an imported module."""
+    modules = _modules()
+    wrong = []
+    for path in sorted(modules.values()):
+        tree = ast.parse(path.read_text())
+        aliases: dict[str, str] = {}  # local name -> the bot module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("bot"):
+                for a in node.names:
+                    target = _target(node.module, a.name, modules)
+                    if target == f"{node.module}.{a.name}":
+                        aliases[a.asname or a.name] = target
+                    elif _is_private(a.name) and target in modules and modules[target].parent != path.parent:
+                        wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {a.name} of {target}")
+            elif isinstance(node, ast.Import):
+                aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _is_private(node.attr)
+                and modules[aliases[node.value.id]].parent != path.parent
+            ):
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: uses {node.attr} of {aliases[node.value.id]}")
+    assert wrong == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted; a module importing
+    itself does not count."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle_and_only_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set(), "c": {"c"}}) == []
+
+
+def test_the_import_graph_of_bot_has_no_circle():
+    """Module to module, every import the source shows: at module level, inside a function (a lazy import is still
+    a dependency, only a later one) and under TYPE_CHECKING (the reader follows it all the same)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.startswith("bot"):
+                deps |= {_target(node.module, a.name, modules) for a in node.names}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names}
+        graph[module] = {d for d in deps if d in modules and d != module}
+    assert _cycles(graph) == []
+
+
 # A command in a fresh interpreter: which modules it loaded (printed after it ran).
 PROBE = """
 import json, sys

@@ -18,7 +18,7 @@ from bot.ledger.db import Database
 from bot.mainline.drift import Reference, drift
 from bot.mainline.record import MainCommit, figures
 from bot.mainline.store import History
-from bot.models.report import CaseReport, CaseStatus, Environment, KernelReport
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Machine
 from bot.present.render import render_comment
 from bot.review import fanout
 from bot.review.arch_jobs import ELSEWHERE, job_arches, other_job
@@ -328,7 +328,7 @@ def test_history_and_drift_keep_each_gpu_model_and_architecture_apart(tmp_path):
     cr.builds(kernel)
     assert kernel.resource_check is not None
     kernel.arch_checks = [kernel.resource_check.model_copy(update={"arch": "sm_100a"})]
-    report = cr.report([kernel]).model_copy(update={"environment": Environment(device="cuda", python="3.11")})
+    report = cr.report([kernel]).model_copy(update={"environment": Machine(device="cuda", python="3.11")})
     commit = MainCommit(sha="b" * 40, base_sha="a" * 40, committed_at="2026-12-01T00:00:00Z")
     found, resources = figures(report, commit)
     assert sorted(f.device_name for f in found) == ["NVIDIA B200 · sm_100", "NVIDIA H100 80GB HBM3 · sm_90"]

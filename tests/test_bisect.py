@@ -15,7 +15,7 @@ from benchmarks.scratch import BROKEN, KERNEL_COMMITS
 from bot.commands.bisect import render_md
 from bot.ledger import open_ledger
 from bot.mainline import bisect
-from bot.mainline.bisect import BisectReport, Probe, Search, Skipped, side, split_pct
+from bot.mainline.bisect import BisectReport, BisectStep, Search, Skipped, side, split_pct
 from bot.mainline.drift import drift
 from bot.mainline.store import History
 from bot.models.judging import MeasureSettings
@@ -143,7 +143,7 @@ def test_a_drifting_case_is_bisected_from_the_reference_to_the_first_record_beyo
 
 def found(**update) -> BisectReport:
     good, c9, c11 = (f"{i:x}" * 40 for i in (10, 9, 11))
-    first = Probe(sha=c11, subject="kernel: recompute the aligned tiles", position=11, side="bad", verdict="fail",
+    first = BisectStep(sha=c11, subject="kernel: recompute the aligned tiles", position=11, side="bad", verdict="fail",
                   why="p50 +84.4% (95% CI +65.1%..+107.7%) is above the +41.4% limit", regression_pct=84.4,
                   ci95_pct=[65.1, 107.7])  # fmt: skip
     report = BisectReport(
@@ -243,7 +243,7 @@ def test_drift_post_names_the_first_bad_commit_a_bisection_job_found_and_ignores
     opgate, tmp_path
 ):
     repo, c1, c2 = _recorded(opgate, tmp_path)
-    first = Probe(sha=c2, subject="split the K loop (#12)", position=2, side="bad", verdict="fail",
+    first = BisectStep(sha=c2, subject="split the K loop (#12)", position=2, side="bad", verdict="fail",
                   why="p50 +6.1% (95% CI +5.5%..+6.6%) is above the +3% limit", regression_pct=6.1,
                   ci95_pct=[5.5, 6.6])  # fmt: skip
     part = found(good_sha=repo.base, bad_sha=c2, first_bad=first, last_good_sha=c1, suspects=[c2], probes=[first],

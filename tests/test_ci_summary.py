@@ -14,13 +14,13 @@ from werkzeug import Request
 from bot.agent import ci_summary as agent_summary
 from bot.agent import ci_summary_reply as limits
 from bot.agent import estimate
-from bot.agent.ci_summary_reply import parse_summary
+from bot.agent.ci_summary_reply import parse_ci_summary
 from bot.agent.review import AgentOutputError
 from bot.config.manifest import load_task
 from bot.config.settings import Settings, load_settings
 from bot.edges.publish import acceptance_status
 from bot.ledger import open_ledger
-from bot.models.report import AgentReport, CiSummary, Report, Resource, SummaryCause
+from bot.models.report import AgentReport, CiSummary, CiSummaryCause, Report, Resource
 from bot.present.render import COMMENT_LIMIT, render_comment
 from bot.review import ci_summary as summary
 from bot.spend import budget, tokens
@@ -96,14 +96,14 @@ def usage_rows(tmp_path: Path) -> list[dict]:
 
 
 def test_a_summary_is_asked_only_when_a_kernel_did_not_pass_or_changed_a_resource():
-    assert not summary.needs_summary(cr.passing()) and not summary.needs_summary(cr.no_change())
+    assert not summary.needs_ci_summary(cr.passing()) and not summary.needs_ci_summary(cr.no_change())
     for name in ("fail_latency", "crashed", "noisy", "gpu_skipped", "new_kernel", "build_fail"):
-        assert summary.needs_summary(cr.REPORTS[name]()), name
+        assert summary.needs_ci_summary(cr.REPORTS[name]()), name
     grown = cr.passing().model_copy(deep=True)
     build = grown.kernels[0].build
     assert build is not None
     build.resources = [r.model_copy(update={"registers": r.registers + 8}) for r in build.resources]
-    assert grown.verdict == "pass" and summary.needs_summary(grown)
+    assert grown.verdict == "pass" and summary.needs_ci_summary(grown)
     (change,) = summary.facts(grown).kernels[0].resources[:1]
     assert change.head is not None and change.base is not None
     assert change.head["registers"] == change.base["registers"] + 8
@@ -293,7 +293,9 @@ def test_the_weekly_summary_counts_the_domain_against_its_budget(gateway, tmp_pa
 def test_the_reply_must_state_every_changed_kernels_verdict_and_name_only_its_cases():
     facts = summary.facts(failing())
     good = reply_for(failing())
-    assert parse_summary("```json\n" + json.dumps(good) + "\n```", facts).verdicts == {"v41_attention_splitk": "fail"}
+    assert parse_ci_summary("```json\n" + json.dumps(good) + "\n```", facts).verdicts == {
+        "v41_attention_splitk": "fail"
+    }
     for bad, why in [
         ({**good, "verdicts": {}}, "no verdict for v41_attention_splitk"),
         ({**good, "verdicts": {"v41_attention_splitk": "fail", "other": "pass"}}, "other is not a changed kernel"),
@@ -303,7 +305,7 @@ def test_the_reply_must_state_every_changed_kernels_verdict_and_name_only_its_ca
         ({**good, "look_next": ["a"] * 6}, "reply field look_next"),
     ]:
         with pytest.raises(AgentOutputError, match=re.escape(why)):
-            parse_summary(json.dumps(bad), facts)
+            parse_ci_summary(json.dumps(bad), facts)
 
 
 def test_the_biggest_report_is_shortened_to_the_request_budget_and_says_so():
@@ -347,7 +349,8 @@ def test_the_biggest_review_with_the_largest_summary_a_reply_may_hold_fits_in_on
     s = CiSummary(
         agent=AgentReport(status="ok", domain="ci_summary", model="deepseek-v4", requests=2, total_tokens=9_000),
         summary="s" * limits.MAX_SUMMARY_CHARS,
-        likely_cause=[SummaryCause(kernel=names[0], cases=["c" * 60] * limits.MAX_CASES, text=item)] * limits.MAX_ITEMS,
+        likely_cause=[CiSummaryCause(kernel=names[0], cases=["c" * 60] * limits.MAX_CASES, text=item)]
+        * limits.MAX_ITEMS,
         look_next=[item] * limits.MAX_ITEMS,
         cannot_tell=[item] * limits.MAX_ITEMS,
         contradictions=[f"it calls {n} pass; the gates measured fail" for n in names],

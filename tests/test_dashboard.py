@@ -13,7 +13,7 @@ from bot.mainline.drift import Reference, checks, drift
 from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
 from bot.mainline.store import History
 from bot.models.ledger import AcceptanceRow, UsageRow
-from bot.models.report import AgentReport, CaseReport, Environment, KernelReport, Report
+from bot.models.report import AgentReport, CaseReport, KernelReport, Machine, Report
 from bot.tune.model import RoundEvent, Trial
 from bot.tune.space import config_key
 from bot.tune.store import TuningStore
@@ -65,7 +65,7 @@ def fill(path: Path, *, tuning: bool = False) -> None:
                 kernels=[KernelReport(name=KERNEL, domain="deepgemm", changed=True, verdict="pass", cases=[
                     CaseReport(name="square_512", tolerance=0.01, p50_ms=1.05, base_p50_ms=1.06, regression_pct=-0.9,
                                ci95_pct=[-1.2, -0.6], verdict="pass")])],
-                agent=AgentReport(status="offline"), environment=Environment(device="cpu", python="3.11"),
+                agent=AgentReport(status="offline"), environment=Machine(device="cpu", python="3.11"),
                 created_at=NOW.isoformat(timespec="seconds"), opgate_version="0.1.0",
             )
         )  # fmt: skip

@@ -71,6 +71,15 @@ def test_every_relative_link_in_the_docs_points_at_a_file():
                 assert (path.parent / target).exists(), f"{path.name}: a link to {target}, which does not exist"
 
 
+def test_no_link_in_the_docs_leads_outside_the_repository():
+    """A reader of a clone, or of the repository on GitHub, can follow every relative link."""
+    for path in [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *PAGES]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", path.read_text()):
+            if not target.startswith(("http://", "https://", "mailto:")):
+                where = (path.parent / target).resolve()
+                assert where.is_relative_to(ROOT), f"{path.name}: a link to {target}, outside the repository"
+
+
 def test_the_architecture_code_map_names_every_room_of_bot():
     rooms = sorted(p.name for p in (ROOT / "bot").iterdir() if p.is_dir() and p.name != "__pycache__")
     for room in rooms:

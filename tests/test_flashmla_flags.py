@@ -13,7 +13,7 @@ from bot.config.manifest import KernelManifest, load_kernel
 from bot.errors import InputError
 from bot.lint import lint_paths
 from bot.review.resource_check import flag_findings
-from bot.untrusted.probe import parse_probe, probe_source
+from bot.untrusted.fold import fold_source, parse_folded
 from bot.verdict.flags import check_flags, nvcc_options, without_arch
 from tests.conftest import git
 
@@ -173,9 +173,9 @@ def test_a_case_needs_its_builds_entry_and_a_missing_config_needs_no_tunables(tm
 
 def test_the_probe_source_and_its_ptx():
     exprs = ["sizeof(Traits<cutlass::bfloat16_t>::SharedMemoryPlan)", "sizeof(float) * 4"]
-    text = probe_source(["traits.h"], exprs)
+    text = fold_source(["traits.h"], exprs)
     assert '#include "traits.h"' in text
     assert f"opgate_probe_1 = (unsigned long long)({exprs[1]});" in text
     ptx = ".global .align 8 .u64 opgate_probe_0 = 230816;\n.global .align 8 .u64 opgate_probe_1 = 16;\n"
-    assert parse_probe(ptx, exprs) == {exprs[0]: 230816, exprs[1]: 16}
-    assert parse_probe("", exprs) == {}
+    assert parse_folded(ptx, exprs) == {exprs[0]: 230816, exprs[1]: 16}
+    assert parse_folded("", exprs) == {}

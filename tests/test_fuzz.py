@@ -22,7 +22,7 @@ from bot.review.coverage import coverage
 from bot.text.safe import code, fence, log_safe, one_line, untrusted
 from bot.untrusted.resources import parse_ptx_threads, parse_ptxas
 from bot.untrusted.runner import protocol
-from bot.untrusted.runner.commit import read_outputs
+from bot.untrusted.runner.freeze import read_outputs
 from tests.hostile import hostile_model, problems, table_breaks
 
 # CI replays the same examples every run (a failure there is a bug, never luck); locally each run explores.

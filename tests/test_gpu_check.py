@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bot.gpucheck.__main__ import collect, plan, select
+from bot.gpucheck.render import render_json, render_markdown
 from bot.gpucheck.steps import Result, Runner, Step
-from bot.gpucheck.summary import render_json, render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"

@@ -13,7 +13,7 @@ import pytest
 from bot.config.manifest import load_kernel
 from bot.verdict.occupancy import SM90, occupancy
 from tests.conftest import KERNELS
-from tests.cuda_probe import PROBES, configs, probe, runtime_main
+from tests.cuda_launcher import LAUNCHERS, configs, read_launchers, runtime_main
 
 torch = pytest.importorskip("torch")
 
@@ -31,7 +31,7 @@ SM90_PROPS = [
 
 
 def _check(kernel, config, workdir: Path) -> list[str]:
-    found = probe(kernel, config, workdir, runtime_main(kernel))
+    found = read_launchers(kernel, config, workdir, runtime_main(kernel))
     if found.error:
         return [found.error]
     problems = []
@@ -57,7 +57,7 @@ def _check(kernel, config, workdir: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", sorted(PROBES))
+@pytest.mark.parametrize("name", sorted(LAUNCHERS))
 def test_the_runtime_agrees_with_the_calculator_for_every_allowed_config(name, tmp_path):
     kernel = load_kernel(KERNELS / name)
     jobs = list(enumerate(configs(kernel)))

@@ -14,8 +14,8 @@ from bot.models.report import (
     AgentReport,
     Build,
     CaseReport,
-    Environment,
     KernelReport,
+    Machine,
     Report,
     Resource,
     ResourceCheckReport,
@@ -159,7 +159,7 @@ def _report(pr: int | None = None) -> Report:
             KernelReport(name="flashmla_decode", domain="flashmla", changed=False, verdict="skipped"),
         ],
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cpu", python="3.11"),
+        environment=Machine(device="cpu", python="3.11"),
         created_at="2026-03-02T10:00:00+00:00",
         opgate_version="0.1.0",
     )  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 
 from bot.commands.bisect import Named, render_md
 from bot.commands.history import render_issue
-from bot.commands.summary import render_summary
+from bot.commands.summary import render_token_summary
 from bot.edges.publish import PrContext
 from bot.mainline.bisect import BisectReport
 from bot.mainline.drift import KernelDrift
@@ -42,7 +42,7 @@ def _accept_reply(text: str, variant: int) -> str:
 
 def _summary(text: str, variant: int) -> str:
     summary = hostile_model(WeeklySummary, text, variant)
-    return render_summary(summary.model_copy(update={"history": {text: [1, 2]}}))
+    return render_token_summary(summary.model_copy(update={"history": {text: [1, 2]}}))
 
 
 def _bisections(text: str, variant: int) -> list[BisectReport]:

@@ -17,7 +17,7 @@ from bot.config.manifest import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
 from bot.models.report import CaseStatus
 from bot.untrusted.runner.judge import block_order
-from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
 
 pytestmark = pytest.mark.slow

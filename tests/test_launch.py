@@ -16,9 +16,9 @@ from bot.models.report import Resource
 from bot.verdict.gate import SMEM_PER_BLOCK_LIMIT
 from bot.verdict.launch import describe, describe_kernel, matches, name_path, values
 from tests.conftest import KERNELS
-from tests.cuda_probe import PROBES, configs, probe
+from tests.cuda_launcher import LAUNCHERS, configs, read_launchers
 
-NAMES = sorted(PROBES)
+NAMES = sorted(LAUNCHERS)
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
 
@@ -233,22 +233,22 @@ def test_every_allowed_config_has_a_valid_launch_within_the_smem_limit(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_described_function_has_a_launcher_probe(name):
-    """A new [launch.functions] entry needs a line in tests/cuda_probe.py, or it would go unchecked."""
+    """A new [launch.functions] entry needs a line in tests/cuda_launcher.py, or it would go unchecked."""
     described = set(load_kernel(KERNELS / name).manifest.launch.functions)
-    probed = {f for f, launcher in PROBES[name].functions.items() if launcher.dynamic_smem is not None}
+    probed = {f for f, launcher in LAUNCHERS[name].functions.items() if launcher.dynamic_smem is not None}
     assert described == probed
 
 
 def _check_config(kernel, config, workdir: Path) -> list[str]:
     """Problems with one config: the launcher's numbers against the manifest's, smem, occupancy."""
-    found = probe(kernel, config, workdir)
+    found = read_launchers(kernel, config, workdir)
     if found.error:
         return [found.error]
     problems = []
     k = kernel.model_copy(update={"config": config})
     described = describe_kernel(k, found.resources, found.threads)
     problems += [f"{config}: {e}" for e in described.errors]
-    for name, launcher in PROBES[kernel.name].functions.items():
+    for name, launcher in LAUNCHERS[kernel.name].functions.items():
         threads, dynamic = found.launcher[name]
         rows = [r for r in described.resources if matches(name, r.function)]
         if not rows:
@@ -260,7 +260,7 @@ def _check_config(kernel, config, workdir: Path) -> list[str]:
                     f"dynamic smem; the launcher uses {threads}, {dynamic}"
                 )
             if launcher.dynamic_smem is None and r.extern_smem:
-                problems.append(f"{config}: {r.function} has extern shared memory the probe does not read")
+                problems.append(f"{config}: {r.function} has extern shared memory the launcher program does not read")
             if r.smem_bytes + (r.dynamic_smem_bytes or 0) > SMEM_PER_BLOCK_LIMIT or r.spill_bytes:
                 problems.append(f"{config}: {r.function}: smem {r.smem_bytes} + {r.dynamic_smem_bytes}, spills")
             if r.occupancy is None or r.occupancy.blocks_per_sm < 1:

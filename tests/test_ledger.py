@@ -206,7 +206,7 @@ def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  
 
 
 def test_a_review_and_its_verdicts_round_trip(url):
-    from bot.models.report import AgentReport, Environment, KernelReport, Report
+    from bot.models.report import AgentReport, KernelReport, Machine, Report
 
     report = Report(
         base_sha="b" * 40,
@@ -215,7 +215,7 @@ def test_a_review_and_its_verdicts_round_trip(url):
         verdict="fail",
         kernels=[KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", reasons=["x"])],
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cpu", python="3.11"),
+        environment=Machine(device="cpu", python="3.11"),
         created_at="2026-03-02T10:00:00+00:00",
         opgate_version="0.1.0",
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.models.report import AgentReport, CaseReport, Environment, KernelReport, NsightKernel, NsightMetrics, Report
+from bot.models.report import AgentReport, CaseReport, KernelReport, Machine, NsightKernel, NsightMetrics, Report
 from bot.present.render import render_comment
 from bot.untrusted import nsight
 
@@ -98,7 +98,7 @@ def _report(*cases: CaseReport) -> Report:
         verdict="pass",
         kernels=[kernel],
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cuda", gpu="NVIDIA H200", python="3.12.3"),
+        environment=Machine(device="cuda", gpu="NVIDIA H200", python="3.12.3"),
         created_at="2026-12-01T10:00:00+00:00",
         opgate_version="0.1.0",
     )

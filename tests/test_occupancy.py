@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import Constraints
-from bot.models.report import AgentReport, Build, Environment, KernelReport, Report, Resource, ResourceCheckReport
+from bot.models.report import AgentReport, Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.verdict.gate import resource_reasons
 from bot.verdict.occupancy import (
@@ -251,7 +251,7 @@ def _report(head: list[Resource], base: list[Resource]) -> Report:
         verdict="fail",
         kernels=[kernel],
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cpu", python="3.11"),
+        environment=Machine(device="cpu", python="3.11"),
         created_at="2025-01-01T00:00:00+00:00",
         opgate_version="0.1.0",
     )

@@ -1,4 +1,4 @@
-"""The review session (bot/review/session.py) called directly: a review that cannot run still leaves report.json
+"""The review command's flow (bot/review/orchestrate.py) called directly: a review that cannot run still leaves report.json
 and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel; --merge checks its
 folders before anything is written."""
 
@@ -14,7 +14,7 @@ from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.models.report import Report
 from bot.review.fanout import UNSEEN_FILE
-from bot.review.session import ReviewOptions, review
+from bot.review.orchestrate import ReviewOptions, review
 from tests.conftest import REPO_CONFIG, KernelRepo
 
 

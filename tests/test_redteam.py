@@ -19,7 +19,7 @@ import pytest
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
 from bot.models.report import CaseReport, CaseStatus
-from bot.untrusted.runner.launch import new_secret, run_cases
+from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import case_verdict
 from tests import redteam

@@ -7,8 +7,8 @@ import re
 
 from bot.models.report import (
     AgentReport,
-    Environment,
     KernelReport,
+    Machine,
     Occupancy,
     Report,
     Resource,
@@ -39,7 +39,7 @@ def _report(kernel: KernelReport) -> Report:
         verdict=kernel.verdict,  # type: ignore[arg-type]
         kernels=[kernel],
         agent=AgentReport(status="offline"),
-        environment=Environment(device="cpu", python="3.11"),
+        environment=Machine(device="cpu", python="3.11"),
         created_at="2026-01-01T00:00:00+00:00",
         opgate_version="0",
     )

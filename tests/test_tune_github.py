@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot import __version__
-from bot.models.report import Environment
+from bot.models.report import Machine
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 from bot.tune.result import TUNE_MARKER, Proposed, TokenUse, TuneResult
 from bot.tune.space import config_key, file_patch
@@ -54,7 +54,7 @@ def outcome(base_sha: str, base_text: str) -> TuneResult:
                           verified_speedup=verified.speedup or 1, branch=BRANCH),
         pass_rate=(1, 2), tokens=TokenUse(requests=3, prompt_tokens=3702, completion_tokens=963, total_tokens=4665,
                                           limit=20_000, weekly_left=480_000),
-        environment=Environment(device="cpu", python="3.11"), created_at="2026-03-04T12:00:00+00:00",
+        environment=Machine(device="cpu", python="3.11"), created_at="2026-03-04T12:00:00+00:00",
         opgate_version=__version__,
     )  # fmt: skip
 

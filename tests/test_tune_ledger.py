@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands.summary import render_summary
+from bot.commands.summary import render_token_summary
 from bot.ledger import open_ledger
 from bot.models.ledger import UsageRow
 from bot.spend import tokens
@@ -121,6 +121,6 @@ def test_the_weekly_summary_shows_tuning_spend_per_domain_apart_from_reviews(tmp
     deepgemm = next(d for d in summary.domains if d.domain == "deepgemm")
     assert (deepgemm.total, deepgemm.tuning_total, deepgemm.review_total) == (17_000, 7_000, 10_000)
     assert (deepgemm.tuning_requests, deepgemm.tuning_runs) == (2, 2)
-    body = render_summary(summary)
+    body = render_token_summary(summary)
     assert "### Tuning spend (`opgate tune`)" in body
     assert "| deepgemm | 2 | 2 | 7,000 | 10,000 | 41.2% |" in body

@@ -14,18 +14,18 @@ import requests
 from pydantic import BaseModel, ConfigDict
 
 from bot.agent import estimate
-from bot.agent.ci_summary_reply import SummaryReply, contradictions, parse_summary
+from bot.agent.ci_summary_reply import CiSummaryReply, contradictions, parse_ci_summary
 from bot.agent.client import GatewayError, validate_base_url
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentOutputError
-from bot.agent.run import OverBudget, ReplyCut, _Call, _spent, cache_key, remember, sanitise, with_repair
+from bot.agent.run import Call, OverBudget, ReplyCut, _spent, cache_key, remember, sanitise, with_repair
 from bot.config.manifest import AgentTask, load_task
-from bot.config.repo import SUMMARY_DOMAIN
+from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.config.settings import Settings
 from bot.errors import InputError
 from bot.ledger import Ledger
-from bot.models.ci_summary import CaseFacts, KernelFacts, SummaryFacts
-from bot.models.report import AgentReport, CiSummary, SummaryCause
+from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts
+from bot.models.report import AgentReport, CiSummary, CiSummaryCause
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -86,13 +86,13 @@ def clean(value: Any, secrets: list[str]) -> Any:
     return value
 
 
-def facts_json(facts: SummaryFacts, secrets: list[str]) -> str:
+def facts_json(facts: CiSummaryFacts, secrets: list[str]) -> str:
     """The facts as the prompt's data: compact JSON (empty fields left out), secrets masked."""
     data = clean(facts.model_dump(exclude_defaults=True, exclude={"left_out"}), secrets)
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def messages(task: AgentTask, facts: SummaryFacts, secrets: list[str]) -> list[dict[str, str]]:
+def messages(task: AgentTask, facts: CiSummaryFacts, secrets: list[str]) -> list[dict[str, str]]:
     """System and user messages for these facts (nothing shortened here)."""
     kernels = [(k.name, k.verdict) for k in facts.kernels]
     system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels)
@@ -111,7 +111,7 @@ def _tail(text: str, chars: int) -> str:
     return "" if chars <= 0 else text[-chars:]
 
 
-def shaped(facts: SummaryFacts, level: Level) -> SummaryFacts:
+def shaped(facts: CiSummaryFacts, level: Level) -> CiSummaryFacts:
     """The facts at one level: log tails clipped to their end, the first cases and list items of each kernel."""
     n, chars = level.items, level.text_chars
 
@@ -145,11 +145,11 @@ class Prompt(BaseModel):
     """The messages sent, the facts they carry and their estimated size."""
 
     messages: list[dict[str, str]]
-    facts: SummaryFacts
+    facts: CiSummaryFacts
     tokens: int
 
 
-def trim(task: AgentTask, facts: SummaryFacts, budget: int, secrets: list[str]) -> Prompt:
+def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str]) -> Prompt:
     """The first level whose prompt fits `budget` tokens; the smallest one when none fits (the caller refuses it)."""
     prompt = None
     for level in LEVELS:
@@ -164,10 +164,10 @@ def trim(task: AgentTask, facts: SummaryFacts, budget: int, secrets: list[str]) 
 
 def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, str]:
     """The summary's task file, or None and why it cannot be used."""
-    where = f"[domains.{SUMMARY_DOMAIN}] task in {settings.repo_config.where()}"
-    path = settings.repo_config.task_path(SUMMARY_DOMAIN)
+    where = f"[domains.{CI_SUMMARY_DOMAIN}] task in {settings.repo_config.where()}"
+    path = settings.repo_config.task_path(CI_SUMMARY_DOMAIN)
     if path is None:
-        return None, f"the {SUMMARY_DOMAIN} domain names no task file ({where})"
+        return None, f"the {CI_SUMMARY_DOMAIN} domain names no task file ({where})"
     if not path.is_file():
         return None, f"its task file {path} does not exist ({where})"
     try:
@@ -177,13 +177,13 @@ def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, str]:
         return None, one_line(exc, limit=400)
     if task.provider.api_key_env != variable:
         return None, (
-            f"its task file names {task.provider.api_key_env}, but the {SUMMARY_DOMAIN} domain's key is {variable}"
+            f"its task file names {task.provider.api_key_env}, but the {CI_SUMMARY_DOMAIN} domain's key is {variable}"
         )
     return task, ""
 
 
 def ask(
-    facts: SummaryFacts,
+    facts: CiSummaryFacts,
     *,
     settings: Settings,
     ledger: Ledger,
@@ -194,11 +194,11 @@ def ask(
 ) -> CiSummary:
     """One summary of the review the facts describe. Never raises for the gateway or the reply: the summary
     says what happened (not asked, over budget, failed), and the review is otherwise unchanged."""
-    agent = AgentReport(status="offline", domain=SUMMARY_DOMAIN)
+    agent = AgentReport(status="offline", domain=CI_SUMMARY_DOMAIN)
     out = CiSummary(agent=agent)
-    variable = settings.key_variable(SUMMARY_DOMAIN)
+    variable = settings.key_variable(CI_SUMMARY_DOMAIN)
     if variable is None:
-        agent.status, agent.reason = "skipped", f"no {SUMMARY_DOMAIN} domain is configured"
+        agent.status, agent.reason = "skipped", f"no {CI_SUMMARY_DOMAIN} domain is configured"
         return out
     if offline:
         agent.reason = "--offline given"
@@ -218,19 +218,19 @@ def ask(
         agent.status, agent.reason = "skipped", one_line(exc, limit=400)
         return out
     secrets = settings.secrets()
-    limit = settings.budget_request.get(SUMMARY_DOMAIN)
+    limit = settings.budget_request.get(CI_SUMMARY_DOMAIN)
     prompt = trim(task, facts, limit, secrets)
     out.prompt_estimate, out.left_out = prompt.tokens, prompt.facts.left_out
     if prompt.tokens > limit:
         agent.status = "over_budget"
         agent.reason = (
             f"the prompt needs {prompt.tokens} tokens even shortened, over the per-request budget of {limit} "
-            f"(OPGATE_BUDGET_REQUEST_{SUMMARY_DOMAIN.upper()})"
+            f"(OPGATE_BUDGET_REQUEST_{CI_SUMMARY_DOMAIN.upper()})"
         )
         return out
     key_of_prompt = cache_key(settings.agent_wire, task.model, prompt.messages, settings.agent_max_tokens)
-    call = _Call(
-        task, SUMMARY_DOMAIN, settings, ledger, key=key, head_sha=facts.head_sha, pr=facts.pr, session=session,
+    call = Call(
+        task, CI_SUMMARY_DOMAIN, settings, ledger, key=key, head_sha=facts.head_sha, pr=facts.pr, session=session,
         sleep=sleep,
     )  # fmt: skip
     hit = ledger.cached_reply(key_of_prompt)
@@ -243,7 +243,7 @@ def ask(
         agent.status, agent.cached, agent.model = "ok", True, hit.model
         agent.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
         return _filled(out, reply, facts)
-    stem = f"{facts.head_sha[:12]}_{SUMMARY_DOMAIN}"
+    stem = f"{facts.head_sha[:12]}_{CI_SUMMARY_DOMAIN}"
     try:
         reply, content = converse(call, prompt.messages, facts, candidates_dir, stem)
     except OverBudget as exc:
@@ -253,7 +253,7 @@ def ask(
     except GatewayError as exc:
         _spent(agent, call)
         agent.status, agent.reason = "error", str(exc)
-        log.warning("the %s request failed: %s; the review is otherwise unchanged", SUMMARY_DOMAIN, exc)
+        log.warning("the %s request failed: %s; the review is otherwise unchanged", CI_SUMMARY_DOMAIN, exc)
         return out
     except ReplyCut as exc:
         _spent(agent, call)
@@ -270,30 +270,30 @@ def ask(
 
 
 def converse(
-    call: _Call, msgs: list[dict[str, str]], facts: SummaryFacts, candidates_dir: Path, stem: str
-) -> tuple[SummaryReply, str]:
+    call: Call, msgs: list[dict[str, str]], facts: CiSummaryFacts, candidates_dir: Path, stem: str
+) -> tuple[CiSummaryReply, str]:
     """The CI summary's request, with one repair, as the review's (run.with_repair)."""
     kernels = [k.name for k in facts.kernels]
     return with_repair(
         call,
         msgs,
-        lambda content: parse_summary(content, facts),
+        lambda content: parse_ci_summary(content, facts),
         lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels),
         candidates_dir / stem,
-        f"{SUMMARY_DOMAIN} reply",
+        f"{CI_SUMMARY_DOMAIN} reply",
     )
 
 
-def _reparse(content: str, facts: SummaryFacts) -> SummaryReply | None:
+def _reparse(content: str, facts: CiSummaryFacts) -> CiSummaryReply | None:
     try:
-        return parse_summary(content, facts)
+        return parse_ci_summary(content, facts)
     except AgentOutputError:
         return None  # stored under older rules: ask again
 
 
-def _filled(out: CiSummary, reply: SummaryReply, facts: SummaryFacts) -> CiSummary:
+def _filled(out: CiSummary, reply: CiSummaryReply, facts: CiSummaryFacts) -> CiSummary:
     out.summary = reply.summary
-    out.likely_cause = [SummaryCause(kernel=c.kernel, cases=c.cases, text=c.text) for c in reply.likely_cause]
+    out.likely_cause = [CiSummaryCause(kernel=c.kernel, cases=c.cases, text=c.text) for c in reply.likely_cause]
     out.look_next, out.cannot_tell = list(reply.look_next), list(reply.cannot_tell)
     out.contradictions = contradictions(reply, facts)
     return out

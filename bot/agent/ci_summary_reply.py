@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.agent.review import AgentOutputError, field_error, reply_object
-from bot.models.ci_summary import SummaryFacts
+from bot.models.ci_summary import CiSummaryFacts
 from bot.models.report import KernelVerdict
 
 # Read by people in the comment, under the headline: a few sentences and a few short items.
@@ -31,7 +31,7 @@ class Cause(BaseModel):
     text: Item
 
 
-class SummaryReply(BaseModel):
+class CiSummaryReply(BaseModel):
     """What the CI summary's prompt asks for, each field bounded in size."""
 
     model_config = ConfigDict(extra="ignore")
@@ -43,12 +43,12 @@ class SummaryReply(BaseModel):
     cannot_tell: list[Item] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
-def parse_summary(text: str, facts: SummaryFacts) -> SummaryReply:
-    """The reply as a SummaryReply whose kernels and cases are the facts' own: it states every changed kernel's
+def parse_ci_summary(text: str, facts: CiSummaryFacts) -> CiSummaryReply:
+    """The reply as a CiSummaryReply whose kernels and cases are the facts' own: it states every changed kernel's
     verdict and names no kernel or case the review does not have (else AgentOutputError, so it can be repaired)."""
     data = reply_object(text, MAX_REPLY_BYTES)
     try:
-        reply = SummaryReply.model_validate(data)
+        reply = CiSummaryReply.model_validate(data)
     except ValidationError as exc:
         raise field_error(exc) from exc
     known = facts.case_names()
@@ -66,7 +66,7 @@ def parse_summary(text: str, facts: SummaryFacts) -> SummaryReply:
     return reply
 
 
-def contradictions(reply: SummaryReply, facts: SummaryFacts) -> list[str]:
+def contradictions(reply: CiSummaryReply, facts: CiSummaryFacts) -> list[str]:
     """Where the reply's verdicts differ from the measured ones, worded so the measured verdict stands."""
     measured = {k.name: k.verdict for k in facts.kernels}
     return [

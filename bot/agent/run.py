@@ -67,7 +67,7 @@ class OverBudget(Exception):
         self.reason = reason
 
 
-class _Call:
+class Call:
     """The context every gateway call of one ask shares: who asks, with which key, against which budget."""
 
     def __init__(
@@ -256,7 +256,7 @@ def ask(
         return report, unseen
     messages = prompt.messages(kernel, trimmed.included, unseen)
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
-    call = _Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
+    call = Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
     hit = ledger.cached_reply(key_of_prompt) if use_cache else None
     if hit is not None and (review := _reparse(hit.content, kernel.name, kernel.path)) is not None:
         call.record(
@@ -297,7 +297,7 @@ class ReplyCut(AgentOutputError):
 
 
 def answered(
-    call: _Call, messages: list[dict[str, str]], max_tokens: int | None = None, *, retry: bool = True
+    call: Call, messages: list[dict[str, str]], max_tokens: int | None = None, *, retry: bool = True
 ) -> ChatResult:
     """A reply that was not cut off. One cut off at max_tokens N is asked once more with 2N (reserved against the
     budget like any request); cut off again, or no room for 2N: ReplyCut, saying so."""
@@ -335,7 +335,7 @@ def no_text(result: ChatResult) -> str | None:
 
 
 def converse(
-    call: _Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
+    call: Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
 ) -> tuple[AgentReview, str]:
     """The review's request, with one repair (with_repair)."""
     return with_repair(
@@ -349,7 +349,7 @@ def converse(
 
 
 def with_repair(
-    call: _Call,
+    call: Call,
     messages: list[dict[str, str]],
     parse: Callable[[str], T],
     repair: Callable[[str], str],
@@ -422,7 +422,7 @@ def _keep(path: Path, text: str, secrets: list[str]) -> None:
     path.write_text(sanitise(text, secrets))
 
 
-def _spent(report: AgentReport, call: _Call) -> None:
+def _spent(report: AgentReport, call: Call) -> None:
     report.requests = len(call.answered)
     report.prompt_tokens = sum(r.prompt_tokens for r in call.answered)
     report.completion_tokens = sum(r.completion_tokens for r in call.answered)

@@ -15,10 +15,10 @@ from pydantic import ValidationError
 from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.edges import gitio
-from bot.edges.environment import detect
+from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger, open_ledger
-from bot.mainline import bisect, commits, probing
+from bot.mainline import bisect, bisect_run, commits
 from bot.mainline import drift as drift_core
 from bot.mainline.bisect import BisectReport
 from bot.mainline.store import History
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     say = (lambda _: None) if args.json else print
     with open_ledger(settings.database_url, create=settings.create_ledger) as ledger:
         good, bad = _range(args, settings, repo, History(ledger))
-        req = probing.BisectRequest(
+        req = bisect_run.BisectRequest(
             repo=repo,
             kernel=args.kernel,
             case=args.case,
@@ -141,9 +141,9 @@ def _range(args: argparse.Namespace, settings: Settings, repo: Path, store: Hist
     return found
 
 
-def _bisect(req: probing.BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> BisectReport:
+def _bisect(req: bisect_run.BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> BisectReport:
     req.work.mkdir(parents=True, exist_ok=True)
-    result = probing.run(req, settings, ledger, say)
+    result = bisect_run.run(req, settings, ledger, say)
     History(ledger).record_bisection(result)
     return result
 
@@ -251,7 +251,7 @@ def for_drift(
         for t in wanted:
             if not bisect.wanted(found.get(t.key)) or t.device_name not in here:
                 continue
-            req = probing.BisectRequest(
+            req = bisect_run.BisectRequest(
                 repo=repo,
                 kernel=t.kernel,
                 case=t.case,

@@ -15,10 +15,10 @@ from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
 from bot.errors import GitError, InputError, OpgateError
 from bot.present import digest
-from bot.review import fanout, session
+from bot.review import fanout, orchestrate
 from bot.review.checkout import INVALID
 from bot.review.coverage import unclaimed_reason
-from bot.review.session import ReviewOptions, ReviewResult
+from bot.review.orchestrate import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         planned=args.planned,
         arch=args.arch,
     )
-    result = session.review(options, settings, edge)
+    result = orchestrate.review(options, settings, edge)
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report

@@ -18,7 +18,7 @@ from bot.present.render import render
 from bot.spend import budget, tokens
 from bot.text.safe import Safe, one_line
 
-SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
+TOKEN_SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
 LABEL = "opgate-tokens"
 # Rows read: the chart's weeks and the anomaly history, with a week to spare.
 HISTORY = timedelta(weeks=max(tokens.HISTORY_WEEKS, tokens.CHART_WEEKS) + 1)
@@ -40,12 +40,12 @@ def title(week: str) -> str:
     return f"opgate token summary — {week}"
 
 
-def render_summary(summary: tokens.WeeklySummary, drift: list[DriftCheck] | None = None) -> str:
+def render_token_summary(summary: tokens.WeeklySummary, drift: list[DriftCheck] | None = None) -> str:
     """The summary issue; `drift` is the latest `opgate history drift` run (its flagged cases are listed)."""
     checks = drift or []
     return render(
         "summary.md.j2",
-        marker=SUMMARY_MARKER,
+        marker=TOKEN_SUMMARY_MARKER,
         s=summary,
         drift=[c for c in checks if c.flagged],
         drift_run=checks[0] if checks else None,
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         drift = History(ledger).latest_checks()
     finally:
         ledger.close()
-    body = render_summary(summary, drift)
+    body = render_token_summary(summary, drift)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"summary-{week}.md"
     path.write_text(body)

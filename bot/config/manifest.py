@@ -6,7 +6,7 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -23,11 +23,18 @@ from pydantic import (
 from bot.config import expr, keys
 from bot.errors import InputError
 
-if TYPE_CHECKING:
-    from bot.config.repo import RepoConfig
-
 KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
 MANIFEST_NAME = "kernel.toml"
+
+
+class RepoDefaults(Protocol):
+    """What `load_kernel` reads of the repository's config (a `bot.config.repo.RepoConfig`; repo.py imports this
+    module, so this module names only the two things it reads, and the import goes one way)."""
+
+    @property
+    def constraints(self) -> dict[str, Any]: ...
+
+    def check_domain(self, domain: str) -> str | None: ...
 
 
 class _Strict(BaseModel):
@@ -481,7 +488,7 @@ def load_task(path: Path) -> AgentTask:
         raise InputError(f"{path}: {_first_error(exc)}") from exc
 
 
-def load_kernel(folder: Path, *, config: RepoConfig | None = None, path: str | None = None) -> Kernel:
+def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str | None = None) -> Kernel:
     """Load and validate `folder/kernel.toml` and the files it names.
 
     With the repository's `config`, its thresholds are the defaults of `[constraints]` and the domain must be

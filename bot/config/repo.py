@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bot.config.manifest import Constraints
 from bot.config.secrets import RESERVED_KEYS
 from bot.errors import InputError
 
@@ -18,7 +19,9 @@ DEFAULT_MANIFESTS = ("kernels/*/kernel.toml",)
 DOMAIN_NAME = re.compile(r"[a-z][a-z0-9_]*")
 VARIABLE_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 KERNEL_SOURCES = ("*.cu", "*.cuh")  # a changed file like these that no manifest claims is reported
-SUMMARY_DOMAIN = "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
+CI_SUMMARY_DOMAIN = (
+    "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
+)
 
 
 def default_key(domain: str) -> str:
@@ -97,8 +100,6 @@ class RepoConfig(_Strict):
     @field_validator("thresholds")
     @classmethod
     def _thresholds(cls, thresholds: dict[str, Any]) -> dict[str, Any]:
-        from bot.config.manifest import Constraints  # the kernel manifest's own limits, whatever fields they grow
-
         rest = {k: v for k, v in thresholds.items() if k != "inconclusive"}
         if thresholds.get("inconclusive", "neutral") not in ("neutral", "fail"):
             raise ValueError("inconclusive must be neutral or fail")

@@ -19,7 +19,7 @@ LATEST_COMMITS = 15
 
 
 @cache
-def _environment() -> jinja2.Environment:
+def _jinja_env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(PAGES),
         autoescape=True,
@@ -38,7 +38,7 @@ def _http(url: str) -> str:
 
 def pages(data: SiteData, where: str) -> dict[str, str]:
     """File name -> HTML, for every page of the site."""
-    env = _environment()
+    env = _jinja_env()
     names = figures.kernels(data)
     nav = [{"name": k, "page": figures.page_name(k)} for k in names]
     common: dict[str, Any] = {

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.edges.environment import cpu_name
+from bot.edges.machine import cpu_name
 from bot.verdict.throughput import Peak
 
 log = logging.getLogger(__name__)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bot.gpucheck.render import render_json, render_markdown
 from bot.gpucheck.steps import Result, Runner, Step, one_line
-from bot.gpucheck.summary import render_json, render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BUDGET_S = 450.0  # 7.5 minutes of steps: the whole command fits the 8 minutes a GPU lease allows

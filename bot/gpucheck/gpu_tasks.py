@@ -43,10 +43,10 @@ def seconds_left() -> float:
 
 
 def sandbox() -> int:
-    from bot.untrusted.sandbox import Sandbox, Spec, _gpu_devices
+    from bot.untrusted.sandbox import Sandbox, Spec, gpu_devices
 
     box = Sandbox.detect()
-    details: dict[str, Any] = {"isolation": box.isolation.model_dump(), "gpu_devices": [str(p) for p in _gpu_devices()]}
+    details: dict[str, Any] = {"isolation": box.isolation.model_dump(), "gpu_devices": [str(p) for p in gpu_devices()]}
     if not box.isolated:
         write_step_json("failed", f"no sandbox, reviews here run with isolation none: {box.isolation.reason}", details)
         return 1

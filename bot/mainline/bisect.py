@@ -1,4 +1,4 @@
-"""Bisecting main for one case: the plan, the search over the commits that touch the kernel, each probe's side
+"""Bisecting main for one case: the plan, the search over the commits that touch the kernel, each step's side
 from the review's case verdict and interval, and the result that becomes bisect.json (pure)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from bot.models.report import CaseReport, CaseStatus, KernelReport
 
 SCHEMA = "opgate.bisect/1"
 DEFAULT_BUDGET_MIN = 20.0
-REMEASURE = 2  # re-measurements of a probe the review left undecided, each longer and in more processes
+REMEASURE = 2  # re-measurements of a step the review left undecided, each longer and in more processes
 MAX_SKIPS = 3  # commits that do not build (or cannot be judged) before the bisection gives up
 
 Side = Literal["good", "bad", "undecided", "skipped", "error"]
@@ -27,7 +27,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class Probe(_Model):
+class BisectStep(_Model):
     """One commit judged against the good build: the case's review, as often as it took to decide a side."""
 
     sha: str
@@ -86,7 +86,7 @@ class BisectReport(_Model):
         "bad end is not slower than good; undecided: the first bad commit is one of `suspects` (see `undecided`); "
         "error: the bisection could not run (see `reasons`)"
     )
-    first_bad: Probe | None = None
+    first_bad: BisectStep | None = None
     last_good_sha: str = Field(description="the last commit known good (the good end when no probe was good)")
     suspects: list[str] = Field(default_factory=list, description="commits the first bad one may be, oldest first")
     limit_pct: float | None = Field(None, description="the case's latency limit (the gate's max_regression_pct)")
@@ -96,7 +96,7 @@ class BisectReport(_Model):
         "ratio) to the bad end's Δ when that is larger",
     )
     sure: str = Field("", description="one line: how sure the answer is")
-    probes: list[Probe] = Field(default_factory=list)
+    probes: list[BisectStep] = Field(default_factory=list)
     skipped: list[Skipped] = Field(default_factory=list)
     undecided: list[str] = Field(default_factory=list, description="what was not decided, and why")
     reasons: list[str] = Field(default_factory=list, description="why the bisection could not run")
@@ -119,8 +119,8 @@ class BisectReport(_Model):
 
 
 def plan(commits: int, candidates: int, budget_s: float, remeasure: int = REMEASURE) -> Plan:
-    probes = math.ceil(math.log2(candidates)) + 1 if candidates > 1 else candidates
-    return Plan(commits=commits, candidates=candidates, max_probes=probes, remeasure=remeasure, budget_s=budget_s)
+    steps = math.ceil(math.log2(candidates)) + 1 if candidates > 1 else candidates
+    return Plan(commits=commits, candidates=candidates, max_probes=steps, remeasure=remeasure, budget_s=budget_s)
 
 
 def plan_text(p: Plan, kernel: str, case: str, good: str, bad: str) -> str:
@@ -133,12 +133,12 @@ def plan_text(p: Plan, kernel: str, case: str, good: str, bad: str) -> str:
 
 
 def reproduce(kernel: str, case: str, good: str, bad: str) -> str:
-    """The command that measures `bad` against `good` on one case (the bisection of one commit: one probe)."""
+    """The command that measures `bad` against `good` on one case (the bisection of one commit: one step)."""
     return shlex.join(["opgate", "history", "bisect", "--kernel", kernel, "--case", case, "--good", good, "--bad", bad])
 
 
 def split_pct(limit_pct: float, bad_end_pct: float) -> float:
-    """Where a probe turns bad: halfway, in ratio, between the good build and the bad end, never below the limit
+    """Where a step turns bad: halfway, in ratio, between the good build and the bad end, never below the limit
     (a 2x regression is then found without deciding 3% on a noisy runner; a small drift at the gate's own limit)."""
     halfway = (math.sqrt(max(1.0 + bad_end_pct / 100.0, 1e-9)) - 1.0) * 100.0
     return round(max(limit_pct, halfway), 2)
@@ -200,7 +200,7 @@ class Search:
         self.hi = self.n - 1
 
     def next(self) -> int | None:
-        """The next index to probe; None when the range holds nothing left to probe."""
+        """The next index to measure; None when the range holds nothing left to measure."""
         if self.n == 0:
             return None
         if not self.confirmed:

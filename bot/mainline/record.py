@@ -7,7 +7,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.edges.environment import device_key
+from bot.edges.machine import device_key
 from bot.models.report import CaseReport, KernelReport, Report, Resource
 
 # A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".

@@ -58,7 +58,7 @@ class KernelFacts(_Facts):
     risk_notes: list[str] = Field(default_factory=list, description="the kernel's agent review (another model)")
 
 
-class SummaryFacts(_Facts):
+class CiSummaryFacts(_Facts):
     """The review as the CI summary's prompt carries it (every string untrusted, every secret masked)."""
 
     base_sha: str

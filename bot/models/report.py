@@ -341,7 +341,7 @@ def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
     )
 
 
-class SummaryCause(_Model):
+class CiSummaryCause(_Model):
     """One likely cause the CI summary names, tied to a kernel and its cases (agent text: untrusted)."""
 
     kernel: str | None = None
@@ -355,7 +355,7 @@ class CiSummary(_Model):
 
     agent: AgentReport
     summary: str = ""
-    likely_cause: list[SummaryCause] = Field(default_factory=list)
+    likely_cause: list[CiSummaryCause] = Field(default_factory=list)
     look_next: list[str] = Field(default_factory=list)
     cannot_tell: list[str] = Field(default_factory=list, description="what the data cannot tell, as the reply says")
     contradictions: list[str] = Field(
@@ -387,7 +387,7 @@ class Coverage(_Model):
     )
 
 
-class Environment(_Model):
+class Machine(_Model):
     device: Literal["cpu", "cuda"]
     gpu: str | None = None
     arch: str | None = Field(None, description="the GPU's architecture from its compute capability (sm_90)")
@@ -427,7 +427,7 @@ class Report(_Model):
     kernels: list[KernelReport]
     agents: list[AgentReport] = Field(default_factory=list)
     agent: AgentReport
-    environment: Environment
+    environment: Machine
     isolation: Isolation | None = None
     health: RunnerHealth | None = None
     created_at: str

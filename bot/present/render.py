@@ -152,7 +152,7 @@ def commit_link(value: Any, base: str = "") -> Safe:
 
 
 @cache
-def environment() -> jinja2.Environment:
+def jinja_env() -> jinja2.Environment:
     """The Jinja environment of everything opgate posts or writes for people (the agent's prompts have their own,
     bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made Safe
     (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten."""
@@ -213,7 +213,7 @@ def environment() -> jinja2.Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    return environment().get_template(template).render(**context)
+    return jinja_env().get_template(template).render(**context)
 
 
 COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment body

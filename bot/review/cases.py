@@ -10,19 +10,19 @@ from typing import Literal
 from bot.config.includes import include_paths
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.config.settings import Settings
-from bot.edges.environment import cpu_name, device_key, driver_version
+from bot.edges.machine import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak
 from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource, SideEntry
 from bot.models.ledger import BaselineRow
-from bot.models.report import Build, CaseReport, CaseStatus, Environment
+from bot.models.report import Build, CaseReport, CaseStatus, Machine
 from bot.present.progress import Steps
 from bot.review.arch_jobs import other_job
 from bot.text.redact import scrub
 from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.cost import run_costs
-from bot.untrusted.runner.launch import run_cases
+from bot.untrusted.runner.spawn import run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
 from bot.verdict.occupancy import family
@@ -43,7 +43,7 @@ class KernelCases:
     def __init__(
         self,
         settings: Settings,
-        env: Environment,
+        env: Machine,
         ledger: Ledger,
         sandbox: Sandbox,
         steps: Steps,

@@ -13,14 +13,14 @@ from typing import Literal
 
 from bot.config.manifest import Case, Kernel
 from bot.config.settings import Settings
-from bot.edges.environment import detect
+from bot.edges.machine import detect
 from bot.models.judging import JudgeJob, ReferenceSource
-from bot.models.report import Environment
+from bot.models.report import Machine
 from bot.review.cases import case_job, entry_scalars
 from bot.review.resource_check import flag_findings
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
 from bot.untrusted.runner.judge import REFERENCE_LABEL
-from bot.untrusted.runner.launch import DRY_RUN, new_secret, run_cases
+from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import case_verdict
@@ -58,7 +58,7 @@ def first_compile_error(log: str, kernel: Kernel) -> str | None:
     return f"{where} line {m['line']}: {m['what'].strip()}"
 
 
-def _devices(env: Environment) -> list[Literal["cpu", "cuda"]]:
+def _devices(env: Machine) -> list[Literal["cpu", "cuda"]]:
     return ["cpu", "cuda"] if env.device == "cuda" else ["cpu"]
 
 
@@ -84,7 +84,7 @@ class Checker:
         return result
 
 
-def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Environment, result: KernelCheck) -> None:
+def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck) -> None:
     manifest = f"{kernel.path}/kernel.toml"
     findings = check_tunables(kernel.config, kernel.manifest.tunables, f"{kernel.path}/{kernel.manifest.config}")
     findings += check_defines(kernel.config, f"{kernel.path}/{kernel.manifest.config}") + flag_findings(kernel)

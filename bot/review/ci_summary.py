@@ -9,10 +9,10 @@ from typing import Any
 import requests
 
 from bot.agent import ci_summary as agent_summary
-from bot.config.repo import SUMMARY_DOMAIN
+from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.config.settings import Settings
 from bot.ledger import Ledger
-from bot.models.ci_summary import CaseFacts, KernelFacts, Number, ResourceChange, SummaryFacts
+from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts, Number, ResourceChange
 from bot.models.diff import FileChange
 from bot.models.report import CaseReport, DiffStat, KernelReport, Report, Resource
 from bot.review.coverage import unclaimed_reason
@@ -87,7 +87,7 @@ def resource_changes(k: KernelReport) -> list[ResourceChange]:
     return changes
 
 
-def needs_summary(report: Report) -> bool:
+def needs_ci_summary(report: Report) -> bool:
     """A changed kernel failed, erred, is undecided or needs a person's /accept, or changed a resource."""
     changed = [k for k in report.kernels if k.changed]
     return any(k.verdict in NOT_PASSING or resource_changes(k) for k in changed)
@@ -181,11 +181,11 @@ def _kernel(k: KernelReport, report: Report) -> KernelFacts:
     )
 
 
-def facts(report: Report) -> SummaryFacts:
+def facts(report: Report) -> CiSummaryFacts:
     """What the CI summary is told about `report`: every changed kernel, its failing and undecided cases with their
     numbers, resource changes, log tails, diff stats and its agent's risk notes (secrets are masked when sent)."""
     cov = report.coverage
-    return SummaryFacts(
+    return CiSummaryFacts(
         base_sha=report.base_sha,
         head_sha=report.head_sha,
         pr=report.pr,
@@ -208,11 +208,11 @@ def attach(
 ) -> Report:
     """The report with its CI summary when the review needs one and the repository configures the domain; the
     verdicts, the status and every acceptance are the gates' alone (the summary only explains them)."""
-    if SUMMARY_DOMAIN not in settings.domains or not needs_summary(report):
+    if CI_SUMMARY_DOMAIN not in settings.domains or not needs_ci_summary(report):
         return report
     summary = agent_summary.ask(
         facts(report), settings=settings, ledger=ledger, offline=offline, candidates_dir=out / "agent_candidates",
         session=session,
     )  # fmt: skip
-    log.info("%s summary: %s %s", SUMMARY_DOMAIN, summary.agent.status, summary.agent.reason)
+    log.info("%s summary: %s %s", CI_SUMMARY_DOMAIN, summary.agent.status, summary.agent.reason)
     return report.model_copy(update={"ci_summary": summary})

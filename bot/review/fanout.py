@@ -15,7 +15,7 @@ from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
-from bot.edges.environment import detect
+from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
 from bot.review.arch_jobs import combine, job_arches

@@ -16,11 +16,11 @@ from bot.agent.run import AgentFailed, ask
 from bot.config.manifest import MANIFEST_NAME, Kernel
 from bot.config.settings import Settings
 from bot.edges import gitio
-from bot.edges.environment import detect
+from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.report import AgentReport, Coverage, Environment, KernelReport, Report, aggregate_agents
+from bot.models.report import AgentReport, Coverage, KernelReport, Machine, Report, aggregate_agents
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
@@ -42,7 +42,7 @@ from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
-from bot.untrusted.runner.launch import new_secret
+from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
@@ -83,7 +83,7 @@ class Reviewer:
         self.settings = settings
         self.ledger = ledger
         self.session = session
-        self.env: Environment = detect()
+        self.env: Machine = detect()
         if not request.agent_only and (missing := missing_runner()):
             raise InputError(
                 f"opgate review builds and runs kernels, which needs {missing}: pip install 'opgate[runner]' "

@@ -12,7 +12,7 @@ from bot.config.manifest import Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
-from bot.untrusted.probe import PROBE_NAME, ProbeResult, evaluate
+from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate
 from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.targets import unsupported
@@ -35,7 +35,7 @@ def flag_findings(k: Kernel) -> list[str]:
 
 def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob | None]:
     """The kernel's .cu units as the build compiles them (the -arch/-gencode options left to the check), and the
-    launch probe's job (a body unit's flags) when its manifest has C++ launch expressions; InputError, BuildError."""
+    job that folds its C++ launch expressions (a body unit's flags) when it has any; InputError, BuildError."""
     spec = k.manifest.build["cuda"]
     includes = tuple(include_paths(k, "cuda"))
     units = [u for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
@@ -44,12 +44,12 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
         CompileJob(k.folder / u.source, k.folder, includes, tuple(without_arch(unit_flags(u, spec, k.config, tc, n))))
         for u in units
     ]
-    probe = None
+    fold = None
     if k.manifest.launch.cxx_expressions():
-        body = Unit(source=PROBE_NAME, binding=False, nvcc=True)
+        body = Unit(source=FOLD_SOURCE_NAME, binding=False, nvcc=True)
         flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
-        probe = CompileJob(k.folder / PROBE_NAME, k.folder, includes, flags)
-    return jobs, probe
+        fold = CompileJob(k.folder / FOLD_SOURCE_NAME, k.folder, includes, flags)
+    return jobs, fold
 
 
 def _cu_sources(k: Kernel | None) -> bool:
@@ -65,7 +65,7 @@ def resource_checks(
     if not _cu_sources(head_k):
         return []
     if nvcc_path() is not None and len(architectures) > 1:
-        with contextlib.suppress(BuildError):  # probed once, before the threads share its cache file
+        with contextlib.suppress(BuildError):  # compiled once, before the threads share its cache file
             toolchain("cuda", cache_dir.parent / "toolchain")
     with ThreadPoolExecutor(max_workers=len(architectures)) as pool:
         found = list(pool.map(lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a), architectures))
@@ -77,21 +77,19 @@ def resource_check(
 ) -> ResourceCheckReport | None:
     """Every .cu of head's and base's CUDA build compiled for `arch` exactly as the build compiles it, plus
     `ptxas -v`; each side described by its own kernel.toml [launch] (threads from the code, C++ launch expressions
-    from the launch probe) with its occupancy. None for a kernel without .cu sources."""
+    folded from its C++ launch expressions) with its occupancy. None for a kernel without .cu sources."""
     if not _cu_sources(head_k):
         return None
     if (why := unsupported(arch)) is not None:  # this runner's nvcc cannot compile `arch`: say so, compile nothing
         return ResourceCheckReport(status="unsupported_arch", arch=arch, log_tail=why)
     sides = {HEAD: head_k, **({BASE: base_k} if base_k is not None and _cu_sources(base_k) else {})}
-    checks, probes = _compile(sides, cache_dir, sandbox, arch)
+    checks, folds = _compile(sides, cache_dir, sandbox, arch)
     head = checks[HEAD]
     base = checks.get(BASE)
-    head_d = describe_kernel(
-        head_k, head.resources, head.threads, probes[HEAD].values if HEAD in probes else None, arch
-    )
+    head_d = describe_kernel(head_k, head.resources, head.threads, folds[HEAD].values if HEAD in folds else None, arch)
     base_d = None
     if base_k is not None and base is not None and base.status == "ok":
-        cxx = probes[BASE].values if BASE in probes else None
+        cxx = folds[BASE].values if BASE in folds else None
         base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
     notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
     if head.status == "ok" and base_d is not None and _same(head_d.resources, base_d.resources):
@@ -100,9 +98,9 @@ def resource_check(
             "spills, stack, shared memory and occupancy"
         )
     errors = list(head_d.errors)
-    for side, probe in probes.items():
-        if not probe.ok and side == HEAD:
-            errors.append(f"the launch probe (C++ launch expressions of kernel.toml) failed: {probe.log[-1500:]}")
+    for side, fold in folds.items():
+        if not fold.ok and side == HEAD:
+            errors.append(f"the launch probe (C++ launch expressions of kernel.toml) failed: {fold.log[-1500:]}")
     return ResourceCheckReport(
         status=head.status.value,
         arch=arch,
@@ -121,8 +119,8 @@ def resource_check(
 
 def _compile(
     sides: dict[str, Kernel], cache_dir: Path, sandbox: Sandbox, arch: str
-) -> tuple[dict[str, ResourceCheck], dict[str, ProbeResult]]:
-    """Both sides' units (and launch probes) at once; a side that cannot even be planned is a compile_fail."""
+) -> tuple[dict[str, ResourceCheck], dict[str, FoldResult]]:
+    """Both sides' units (and their C++ launch folds) at once; a side that cannot even be planned is a compile_fail."""
     nvcc = nvcc_path()
     if nvcc is None:
         return {s: ResourceCheck(status=ResourceStatus.no_nvcc, log=NO_NVCC) for s in sides}, {}
@@ -131,17 +129,17 @@ def _compile(
     except BuildError as exc:
         return {s: ResourceCheck(status=ResourceStatus.compile_fail, log=str(exc)) for s in sides}, {}
     jobs: dict[str, list[CompileJob]] = {}
-    probe_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
+    fold_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
     failed: dict[str, ResourceCheck] = {}
     for side, k in sides.items():
         try:
-            jobs[side], probe = compile_jobs(k, tc)
+            jobs[side], fold = compile_jobs(k, tc)
         except (InputError, BuildError) as exc:
             failed[side] = ResourceCheck(status=ResourceStatus.compile_fail, log=f"{side}: {exc}")
             continue
-        if probe is not None:
-            probe_jobs[side] = (k, probe)
-    with ThreadPoolExecutor(max_workers=max(1, len(probe_jobs))) as pool:
+        if fold is not None:
+            fold_jobs[side] = (k, fold)
+    with ThreadPoolExecutor(max_workers=max(1, len(fold_jobs))) as pool:
         pending = {
             side: pool.submit(
                 evaluate,
@@ -153,11 +151,11 @@ def _compile(
                 cache_dir=cache_dir,
                 sandbox=sandbox,
             )
-            for side, (k, job) in probe_jobs.items()
+            for side, (k, job) in fold_jobs.items()
         }
         checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
-        probes = {side: p.result() for side, p in pending.items()}
-    return {**checks, **failed}, probes
+        folds = {side: p.result() for side, p in pending.items()}
+    return {**checks, **failed}, folds
 
 
 def _figures(r: Resource) -> tuple[object, ...]:

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.config.repo import SUMMARY_DOMAIN
+from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.models.ledger import UsageRow, VerdictRow
 from bot.spend.budget import iso_week, week_start
 
@@ -178,7 +178,7 @@ ANSWERED = ("ok", "cached")  # a request that produced a reply (from the gateway
 
 def _local_action(domain: str, verdicts: list[VerdictRow], rows: list[UsageRow], flagged: bool) -> str:
     parts = []
-    if domain == SUMMARY_DOMAIN and (written := sum(1 for r in rows if r.domain == domain and r.status in ANSWERED)):
+    if domain == CI_SUMMARY_DOMAIN and (written := sum(1 for r in rows if r.domain == domain and r.status in ANSWERED)):
         parts.append(f"{written} review summary(ies) written into report.json and the comment, not a production DB")
     judged = Counter(v.verdict for v in verdicts if v.domain == domain and v.changed)
     if judged:

@@ -16,7 +16,7 @@ from bot.agent import estimate
 from bot.agent.client import validate_base_url
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentOutputError, parse_review
-from bot.agent.run import OverBudget, _Call, cache_key, converse
+from bot.agent.run import Call, OverBudget, cache_key, converse
 from bot.config.manifest import Kernel
 from bot.config.settings import Settings
 from bot.errors import InputError
@@ -143,7 +143,7 @@ def messages(
         left_out += 1
 
 
-class _CappedCall(_Call):
+class _CappedCall(Call):
     """A gateway call that also respects the run's own token cap (`--tokens`), checked before the reservation."""
 
     def __init__(self, *args: Any, cap: Callable[[int], str | None], **kwargs: Any) -> None:

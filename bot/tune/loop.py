@@ -17,7 +17,7 @@ from bot import __version__
 from bot.config.manifest import Kernel, find_manifests, load_kernel
 from bot.config.settings import Settings
 from bot.edges import gitio
-from bot.edges.environment import cpu_name, detect
+from bot.edges.machine import cpu_name, detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.present.progress import Status

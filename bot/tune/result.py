@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.report import Environment
+from bot.models.report import Machine
 from bot.present.render import render
 from bot.text.safe import Safe
 from bot.tune.analysis import Comparison, ShapeBest
@@ -80,7 +80,7 @@ class TuneResult(BaseModel):
     held_out: list[str] = Field(default_factory=list, description="cases the search never ran; the re-verification did")
     comparison: Comparison | None = None
     tokens: TokenUse = TokenUse()
-    environment: Environment
+    environment: Machine
     created_at: str
     opgate_version: str
     pull: PullOut | None = None

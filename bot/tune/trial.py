@@ -12,7 +12,7 @@ from bot.ledger import Ledger
 from bot.models.report import KernelReport
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer, ReviewRequest
-from bot.review.session import write
+from bot.review.orchestrate import write
 from bot.tune.model import CaseResult, Source, Trial
 from bot.verdict.throughput import IMPLAUSIBLE
 

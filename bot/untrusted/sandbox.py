@@ -153,7 +153,7 @@ def _cuda_root() -> Path | None:
     return None
 
 
-def _gpu_devices() -> list[Path]:
+def gpu_devices() -> list[Path]:
     return sorted(p for pattern in GPU_DEVICE_GLOBS for p in Path("/dev").glob(pattern) if not p.is_dir())
 
 
@@ -193,7 +193,7 @@ def command(bwrap: str, spec: Spec, argv: Sequence[str]) -> list[str]:
     for root in [*_python_roots(), *([c] if (c := _cuda_root()) else [])]:
         args += ["--ro-bind", str(root), str(root)]
     if spec.gpu:
-        for device in _gpu_devices():
+        for device in gpu_devices():
             args += ["--dev-bind", str(device), str(device)]
         args += ["--ro-bind-try", "/sys", "/sys"]
     for bind in spec.binds:

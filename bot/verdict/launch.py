@@ -57,7 +57,7 @@ def matches(key: str, function: str) -> bool:
     return name_path(function)[-len(parts) :] == parts
 
 
-def _environment(config: dict[str, Any]) -> dict[str, int]:
+def _variables(config: dict[str, Any]) -> dict[str, int]:
     return {k: v for k, v in config.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
@@ -79,7 +79,7 @@ def _evaluate(where: str, text: Expression, env: dict[str, int], config: dict[st
 
 def values(launch: Launch, config: dict[str, Any], manifest: str) -> dict[str, int]:
     """The tunables and every `[launch.values]` entry, in order (ValueError naming the first that fails)."""
-    env = _environment(config)
+    env = _variables(config)
     for name, text in launch.values.items():
         env[name] = _evaluate(f"{manifest}: launch.values.{name}", text, env, config)
     return env
@@ -96,7 +96,7 @@ def _key_for(launch: Launch, function: str) -> tuple[str | None, str | None]:
 def _dynamic(
     spec: LaunchFunction, env: dict[str, int], config: dict[str, Any], where: str, cxx: dict[str, int]
 ) -> int | None:
-    """The dynamic smem of one description (None: not given); a C++ expression takes the launch probe's value."""
+    """The dynamic smem of one description (None: not given); a C++ expression takes its folded value."""
     text = spec.dynamic_smem
     if isinstance(text, str) and is_cxx(text):
         if text not in cxx:
@@ -135,7 +135,7 @@ def describe(
     """Fill in threads, dynamic shared memory and occupancy of every function, from `launch` over `config`.
 
     `bounds`: threads per block from `__launch_bounds__` (what ptxas' PTX says), which a `threads` in `launch` must
-    equal; `cxx`: the launch probe's value of each C++ dynamic_smem expression. A function without a
+    equal; `cxx`: the folded value of each C++ dynamic_smem expression. A function without a
     description uses its launch bounds and no dynamic shared memory, unless its PTX uses `extern __shared__`
     memory: then its size is unknown, which is an error (the occupancy and the smem limit would be blind).
     """

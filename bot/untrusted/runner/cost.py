@@ -27,7 +27,7 @@ from bot.models.report import Isolation, SideCost, SimulatedCost
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
 from bot.untrusted.runner.judge import Judge, compare, scalars
-from bot.untrusted.runner.launch import JUDGE_SLACK_S, run_trusted
+from bot.untrusted.runner.spawn import JUDGE_SLACK_S, run_trusted
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
 from bot.verdict import metrics
 

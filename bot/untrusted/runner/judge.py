@@ -5,7 +5,7 @@ case (a `CaseRun`). Kernel code runs only in the workers: one sandboxed zygote p
 a fresh worker per measurement process, which can start no process of its own (runner/confine.py). A
 worker is handed input files and asked for outputs; the judge times each batch itself (request to reply).
 On the CPU it checks one call of every timed batch against the reference, reading the output from the
-worker's memory while the whole sandbox is frozen at `done` (runner/commit.py); on a GPU it fetches a
+worker's memory while the whole sandbox is frozen at `done` (runner/freeze.py); on a GPU it fetches a
 random sample. It watches how much CPU the sandbox burns outside the timed region.
 """
 
@@ -38,9 +38,9 @@ from bot.phases import Phases
 from bot.text.safe import log_safe
 from bot.untrusted.runner import confine, protocol
 from bot.untrusted.runner.blame import ReferenceFailed, blame
-from bot.untrusted.runner.commit import Unfrozen, frozen, host_pid, read_outputs, seccomp_mode
+from bot.untrusted.runner.freeze import Unfrozen, frozen, host_pid, read_outputs, seccomp_mode
 from bot.untrusted.runner.health import busy_ticks, noisy, snapshot
-from bot.untrusted.runner.launch import describe_exit
+from bot.untrusted.runner.spawn import describe_exit
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
 from bot.verdict import metrics
 from bot.verdict.stats import Paired, decide, paired

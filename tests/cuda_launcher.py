@@ -1,7 +1,7 @@
 """Compile a kernel's .cu into a tiny host program that prints what its launcher uses (nothing launches).
 
 Each kernel's launcher computes its block size and dynamic shared memory from constants of its own
-(`TileCfg<…>::kSmemBytes`, `kSmemBytes`, `kThreads`). The probe `#include`s the .cu, so these C++
+(`TileCfg<…>::kSmemBytes`, `kSmemBytes`, `kThreads`). The launcher program `#include`s the .cu, so these C++
 expressions read exactly the constants the launcher passes to `cudaFuncSetAttribute` and `<<<…>>>`.
 The same compile runs ptxas -v, so one nvcc call gives the launcher's numbers and the resources.
 """
@@ -32,14 +32,14 @@ class Launcher:
 
 
 @dataclass(frozen=True)
-class Probe:
+class LauncherSource:
     source: str
     functions: dict[str, Launcher]
 
 
 _GEMM = "deepgemm_tile::TileCfg<TILE_M, TILE_N, TILE_K>"
-PROBES = {
-    "deepgemm_tile": Probe(
+LAUNCHERS = {
+    "deepgemm_tile": LauncherSource(
         "gemm_cuda.cu",
         {
             "gemm_bf16_kernel": Launcher(
@@ -49,7 +49,7 @@ PROBES = {
             )
         },
     ),
-    "flashmla_decode": Probe(
+    "flashmla_decode": LauncherSource(
         "decode_cuda.cu",
         {
             "mla_decode_kernel": Launcher(
@@ -57,7 +57,7 @@ PROBES = {
             )
         },
     ),
-    "v41_attention_splitk": Probe(
+    "v41_attention_splitk": LauncherSource(
         "attention_cuda.cu",
         {
             name: Launcher("v41_attention::kThreads", None, (f"v41_attention::{name}",))
@@ -75,9 +75,9 @@ def configs(kernel: Kernel) -> list[dict[str, int | str]]:
 
 def host_main(kernel: Kernel) -> str:
     """A main() printing `function threads dynamic_smem` for every launcher of the kernel."""
-    probe = PROBES[kernel.name]
-    lines = [f'#include "{probe.source}"', "#include <cstdio>", "int main() {"]
-    for name, launcher in probe.functions.items():
+    launchers = LAUNCHERS[kernel.name]
+    lines = [f'#include "{launchers.source}"', "#include <cstdio>", "int main() {"]
+    for name, launcher in launchers.functions.items():
         smem = launcher.dynamic_smem or "0"
         lines.append(
             f'  std::printf("{name} %lld %lld\\n", static_cast<long long>({launcher.threads}), '
@@ -93,9 +93,9 @@ def runtime_main(kernel: Kernel) -> str:
     smem_optin smem_reserved regs_per_sm max_blocks_per_sm`, then per kernel `fn name num_regs static_smem
     max_threads threads dynamic_smem blocks_per_sm error` after opting in to the launcher's dynamic smem.
     """
-    probe = PROBES[kernel.name]
+    launchers = LAUNCHERS[kernel.name]
     lines = [
-        f'#include "{probe.source}"',
+        f'#include "{launchers.source}"',
         "#include <cstdio>",
         "template <class K>",
         "static void report(const char* name, K* kernel, long long threads, long long smem) {",
@@ -118,14 +118,14 @@ def runtime_main(kernel: Kernel) -> str:
         "              p.sharedMemPerBlockOptin, p.reservedSharedMemPerBlock, p.regsPerMultiprocessor,",
         "              p.maxBlocksPerMultiProcessor);",
     ]
-    for name, launcher in probe.functions.items():
+    for name, launcher in launchers.functions.items():
         for i, symbol in enumerate(launcher.kernels):
             lines.append(f'  report("{name}#{i}", &{symbol}, {launcher.threads}, {launcher.dynamic_smem or "0"});')
     return "\n".join([*lines, "  return 0;", "}", ""])
 
 
 @dataclass
-class Probed:
+class LauncherFigures:
     config: dict[str, int | str]
     launcher: dict[str, tuple[int, int]] = field(default_factory=dict)  # function -> (threads, dynamic smem)
     resources: list[Resource] = field(default_factory=list)
@@ -134,12 +134,14 @@ class Probed:
     error: str = ""
 
 
-def probe(kernel: Kernel, config: dict[str, int | str], workdir: Path, source: str | None = None) -> Probed:
+def read_launchers(
+    kernel: Kernel, config: dict[str, int | str], workdir: Path, source: str | None = None
+) -> LauncherFigures:
     """Compile `source` (default: host_main) against the kernel's .cu for sm_90a with ptxas -v, run it."""
     nvcc = shutil.which("nvcc")
     assert nvcc is not None
     workdir.mkdir(parents=True, exist_ok=True)
-    main = workdir / "probe.cu"
+    main = workdir / "launchers.cu"
     main.write_text(source or host_main(kernel))
     spec = kernel.manifest.build["cuda"]
     flags = [f for f in spec.cuda_cflags if not f.startswith(("-gencode", "-arch"))]
@@ -148,9 +150,9 @@ def probe(kernel: Kernel, config: dict[str, int | str], workdir: Path, source: s
         f"-I{kernel.folder.resolve()}",
         *flags,
         *defines(config),
-        *(str(main), "-o", str(workdir / "probe")),
+        *(str(main), "-o", str(workdir / "launchers")),
     ]
-    out = Probed(config=config)
+    out = LauncherFigures(config=config)
     built = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if built.returncode != 0:
         out.error = f"nvcc failed for {config}:\n{built.stdout}{built.stderr}"
@@ -164,9 +166,9 @@ def probe(kernel: Kernel, config: dict[str, int | str], workdir: Path, source: s
         r.model_copy(update={"function": names[r.function], "extern_smem": r.function in extern}) for r in found
     ]
     out.threads = {names[k]: v for k, v in bounds.items()}
-    ran = subprocess.run([str(workdir / "probe")], capture_output=True, text=True, timeout=120)
+    ran = subprocess.run([str(workdir / "launchers")], capture_output=True, text=True, timeout=120)
     if ran.returncode != 0:
-        out.error = f"probe exited {ran.returncode} for {config}: {ran.stdout}{ran.stderr}"
+        out.error = f"the launcher program exited {ran.returncode} for {config}: {ran.stdout}{ran.stderr}"
         return out
     out.stdout = ran.stdout
     for line in ran.stdout.splitlines():

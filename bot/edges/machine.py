@@ -10,7 +10,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-from bot.models.report import Environment
+from bot.models.report import Machine
 
 
 def _run(*cmd: str) -> str | None:
@@ -75,9 +75,9 @@ def torch_version() -> str | None:
         return None
 
 
-def detect() -> Environment:
+def detect() -> Machine:
     gpu = gpu_name()
-    return Environment(
+    return Machine(
         device="cuda" if gpu else "cpu",
         gpu=gpu,
         arch=gpu_arch() if gpu else None,

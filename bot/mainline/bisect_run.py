@@ -1,4 +1,4 @@
-"""A bisection run for real: main's commits between two builds, each probe a review of one commit against the good
+"""A bisection run for real: main's commits between two builds, each step a review of one commit against the good
 build (the review's judge, sandbox, statistics and build cache), re-measured while undecided, within a budget."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from bot.edges.gitio import git
 from bot.errors import GitError, InputError, OpgateError
 from bot.ledger import Ledger
 from bot.mainline import bisect, commits
-from bot.mainline.bisect import BisectReport, Probe, Search, Side, Skipped
+from bot.mainline.bisect import BisectReport, BisectStep, Search, Side, Skipped
 from bot.review.checkout import checkouts, kernel_globs
 from bot.text.safe import one_line
 
@@ -36,7 +36,7 @@ class BisectRequest:
     case: str
     good: str
     bad: str
-    work: Path  # where the probes' reviews may write (the agent's candidates folder; nothing is asked offline)
+    work: Path  # where the steps' reviews may write (the agent's candidates folder; nothing is asked offline)
     budget_s: float = bisect.DEFAULT_BUDGET_MIN * 60
     remeasure: int = bisect.REMEASURE
     require_isolation: bool = False
@@ -95,8 +95,8 @@ class _Run:
         return self.elapsed() + estimate > self.req.budget_s
 
     def reviewer(self, sha: str, k: int, limit_pct: float | None) -> Reviewer:
-        """The review of one probe; building it raises for what no probe can fix (no runner, no sandbox)."""
-        from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when a probe is measured
+        """The review of one step; building it raises for what no step can fix (no runner, no sandbox)."""
+        from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when a step is measured
 
         r = self.req
         request = ReviewRequest(
@@ -114,7 +114,7 @@ class _Run:
         settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure, k)})
         return Reviewer(request, settings, self.ledger)
 
-    def probe(self, sha: str, subject: str, position: int, split: float | None) -> Probe:
+    def step(self, sha: str, subject: str, position: int, split: float | None) -> BisectStep:
         """Review one commit against the good build (judged against `split` when given, else the case's own limit)
         until a side is decided, or the re-measurements run out."""
         found: Side = "undecided"
@@ -156,7 +156,7 @@ class _Run:
                 break
         if found == "undecided" and measurements:
             why = f"{why} after {measurements} measurement(s)"
-        probe = Probe(
+        step = BisectStep(
             sha=sha,
             subject=subject,
             position=position,
@@ -169,11 +169,11 @@ class _Run:
             **figures,  # type: ignore[arg-type]
         )
         self.say(f"opgate: probe {sha[:12]} {one_line(subject, limit=60)}: {found} — {one_line(why, limit=200)}")
-        return probe
+        return step
 
 
 def run(req: BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> BisectReport:
-    """Bisect (good, bad] for the case: the plan first (printed), then the probes, then what was found."""
+    """Bisect (good, bad] for the case: the plan first (printed), then the steps, then what was found."""
     found = line(req.repo, req.kernel, req.case, req.good, req.bad, settings.repo_config)
     cands = found.touching
     p = bisect.plan(len(found.commits), len(cands), req.budget_s, req.remeasure)
@@ -181,7 +181,7 @@ def run(req: BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> Bis
     state = _Run(req, settings, ledger, say)
     search = Search(len(cands))
     position = {sha: i + 1 for i, sha in enumerate(found.commits)}
-    probes: dict[int, Probe] = {}
+    steps: dict[int, BisectStep] = {}
     skipped: list[Skipped] = []
     undecided: list[str] = []
     reasons: list[str] = []
@@ -198,36 +198,36 @@ def run(req: BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> Bis
     while not stopped and (i := search.next()) is not None:
         sha = cands[i]
         bad_end = not search.confirmed
-        probe = state.probe(sha, found.subjects.get(sha, ""), position[sha], None if bad_end else split)
-        probes[i] = probe
-        search.record(i, probe.side)
-        if probe.side == "skipped":
-            skipped.append(Skipped(sha=sha, subject=probe.subject, why=probe.why))
-        if bad_end and probe.side == "bad":
-            split = bisect.split_pct(state.limit if state.limit is not None else 0.0, probe.regression_pct or 0.0)
+        step = state.step(sha, found.subjects.get(sha, ""), position[sha], None if bad_end else split)
+        steps[i] = step
+        search.record(i, step.side)
+        if step.side == "skipped":
+            skipped.append(Skipped(sha=sha, subject=step.subject, why=step.why))
+        if bad_end and step.side == "bad":
+            split = bisect.split_pct(state.limit if state.limit is not None else 0.0, step.regression_pct or 0.0)
             if split != state.limit:
                 notes.append(
                     f"the commits after the bad end were judged against {split:+.1f}%, halfway (in ratio) between the "
-                    f"good build and the bad end's {probe.regression_pct:+.1f}%: a commit is bad when it fails that"
+                    f"good build and the bad end's {step.regression_pct:+.1f}%: a commit is bad when it fails that"
                 )
-        elif bad_end and probe.side == "good":
+        elif bad_end and step.side == "good":
             stopped = True
-        elif bad_end and probe.side in ("skipped", "error"):
-            reasons.append(f"the bad end {sha[:12]} could not be judged: {probe.why}")
+        elif bad_end and step.side in ("skipped", "error"):
+            reasons.append(f"the bad end {sha[:12]} could not be judged: {step.why}")
             stopped = True
-        elif probe.side == "error":
-            reasons.append(f"{sha[:12]}: {probe.why}")
+        elif step.side == "error":
+            reasons.append(f"{sha[:12]}: {step.why}")
             stopped = True
-        if probe.side == "undecided":
-            undecided.append(f"{sha[:12]} {one_line(probe.subject, limit=60)}: {probe.why}")
+        if step.side == "undecided":
+            undecided.append(f"{sha[:12]} {one_line(step.subject, limit=60)}: {step.why}")
             stopped = True
         if len(skipped) > p.max_skips:
             undecided.append(f"{len(skipped)} commits could not be judged, more than the {p.max_skips} allowed")
             stopped = True
         if not stopped and search.next() is not None and state.over_budget():
-            undecided.append(f"the time budget ({req.budget_s / 60:g} min) was spent after {len(probes)} probe(s)")
+            undecided.append(f"the time budget ({req.budget_s / 60:g} min) was spent after {len(steps)} probe(s)")
             stopped = True
-    return _conclude(req, found, p, search, probes, skipped, undecided, reasons, notes, split, state)
+    return _conclude(req, found, p, search, steps, skipped, undecided, reasons, notes, split, state)
 
 
 def _conclude(
@@ -235,7 +235,7 @@ def _conclude(
     found: Line,
     p: bisect.Plan,
     search: Search,
-    probes: dict[int, Probe],
+    steps: dict[int, BisectStep],
     skipped: list[Skipped],
     undecided: list[str],
     reasons: list[str],
@@ -246,9 +246,9 @@ def _conclude(
     cands = found.touching
     last_good = cands[search.lo] if search.lo >= 0 else req.good
     verdict: bisect.BisectVerdict
-    first_bad: Probe | None = None
+    first_bad: BisectStep | None = None
     suspects = [cands[i] for i in search.suspects()] if search.confirmed else cands[search.lo + 1 :]
-    end = probes.get(len(cands) - 1)
+    end = steps.get(len(cands) - 1)
     sure = ""
     if reasons:
         verdict = "error"
@@ -264,13 +264,13 @@ def _conclude(
             f"the first bad commit is {suspects[-1][:12]} or one before it that could not be judged: {names}"
         )
     else:
-        verdict, first_bad = "fail", probes[search.hi]
-        before = probes.get(search.lo)
+        verdict, first_bad = "fail", steps[search.hi]
+        before = steps.get(search.lo)
         good_side = f"{last_good[:12]} {before.why}" if before is not None else f"{last_good[:12]} is the good end"
         sure = f"{first_bad.sha[:12]} {first_bad.why}; the commit before it on the kernel's line, {good_side}"
-    total = sum(x.measurements for x in probes.values())
+    total = sum(x.measurements for x in steps.values())
     if sure:
-        sure = f"{sure}; {len(probes)} probe(s), {total} measurement(s), each decided by the review's 95% interval"
+        sure = f"{sure}; {len(steps)} probe(s), {total} measurement(s), each decided by the review's 95% interval"
     bad_for_command = first_bad.sha if first_bad is not None else (suspects[-1] if suspects else req.bad)
     good_for_command = last_good if verdict in ("fail", "undecided") else req.good
     return BisectReport(
@@ -287,7 +287,7 @@ def _conclude(
         limit_pct=state.limit,
         split_pct=split,
         sure=sure,
-        probes=[probes[i] for i in probes],
+        probes=[steps[i] for i in steps],
         skipped=skipped,
         undecided=undecided,
         reasons=reasons,

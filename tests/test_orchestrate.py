@@ -1,6 +1,6 @@
-"""The review command's flow (bot/review/orchestrate.py) called directly: a review that cannot run still leaves report.json
-and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel; --merge checks its
-folders before anything is written."""
+"""The review command's flow (bot/review/orchestrate.py) called directly: a review that cannot run still leaves
+report.json and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel;
+--merge checks its folders before anything is written."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Literal
 
@@ -159,6 +160,9 @@ def _element(v: Violation) -> str:
     if v.metric == "cos_diff":
         return f"{v.output}[{', '.join([*map(str, v.index), ':'])}]"
     where = f"{v.output}[{', '.join(map(str, v.index))}]"
+    if v.unwritten:  # an output argument the judge poisoned before the call
+        got = "NaN" if v.got is not None and math.isnan(v.got) else _fmt(v.got)
+        return f"{where}: got {got} (never written), reference {_fmt(v.expected)}"
     return f"{where}: got {_fmt(v.got)}, reference {_fmt(v.expected)}" if v.got is not None else where
 
 

@@ -137,7 +137,10 @@ def test_an_element_the_kernel_never_writes_fails_naming_it(tmp_path, out_ext, v
     assert report.verdict == "fail"
     first = "C[199, 327]" if variant == "UNWRITTEN_LAST" else "C[0, 0]"
     assert report.failure is not None and report.failure.unwritten and report.failure.output == "C"
-    assert any(f"first at {first}: got NaN (never written), reference " in r for r in report.reasons), report.reasons
+    assert any(
+        f"output C has elements the kernel never wrote, first at {first}: got NaN (never written), reference " in r
+        for r in report.reasons
+    ), report.reasons
     assert run.checks["base"].failure is None  # base wrote every element
     assert "head" not in run.timings  # a wrong side is not timed
 

@@ -145,7 +145,11 @@ def check_reasons(check: Check, tol: float) -> list[str]:
         return [f"{check.label or HEAD} raised or returned a bad output{probe}: {check.error}"]
     reasons = []
     v = check.failure
-    if check.nan_inf:
+    if check.nan_inf and v is not None and v.metric == "nan_inf" and v.unwritten:  # the judge's NaN, left in place
+        reasons.append(
+            f"correctness: output {v.output} has elements the kernel never wrote, first at {_element(v)}{on}"
+        )
+    elif check.nan_inf:
         first = f", first at {_element(v)}" if v is not None and v.metric == "nan_inf" else ""
         reasons.append(f"stability: output has NaN/Inf where the reference has none (or misses them){first}{on}")
     if v is not None and v.metric != "nan_inf":

@@ -37,7 +37,7 @@ def make_inputs(case, device, seed):
     a = torch.randint(-3, 4, (m, k), generator=gen).float()
     b = torch.randint(-3, 4, (k, n), generator=gen).float()
     s = torch.full((n,), 0.25)
-    return a, b, s
+    return a.to(device), b.to(device), s.to(device)
 
 
 def reference(a, b, s):
@@ -95,14 +95,15 @@ def out_ext(tmp_path_factory: pytest.TempPathFactory):
     return make
 
 
-def _job(tmp_path: Path, sides: dict[str, Path], reference: str = REFERENCE) -> JudgeJob:
+def _job(tmp_path: Path, sides: dict[str, Path], reference: str = REFERENCE, device: str = "cpu") -> JudgeJob:
     ref = tmp_path / "reference.py"
     ref.write_text(reference)
+    case = {**CASE.model_dump(), "device": device, "tolerance": 1e-2, "max_regression_pct": 50.0}
     return JudgeJob(
         kernel="mul",
         reference=ReferenceSource(path=str(ref), shown="ops/reference.py"),
-        cases=[{**CASE.model_dump(), "tolerance": 1e-2, "max_regression_pct": 50.0, "buffers": [C, WORKSPACE]}],
-        sides={label: {"cpu": str(so)} for label, so in sides.items()},
+        cases=[{**case, "buffers": [C, WORKSPACE]}],
+        sides={label: {device: str(so)} for label, so in sides.items()},
         module="opgate_ext",
         entry="mul",
         arguments=ARGUMENTS,
@@ -154,3 +155,17 @@ def test_a_reference_that_does_not_fit_the_output_arguments_is_named_as_the_refe
     assert run.detail == (
         "ops/reference.py: reference() returned C of shape [200, 327], but [buffers.C] gives [200, 328] (case mul)"
     )
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU and a CUDA build of torch")
+@pytest.mark.parametrize("variant", ["", "UNWRITTEN_LAST", "REBIND"])
+def test_on_a_gpu_the_judge_fetches_the_output_arguments_it_allocated(tmp_path, out_ext, variant):
+    run = run_cases(_job(tmp_path, {"base": out_ext(), "head": out_ext(*filter(None, [variant]))}, device="cuda"))
+    report = case_verdict(CASE.model_copy(update={"device": "cuda"}), Constraints(max_regression_pct=50.0), run["mul"])
+    if not variant:
+        assert not any(r.startswith(("correctness", "stability")) for r in report.reasons), report.reasons
+        return
+    first = [199, 327] if variant == "UNWRITTEN_LAST" else [0, 0]
+    assert report.failure is not None and report.failure.unwritten and report.failure.index == first

@@ -198,6 +198,7 @@ def test_output_and_scratch_arguments_take_their_shapes_from_each_case(tmp_path)
         ('shape = ["m", "n"]', 'shape = ["m", "q"]', r"buffers\.C\.shape over case small's shape: 'q': "),
         ('arguments = ["A", "B", "C", "s", "workspace"]\n', "", r"outputs/scratch need `arguments`"),
         ('scratch = ["workspace"]', 'scratch = ["workspace", "C"]', r"C is both an output and scratch"),
+        ('outputs = ["C"]\n', "", r"arguments/scratch need `outputs`"),
         ('dtype = "int32"', 'dtype = "int4"', r"buffers\.workspace\.dtype: Input should be 'float64', "),
     ],
 )

@@ -108,6 +108,10 @@ class BuildSpec(_Strict):
             )
         if duplicates := sorted({n for n in self.arguments if self.arguments.count(n) > 1}):
             raise ValueError(f"arguments name {', '.join(duplicates)} twice")
+        if not self.outputs:
+            raise ValueError(
+                "arguments/scratch need `outputs`: the arguments the entry writes, compared with the reference"
+            )
         if both := sorted(set(self.outputs) & set(self.scratch)):
             raise ValueError(f"{', '.join(both)} is both an output and scratch")
         for key, names in (("outputs", self.outputs), ("scratch", self.scratch), ("args", self.args)):

@@ -202,7 +202,9 @@ class Costs:
             return f"unreadable output: {exc}"[:200]
         case = self.job.cases[i]
         check = compare(outs, refs, self.judge.output_names(refs))
-        if check.error or check.nan_inf or (check.max_abs_err or 0.0) > case["tolerance"]:
+        if check.nan_inf and not check.error:  # an output argument left unwritten holds the judge's NaN
+            return "NaN/Inf where the reference has none"
+        if check.error or (check.max_abs_err or 0.0) > case["tolerance"]:
             return check.error or f"max_abs_err {check.max_abs_err:.3g} > tolerance {case['tolerance']:g}"
         return None
 

@@ -306,6 +306,11 @@ class Judge:
             if not probed:
                 continue
             inputs = _as_list(probe)
+            if self.layout is not None and (why := buffers.input_mismatch(self.layout, len(inputs))) is not None:
+                ref = self.job.reference
+                raise ReferenceFailed(
+                    f"{ref.shown or ref.path}: probe {name} of {ref.probes}() {why} (case {case['name']})"
+                )
             refs = self.expected(inputs)
             file, sets, size = self.write_sets([inputs])
             state.files.append(file)

@@ -235,7 +235,25 @@ def _entry(p: Proposal, found: Bindings) -> None:
     if functions:
         p.entry = p.name if p.name in functions else functions[0]
         return
-    p.notes.append(
-        "no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources: written as a resource-only kernel "
-        "(its .cu files compiled for every architecture, no cases); bind an entry to add cases"
-    )
+    if instantiations(p):
+        p.notes.append(
+            "no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources, only .cu files that include kernel "
+            "headers (instantiation files): written as a resource-only kernel (compiled for every architecture, no "
+            "cases); bind an entry to add cases"
+        )
+        return
+    p.entry = p.name
+    p.notes.append("no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources: write the entry its cases call")
+
+
+def instantiations(p: Proposal) -> bool:
+    """Whether the kernel's sources are a header-only library's instantiation files: .cu files only, each of which
+    includes a kernel header (`#include "../kernel.cuh"`, `#include <lib/impls/gemm.cuh>`)."""
+    if p.cpu_sources or not p.cuda_sources:
+        return False
+    for source in p.cuda_sources:
+        text = _read(p.folder, source)
+        names = _INCLUDE.findall(text)
+        if not any(n.endswith(".cuh") or (f'"{n}"' in text and n.endswith((".h", ".hpp"))) for n in names):
+            return False
+    return True

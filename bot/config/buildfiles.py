@@ -163,7 +163,8 @@ def read_build_files(root: Path, folder: Path) -> BuildFacts:
             f"{', '.join(gencode_in_code)}: -gencode flags built in code (a loop or an f-string): name the "
             "architectures in [constraints] architectures"
         )
-    facts.architectures = list(dict.fromkeys(a for a in facts.architectures if ARCH.fullmatch(a)))
+    named = dict.fromkeys(a for a in facts.architectures if ARCH.fullmatch(a))
+    facts.architectures = sorted(named, key=lambda a: (int(a[3:].rstrip("af")), a))
     _include_dirs(root, folder, candidates, facts)
     return facts
 

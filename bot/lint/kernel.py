@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.config import bindings, keys
+from bot.config.buildfiles import submodules
 from bot.config.manifest import KernelManifest
 from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.collect import Collector, Facts
@@ -118,6 +119,12 @@ def _include_problem(path: str, rel: str) -> str | None:
     folder = (root / rel).resolve()
     if not folder.is_relative_to(root):
         return f"include_dirs: {rel!r} leads out of the repository (a symlink?)"
+    module = next((m for m in submodules(root) if rel == m or rel.startswith(f"{m}/")), None)
+    if not folder.is_dir() and module is not None:
+        return (
+            f"include_dirs: {rel!r} lies in the git submodule {module}, which is not checked out "
+            f"(git submodule update --init {module})"
+        )
     if not folder.is_dir():
         return f"include_dirs: {rel!r} is not a folder of the repository"
     if not any(folder.iterdir()):

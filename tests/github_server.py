@@ -352,7 +352,8 @@ class FakeGitHub:
         `head_repo_deleted`: the fork is gone, and GitHub answers `head.repo: null`.
 
         `commits`, oldest first: `author` (a login, or None for an e-mail GitHub maps to no account), `committer`
-        (default: the author), optional `sha` (the last one's is `head_sha`), `email`, `message`. Without them: the
+        (default: the author), optional `sha` (the last one's is `head_sha`), `email` and `committer_email` (default:
+        the login's no-reply address), `message`. Without them: the
         commits between base and head of the repository's git store when it holds both, else one commit by
         `author` at `head_sha`."""
         with self._lock:
@@ -396,8 +397,8 @@ class FakeGitHub:
             sha = c.get("sha") or (pull["head"]["sha"] if last else f"{self._new_id():040x}")
             now = self._now()
             author = self._commit_person(c.get("author"), c.get("email"), now)
-            committer = self._commit_person(
-                c.get("committer", c.get("author")), c.get("committer_email", c.get("email")), now
+            committer = (
+                self._commit_person(c["committer"], c.get("committer_email"), now) if "committer" in c else author
             )
             pull["commits"].append(
                 {

@@ -485,6 +485,29 @@ def test_every_refusal_gets_a_reply_and_a_thumbs_down(accept: Accept, server, bo
     assert [m for m, _ in accept.calls() if m != "GET"] == ["POST", "POST", "POST"]  # 👀, reply, 👎
 
 
+def test_the_author_is_refused_and_a_configuration_that_allows_it_says_so_on_the_pull_request(
+    accept: Accept, server: FakeGitHub
+) -> None:
+    """The author's own /accept: refused; with allow_self_accept = true in the configuration opgate runs from (the
+    default branch's checkout), granted, and a reply on the pull request names the weakening."""
+    server.set_permission(REPO, "alice-dev", "write")
+    accept.store(make_report())
+    run = accept("/accept", login="alice-dev")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "-1"] and accept.acceptances() == []
+    assert "opened pull request #42, and nobody accepts their own change" in server.comments(REPO, PR)[-1]["body"]
+    (accept.tmp_path / "opgate.toml").write_text("allow_self_accept = true\n")
+    run = accept("/accept", login="alice-dev")
+    assert run.code == 0, run.stderr
+    assert "self-acceptance (@alice-dev opened pull request #42), allowed by allow_self_accept" in run.stdout
+    assert accept.reactions() == ["eyes", "+1"]
+    reply = server.comments(REPO, PR)[-1]["body"]
+    assert "**Self-acceptance**: @alice-dev opened this pull request, and accepted it" in reply
+    assert "👍 Accepted `deepgemm_tile`" in reply
+    ((login, role),) = [(r.login, r.role) for r in accept.acceptances()]
+    assert (login, role) == ("alice-dev", "write")
+
+
 def test_a_closed_pull_request_is_refused(accept: Accept, server: FakeGitHub) -> None:
     n = server.add_pull(REPO, number=43, head_sha=HEAD, base_sha=BASE, state="closed")
     accept.store(make_report())

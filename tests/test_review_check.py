@@ -1,4 +1,5 @@
-"""`opgate check` names each architecture the kernel ships for that has no occupancy table, before it builds."""
+"""bot/review/check.py, `opgate check`'s flow: it names each architecture the kernel ships for that has no occupancy
+table, before it builds."""
 
 from __future__ import annotations
 

@@ -104,3 +104,20 @@ def test_a_torch_library_op_called_by_a_plain_name_is_pointed_at_torch_ops(tmp_p
         "[build.cpu] entry = 'mymuladd': the sources register TORCH_LIBRARY ops, not a Python module; call one as "
         "entry = 'torch.ops.extension_cpp.mymuladd' (offered: torch.ops.extension_cpp.mymuladd)"
     ]
+
+
+def test_an_architecture_without_an_occupancy_table_is_named_not_accepted_silently(tmp_path):
+    text = MANIFEST.replace("\n[build.cpu]", '\n[constraints]\narchitectures = ["sm_86", "sm_110a"]\n\n[build.cpu]', 1)
+    found = lint(kernel(tmp_path, text))
+    assert [(f.line, f.rule, f.severity, f.message) for f in found] == [
+        (
+            text.splitlines().index('architectures = ["sm_86", "sm_110a"]') + 1,
+            "KERN007",
+            "warning",
+            "occupancy not computed for sm_110a: no table "
+            "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)",
+        )
+    ]
+    shipped = '"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120a"'
+    every = MANIFEST.replace("\n[build.cpu]", f"\n[constraints]\narchitectures = [{shipped}]\n\n[build.cpu]", 1)
+    assert lint(kernel(tmp_path / "every", every)) == []

@@ -18,6 +18,7 @@ from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
 from bot.verdict.flags import check_flags
+from bot.verdict.occupancy import no_table
 
 
 def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
@@ -81,6 +82,9 @@ def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[l
         _errors(c, "KERN001", exc, lines, model=KernelManifest)
         return c.done()
     _check_files(c, manifest, Path(path).parent, lines)
+    for arch in manifest.constraints.architectures:
+        if (missing := no_table(arch)) is not None:
+            c.add(line_of(lines, ("constraints", "architectures")), "KERN007", missing)
     if book is not None and manifest.domain not in book.domains:
         have = ", ".join(sorted(book.domains)) or "none"
         c.add(

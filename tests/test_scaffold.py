@@ -66,3 +66,21 @@ def test_a_header_only_library_adopted_through_an_instantiation_file_is_resource
     write(root, {"CMakeLists.txt": "project(x)\n"})  # without CMake's word the #include alone finds the folder
     p = propose(root / "opgate" / "instantiations", root)
     assert p is not None and p.include_dirs == ["include"] and p.build.architectures == []
+
+
+def test_include_folders_are_guessed_only_from_library_style_includes_never_torchs_or_a_bare_name(tmp_path):
+    from bot.commands.scaffold import included_from
+
+    write(
+        tmp_path,
+        {
+            "kernels/gemm/gemm.cu": '#include <torch/extension.h>\n#include "utils.h"\n#include <mylib/tile.cuh>\n',
+            "venv/lib/site-packages/torch/include/torch/extension.h": "// torch\n",
+            "tests/utils.h": "// a test helper, not the kernel's\n",
+            "third_party/mylib/include/mylib/tile.cuh": '#include "detail/inner.cuh"\n#include <cute/tensor.hpp>\n',
+            "third_party/mylib/include/mylib/detail/inner.cuh": "// reached from tile.cuh, relative to it\n",
+            "third_party/cutlass/include/cute/tensor.hpp": "// cute\n",
+        },
+    )
+    found = included_from(tmp_path, tmp_path / "kernels" / "gemm", ["gemm.cu"])
+    assert found == ["third_party/mylib/include", "third_party/cutlass/include"]

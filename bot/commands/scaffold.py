@@ -24,6 +24,9 @@ _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PROTOTYPE = re.compile(r"^[ \t]*((?:[\w:<>,]+[ \t\*&]+)+)([A-Za-z_]\w*)[ \t]*\(([^;{}()]|\([^()]*\))*\)[ \t]*;", re.M)
 _NOT_A_TYPE = frozenset({"return", "throw", "delete", "else", "case", "goto", "new"})
 WALK_LIMIT = 20_000  # files init looks at to find the folder an #include is relative to
+WALK_SKIP = frozenset({"build", "dist", "__pycache__", "node_modules", "venv", "env", "site-packages"})
+# Headers of the toolchain and torch, never a repository's include folder (a vendored copy is not the one used).
+SYSTEM_INCLUDES = ("torch/", "ATen/", "c10/", "pybind11/", "cuda/", "thrust/", "cub/", "cooperative_groups/")
 # Folder names that say where sources live, not what the kernel is: such a kernel is named after its op's namespace
 # or its parent folder (extension_cpp/csrc → extension_cpp).
 GENERIC_NAMES = frozenset({"csrc", "src", "source", "sources", "cuda", "cpu", "kernel", "kernels", "ops", "lib"})
@@ -176,7 +179,7 @@ def _repo_files(root: Path) -> dict[str, list[str]]:
     index: dict[str, list[str]] = {}
     seen = 0
     for here, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in ("build", "dist", "__pycache__"))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in WALK_SKIP)
         for name in files:
             index.setdefault(name, []).append(Path(here, name).relative_to(root).as_posix())
             seen += 1
@@ -186,8 +189,9 @@ def _repo_files(root: Path) -> dict[str, list[str]]:
 
 
 def included_from(root: Path, folder: Path, sources: list[str]) -> list[str]:
-    """The folders (from the repository root, outside the kernel folder) that `#include <lib/x.cuh>` lines of the
-    sources and of the headers they reach are relative to: a header-only library's include folder."""
+    """The folders (from the repository root, not the kernel folder) that `#include <lib/x.cuh>` lines of the
+    sources and of the headers they reach are relative to: a header-only library's include folder. Only includes
+    with a folder in their name count (a bare `utils.h` found somewhere says nothing), never torch's or CUDA's."""
     index: dict[str, list[str]] | None = None
     dirs: list[str] = []
     queue, done = [folder / s for s in sources], set[Path]()
@@ -200,6 +204,8 @@ def included_from(root: Path, folder: Path, sources: list[str]) -> list[str]:
         for name in _INCLUDE.findall(_COMMENT.sub("", path.read_text(errors="replace"))):
             local = next((c for c in (path.parent / name, folder / name) if c.is_file()), None)
             local = local or next((root / d / name for d in dirs if (root / d / name).is_file()), None)
+            if local is None and ("/" not in name or name.startswith(SYSTEM_INCLUDES)):
+                continue  # a bare name or a system header: no folder of the repository to guess
             if local is None:
                 index = _repo_files(root) if index is None else index
                 hits = [h for h in index.get(Path(name).name, []) if h == name or h.endswith(f"/{name}")]

@@ -160,3 +160,30 @@ def test_two_kernels_with_one_name_are_refused(tmp_path):
     write(tmp_path / "more" / "gemm" / "kernel.toml", "")
     with pytest.raises(InputError, match="two kernels named gemm: more/gemm/ and ops/gemm/; rename one"):
         discover(tmp_path, load_config(tmp_path))
+
+
+ROOT_MANIFEST = """
+name = "flash"
+domain = "moe"
+globs = [GLOBS]
+[build.cuda]
+sources = ["flash.cu"]
+"""
+
+
+def test_a_kernel_toml_at_the_repository_root_is_a_kernel_whose_globs_alone_name_its_files(tmp_path):
+    from bot.config.manifest import ROOT as AT_ROOT
+    from bot.config.manifest import find_manifests
+
+    write(tmp_path / "opgate.toml", MOE.replace('"ops/*/kernel.toml"', '"kernel.toml"'))
+    write(tmp_path / "flash.cu", "__global__ void k() {}\n")
+    write(tmp_path / "kernel.toml", ROOT_MANIFEST.replace("GLOBS", '"*.cu", "kernel.toml"'))
+    assert find_manifests(tmp_path, ["kernel.toml"]) == {"flash": AT_ROOT}
+    kernel = discover(tmp_path, load_config(tmp_path))["flash"]
+    assert kernel.path == "." and kernel.folder == tmp_path and kernel.globs == ["*.cu", "kernel.toml"]
+    for wide in ('"**"', '"*"', '"**/*.cu"'):
+        write(tmp_path / "kernel.toml", ROOT_MANIFEST.replace("GLOBS", wide))
+        with pytest.raises(InputError, match=r"kernel.toml: globs .*a kernel at the repository root names its own"):
+            discover(tmp_path, load_config(tmp_path))
+    write(tmp_path / "kernel.toml", "not toml [")  # a root manifest that does not parse: named root, not the folder
+    assert find_manifests(tmp_path, ["kernel.toml"]) == {"root": AT_ROOT}

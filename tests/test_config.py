@@ -162,6 +162,62 @@ def test_two_kernels_with_one_name_are_refused(tmp_path):
         discover(tmp_path, load_config(tmp_path))
 
 
+MUL = """name = "mul"
+domain = "moe"
+globs = ["ops/mul/**"]
+config = "none.json"
+
+[build.cpu]
+sources = ["mul.cpp", "binding.cpp"]
+entry = "mul"
+arguments = ["A", "B", "C", "s", "workspace"]
+outputs = ["C"]
+scratch = ["workspace"]
+
+[buffers.C]
+shape = ["m", "n"]
+
+[buffers.workspace]
+shape = ["max(1, n // 64)"]
+dtype = "int32"
+
+[[cases]]
+name = "small"
+dtype = "float32"
+shape = { m = 200, n = 328, k = 16 }
+"""
+
+
+def test_output_and_scratch_arguments_take_their_shapes_from_each_case(tmp_path):
+    kernel = write(tmp_path / "ops" / "mul" / "kernel.toml", MUL).parent
+    manifest = load_kernel(kernel).manifest
+    assert manifest.build["cpu"].inputs() == ["A", "B", "s"]
+    assert manifest.written(manifest.cases[0]) == [
+        {"name": "C", "role": "output", "shape": [200, 328], "dtype": "float32"},  # the case's dtype by default
+        {"name": "workspace", "role": "scratch", "shape": [5], "dtype": "int32"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ('outputs = ["C"]', 'outputs = ["D"]', r"build\.cpu: outputs: 'D' is not an argument of the entry"),
+        ('[buffers.C]\nshape = ["m", "n"]\n', "", r"build\.cpu\.outputs names 'C', but no \[buffers\.C\] gives"),
+        ('shape = ["m", "n"]', 'dtype = "float32"', r"buffers\.C\.shape: Field required"),
+        ('shape = ["m", "n"]', 'shape = ["m", "q"]', r"buffers\.C\.shape over case small's shape: 'q': "),
+        ('arguments = ["A", "B", "C", "s", "workspace"]\n', "", r"outputs/scratch need `arguments`"),
+        ('scratch = ["workspace"]', 'scratch = ["workspace", "C"]', r"C is both an output and scratch"),
+        ('outputs = ["C"]\n', "", r"arguments/scratch need `outputs`"),
+        ('dtype = "int32"', 'dtype = "int4"', r"buffers\.workspace\.dtype: Input should be 'float64', "),
+    ],
+)
+def test_a_bad_output_or_scratch_argument_is_one_line_naming_the_key(tmp_path, old, new, why):
+    assert old in MUL
+    kernel = write(tmp_path / "ops" / "mul" / "kernel.toml", MUL.replace(old, new, 1)).parent
+    with pytest.raises(InputError, match=why):
+        load_kernel(kernel)
+
+
 ROOT_MANIFEST = """
 name = "flash"
 domain = "moe"

@@ -213,6 +213,40 @@ def test_init_names_a_folder_that_is_not_a_git_repository_and_refuses_one_withou
     assert sorted(p.name for p in empty.iterdir()) == [".git", "docs"]  # nothing written
 
 
+def test_init_proposes_the_arguments_an_entry_returning_nothing_writes(opgate, tmp_path):
+    """A pybind function defined `void` (non-const `Tensor&` written) and a TORCH_LIBRARY op `-> ()` (`Tensor(a!)`)."""
+    repo = tmp_path / "mul"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "out_arg_repo", repo)
+    (repo / "ops" / "axpy").mkdir()
+    (repo / "ops" / "axpy" / "axpy.cpp").write_text(
+        '#include <torch/library.h>\nTORCH_LIBRARY(axpy, m) { m.def("axpy_out(Tensor x, Tensor(a!) out, float alpha, '
+        'Tensor(b!) scratch_space) -> ()"); }\n'
+    )
+    git(repo, "init", "-q", "-b", "main")
+    run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "moe")
+    assert run.code == 0, run.stderr
+    assert (
+        "opgate: note: ops/mul: mul returns nothing and writes C (output), workspace (scratch): drafted as "
+        "outputs/scratch; confirm their [buffers] shapes"
+    ) in run.stdout
+    kernels = discover(repo, load_config(repo))
+    mul = kernels["mul"].manifest
+    spec = mul.build["cpu"]
+    assert (spec.entry, spec.arguments, spec.outputs, spec.scratch) == (
+        "mul", ["A", "B", "C", "s", "workspace"], ["C"], ["workspace"]
+    )  # fmt: skip
+    assert spec.inputs() == ["A", "B", "s"] and set(mul.buffers) == {"C", "workspace"}
+    reference = (repo / "ops" / "mul" / "reference.py").read_text()
+    assert "return A.to(device), B.to(device), s.to(device)\n" in reference  # make_inputs: the inputs only
+    assert "def reference(A: torch.Tensor, B: torch.Tensor, s: torch.Tensor) -> torch.Tensor:" in reference
+    assert "mul(A, B, C, s, workspace) with C filled with NaN first" in reference
+    axpy = kernels["axpy"].manifest.build["cpu"]
+    assert (axpy.arguments, axpy.outputs, axpy.scratch, axpy.args) == (
+        ["x", "out", "alpha", "scratch_space"], ["out"], ["scratch_space"], ["alpha"]
+    )  # fmt: skip
+    assert [c.params for c in kernels["axpy"].manifest.cases] == [{"alpha": 1.5}]
+
+
 def test_init_at_a_root_layout_suggests_kernels_dot_then_writes_a_root_kernel_that_check_accepts(opgate, tmp_path):
     from tests.layout_repos import root_layout
 

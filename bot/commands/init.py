@@ -210,7 +210,11 @@ def _scaffold_kernel(
         "args": proposal.args,
         "tensors": proposal.tensors or ["x"],
         "op": proposal.op.entry if proposal.op else "",
-        "scalar_types": {a.name: a.scalar for a in proposal.op.arguments if a.scalar} if proposal.op else {},
+        "scalar_types": {a: type(proposal.params[a]).__name__ for a in proposal.args},  # float | int | bool
+        "entry": proposal.entry,
+        "arguments": proposal.arguments,  # an entry that writes into its arguments: all of them, in order
+        "outputs": proposal.outputs,
+        "scratch": proposal.scratch,
     }
     plan.write(
         repo_file(rel, MANIFEST_NAME),
@@ -222,7 +226,6 @@ def _scaffold_kernel(
             globs=globs,
             config=config,
             builds=builds,
-            entry=proposal.entry,
             params=proposal.params,
             devices=[d for d, _ in builds],
             include_dirs=proposal.include_dirs,

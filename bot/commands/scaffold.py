@@ -31,6 +31,11 @@ SYSTEM_INCLUDES = ("torch/", "ATen/", "c10/", "pybind11/", "cuda/", "thrust/", "
 # or its parent folder (extension_cpp/csrc → extension_cpp).
 GENERIC_NAMES = frozenset({"csrc", "src", "source", "sources", "cuda", "cpu", "kernel", "kernels", "ops", "lib"})
 SCALAR_EXAMPLES = {"float": 1.5, "int": 2, "bool": True}
+# A pybind function's C++ definition returning nothing: `void mul(const torch::Tensor& A, torch::Tensor& C, int n)`.
+_VOID_FUNCTION = r"\bvoid\s+{name}\s*\(([^)]*)\)\s*\{{"
+_CPP_SCALARS = {"int": "int", "int64_t": "int", "long": "int", "int32_t": "int", "float": "float", "double": "float",
+                "bool": "bool"}  # fmt: skip
+_SCRATCH_NAME = re.compile(r"work|scratch|tmp|temp|buf|lock", re.I)  # a written argument named like work space
 
 
 @dataclass
@@ -43,6 +48,9 @@ class Proposal:
     cuda_sources: list[str]
     entry: str
     tensors: list[str] = field(default_factory=list)  # the op's tensor arguments (make_inputs returns them)
+    arguments: list[str] = field(default_factory=list)  # all of them in order, when the entry writes into some
+    outputs: list[str] = field(default_factory=list)  # the arguments it writes (returning nothing)
+    scratch: list[str] = field(default_factory=list)  # written arguments named like work space
     args: list[str] = field(default_factory=list)  # its scalar arguments, passed from each case's params
     params: dict[str, object] = field(default_factory=dict)  # an example value of each
     notes: list[str] = field(default_factory=list)
@@ -145,6 +153,7 @@ def propose(folder: Path, root: Path | None = None) -> Proposal | None:
         f"{s} binds the .cu files (it declares what they define): built in [build.cuda]" for s in bindings
     ]
     _entry(proposal, found)
+    written_arguments(proposal, found)
     if root is not None:
         _drafts(proposal, root, at_root)
     return proposal
@@ -250,6 +259,55 @@ def _entry(p: Proposal, found: Bindings) -> None:
         return
     p.entry = p.name
     p.notes.append("no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources: write the entry its cases call")
+
+
+def written_arguments(p: Proposal, found: Bindings) -> None:
+    """An entry that returns nothing (`-> ()`, or a pybind function defined `void`) writes into its arguments: propose
+    `arguments`, and the tensors it writes (`Tensor(a!)`, a non-const `Tensor&`) as `outputs`, or as `scratch` when
+    named like work space. Drafted from the signature for the team to confirm (a note says so); the shapes go in
+    kernel.toml's [buffers]."""
+    params: list[tuple[str, bool, bool, str | None]] = []  # (name, a tensor, written, scalar kind or None), in order
+    if p.op is not None:
+        if p.op.returns.strip() != "()":
+            return
+        params = [(a.name, a.tensor, a.mutable, a.scalar) for a in p.op.arguments]
+    else:
+        texts = {
+            source: re.sub(r"//[^\n]*|/\*.*?\*/", "", (p.folder / source).read_text(errors="replace"), flags=re.S)
+            for source in sorted({*found.pybind, *p.cpu_sources, *p.cuda_sources})
+        }
+        binding = rf'\.\s*def\s*\(\s*"{re.escape(p.entry)}"\s*,\s*&?\s*([\w:]+)'  # m.def("mul", &mul, …)
+        bound = re.findall(binding, "".join(texts.values()))
+        function = (bound[0] if bound else p.entry).split("::")[-1]  # the C++ function the entry is bound to
+        m = next(
+            (m for t in texts.values() if (m := re.search(_VOID_FUNCTION.format(name=re.escape(function)), t))), None
+        )
+        for raw in (x.strip() for x in m.group(1).split(",")) if m is not None else []:
+            if "=" in raw:
+                break  # a defaulted argument and those after it: the call leaves them out
+            name = (re.findall(r"\w+", raw) or [""])[-1]
+            kind = raw[: len(raw) - len(name)]
+            scalar = next((v for k, v in _CPP_SCALARS.items() if re.fullmatch(rf"(const\s+)?{k}\s*&?\s*", kind)), None)
+            tensor = "Tensor" in kind
+            params.append((name, tensor, tensor and "&" in kind and "const" not in kind, scalar))
+        if not params:
+            return
+    written = [name for name, tensor, mutable, _ in params if tensor and mutable]
+    if not written:
+        p.notes.append(
+            f"{p.entry} returns nothing, and no tensor argument is written to: name its outputs in kernel.toml"
+        )
+        return
+    p.arguments = [name for name, *_ in params]
+    p.scratch = [n for n in written if _SCRATCH_NAME.search(n)]
+    p.outputs = [n for n in written if n not in p.scratch]
+    p.tensors = [name for name, tensor, mutable, _ in params if tensor and not mutable]
+    p.args = [name for name, tensor, _, scalar in params if not tensor and scalar is not None]
+    p.params = {name: SCALAR_EXAMPLES[scalar] for name, tensor, _, scalar in params if not tensor and scalar}
+    roles = ", ".join([*(f"{n} (output)" for n in p.outputs), *(f"{n} (scratch)" for n in p.scratch)])
+    p.notes.append(
+        f"{p.entry} returns nothing and writes {roles}: drafted as outputs/scratch; confirm their [buffers] shapes"
+    )
 
 
 def instantiations(p: Proposal) -> bool:

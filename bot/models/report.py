@@ -152,6 +152,9 @@ class Violation(_Model):
     got: float | None = Field(None, description="the output's element at `index` (not for cos_diff)")
     expected: float | None = Field(None, description="the reference's element at `index` (not for cos_diff)")
     probe: str | None = Field(None, description="the boundary probe whose inputs showed it; None: the random inputs")
+    unwritten: bool = Field(
+        False, description="an output argument's element that still holds the judge's poison: the kernel never wrote it"
+    )
 
 
 class ProbeReport(_Model):

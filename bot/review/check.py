@@ -16,7 +16,7 @@ from bot.config.settings import Settings
 from bot.edges.machine import detect
 from bot.models.judging import JudgeJob, ReferenceSource
 from bot.models.report import Machine
-from bot.review.cases import case_job, entry_scalars
+from bot.review.cases import case_job, entry_arguments, entry_scalars
 from bot.review.resource_check import flag_findings
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
 from bot.untrusted.runner.judge import REFERENCE_LABEL
@@ -140,12 +140,13 @@ def _dry_run(
             function=ref.function,
             probes=ref.probes,
         ),
-        cases=[case_job(c, constraints) for c in cases],
+        cases=[case_job(c, constraints, kernel.manifest.written(c)) for c in cases],
         sides={"head": {device: str(verify(built))}},
         module=built.module,
         entry=built.entry,
         positional=positional,
         keywords=keywords,
+        arguments=entry_arguments(kernel, device),
         measure=settings.measure,
         timeout_s=settings.case_timeout_s or kernel.manifest.timeout_s,
         time=False,

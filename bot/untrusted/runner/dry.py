@@ -45,6 +45,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     try:
         sizes: dict[str, int] = {}
         for case in job.cases:
+            judge.prepare(case)  # its scalars and, for an entry that writes into its arguments, the inputs it names
             try:
                 inputs = judge.inputs(case, judge.seed(case["name"], "check"))
             except ReferenceFailed as exc:

@@ -10,7 +10,7 @@ from bot.gpucheck import gpu_tasks
 
 
 def test_the_first_line_naming_an_error_is_the_builds_one_line_reason():
-    log = "[1/3] c++ -c a.cpp\nFAILED: a.o\na.cpp:3:5: error: `tile` was not declared\n2 errors generated.\n"
+    log = "[1/3] c++ -c gemm.cpp\nFAILED: gemm_errors.o\na.cpp:3:5: error: `tile` was not declared\n"
     assert gpu_tasks.first_error(log) == "a.cpp:3:5: error: 'tile' was not declared"
     assert gpu_tasks.first_error("linking\nld returned 1\n\n") == "ld returned 1"
     assert gpu_tasks.first_error("") == "no output"

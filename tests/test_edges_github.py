@@ -1,4 +1,4 @@
-"""bot.github against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
+"""bot/edges/github.py against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""GitHub's own recorded webhook payloads (octokit/webhooks, tests/fixtures/github/octokit/SOURCE.md) where they
-differ from ours: a pull request whose fork was deleted (`head.repo: null`), a bot's comment, edited and deleted
-comments, a comment on an issue, a pull request without a body."""
+"""Webhook events as opgate reads them (bot/edges/events.py): our fixtures, and GitHub's own recorded payloads
+(octokit/webhooks, tests/fixtures/github/octokit/SOURCE.md) where they differ from ours: a pull request whose fork
+was deleted (`head.repo: null`), a bot's comment, edited and deleted comments, a comment on an issue, a pull request
+without a body."""
 
 from __future__ import annotations
 

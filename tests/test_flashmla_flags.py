@@ -1,5 +1,5 @@
-"""FlashMLA's nvcc flags in the forms its setup.py passes them, include_dirs, resource-only manifests and C++
-launch expressions: one allow-list for `opgate lint` and the review, and what it still refuses."""
+"""FlashMLA's kernels in `opgate lint` and the review: include_dirs, sizeof and C++ launch expressions (the flag
+allow-list is in test_flags.py, resource-only manifests in test_resource_check.py)."""
 
 from __future__ import annotations
 

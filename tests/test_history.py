@@ -1,5 +1,5 @@
-"""Main's record and cumulative drift: the pure arithmetic, the ledger on SQLite and PostgreSQL, and the CLI
-(`opgate history record`, `opgate history drift --post`) on a scratch git repository and the local GitHub server."""
+"""`opgate history record` and `opgate history drift --post` on a scratch git repository and the local GitHub
+server; the arithmetic is in test_drift.py and test_record.py, the ledger in test_mainline_store.py."""
 
 from __future__ import annotations
 

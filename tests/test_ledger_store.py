@@ -1,4 +1,5 @@
-"""The ledger on SQLite and on a real PostgreSQL server: migrations, idempotent inserts, acceptances, cache."""
+"""The ledger (bot/ledger/store.py) on SQLite and on a real PostgreSQL server: idempotent inserts, acceptances,
+cache (the migrations are in test_ledger_schema.py, the connections in test_ledger_db.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Publishing a review: the sticky comment, the status, the step summary, voided acceptances, fan-out and merge."""
+"""Publishing a review: the sticky comment, the status, the step summary, voided acceptances, and
+`opgate review --plan/--part/--merge` (the merge itself is in test_fanout.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""scripts/gpu-check.sh on a machine without a GPU: its arguments, its plan and its
-output folder (python -m bot.gpucheck); the step runner and the summaries are in test_gpucheck_steps.py and
-test_gpucheck_render.py.
+"""scripts/gpu-check.sh on a machine without a GPU: its arguments, its plan and its output folder
+(python -m bot.gpucheck); the step runner and the summaries are in test_gpucheck_steps.py and test_gpucheck_render.py.
 
 What needs a GPU (the steps' own work) is not run here; the runner is driven with small real commands.
 """

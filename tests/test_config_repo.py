@@ -1,4 +1,5 @@
-"""The repository's own configuration: layout, domains with their keys and budgets, thresholds, ledger."""
+"""The repository's own configuration (bot/config/repo.py): layout, domains with their keys and budgets,
+thresholds, ledger."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""bot.github against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
+"""bot/edges/github.py against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator
@@ -11,13 +10,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.edges.events import load_pull_request_event
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
 from bot.models.github import Role
 from bot.present.render import REVIEW_MARKER
 from tests.conftest import git
-from tests.github_server import FakeGitHub, iter_fixture_names, load_fixture, write_event
+from tests.github_server import FakeGitHub
 
 REPO = "octo-org/kernels"
 TOKEN = "ghs_edgeTestToken0123456789abcdef"
@@ -507,34 +505,11 @@ def test_server_diff_media_type_and_pagination_links(server: FakeGitHub, pr: int
 # ---------------------------------------------------------------------------- event fixtures
 
 
-def test_event_fixtures(tmp_path: Path) -> None:
-    names = list(iter_fixture_names())
-    assert set(names) >= {
-        "pull_request.opened.json",
-        "pull_request.synchronize.json",
-        "pull_request.draft.json",
-        "issue_comment.created.json",
-        "issue_comment.edited.json",
-        "issue_comment.on_issue.json",
-        "schedule.json",
-    }
-    subs = {"head_sha": HEAD, "base_sha": BASE, "before_sha": "c3" * 20}
-    for name in names:
-        assert not re.search(r"@[A-Z_]+@", json.dumps(load_fixture(name, **subs))), name
-
-    for name, draft in [
-        ("pull_request.opened.json", False),
-        ("pull_request.synchronize.json", False),
-        ("pull_request.draft.json", True),
-    ]:
-        event = load_pull_request_event(write_event(tmp_path, name, **subs))
-        assert (event.number, event.head_sha, event.base_sha, event.pull_request.draft) == (42, HEAD, BASE, draft)
-    assert load_fixture("pull_request.synchronize.json", **subs)["before"] == "c3" * 20
-
-    created = load_fixture("issue_comment.created.json")
-    edited = load_fixture("issue_comment.edited.json")
-    on_issue = load_fixture("issue_comment.on_issue.json")
-    assert "pull_request" in created["issue"] and "pull_request" in edited["issue"]
-    assert "pull_request" not in on_issue["issue"]
-    assert edited["changes"]["body"]["from"] != edited["comment"]["body"]
-    assert load_fixture("schedule.json")["schedule"]
+def test_the_edge_reads_a_pull_request_whose_head_repository_is_gone() -> None:
+    token, repo = "ghs_recordedEvents0123456789", "octo-org/kernels"
+    with FakeGitHub(token) as gh:
+        gh.add_repo(repo)
+        n = gh.add_pull(repo, head_sha="a1" * 20, base_sha="b2" * 20, head_repo_deleted=True)
+        with GitHubEdge(gh.base_url, token, repo, seconds_between_requests=None) as edge:
+            info = edge.pull_request(n)
+    assert info.head_repo is None and info.base_repo == "octo-org/kernels" and info.head_sha == "a1" * 20

@@ -7,7 +7,7 @@ import numpy as np
 
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import CaseStatus, KernelReport, Resource
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
 
 
@@ -139,3 +139,23 @@ def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
     }
     _, notes = resource_reasons(head, base, LIMITS)
     assert notes == ["k<256, 64, false>(int): registers 200 -> 230", "merge(int): registers 20 -> 22"]
+
+
+def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_never_unchanged():
+    from bot.models.report import ResourceCheckReport
+
+    same = Resource(function="gemm<3>", registers=96, threads=128, dynamic_smem_bytes=98_304)
+    unmeasured = (
+        "launch figures declared, not measured: k/gemm.cu holds the launch: k/gemm.cu:40 gemm<<<…, 128, n>>> (…)"
+    )
+    check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=[unmeasured])
+    judged = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
+        [],
+        [CaseReport(name="square", device="cpu", tolerance=0.01, verdict="pass")],
+        LIMITS,
+        Policy(),
+    )
+    assert judged.verdict == "undecided"
+    assert judged.undecided == [f"resource: {unmeasured}"]
+    assert not any("unchanged" in n for n in judged.notes)

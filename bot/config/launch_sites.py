@@ -303,7 +303,11 @@ def _restore(text: str, arg: Arg) -> Arg:
 def constants(text: str) -> dict[str, str]:
     """name -> its definition, for every `const`/`constexpr` variable and object-like `#define` of one file."""
     code = blank(text)
-    found = {m.group(1): m.group(2).strip() for m in _CONST.finditer(code)}
+    found = {}
+    for m in _CONST.finditer(code):
+        definition = m.group(2).strip()
+        braced = code[m.end(1) : m.start(2)].strip() == "{"
+        found[m.group(1)] = definition[:-1].rstrip() if braced and definition.endswith("}") else definition
     found.update({m.group(1): m.group(2).strip() for m in _DEFINE.finditer(code)})
     return found
 

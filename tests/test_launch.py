@@ -348,16 +348,29 @@ def test_each_instantiation_gets_the_size_its_own_launch_asks_and_the_declared_o
     assert untouched == [_declared(GEMM3)] and none == []
 
 
-def test_an_instantiation_launched_at_two_sizes_is_judged_at_the_larger():
+def test_an_instantiation_launched_at_two_sizes_is_judged_at_the_worse_of_them():
     values = [
         ReadBack(SITE, "smem", "ns::gemm<128, 3>", 1024),
         ReadBack("k/b.cu:9 …", "smem", "ns::gemm<128, 3>", 4096),
     ]
     (r,), notes = read_back([_declared(GEMM3)], values)
     assert r.dynamic_smem_bytes == 4096
+    assert notes[0] == (
+        f"{GEMM3} is launched with 1,024 B, 4,096 B of dynamic shared memory and its declared threads: judged at the "
+        "largest shared memory and the block size with the fewest resident warps"
+    )
+
+
+def test_a_marker_the_kernels_own_code_adds_can_only_make_its_occupancy_worse():
+    """163,840 B allows one block per SM: 128 threads keep 4 warps, a forged 256-thread marker would show 8."""
+    real = [ReadBack(SITE, "threads", "ns::gemm<128, 4>", 128), ReadBack(SITE, "smem", "ns::gemm<128, 4>", 163_840)]
+    forged = ReadBack("k/gemm.cu:1 …", "threads", "ns::gemm<128, 4>", 256)
+    alone = Resource(function=GEMM4, registers=64, extern_smem=True, threads=128, dynamic_smem_bytes=98_304)
+    (honest,), _ = read_back([alone], real)
+    (with_forgery,), _ = read_back([alone], [*real, forged])
+    assert honest.occupancy is not None and with_forgery.occupancy is not None
     assert (
-        notes[0] == f"{GEMM3} is launched with 1,024 B, 4,096 B of dynamic shared memory and its declared threads: "
-        "judged at the largest"
+        (with_forgery.threads, with_forgery.occupancy.warps_per_sm) == (128, honest.occupancy.warps_per_sm) == (128, 4)
     )
 
 

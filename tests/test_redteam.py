@@ -374,3 +374,49 @@ def test_a_build_cache_written_by_sandboxed_reviews_serves_an_unsandboxed_one(op
     kernel = second.kernel("deepgemm_tile")
     assert kernel["build"]["ok"] and not kernel["build"]["cached"], kernel
     assert all(c["status"] == "ok" for c in cpu_cases(second)), cpu_cases(second)
+
+
+# Round three, item 2: a launch that asks 64 KiB more dynamic shared memory (the opt-in and `<<<…, smem>>>`) with
+# kernel.toml untouched was "resource check: unchanged from base … same shared memory and occupancy".
+GEMM_CUDA = "kernels/deepgemm_tile/gemm_cuda.cu"
+LAUNCH = "kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>"
+OPT_IN = "cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes)"
+
+
+def more_shared_memory(repo, extra: str) -> None:
+    """The launch and its opt-in ask `extra` more bytes of dynamic shared memory; kernel.toml is not touched."""
+    repo.edit(GEMM_CUDA, "if (Cfg::kSmemBytes > 48 * 1024)", f"if (Cfg::kSmemBytes + {extra} > 48 * 1024)")
+    repo.edit(GEMM_CUDA, OPT_IN, OPT_IN.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+    repo.edit(GEMM_CUDA, LAUNCH, LAUNCH.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+
+
+def test_a_launch_asking_64_kib_more_shared_memory_is_judged_as_the_code_launches_it(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "65536")
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert run.code == 1 and kernel["verdict"] == "fail"
+    check = kernel["resource_check"]
+    assert check["launch_sites"] and check["launch_undecided"] == []
+    for r in check["head"]:  # each instantiation read back from its own launch, the manifest's figure beside it
+        assert (r["launch_from"], r["dynamic_smem_bytes"], r["declared_dynamic_smem_bytes"]) == (
+            "read back",
+            163_840,
+            98_304,
+        )
+    occupancy = [x for x in kernel["reasons"] if "occupancy" in x and "2 -> 1 blocks/SM" in x]
+    assert len(occupancy) == 2 * len(check["head"])  # both instantiations, on sm_90a and sm_100a
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    assert "the launch (kernels/deepgemm_tile/gemm_cuda.cu:406 kernel&lt;&lt;&lt;…" in run.comment
+
+
+def test_a_launch_sized_at_run_time_on_a_cpu_runner_is_undecided_naming_the_launch(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "(k > 4096 ? 65536 : 0)")  # no compile-time constant: nothing to read back
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "undecided" and run.report["verdict"] == "undecided"
+    launch = [u for u in kernel["undecided"] if u.startswith("resource: launch figures declared, not measured")]
+    shown = f"resource: launch figures declared, not measured: {GEMM_CUDA} holds the launch: "
+    assert launch and all(u.startswith(shown) and f"{GEMM_CUDA}:406 kernel<<<…, Cfg::kThreads, " in u for u in launch)
+    assert all("not a compile-time constant" in u and "shared memory and occupancy are undecided" in u for u in launch)
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    assert "launch figures declared, not measured" in run.comment.split("\n\n**")[0]  # in the headline's list

@@ -286,14 +286,18 @@ def fold_sites(
         elif with_function and group[0].site.target and tried < limit:
             attempts.append((group, False))
         else:
-            result.unfolded.update(
-                {m.n: f"not a compile-time constant ({why.splitlines()[-1] if why else 'no PTX'})" for m in group}
-            )
+            result.unfolded.update({m.n: f"not a compile-time constant ({_first_error(why)})" for m in group})
     result.seconds = round(time.perf_counter() - started, 3)
     if entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)
         entry.write_text(result.model_dump_json(indent=2))
     return result
+
+
+def _first_error(output: str) -> str:
+    """The compiler's first error line (`gemm_cuda.cu(406): error: expression must have a constant value`)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "no PTX")[:300]
 
 
 def _has(values: list[SiteValue], marker: Marker) -> bool:

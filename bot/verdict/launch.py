@@ -8,8 +8,8 @@ from typing import Any
 
 from bot.config import expr
 from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
-from bot.models.report import Resource
-from bot.verdict.occupancy import TABLES, occupancy, table
+from bot.models.report import Occupancy, Resource
+from bot.verdict.occupancy import TABLES, Arch, occupancy, table
 
 
 @dataclass
@@ -285,13 +285,14 @@ def read_back(
         if not smem:
             out.append(r)
             continue
+        dynamic = smem[-1]  # more shared memory never raises occupancy: the largest is the worst
+        block, occ = _worst(r, threads or ([r.threads] if r.threads else []), dynamic, sm)
         if len(smem) > 1 or len(threads) > 1:
             notes.append(
                 f"{r.function} is launched with {', '.join(f'{s:,} B' for s in smem)} of dynamic shared memory and "
-                f"{', '.join(map(str, threads)) or 'its declared'} threads: judged at the largest"
+                f"{', '.join(map(str, threads)) or 'its declared'} threads: judged at the largest shared memory and "
+                "the block size with the fewest resident warps"
             )
-        block = threads[-1] if threads else r.threads
-        dynamic = smem[-1]
         if r.dynamic_smem_bytes != dynamic or (threads and r.threads != block):
             sites = ", ".join(sorted({v.site for v in mine}))
             notes.append(
@@ -299,10 +300,6 @@ def read_back(
                 f"{r.threads if r.threads is not None else '?'} threads; the launch ({sites}) asks {dynamic:,} B and "
                 f"{block if block is not None else '?'} threads: judged as the code launches it"
             )
-        occ = None
-        if block and sm is not None:
-            barriers = 1 if r.barriers is None else r.barriers
-            occ = occupancy(r.registers, block, r.smem_bytes, dynamic, barriers, arch=sm)
         update = {
             "threads": block,
             "dynamic_smem_bytes": dynamic,
@@ -313,6 +310,17 @@ def read_back(
         }
         out.append(r.model_copy(update=update))
     return out, notes
+
+
+def _worst(r: Resource, blocks: list[int], dynamic: int, sm: Arch | None) -> tuple[int | None, Occupancy | None]:
+    """The block size (of those a launch used) with the fewest resident warps per SM, and that occupancy: a marker
+    the kernel's own code adds can only make its verdict worse (occupancy is not monotone in the block size)."""
+    if not blocks or sm is None:
+        return (blocks[-1] if blocks else None), None
+    barriers = 1 if r.barriers is None else r.barriers
+    found = [(occupancy(r.registers, b, r.smem_bytes, dynamic, barriers, arch=sm), b) for b in blocks]
+    occ, block = min(found, key=lambda pair: (pair[0].warps_per_sm, -pair[1]))
+    return block, occ
 
 
 def _shown(smem: int | None) -> str:

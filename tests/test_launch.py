@@ -401,3 +401,20 @@ def test_one_declared_figure_for_several_instantiations_says_none_has_its_own():
     read, _ = read_back([_declared(GEMM3), _declared(GEMM4)], [ReadBack(SITE, "smem", "ns::gemm<128, 4>", 1)])
     assert shared_keys(read, launch, "k/kernel.toml") == []  # only gemm<128, 3> left declared
     assert shared_keys([_declared(GEMM3)], launch, "k/kernel.toml") == []
+
+
+def test_an_instantiation_key_gives_that_instantiation_figures_of_its_own():
+    launch = Launch.model_validate(
+        {"functions": {"gemm": {"dynamic_smem": 98_304}, "ns::gemm<128, 4>": {"dynamic_smem": 163_840}}}
+    )
+    compiled = [
+        Resource(function=f, registers=128, extern_smem=True) for f in (GEMM3, GEMM4, "void ns::gemm<64, 4>(float*)")
+    ]
+    out = describe(compiled, {GEMM3: 128, GEMM4: 128, "void ns::gemm<64, 4>(float*)": 128}, launch, {}, "k/kernel.toml")
+    assert out.errors == []
+    assert [r.dynamic_smem_bytes for r in out.resources] == [98_304, 163_840, 98_304]
+    assert matches("gemm<128,4>", GEMM4) and not matches("gemm<128, 4>", GEMM3)
+    (note,) = shared_keys(out.resources, launch, "k/kernel.toml")  # gemm<128, 3> and gemm<64, 4> share the name's
+    assert "launch.functions.gemm describes 2 instantiations" in note and GEMM4 not in note
+    with pytest.raises(ValueError, match="one instantiation"):
+        Launch.model_validate({"functions": {"gemm<1>; x": {"dynamic_smem": 1}}})

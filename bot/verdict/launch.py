@@ -46,6 +46,10 @@ def matches(key: str, function: str) -> bool:
 
     A mangled name (no demangler on the machine) matches when it encodes every part of the key.
     """
+    if "<" in key:  # one instantiation: its template arguments as the demangled name writes them
+        name, args = key.split("<", 1)
+        wanted = "".join(f"{name}<{args}".split())
+        return "".join(plain(function).split()).split("::")[-len(name.split("::")) :] == wanted.split("::")
     parts = tuple(key.split("::"))
     if function.startswith("_Z"):
         at = 0
@@ -88,8 +92,12 @@ def values(launch: Launch, config: dict[str, Any], manifest: str) -> dict[str, i
 
 def _key_for(launch: Launch, function: str) -> tuple[str | None, str | None]:
     """The most qualified key naming `function`, or an error when two equally specific keys do."""
-    keys = sorted((k for k in launch.functions if matches(k, function)), key=lambda k: -k.count("::"))
-    if len(keys) > 1 and keys[0].count("::") == keys[1].count("::"):
+
+    def specific(k: str) -> tuple[int, int]:
+        return ("<" in k, k.count("::"))
+
+    keys = sorted((k for k in launch.functions if matches(k, function)), key=specific, reverse=True)
+    if len(keys) > 1 and specific(keys[0]) == specific(keys[1]):
         return None, f"both {keys[0]!r} and {keys[1]!r} describe {function}"
     return (keys[0] if keys else None), None
 
@@ -351,8 +359,13 @@ def shared_keys(resources: list[Resource], launch: Launch, manifest: str) -> lis
     """Notes for a `[launch.functions]` key that describes more than one compiled instantiation with kernel.toml's
     figures: none of them has figures of its own (the code's launches, read back, give each its own)."""
     notes = []
-    for key in launch.functions:
-        named = [r.function for r in resources if matches(key, r.function) and r.launch_from == "declared"]
+    for key in (k for k in launch.functions if "<" not in k):
+        own = [k for k in launch.functions if "<" in k]
+        named = [
+            r.function
+            for r in resources
+            if matches(key, r.function) and r.launch_from == "declared" and not any(matches(k, r.function) for k in own)
+        ]
         if len(named) > 1:
             notes.append(
                 f"{manifest}: launch.functions.{key} describes {len(named)} instantiations ({'; '.join(named)}) "

@@ -267,16 +267,7 @@ def read_launches(
         jobs, _ = compile_jobs(k, tc)
     except (InputError, BuildError) as exc:
         return [], {site: [str(exc)] for site, _ in shown.values()}
-    holding = {s.path for s in sites}
-    fold = fold_sites(
-        nvcc,
-        jobs,
-        {p: t for p, t in files.items() if p in holding},
-        sites,
-        arch=arch,
-        cache_dir=cache_dir,
-        sandbox=sandbox,
-    )
+    fold = fold_sites(nvcc, jobs, files, sites, arch=arch, cache_dir=cache_dir, sandbox=sandbox)
     readable = demangle(sorted({v.function for v in fold.values if v.function}), demangler(nvcc))
     values = [
         ReadBack(*shown[v.marker], marked_function(readable.get(v.function, "")), v.value)

@@ -216,10 +216,10 @@ def parse_site_values(ptx: str) -> list[SiteValue]:
 def _compile_marked(
     nvcc: str, job: CompileJob, unit: str, rewritten: dict[str, str], arch: str, sandbox: Sandbox
 ) -> tuple[bool, str, str]:
-    """(compiled, output, ptx) of one unit with the rewritten files laid over the kernel folder (OUT first on the
-    include path, so a rewritten header shadows the original)."""
+    """(compiled, output, ptx) of one unit compiled from a copy of the kernel folder's sources with the marked ones
+    rewritten (OUT first on the include path, and a relative `#include "../x.cuh"` stays inside the copy)."""
     with tempfile.TemporaryDirectory(prefix="opgate-fold-") as tmp:
-        for path, text in rewritten.items():
+        for path, text in rewritten.items():  # every source of the folder, the marked ones rewritten
             target = Path(tmp) / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
@@ -246,7 +246,7 @@ def fold_sites(
     (`jobs`, the build's flags) with the launches' arguments turned into template arguments of marker kernels. All
     markers at once first; when that does not compile, each marker alone (at most `limit`), without the function
     when needed, so one runtime value leaves only its own launch unfolded. `files`: path (relative to the kernel
-    folder) -> text of every source holding a site; nothing runs."""
+    folder) -> text of every C++/CUDA source of the kernel folder (the copy the units compile from); nothing runs."""
     started = time.perf_counter()
     chosen = markers(sites)
     if not chosen or not jobs:
@@ -265,7 +265,7 @@ def fold_sites(
     tried = 0
     while attempts:
         group, with_function = attempts.pop(0)
-        rewritten = mark_sources(files, group, with_function=with_function)
+        rewritten = {**files, **mark_sources(files, group, with_function=with_function)}
         values: list[SiteValue] = []
         why = ""
         all_ok = True

@@ -105,6 +105,9 @@ class ResourceCheckReport(_Model):
     launch_sites: list[str] = Field(
         default_factory=list, description="the changed files that hold a launch or what its size is computed from"
     )
+    launch_unmeasured: list[str] = Field(
+        default_factory=list, description="the launches (`path:line kernel<<<…>>>`) left undecided, for the status"
+    )
     seconds: float = 0.0
     cached: bool = False
     log_tail: str = Field("", description="head's compile log when head does not compile")

@@ -128,11 +128,13 @@ def resource_check(
     notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
     touched = launch_touches(head_k, base_k, changed or [])
     undecided: list[str] = []
+    unmeasured: list[str] = []
     if touched and head.status == "ok":
         values, unfolded = read_launches(head_k, cache_dir, sandbox, arch)
         head_d.resources, read_notes = read_back(head_d.resources, values, arch)
         notes += read_notes
         undecided = undecided_launches(head_d.resources, touched, unfolded)
+        unmeasured = [t.sites[-1] for t in touched if undecided_launches(head_d.resources, [t], unfolded)]
         if base_d is not None:
             base_values, _ = read_launches(base_k, cache_dir, sandbox, arch) if base_k is not None else ([], {})
             base_d.resources, _ = read_back(base_d.resources, base_values, arch)
@@ -156,6 +158,7 @@ def resource_check(
         launch_errors=errors,
         launch_notes=head_d.notes + notes,
         launch_undecided=undecided,
+        launch_unmeasured=list(dict.fromkeys(unmeasured)),
         launch_sites=list(dict.fromkeys(t.text for t in touched)),
         seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,

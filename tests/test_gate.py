@@ -7,7 +7,7 @@ import numpy as np
 
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import CaseStatus, KernelReport, Resource
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
 
 
@@ -156,3 +156,23 @@ def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():
         "stability: output has NaN/Inf where the reference has none (or misses them), first at C[199, 327]: got nan, "
         "reference 3.25"
     ]
+
+
+def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_never_unchanged():
+    from bot.models.report import ResourceCheckReport
+
+    same = Resource(function="gemm<3>", registers=96, threads=128, dynamic_smem_bytes=98_304)
+    unmeasured = (
+        "launch figures declared, not measured: k/gemm.cu holds the launch: k/gemm.cu:40 gemm<<<…, 128, n>>> (…)"
+    )
+    check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=[unmeasured])
+    judged = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
+        [],
+        [CaseReport(name="square", device="cpu", tolerance=0.01, verdict="pass")],
+        LIMITS,
+        Policy(),
+    )
+    assert judged.verdict == "undecided"
+    assert judged.undecided == [f"resource: {unmeasured}"]
+    assert not any("unchanged" in n for n in judged.notes)

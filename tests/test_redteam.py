@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import Case, Constraints
+from bot.edges.publish import acceptance_status
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
-from bot.models.report import CaseReport, CaseStatus
+from bot.models.report import CaseReport, CaseStatus, Report
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import case_verdict
@@ -473,3 +474,54 @@ def test_another_writer_accepts_it_and_another_maintainer_overrides_it(own_chang
     statuses = {s["context"]: s["state"] for s in server.statuses(REPO, head)}
     assert statuses == {"opgate/accepted": "success", "opgate/acceptance": "success"}
     assert [(r.login, r.override) for r in accept.acceptances()] == [("wanda-writer", False), ("maint-bob", True)]
+
+
+# Round three, item 2: a launch that asks 64 KiB more dynamic shared memory (the opt-in and `<<<…, smem>>>`) with
+# kernel.toml untouched was "resource check: unchanged from base … same shared memory and occupancy".
+GEMM_CUDA = "kernels/deepgemm_tile/gemm_cuda.cu"
+LAUNCH = "kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>"
+OPT_IN = "cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes)"
+
+
+def more_shared_memory(repo, extra: str) -> None:
+    """The launch and its opt-in ask `extra` more bytes of dynamic shared memory; kernel.toml is not touched."""
+    repo.edit(GEMM_CUDA, "if (Cfg::kSmemBytes > 48 * 1024)", f"if (Cfg::kSmemBytes + {extra} > 48 * 1024)")
+    repo.edit(GEMM_CUDA, OPT_IN, OPT_IN.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+    repo.edit(GEMM_CUDA, LAUNCH, LAUNCH.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+
+
+def test_a_launch_asking_64_kib_more_shared_memory_is_judged_as_the_code_launches_it(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "65536")
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert run.code == 1 and kernel["verdict"] == "fail"
+    check = kernel["resource_check"]
+    assert check["launch_sites"] and check["launch_undecided"] == []
+    for r in check["head"]:  # each instantiation read back from its own launch, the manifest's figure beside it
+        assert (r["launch_from"], r["dynamic_smem_bytes"], r["declared_dynamic_smem_bytes"]) == (
+            "read back",
+            163_840,
+            98_304,
+        )
+    occupancy = [x for x in kernel["reasons"] if "occupancy" in x and "2 -> 1 blocks/SM" in x]
+    assert len(occupancy) == 2 * len(check["head"])  # both instantiations, on sm_90a and sm_100a
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    assert "the launch (kernels/deepgemm_tile/gemm_cuda.cu:406 kernel&lt;&lt;&lt;…" in run.comment
+
+
+def test_a_launch_sized_at_run_time_on_a_cpu_runner_is_undecided_naming_the_launch(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "(k > 4096 ? 65536 : 0)")  # no compile-time constant: nothing to read back
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "undecided" and run.report["verdict"] == "undecided"
+    launch = [u for u in kernel["undecided"] if u.startswith("resource: launch figures declared, not measured")]
+    shown = f"resource: launch figures declared, not measured: {GEMM_CUDA} holds the launch: "
+    assert launch and all(u.startswith(shown) and f"{GEMM_CUDA}:406 kernel<<<…, Cfg::kThreads, " in u for u in launch)
+    assert all("not a compile-time constant" in u and "shared memory and occupancy are undecided" in u for u in launch)
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    headline = run.comment.split("\n")[1]
+    assert f"undecided: launch figures declared, not measured: {GEMM_CUDA}:406 kernel" in headline
+    _, status = acceptance_status(Report.model_validate(run.report))
+    assert status.startswith(
+        f"undecided, not blocking: deepgemm_tile (launch figures declared, not measured: {GEMM_CUDA}:406"
+    )

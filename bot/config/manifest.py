@@ -254,8 +254,9 @@ class LaunchFunction(_Strict):
 class Launch(_Strict):
     """`[launch]`: derived values (in order, each may use the tunables and the values above it) and functions.
 
-    A function key is a kernel's name (`gemm_bf16_kernel`) or a qualified one (`"deepgemm_tile::gemm_bf16_kernel"`);
-    it describes every compiled instantiation of that name.
+    A function key is a kernel's name (`gemm_bf16_kernel`) or a qualified one (`"deepgemm_tile::gemm_bf16_kernel"`),
+    which describes every compiled instantiation of that name, or one instantiation as ptxas' demangled name gives
+    it (`"gemm<128, 3>"`), which describes that one and wins over the name.
     """
 
     values: dict[str, Expression] = Field(default_factory=dict)
@@ -286,8 +287,11 @@ class Launch(_Strict):
     @classmethod
     def _function_names(cls, functions: dict[str, LaunchFunction]) -> dict[str, LaunchFunction]:
         for name in functions:
-            if not re.fullmatch(rf"{_IDENTIFIER}(::{_IDENTIFIER})*", name):
-                raise ValueError(f"launch.functions: {name!r} is not a function name (name or ns::name)")
+            if not re.fullmatch(rf"{_IDENTIFIER}(::{_IDENTIFIER})*(<[\w:, ]+>)?", name):
+                raise ValueError(
+                    f"launch.functions: {name!r} is not a function name (name, ns::name or one instantiation, "
+                    "ns::name<128, 3>)"
+                )
         return functions
 
     def check(self, tunables: set[str]) -> None:

@@ -61,6 +61,13 @@ class Resource(_Model):
     threads: int | None = Field(None, description="threads per block: kernel.toml [launch], else __launch_bounds__")
     dynamic_smem_bytes: int | None = Field(None, description="dynamic shared memory per block; null: not described")
     occupancy: Occupancy | None = None
+    launch_from: Literal["declared", "read back"] = Field(
+        "declared",
+        description="where threads and dynamic_smem_bytes come from: kernel.toml [launch] (declared) or the code's "
+        "launches folded by the compiler, per instantiation (read back)",
+    )
+    declared_threads: int | None = Field(None, description="kernel.toml [launch]'s threads, shown beside a read-back")
+    declared_dynamic_smem_bytes: int | None = Field(None, description="kernel.toml [launch]'s dynamic_smem, likewise")
 
 
 class Build(_Model):
@@ -93,6 +100,17 @@ class ResourceCheckReport(_Model):
     )
     launch_notes: list[str] = Field(
         default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
+    )
+    launch_undecided: list[str] = Field(
+        default_factory=list,
+        description="launches a changed file can move whose figures are declared, not measured or read back: their "
+        "shared memory and occupancy are undecided",
+    )
+    launch_sites: list[str] = Field(
+        default_factory=list, description="the changed files that hold a launch or what its size is computed from"
+    )
+    launch_unmeasured: list[str] = Field(
+        default_factory=list, description="the launches (`path:line kernel<<<…>>>`) left undecided, for the status"
     )
     seconds: float = 0.0
     cached: bool = False

@@ -202,13 +202,20 @@ class Reviewer:
             report.notes.append("agent only: built, run and gated in another job")
             return report
         report.undecided.extend(self._not_judged(touched, head_k, base_k))
-        report = self._gate_kernel(report, rules, head_k, base_k)
+        report = self._gate_kernel(report, rules, head_k, base_k, touched)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
         return report
 
-    def _gate_kernel(self, report: KernelReport, rules: Kernel, head_k: Kernel, base_k: Kernel | None) -> KernelReport:
-        """Static checks, resource check, builds and cases of one changed kernel."""
+    def _gate_kernel(
+        self,
+        report: KernelReport,
+        rules: Kernel,
+        head_k: Kernel,
+        base_k: Kernel | None,
+        touched: list[FileChange] | None = None,
+    ) -> KernelReport:
+        """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files)."""
         name = head_k.name
         findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
@@ -218,7 +225,8 @@ class Reviewer:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
             with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
                 cache = self.settings.build_dir / "resources"
-                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox)
+                changed = [p for c in touched or [] for p in c.paths]
+                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox, changed)
             report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,

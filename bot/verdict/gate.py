@@ -456,6 +456,7 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
     if check.base_status == "compile_fail":
         kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
     kernel.reasons.extend(f"resource: {e}{on}" for e in check.launch_errors)
+    kernel.undecided.extend(f"resource: {u}{on}" for u in check.launch_undecided)
     for note in check.launch_notes:
         _once(kernel.notes, note)
     failures, notes = resource_reasons(check.head, check.base, constraints, check.threads, check.arch)

@@ -99,7 +99,9 @@ def test_a_submodule_bump_is_planned_and_each_side_compiles_its_own_pinned_commi
     head_row, base_row = _row(kernel["resource_check"]), _row(kernel["resource_check"], "base")
     assert base_row["dynamic_smem_bytes"] == 64 * 64 * 2 + 256 * 4  # base's minicute
     assert head_row["dynamic_smem_bytes"] == 128 * 64 * 2 + 256 * 4  # head's minicute
-    assert kernel["notes"][0].startswith("rollback: 1 file(s)")  # the gitlink is the one changed path
+    assert kernel["notes"][0].startswith(
+        "change size: 1 file(s) of this kernel changed"
+    )  # the gitlink is the one changed path
     assert not (repo.path / ".git" / "worktrees").exists() or not list((repo.path / ".git" / "worktrees").iterdir())
 
 

@@ -353,6 +353,11 @@ def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource
     return matched
 
 
+def is_rename(head: str, base: str) -> bool:
+    """A head function that stands beside a base function of another name (not merely other numbers)."""
+    return _shape(head) != _shape(base)
+
+
 def removed_in_head(head: list[Resource], base: list[Resource]) -> list[Resource]:
     """Base's functions that no head function stands beside (`match_base`): removed, or renamed past matching."""
     kept = {id(b) for b in match_base(head, base).values()}
@@ -440,7 +445,7 @@ def resource_reasons(
                 if change:
                     (failures if fatal else notes).append(change)
         if b is not None:
-            named = r.function if _shape(b.function) == _shape(r.function) else f"{r.function} (in base {b.function})"
+            named = f"{r.function} (in base {b.function})" if is_rename(r.function, b.function) else r.function
             for field in ("registers", "smem_bytes", "dynamic_smem_bytes", "stack_bytes"):
                 new, old = getattr(r, field), getattr(b, field)
                 if new is not None and old is not None and new > old:

@@ -104,7 +104,7 @@ def _print(report: CheckReport, args: argparse.Namespace) -> None:
     elif open_steps:
         print(
             f"opgate check: {total} kernel(s) without a problem in what was checked, {open_steps} step(s) not "
-            f"checked ({seconds:.1f} s): not ready until each is (above: what it needs)"
+            f"checked ({seconds:.1f} s): not ready — each '--' line above names what it needs"
         )
     else:
         print(f"opgate check: {total} kernel(s) ready ({seconds:.1f} s); next: opgate review")

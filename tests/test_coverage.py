@@ -84,3 +84,18 @@ def test_a_resource_only_kernel_names_every_changed_file_its_resource_check_does
     assert [line.split(": ")[0] for line in lines] == ["ops/k/pybind.cpp", "ops/k/__init__.py", "ops/k/heuristics.h"]
     assert all(line.endswith(f": {NOT_JUDGED}") and "resource check" in line for line in lines)
     assert not any("unchanged" in line for line in lines)  # a submodule bump (third_party/lib) is read, not listed
+
+
+def test_a_kernel_at_the_repository_root_reads_paths_from_the_root():
+    from bot.config.manifest import ROOT
+    from bot.review.coverage import not_judged
+
+    compiled = {"cuda": {"flash.cu", "main.cpp"}}
+    changed = ["flash.cu", "csrc/extra.cu", "README.md"]
+    assert not_judged(changed, ROOT, compiled, ["cpu"]) == [
+        "flash.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA GPU): not judged",
+        "csrc/extra.cu: changed, compiled by no build: not judged",
+    ]
+    assert not_judged(changed, ROOT, compiled, ["cpu", "cuda"]) == [
+        "csrc/extra.cu: changed, compiled by no build: not judged"
+    ]

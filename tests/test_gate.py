@@ -186,3 +186,20 @@ def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
     }
     _, notes = resource_reasons(head, base, LIMITS)
     assert notes == ["k<256, 64, false>(int): registers 200 -> 230", "merge(int): registers 20 -> 22"]
+
+
+def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():
+    from bot.models.report import Violation
+    from bot.verdict.gate import check_reasons
+
+    never = Violation(metric="nan_inf", output="C", index=[199, 327], value=1.0, got=float("nan"), expected=3.25)
+    check = Check(max_abs_err=0.0, nan_inf=True, failure=never.model_copy(update={"unwritten": True}))
+    assert check_reasons(check, 1e-2) == [
+        "correctness: output C has elements the kernel never wrote, first at C[199, 327]: got NaN (never written), "
+        "reference 3.25"
+    ]
+    # A NaN the kernel computed (not the judge's poison left in place) stays a stability failure.
+    assert check_reasons(check.model_copy(update={"failure": never}), 1e-2) == [
+        "stability: output has NaN/Inf where the reference has none (or misses them), first at C[199, 327]: got nan, "
+        "reference 3.25"
+    ]

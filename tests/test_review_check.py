@@ -171,3 +171,30 @@ def test_check_fails_what_the_review_fails_a_missing_launch_entry_a_raising_refe
                 "file or directory"
             ) in _lines(run.stdout), run.stdout
     assert run.stdout.splitlines()[-1].startswith("opgate check: 1 of 1 kernel(s) with a problem")
+
+
+def test_check_says_occupancy_is_not_computed_for_an_architecture_without_a_table(tmp_path: Path) -> None:
+    from bot.config.settings import Settings
+    from bot.review.check import Checker
+    from tests.conftest import KERNELS
+
+    kernel = load_kernel(KERNELS / "deepgemm_tile")
+    manifest = kernel.manifest
+    shipped = manifest.constraints.model_copy(update={"architectures": ["sm_86", "sm_110a"]})
+    # a CUDA build without a .cu (no resource step to compile) on a runner that builds none: the check stops at the
+    # first cpu case, before any build
+    cuda = manifest.build["cuda"].model_copy(update={"sources": ["binding_cuda.cpp"]})
+    cuda_only = manifest.model_copy(update={"constraints": shipped, "build": {"cuda": cuda}})
+    checker = Checker(Settings(build_dir=tmp_path))
+    checker.env = checker.env.model_copy(update={"device": "cpu"})
+    result = checker.check(kernel.model_copy(update={"manifest": cuda_only}))
+    assert result.steps[0].detail.endswith("kernel.toml: valid; tunables and flags allowed")
+    occupancy = [s for s in result.steps if s.step.startswith("occupancy")]
+    assert [(s.status, s.detail) for s in occupancy] == [  # sm_86 has a table
+        (
+            "incomplete",
+            "occupancy not computed for sm_110a: no table "
+            "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)",
+        )
+    ]
+    assert not result.ok and not CheckReport(kernels=[result], seconds=0.0).ready

@@ -138,3 +138,32 @@ def test_the_simulated_cost_is_deterministic_counts_the_extra_work_and_catches_a
     assert b == twin  # another process, the same counts: nothing here depends on the clock or the load
     assert 1.05 < head.instructions / b.instructions < 1.10  # 10 % more of the loop, plus the fixed matmul
     assert isinstance(lazy, str) and lazy.startswith("wrong output under valgrind (max_abs_err ")
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_an_entry_that_writes_its_output_argument_is_counted_and_one_that_leaves_it_unwritten_is_not(tmp_path):
+    """Under callgrind too the call is laid out as kernel.toml's arguments say, and the output compared is the
+    argument buffer: the warm call writes a copy, so the counted calls start from the judge's poison."""
+    from tests.test_buffers import _job
+
+    include = sysconfig.get_path("include")
+
+    def build(name: str, *defines: str) -> Path:
+        so = tmp_path / f"{name}.so"
+        flags = [*(f"-D{d}" for d in defines), f"-I{include}"]
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(ROOT / "tests/data/out_ext.c"), "-o", str(so)],
+                       check=True)  # fmt: skip
+        return so
+
+    costs = Costs(
+        _job(tmp_path, {"base": build("right"), "head": build("unwritten", "UNWRITTEN_LAST")}), Sandbox.detect()
+    )
+    try:
+        got = costs.sides()
+    finally:
+        costs.close()
+    right, unwritten = got["base"][0], got["head"][0]
+    assert isinstance(right, SideCost) and right.instructions > 0, got
+    assert unwritten == "wrong output under valgrind (NaN/Inf where the reference has none)", got

@@ -39,7 +39,11 @@ class Occupancy(_Model):
         default_factory=dict, description="blocks per SM each resource alone allows; null: no limit"
     )
     registers_per_block: int = Field(0, description="allocated: per warp rounded up to 256, times warps")
-    smem_per_block: int = Field(0, description="allocated: static + dynamic + 1 KiB reserve, rounded up to 128 B")
+    smem_per_block: int = Field(
+        0,
+        description="allocated: static + dynamic + the architecture's reserve (1 KiB from sm_80, none on sm_75), "
+        "rounded up to its granule (128 B; 256 B on sm_75)",
+    )
 
 
 class Resource(_Model):
@@ -148,6 +152,9 @@ class Violation(_Model):
     got: float | None = Field(None, description="the output's element at `index` (not for cos_diff)")
     expected: float | None = Field(None, description="the reference's element at `index` (not for cos_diff)")
     probe: str | None = Field(None, description="the boundary probe whose inputs showed it; None: the random inputs")
+    unwritten: bool = Field(
+        False, description="an output argument's element that still holds the judge's poison: the kernel never wrote it"
+    )
 
 
 class ProbeReport(_Model):

@@ -21,7 +21,7 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.report import Machine, ResourceCheckReport
-from bot.review.cases import case_job, entry_scalars
+from bot.review.cases import case_job, entry_arguments, entry_scalars
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
 from bot.untrusted.runner.judge import REFERENCE_LABEL
@@ -30,6 +30,7 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import case_verdict, resource_reasons
 from bot.verdict.launch import base_name, instances
+from bot.verdict.occupancy import no_table
 from bot.verdict.static import check_tunables
 
 # gcc/clang (`x.cu:3:10: fatal error: …`) and nvcc's front end (`x.cu(12): error: …`).
@@ -163,6 +164,9 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
         return
     result.passed("manifest", f"manifest {manifest}: valid; tunables and flags allowed")
     arches = kernel.manifest.constraints.architectures
+    for arch in arches:
+        if (missing := no_table(arch)) is not None:
+            result.incomplete(f"occupancy {arch}", missing)
     for check in resource_checks(kernel, None, arches, settings.build_dir / "resources", sandbox):
         resource_step(kernel, check, result)
     builds: dict[str, Built] = {}
@@ -288,6 +292,7 @@ def _job(
         entry=built.entry if built is not None else "",
         positional=positional,
         keywords=keywords,
+        arguments=entry_arguments(kernel, device),
         measure=settings.measure,
         timeout_s=settings.case_timeout_s or kernel.manifest.timeout_s,
         time=False,
@@ -302,7 +307,7 @@ def _dry_run(
 ) -> bool:
     """The sandboxed dry run of one device's cases; True when it got as far as running the reference."""
     constraints = kernel.manifest.constraints
-    jobs = [case_job(c, constraints) for c in cases]
+    jobs = [case_job(c, constraints, kernel.manifest.written(c)) for c in cases]
     job = _job(kernel, jobs, {"head": {device: str(verify(built))}}, built, device, settings)
     runs = run_cases(job, "sandboxed", runner=DRY_RUN)
     step = f"cases {device}"
@@ -332,7 +337,7 @@ def _reference_only(kernel: Kernel, cases: list[Case], settings: Settings, resul
     """No case could run its entry here: draw every case's inputs on the CPU and run the reference once on the
     smallest, so a reference that raises (`NotImplementedError`, a typo) is found before a review."""
     constraints = kernel.manifest.constraints
-    jobs = [case_job(c, constraints) | {"device": "cpu"} for c in cases]
+    jobs = [case_job(c, constraints, kernel.manifest.written(c)) | {"device": "cpu"} for c in cases]
     runs = run_cases(_job(kernel, jobs, {}, None, "cpu", settings), "sandboxed", runner=DRY_RUN)
     on_cpu = " (on the CPU: this runner has no GPU)" if any(c.device == "cuda" for c in cases) else ""
     for case in cases:

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.config.includes import include_findings, include_paths, repo_root
-from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
@@ -56,12 +56,16 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 
 
+def _at(folder: str, name: str) -> str:
+    return name if folder == ROOT else f"{folder}/{name}"
+
+
 def resource_reads(k: Kernel) -> set[str]:
     """The files (from the repository root) a kernel's resource check reads: kernel.toml, its tunable config, each
     .cu of [build.cuda] and every file of the repository those #include, transitively (found beside the including
     file, in the kernel folder or an include directory). A resource-only kernel's gate reads nothing else."""
     root = repo_root(k).resolve()
-    reads = {f"{k.path}/{MANIFEST_NAME}".lstrip("/"), f"{k.path}/{k.manifest.config}".lstrip("/")}
+    reads = {_at(k.path, MANIFEST_NAME), _at(k.path, k.manifest.config)}
     spec = k.manifest.build.get("cuda")
     if spec is None:
         return reads

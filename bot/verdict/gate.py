@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Literal
 
@@ -22,7 +23,7 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict import stats
-from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
 from bot.verdict.plausible import implausible_speedups
 
 HEAD, BASE = "head", "base"
@@ -144,7 +145,11 @@ def check_reasons(check: Check, tol: float) -> list[str]:
         return [f"{check.label or HEAD} raised or returned a bad output{probe}: {check.error}"]
     reasons = []
     v = check.failure
-    if check.nan_inf:
+    if check.nan_inf and v is not None and v.metric == "nan_inf" and v.unwritten:  # the judge's NaN, left in place
+        reasons.append(
+            f"correctness: output {v.output} has elements the kernel never wrote, first at {_element(v)}{on}"
+        )
+    elif check.nan_inf:
         first = f", first at {_element(v)}" if v is not None and v.metric == "nan_inf" else ""
         reasons.append(f"stability: output has NaN/Inf where the reference has none (or misses them){first}{on}")
     if v is not None and v.metric != "nan_inf":
@@ -159,6 +164,9 @@ def _element(v: Violation) -> str:
     if v.metric == "cos_diff":
         return f"{v.output}[{', '.join([*map(str, v.index), ':'])}]"
     where = f"{v.output}[{', '.join(map(str, v.index))}]"
+    if v.unwritten:  # an output argument the judge poisoned before the call
+        got = "NaN" if v.got is not None and math.isnan(v.got) else _fmt(v.got)
+        return f"{where}: got {got} (never written), reference {_fmt(v.expected)}"
     return f"{where}: got {_fmt(v.got)}, reference {_fmt(v.expected)}" if v.got is not None else where
 
 
@@ -379,9 +387,9 @@ def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None
     """Why one resource allows only so many blocks, in the kernel author's numbers."""
     block = threads or r.threads or 0
     if factor == "registers":
-        return f"{r.registers} registers x {block} threads = {occ.registers_per_block:,} allocated per block"
+        return register_arithmetic(r.registers, block, occ)
     if factor == "shared memory":
-        return f"{occ.smem_per_block:,} B shared memory per block (static + dynamic + 1 KiB reserve)"
+        return smem_arithmetic(occ)
     if factor == "threads":
         return f"{block} threads per block"
     if factor == "barriers":

@@ -22,7 +22,7 @@ import torch
 from bot.models.judging import CaseRun, JudgeJob
 from bot.models.report import CaseStatus, Isolation
 from bot.untrusted.runner.blame import ReferenceFailed
-from bot.untrusted.runner.judge import REFERENCE_LABEL, Judge, scalars
+from bot.untrusted.runner.judge import REFERENCE_LABEL, Judge
 from bot.untrusted.sandbox import Sandbox
 
 
@@ -49,6 +49,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     try:
         sizes: dict[str, int] = {}
         for case in job.cases:
+            judge.prepare(case)  # its scalars and, for an entry that writes into its arguments, the inputs it names
             try:
                 inputs = judge.inputs(case, judge.seed(case["name"], "check"))
             except ReferenceFailed as exc:
@@ -72,7 +73,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
 
 def _reference(judge: Judge, case: dict[str, Any]) -> CaseRun:
     """The reference alone, once, on the case's inputs: what it returns, or where it raised."""
-    judge.case_name, judge.scalars = case["name"], scalars(judge.job, case)
+    judge.prepare(case)
     try:
         started = time.perf_counter()
         outputs = judge.expected(judge.inputs(case, judge.seed(case["name"], "check")))

@@ -118,6 +118,53 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
     assert overall([neutral, strict]) == "fail" and overall([neutral]) == "undecided"
 
 
+def test_renamed_kernel_functions_stand_beside_base_by_signature_and_unmatched_base_rows_are_removed():
+    from bot.verdict.gate import match_base, removed_in_head
+
+    base = [
+        Resource(function="void forward_kernel(float const*, float*, int)", registers=40),
+        Resource(function="void backward_kernel(float const*, float*, int)", registers=60),
+        Resource(function="void stats_kernel(double*)", registers=10),
+    ]
+    head = [
+        Resource(function="void forward_kernel_naive(float const*, float*, int)", registers=40),
+        Resource(function="void forward_kernel_wmma(float const*, float*, int)", registers=72),
+        Resource(function="void backward_kernel(float const*, float*, int)", registers=60),
+    ]
+    matched = {h: b.function for h, b in match_base(head, base).items()}
+    assert matched == {  # both renamed functions beside base's forward_kernel: its name starts theirs
+        "void forward_kernel_naive(float const*, float*, int)": "void forward_kernel(float const*, float*, int)",
+        "void forward_kernel_wmma(float const*, float*, int)": "void forward_kernel(float const*, float*, int)",
+        "void backward_kernel(float const*, float*, int)": "void backward_kernel(float const*, float*, int)",
+    }
+    assert [r.function for r in removed_in_head(head, base)] == ["void stats_kernel(double*)"]
+    _, notes = resource_reasons(head, base, LIMITS)
+    assert notes == [
+        "void forward_kernel_wmma(float const*, float*, int) (in base void forward_kernel(float const*, float*, "
+        "int)): registers 40 -> 72"
+    ]
+
+
+def test_template_arguments_that_differ_in_unsigned_numbers_pair_and_one_function_each_side_pairs():
+    from bot.verdict.gate import match_base, removed_in_head
+
+    base = [Resource(function=f"void k<128u, {b}>(float*)", registers=90) for b in ("true", "false")]
+    head = [Resource(function=f"void k<256u, {b}>(float*)", registers=96) for b in ("true", "false")]
+    assert {h: b.function for h, b in match_base(head, base).items()} == {
+        "void k<256u, true>(float*)": "void k<128u, true>(float*)",
+        "void k<256u, false>(float*)": "void k<128u, false>(float*)",
+    }
+    # A rename that changes the parameters too: the one function left on each side is the pair.
+    lone_base = [Resource(function="void old_k(float*)", registers=1)]
+    lone_head = [Resource(function="void new_k(half*, int)", registers=1)]
+    assert match_base(lone_head, lone_base)["void new_k(half*, int)"].function == "void old_k(float*)"
+    # Two left on each side with nothing in common: no guess; base's rows are listed as removed.
+    two_base = [Resource(function="void a(float*)", registers=1), Resource(function="void b(int*)", registers=1)]
+    two_head = [Resource(function="void c(half*)", registers=1), Resource(function="void d(char*)", registers=1)]
+    assert match_base(two_head, two_base) == {}
+    assert [r.function for r in removed_in_head(two_head, two_base)] == ["void a(float*)", "void b(int*)"]
+
+
 def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
     from bot.verdict.gate import match_base
 

@@ -248,7 +248,7 @@ def test_init_proposes_the_arguments_an_entry_returning_nothing_writes(opgate, t
 
 
 def test_init_at_a_root_layout_suggests_kernels_dot_then_writes_a_root_kernel_that_check_accepts(opgate, tmp_path):
-    from tests.layout_repos import root_layout
+    from tests.layout_repos import REFERENCE_PY, root_layout
 
     repo = root_layout(tmp_path / "flash")
     run = opgate("init", "--repo", str(repo), "--domain", "flash")
@@ -276,8 +276,14 @@ def test_init_at_a_root_layout_suggests_kernels_dot_then_writes_a_root_kernel_th
     fn = kernel.manifest.launch.functions["forward_kernel"]
     assert (fn.threads, fn.dynamic_smem) == (128, 49152)
     run = opgate("check", "--repo", str(repo))
-    assert run.code == 0, run.stdout + run.stderr
+    assert run.code == 1, run.stdout + run.stderr  # what init left raises: check runs the reference, even on a CPU
     assert "opgate check: flash (.)" in run.stdout and "ok  manifest ./kernel.toml: valid" in run.stdout
+    assert "in reference (case smoke): NotImplementedError: reference.py of flash: write the torch reference" in (
+        run.stdout
+    )
+    (repo / "reference.py").write_text(REFERENCE_PY)  # what the team writes after init
+    run = opgate("check", "--repo", str(repo))
+    assert run.code == 0, run.stdout + run.stderr
 
 
 def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_the_missing_submodule(opgate, tmp_path):

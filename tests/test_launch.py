@@ -194,6 +194,20 @@ def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
     assert d.resources[0].dynamic_smem_bytes is None and d.resources[0].occupancy is None
 
 
+def test_a_template_of_ten_unsized_instantiations_is_one_error_naming_the_ten():
+    functions = [f"void vec_kernel<{n}u>(float const*, float*)" for n in range(32, 352, 32)]
+    rows = [Resource(function=f, registers=16, extern_smem=True) for f in functions]
+    rows.append(Resource(function="void other_kernel(int*)", registers=8, extern_smem=True))
+    d = describe(rows, dict.fromkeys(functions, 128), Launch(), {}, "ops/v/kernel.toml")
+    assert d.errors == [
+        f"vec_kernel (10 instantiations: {'; '.join(functions)}) uses dynamic shared memory (extern __shared__) that "
+        "ops/v/kernel.toml does not size: add [launch.functions.vec_kernel] dynamic_smem",
+        "void other_kernel(int*) uses dynamic shared memory (extern __shared__) that ops/v/kernel.toml does not size: "
+        "add [launch.functions.other_kernel] dynamic_smem",
+    ]
+    assert all(r.dynamic_smem_bytes is None and r.occupancy is None for r in d.resources)
+
+
 def test_a_function_without_extern_shared_memory_needs_no_description():
     r = Resource(function="merge(int)", registers=31, smem_bytes=0)
     d = describe([r], {"merge(int)": 128}, Launch(), {}, "k")

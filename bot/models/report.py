@@ -307,7 +307,7 @@ class KernelReport(_Model):
     accept_needed: list[str] = Field(
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
-    notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
+    notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")

@@ -90,3 +90,21 @@ def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str
                 f"which needs a CUDA GPU): {NOT_JUDGED}"
             )
     return lines
+
+
+RESOURCES_READ = (
+    "this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu files and what they "
+    "include"
+)
+
+
+def not_read(paths: Iterable[str], read: set[str]) -> list[str]:
+    """One line per changed file of a resource-only kernel (`paths`, from the repository root) that its resource
+    check does not read (`read`: `resource_reads`): its binding .cpp, a Python wrapper, a host-side header. Such a
+    change is never a pass, and never "unchanged from base"."""
+    folders = {f"{'/'.join(r.split('/')[:i])}/" for r in read for i in range(1, r.count("/") + 1)}
+    return [
+        f"{path}: changed, {RESOURCES_READ}: {NOT_JUDGED}"
+        for path in dict.fromkeys(paths)
+        if path not in read and f"{path}/" not in folders  # a submodule's gitlink: read where its files are
+    ]

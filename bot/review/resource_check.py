@@ -4,12 +4,13 @@ the build compiles them (the build's own nvcc flags, torch's included, and inclu
 from __future__ import annotations
 
 import contextlib
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.config.includes import include_findings, include_paths
+from bot.config.includes import include_findings, include_paths, repo_root
 from bot.config.launch_sites import SOURCE_SUFFIXES, scan, touches
-from bot.config.manifest import Kernel
+from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
@@ -68,6 +69,42 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
         flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
         fold = CompileJob(k.folder / FOLD_SOURCE_NAME, k.folder, includes, flags)
     return jobs, fold
+
+
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
+
+
+def _at(folder: str, name: str) -> str:
+    return name if folder == ROOT else f"{folder}/{name}"
+
+
+def resource_reads(k: Kernel) -> set[str]:
+    """The files (from the repository root) a kernel's resource check reads: kernel.toml, its tunable config, each
+    .cu of [build.cuda] and every file of the repository those #include, transitively (found beside the including
+    file, in the kernel folder or an include directory). A resource-only kernel's gate reads nothing else."""
+    root = repo_root(k).resolve()
+    reads = {_at(k.path, MANIFEST_NAME), _at(k.path, k.manifest.config)}
+    spec = k.manifest.build.get("cuda")
+    if spec is None:
+        return reads
+    try:
+        units = [k.folder / u.source for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
+        dirs = [k.folder, *include_paths(k, "cuda")]
+    except (InputError, BuildError):
+        return reads
+    headers = [k.folder / h for h in k.manifest.launch.headers]  # the fold of C++ launch expressions reads them
+    todo, seen = [p.resolve() for p in (*units, *headers)], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_relative_to(root) or not path.is_file():
+            continue
+        seen.add(path)
+        for name in _INCLUDE.findall(path.read_bytes()):
+            text = name.decode(errors="replace")
+            found = next((d / text for d in (path.parent, *dirs) if (d / text).is_file()), None)
+            if found is not None:
+                todo.append(found.resolve())
+    return reads | {p.relative_to(root).as_posix() for p in seen}
 
 
 def _cu_sources(k: Kernel | None) -> bool:
@@ -140,10 +177,7 @@ def resource_check(
             base_d.resources, _ = read_back(base_d.resources, base_values, arch)
     notes += shared_keys(head_d.resources, head_k.manifest.launch, f"{head_k.path}/kernel.toml")
     if head.status == "ok" and base_d is not None and not undecided and _same(head_d.resources, base_d.resources):
-        notes.append(
-            f"resource check: unchanged from base: {len(head_d.resources)} function(s) with the same registers, "
-            "spills, stack, shared memory and occupancy"
-        )
+        notes.append(unchanged_note(len(head_d.resources)))
     errors = list(head_d.errors)
     for side, fold in folds.items():
         if not fold.ok and side == HEAD:
@@ -206,6 +240,27 @@ def _compile(
         checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
         folds = {side: p.result() for side, p in pending.items()}
     return {**checks, **failed}, folds
+
+
+def unchanged_note(functions: int) -> str:
+    """The note of a check whose every function compiled as in base."""
+    return (
+        f"resource check: unchanged from base: {functions} function(s) with the same registers, spills, stack, shared "
+        "memory and occupancy"
+    )
+
+
+def without_unchanged(check: ResourceCheckReport) -> None:
+    """Where changed files went unread (listed as not judged), the check's note says what it compared, never that
+    the change leaves the kernel "unchanged from base"."""
+    same = unchanged_note(len(check.head))
+    check.launch_notes = [
+        f"resource check: the {len(check.head)} compiled function(s) have base's registers, spills, stack, shared "
+        "memory and occupancy; the changed files it does not read are not judged"
+        if note == same
+        else note
+        for note in check.launch_notes
+    ]
 
 
 def _figures(r: Resource) -> tuple[object, ...]:

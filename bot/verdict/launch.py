@@ -132,6 +132,19 @@ def _threads(
     return threads, None
 
 
+def base_name(function: str) -> str:
+    """The kernel function a compiled name instantiates (`vec_kernel` of `void vec_kernel<128>(float*)`)."""
+    path = name_path(function)
+    return path[-1] if path else function
+
+
+def instances(functions: list[str]) -> str:
+    """One function, or a template's instantiations as one subject: `vec_kernel (3 instantiations: …)`."""
+    if len(functions) == 1:
+        return functions[0]
+    return f"{base_name(functions[0])} ({len(functions)} instantiations: {'; '.join(functions)})"
+
+
 def describe(
     resources: list[Resource],
     bounds: dict[str, int],
@@ -158,6 +171,7 @@ def describe(
         out.errors.append(str(exc))
         env = None
     used: set[str] = set()
+    unsized: dict[str, list[str]] = {}  # kernel function -> its instantiations whose dynamic smem nobody sized
     for r in resources:
         threads, dynamic = bounds.get(r.function), None
         known = True  # False once an error about this function is reported: its launch is unknown
@@ -184,10 +198,7 @@ def describe(
                     out.errors.append(str(exc))
                     known = False
         if known and dynamic is None and r.extern_smem:
-            out.errors.append(
-                f"{r.function} uses dynamic shared memory (extern __shared__) that {manifest} does not size: "
-                f"add [launch.functions.{name_path(r.function)[-1]}] dynamic_smem"
-            )
+            unsized.setdefault(base_name(r.function), []).append(r.function)
             known = False
         dynamic = (dynamic or 0) if known else None
         occ = None
@@ -200,6 +211,11 @@ def describe(
             barriers = 1 if r.barriers is None else r.barriers
             occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, barriers, arch=sm)
         out.resources.append(r.model_copy(update={"threads": threads, "dynamic_smem_bytes": dynamic, "occupancy": occ}))
+    out.errors.extend(
+        f"{instances(functions)} uses dynamic shared memory (extern __shared__) that {manifest} does not size: "
+        f"add [launch.functions.{name}] dynamic_smem"
+        for name, functions in unsized.items()
+    )
     for key in sorted(set(launch.functions) - used):
         out.notes.append(f"{manifest}: launch.functions.{key} names no compiled kernel function")
     return out

@@ -90,6 +90,7 @@ def test_output_without_an_error_has_none_and_a_long_line_is_capped():
 def test_paths_leave_the_sandbox_for_the_repository_and_unknown_ones_stay_unnamed():
     assert repository_path("/opgate/src/instantiations/bf16.cu", ROOTS) == "ops/gemm/instantiations/bf16.cu"
     assert repository_path("/opgate/inc/0/cutlass/gemm.h", ROOTS) == "third_party/cutlass/include/cutlass/gemm.h"
+    assert repository_path("/opgate/src/instantiations/../gemm.cuh", ROOTS) == "ops/gemm/gemm.cuh"
     assert repository_path("/opgate/srcx/a.cu", ROOTS) == ""  # a prefix is a whole path component
     assert repository_path("/usr/include/stdio.h", ROOTS) == ""
     assert repository_path("/opgate/src/k.cu", [("/opgate/src", ".")]) == "k.cu"  # a kernel at the repository root

@@ -3,6 +3,7 @@ head's failure is its own or one base shares (then the runner or the manifest is
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 
@@ -56,7 +57,8 @@ def _cap(text: str) -> str:
 
 def repository_path(path: str, roots: Sequence[tuple[str, str]]) -> str:
     """`path` as the repository names it: a sandbox prefix (/opgate/src, /opgate/inc/0, …) replaced by the folder
-    it binds; "" for a path under none of them (a temporary file, a system header)."""
+    it binds; "" for a path under none of them (a temporary file, a system header). `a/../b` is read as `b`."""
+    path = posixpath.normpath(path)
     for prefix, repo in sorted(roots, key=lambda r: -len(r[0])):
         if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
             rest = path[len(prefix) :].lstrip("/")

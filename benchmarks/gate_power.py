@@ -3,9 +3,10 @@
 Runs the real pipeline minus git: `bot.untrusted.build.build` (ninja in the sandbox), the trusted judge
 (`bot.untrusted.runner.spawn.run_cases`: base and head in separate sandboxed worker processes, fresh process pairs,
 the sequential stop rule) and `bot.verdict.gate.case_verdict`. From the same samples it also judges every comparison
-with the statistic the gate used before issue 25 (`stats.hierarchical_ratio_ci`: geometric mean of per-pair median
-ratios, hierarchical bootstrap), so the two columns differ only by the statistic (the stop rule that decided how long
-to measure is the new one; the old rule stopped on its own interval, which this cannot replay).
+with the statistic the gate used before issue 25 (`benchmarks/bootstrap.py` `hierarchical_ratio_ci`: geometric mean
+of per-pair median ratios, hierarchical bootstrap), so the two columns differ only by the statistic (the stop rule
+that decided how long to measure is the new one; the old rule stopped on its own interval, which this cannot
+replay).
 
   A/A: two builds of the same GEMM that differ only in an unused define (identical code, two processes).
   A/B: the head does the same GEMM plus a calibrated extra-work loop worth +5 / +10 % (and 2x) of it.
@@ -43,10 +44,14 @@ from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSour
 from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict import stats
-from bot.verdict.gate import case_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bootstrap import hierarchical_ratio_ci  # noqa: E402
+from bot.verdict.gate import case_verdict  # noqa: E402
+from bot.verdict.stats import latency_verdict  # noqa: E402
+
 KERNEL = ROOT / "kernels" / "deepgemm_tile"
 BATCH = 10  # comparisons per judge process
 LIMIT = 3.0
@@ -115,8 +120,8 @@ def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
     pairs = [(h, b) for h, b in zip(head, base, strict=False) if len(h) >= 2 and len(b) >= 2]
     old = None
     if len(pairs) >= 2:
-        ratio, lo, hi = stats.hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
-        old = (stats.latency_verdict(lo, hi, LIMIT), ratio, lo, hi)
+        ratio, lo, hi = hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
+        old = (latency_verdict(lo, hi, LIMIT), ratio, lo, hi)
     return Comparison(new, old, report.processes, seconds, run.other_cores, head, base)
 
 

@@ -186,7 +186,7 @@ def timing_row(run: Any) -> dict[str, Any]:
 
 def rates(kernel: str, case: Any, row: dict[str, Any]) -> dict[str, Any]:
     """The case's rate and its share of the baseline or the bandwidth, from the measured latencies."""
-    from bot.verdict.stats import hierarchical_ratio_ci
+    from benchmarks.bootstrap import hierarchical_ratio_ci
 
     unit, amount = throughput.work(kernel, case.shape, case.params or {})
     timed = row.get("kernel", {})

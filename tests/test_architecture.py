@@ -225,8 +225,11 @@ def test_plan_lint_and_summary_run_without_torch_or_the_runner(tmp_path):
 
 
 def test_the_code_inside_the_sandbox_imports_nothing_of_opgate():
-    """worker.py, costrun.py, protocol.py and confine.py are the only files bound into the sandbox: they stand alone."""
-    judge = (BOT / "untrusted" / "runner" / "judge.py").read_text()
-    assert 'WORKER_FILES = ("worker.py", "protocol.py", "confine.py")' in judge
-    for name in ("worker.py", "costrun.py", "protocol.py", "confine.py"):
+    """worker.py, costrun.py, entry.py, protocol.py and confine.py are the only files bound into the sandbox: they
+    stand alone."""
+    zygote = (BOT / "untrusted" / "runner" / "zygote.py").read_text()
+    assert 'WORKER_FILES = ("worker.py", "entry.py", "protocol.py", "confine.py")' in zygote
+    cost = (BOT / "untrusted" / "runner" / "cost.py").read_text()
+    assert 'COST_FILES = ("costrun.py", "entry.py", "protocol.py")' in cost
+    for name in ("worker.py", "costrun.py", "entry.py", "protocol.py", "confine.py"):
         assert _imports(BOT / "untrusted" / "runner" / name) == [], name

@@ -73,3 +73,18 @@ def test_a_changed_source_no_build_that_ran_compiles_is_named_not_judged():
         "ops/common/helpers.h: changed, compiled by no build: not judged",
     ]
     assert not_judged(changed[:2], "ops/csrc", compiled, ["cpu", "cuda"]) == []  # a GPU runner builds both
+
+
+def test_a_kernel_at_the_repository_root_reads_paths_from_the_root():
+    from bot.config.manifest import ROOT
+    from bot.review.coverage import not_judged
+
+    compiled = {"cuda": {"flash.cu", "main.cpp"}}
+    changed = ["flash.cu", "csrc/extra.cu", "README.md"]
+    assert not_judged(changed, ROOT, compiled, ["cpu"]) == [
+        "flash.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA GPU): not judged",
+        "csrc/extra.cu: changed, compiled by no build: not judged",
+    ]
+    assert not_judged(changed, ROOT, compiled, ["cpu", "cuda"]) == [
+        "csrc/extra.cu: changed, compiled by no build: not judged"
+    ]

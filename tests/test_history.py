@@ -133,6 +133,22 @@ def test_occupancy_is_limited_by_registers_threads_or_shared_memory():
     assert occupancy_estimate(32, 256, 0) == 1.0
     assert occupancy_estimate(32, 256, 100_000) == 0.25  # 2 blocks of 101 KiB fit in 228 KiB
     assert occupancy_estimate(64, None, 0) is None
+    assert occupancy_estimate(130, 256, 0) == 0.125  # 136 allocated per thread: 1 block of 8 warps, not 2
+
+
+def test_occupancy_is_estimated_on_the_architecture_the_function_was_compiled_for():
+    # 32 registers x 256 threads fill sm_90's 64 warps; an A10 (sm_86) holds 48, a T4 (sm_75) 32: both are full
+    assert [occupancy_estimate(32, 256, 0, arch) for arch in ("sm_90a", "sm_86", "sm_75")] == [1.0, 1.0, 1.0]
+    # 40 KiB of static shared memory: 5 blocks of 8 in sm_90's 228 KiB, 2 in an A10's 100 KiB, 1 in a T4's 64 KiB
+    assert [occupancy_estimate(32, 256, 40_960, arch) for arch in ("sm_90a", "sm_86", "sm_75")] == [
+        40 / 64,
+        16 / 48,
+        8 / 32,
+    ]
+    assert occupancy_estimate(32, 256, 0, "sm_110a") is None  # no table: no estimate, never sm_90's
+    row = ResourceFigure(sha="a" * 40, kernel="k", function="f", arch="sm_86", registers=32, smem_bytes=40_960,
+                         threads=256, committed_at="2025-01-01T00:00:00+00:00")  # fmt: skip
+    assert row.occupancy == 16 / 48
 
 
 def _report(pr: int | None = None) -> Report:

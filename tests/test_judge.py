@@ -16,7 +16,7 @@ import pytest
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
 from bot.models.report import CaseStatus
-from bot.untrusted.runner.judge import block_order
+from bot.untrusted.runner.sampler import block_order
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
 

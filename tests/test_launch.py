@@ -154,6 +154,22 @@ def test_a_described_function_gets_threads_dynamic_smem_and_occupancy():
     assert out.occupancy is not None and out.occupancy.blocks_per_sm == 2
 
 
+def test_occupancy_is_computed_on_each_architecture_with_a_table_and_named_where_none_is():
+    r = Resource(function=GEMM, registers=242, extern_smem=True)
+    launch = _launch(gemm_bf16_kernel={"dynamic_smem": "stages * 32768"})
+    for arch, blocks in (("sm_75", 0), ("sm_80", 1), ("sm_86", 1), ("sm_90a", 2), ("sm_120a", 1)):
+        d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch=arch)  # 96 KiB: over a T4's 64
+        [out] = d.resources
+        assert d.notes == [] and out.occupancy is not None, arch
+        assert (out.occupancy.arch, out.occupancy.blocks_per_sm) == (arch.rstrip("a"), blocks)
+    d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch="sm_110a")
+    assert d.resources[0].occupancy is None
+    assert d.notes == [
+        "occupancy not computed for sm_110a: no table "
+        "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)"
+    ]
+
+
 def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
     r = Resource(function=MLA, registers=96, extern_smem=True)
     d = describe([r], {MLA: 256}, Launch(), {}, "kernels/flashmla_decode/kernel.toml")

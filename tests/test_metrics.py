@@ -10,7 +10,7 @@ import torch
 from bot.config.manifest import Case, Constraints, KernelManifest, Limits, OutputLimits
 from bot.models.judging import CaseRun, Check
 from bot.models.report import CaseStatus, KernelReport
-from bot.untrusted.runner.judge import compare
+from bot.untrusted.runner.case import compare
 from bot.verdict import metrics
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 

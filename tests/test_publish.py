@@ -92,6 +92,15 @@ def test_the_comment_says_which_head_it_is_for_what_a_push_voided_and_what_the_p
     assert f"opgate review --base {BASE} --head {HEAD}" in text
 
 
+def test_the_comment_warns_while_self_acceptance_is_allowed() -> None:
+    report = make_report()
+    allowed = publish.pr_context(report, PR, [], [], self_accept=True)
+    text = publish.compose(report, [], allowed)
+    assert "> [!WARNING]\n> **Self-acceptance is allowed here**" in text
+    assert "sets `allow_self_accept = true`, so the author of this pull request and whoever pushed" in text
+    assert "Self-acceptance" not in publish.compose(report, [], publish.pr_context(report, PR, [], []))
+
+
 def test_agent_notes_cannot_post_images_html_or_links() -> None:
     report = make_report()
     report.agents.append(

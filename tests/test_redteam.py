@@ -374,3 +374,102 @@ def test_a_build_cache_written_by_sandboxed_reviews_serves_an_unsandboxed_one(op
     kernel = second.kernel("deepgemm_tile")
     assert kernel["build"]["ok"] and not kernel["build"]["cached"], kernel
     assert all(c["status"] == "ok" for c in cpu_cases(second)), cpu_cases(second)
+
+
+# -- round three: acceptance stays in other people's hands (issue 37) -----------------------------------------------
+# Reproduced on main at 16856ce: the pull request's author, with maintain, answered `/accept` on their own change
+# and `/accept --override` on their own failed gates, and both were granted (opgate/accepted and
+# opgate/acceptance success). Here `opgate accept` runs through the GitHub edge against the local GitHub server,
+# on a pull request whose commits are real ones in the server's git store.
+
+
+@pytest.fixture
+def own_change(opgate, tmp_path: Path):
+    """PR #42 on the local GitHub server: alice-dev opened it with one commit, carol-coauthor pushed a second
+    (from an e-mail GitHub maps to her account); both may override (maintain), as may maint-bob; wanda-writer
+    has write. Yields (accept, server, head)."""
+    from tests.github_server import FakeGitHub
+    from tests.test_accept import PR, REPO, TOKEN, Accept
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    with FakeGitHub(TOKEN) as server:
+        server.add_repo(REPO)
+        for login, base_role in (("alice-dev", "maintain"), ("carol-coauthor", "maintain")):
+            server.set_permission(REPO, login, base_role)
+        server.set_permission(REPO, "maint-bob", "maintain")
+        server.set_permission(REPO, "wanda-writer", "write")
+        server.user("carol-coauthor", email="carol@example.com")
+
+        def commit(name: str, email: str, text: str) -> str:
+            (work / "kernel.cu").write_text(text)
+            git(work, "add", "kernel.cu")
+            git(work, "-c", f"user.name={name}", "-c", f"user.email={email}", "commit", "-q", "-m", text)
+            return git(work, "rev-parse", "HEAD")
+
+        base = commit("Maintainer", "maint@example.com", "base")
+        git(work, "push", "-q", str(server.git(REPO).path), "main")
+        git(work, "checkout", "-q", "-b", "feature")
+        commit("Alice", server.noreply("alice-dev"), "a faster tile")
+        head = commit("Carol", "carol@example.com", "and its epilogue")
+        git(work, "push", "-q", str(server.git(REPO).path), "feature")
+        server.add_pull(REPO, number=PR, head_sha=head, base_sha=base, head_ref="feature", author="alice-dev")
+        yield Accept(opgate, server, tmp_path), server, head
+
+
+def _refused_with(own_change, body: str, login: str, verdict: str) -> str:
+    """Run `body` by `login` on a review of the head whose deepgemm_tile `verdict`; the refusal's reply."""
+    from tests.test_accept import PR, REPO, make_report
+
+    accept, server, head = own_change
+    accept.store(make_report(head=head, verdicts={"deepgemm_tile": verdict}))
+    run = accept(body, login=login)
+    assert run.code == 0, run.stderr
+    assert "/accept refused" in run.stdout and accept.reactions() == ["eyes", "-1"]
+    assert accept.acceptances() == [] and server.statuses(REPO, head) == []  # nothing green, nothing recorded
+    assert ("GET", f"/repos/{REPO}/pulls/{PR}/commits") in accept.calls()
+    (reply,) = [c["body"] for c in server.comments(REPO, PR) if c["id"] != accept.comment_id]
+    assert reply.startswith("<!-- opgate:accept -->\n👎 **`/accept` refused**")
+    assert (
+        "and nobody accepts their own change: `/accept` needs a collaborator with write, maintain or admin, and "
+        "`--override` one with maintain or admin, who neither opened this pull request nor pushed a commit to it."
+    ) in reply
+    return reply
+
+
+@pytest.mark.untimed
+@pytest.mark.parametrize(
+    ("body", "verdict"),
+    [("/accept", "pass"), ("/accept", "needs_accept"), ('/accept --override "mine is fine"', "fail")],
+)
+def test_the_author_cannot_accept_their_own_change(own_change, body: str, verdict: str):
+    reply = _refused_with(own_change, body, "alice-dev", verdict)
+    assert "@\u200balice-dev opened pull request #42" in reply
+
+
+@pytest.mark.untimed
+@pytest.mark.parametrize(("body", "verdict"), [("/accept", "pass"), ('/accept --override "ours is fine"', "fail")])
+def test_a_coauthor_who_pushed_a_commit_cannot_accept_it(own_change, body: str, verdict: str):
+    _, _, head = own_change
+    reply = _refused_with(own_change, body, "carol-coauthor", verdict)
+    assert f"@\u200bcarol-coauthor wrote or committed commit `{head[:10]}` of pull request #42" in reply
+
+
+@pytest.mark.untimed
+def test_another_writer_accepts_it_and_another_maintainer_overrides_it(own_change):
+    from tests.test_accept import REPO, make_report
+
+    accept, server, head = own_change
+    accept.store(make_report(head=head))
+    run = accept("/accept", login="wanda-writer")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "+1"]
+    assert [(s["context"], s["state"]) for s in server.statuses(REPO, head)] == [("opgate/accepted", "success")]
+    accept.store(make_report(head=head, verdicts={"deepgemm_tile": "fail"}))
+    run = accept('/accept --override "re-measured by hand: +0.4%"', login="maint-bob")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "+1"]
+    statuses = {s["context"]: s["state"] for s in server.statuses(REPO, head)}
+    assert statuses == {"opgate/accepted": "success", "opgate/acceptance": "success"}
+    assert [(r.login, r.override) for r in accept.acceptances()] == [("wanda-writer", False), ("maint-bob", True)]

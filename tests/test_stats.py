@@ -7,12 +7,13 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks.bootstrap import hierarchical_ratio_ci, ratio_ci
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.gate import case_verdict
-from bot.verdict.stats import hierarchical_ratio_ci, latency_verdict, ratio_ci
+from bot.verdict.stats import latency_verdict
 
 
 def test_t_quantiles_match_the_printed_tables():
@@ -48,7 +49,7 @@ def test_the_paired_ratio_uses_the_blocks_timed_together_and_host_speed_jumps_ca
     low, high = est.interval()
     assert 1.08 < low < est.ratio < high < 1.12
     # the statistic it replaces compares medians of unpaired samples: a host in two modes throws it around
-    _, old_low, old_high = stats.hierarchical_ratio_ci(head, base, resamples=400)
+    _, old_low, old_high = hierarchical_ratio_ci(head, base, resamples=400)
     assert old_high - old_low > 4 * (high - low)
 
 
@@ -68,7 +69,7 @@ def _coverage(rng, trials: int, truth: float, **kw) -> tuple[float, float]:
         head, base = _comparison(rng, truth=truth, **kw)
         low, high = stats.paired(head, base).interval()
         hit += low <= math.exp(truth) <= high
-        _, old_low, old_high = stats.hierarchical_ratio_ci(head, base, resamples=200)
+        _, old_low, old_high = hierarchical_ratio_ci(head, base, resamples=200)
         old += old_low <= math.exp(truth) <= old_high
     return hit / trials, old / trials
 

@@ -25,6 +25,36 @@ from bot.errors import InputError
 
 KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
 MANIFEST_NAME = "kernel.toml"
+ROOT = "."  # the folder of a kernel whose kernel.toml sits at the repository root (`Kernel.path`)
+
+
+def repo_file(folder: str, rel: str) -> str:
+    """A file of the kernel folder `folder` (from the repository root) as a path from the repository root."""
+    return rel if folder == ROOT else f"{folder}/{rel}"
+
+
+def in_folder(folder: str, path: str) -> str | None:
+    """A repository path relative to the kernel folder `folder`; None when it lies outside it."""
+    if folder == ROOT:
+        return path
+    return path.removeprefix(f"{folder}/") if path.startswith(f"{folder}/") else None
+
+
+def folder_glob(folder: str) -> str:
+    """What touches a kernel whose manifest does not load: its folder, or at the root its kernel.toml."""
+    return MANIFEST_NAME if folder == ROOT else f"{folder}/**"
+
+
+def root_glob_problem(globs: list[str]) -> str | None:
+    """Why a root kernel's globs would make the whole repository its sources (`**`, `*`, `**/…`), or None: at the
+    root only the files the globs name are the kernel's (docs/, tests/, .github/ are not)."""
+    wide = [g for g in globs if g.split("/")[0] in ("**", "*") or g.startswith("**")]
+    if not wide:
+        return None
+    return (
+        f"globs {', '.join(repr(g) for g in wide)}: a kernel at the repository root names its own files "
+        '("*.cu", "main.cpp", "csrc/**"), never the whole repository (docs/, tests/, .github/ are not its sources)'
+    )
 
 
 class RepoDefaults(Protocol):
@@ -522,6 +552,8 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
         raise InputError(f"{config_path}: not valid JSON: {exc}") from exc
     if not isinstance(tunables, dict):
         raise InputError(f"{config_path}: must be a JSON object of tunables")
+    if path == ROOT and (why := root_glob_problem(manifest.globs)) is not None:
+        raise InputError(f"{where}: {why}")
     task_path = folder / manifest.task
     task = load_task(task_path) if task_path.exists() else None
     return Kernel(
@@ -529,18 +561,19 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
     )
 
 
-def manifest_name(path: Path) -> str:
-    """The kernel's name as its manifest says (`name`), else its folder's (a manifest that does not parse is
-    reported when it is loaded)."""
+def manifest_name(path: Path, *, fallback: str | None = None) -> str:
+    """The kernel's name as its manifest says (`name`), else `fallback` or its folder's (a manifest that does not
+    parse is reported when it is loaded)."""
     try:
         name = tomllib.loads(path.read_text()).get("name")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         name = None
-    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else path.parent.name
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else fallback or path.parent.name
 
 
 def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
-    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match.
+    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match (`ROOT` for one at the
+    repository root: its globs, not its folder, say which files are its own).
 
     A kernel is known by its manifest's `name` (which may differ from its folder's); two kernels with one name
     are bad input."""
@@ -550,10 +583,9 @@ def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
         rel = manifest.relative_to(tree).as_posix()
         if rel.startswith(".git/"):
             continue
-        folder = rel.rpartition("/")[0]
-        if not folder:
-            raise InputError(f"{rel}: a kernel.toml must sit in its kernel's own folder, not the repository root")
-        name = manifest_name(manifest)
+        folder = rel.rpartition("/")[0] or ROOT
+        # a root kernel.toml that does not parse: "root", not the checkout's folder name (each worktree's differs)
+        name = manifest_name(manifest, fallback="root" if folder == ROOT else None)
         if name in found:
             raise InputError(
                 f"two kernels named {name}: {found[name]}/ and {folder}/; rename one (its kernel.toml's name)"

@@ -39,7 +39,11 @@ class Occupancy(_Model):
         default_factory=dict, description="blocks per SM each resource alone allows; null: no limit"
     )
     registers_per_block: int = Field(0, description="allocated: per warp rounded up to 256, times warps")
-    smem_per_block: int = Field(0, description="allocated: static + dynamic + 1 KiB reserve, rounded up to 128 B")
+    smem_per_block: int = Field(
+        0,
+        description="allocated: static + dynamic + the architecture's reserve (1 KiB from sm_80, none on sm_75), "
+        "rounded up to its granule (128 B; 256 B on sm_75)",
+    )
 
 
 class Resource(_Model):

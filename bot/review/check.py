@@ -24,6 +24,7 @@ from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import case_verdict
+from bot.verdict.occupancy import no_table
 from bot.verdict.static import check_tunables
 
 _COMPILER_ERROR = re.compile(r"^(?P<where>\S+?):(?P<line>\d+)(?::\d+)?: (?:fatal )?error: (?P<what>.*)$", re.M)
@@ -92,6 +93,7 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
         result.problem = findings[0].replace("kernel.toml [build", f"{manifest} [build")
         return
     result.steps.append(f"manifest {manifest}: valid; tunables and flags allowed")
+    result.skipped.extend(m for a in kernel.manifest.constraints.architectures if (m := no_table(a)) is not None)
     builds: dict[str, Built] = {}
     for device in _devices(env):
         spec = kernel.manifest.build.get(device)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from bot.config.manifest import in_folder
 from bot.config.repo import KERNEL_SOURCES
 from bot.models.diff import FileChange
 from bot.models.report import Coverage, Listed
@@ -76,7 +77,7 @@ def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str
     for path in dict.fromkeys(paths):
         if not path.endswith(COMPILED_SUFFIXES):
             continue
-        rel = path.removeprefix(f"{folder}/") if path.startswith(f"{folder}/") else None
+        rel = in_folder(folder, path)
         devices = [d for d, files in compiled.items() if rel is not None and rel in files]
         if any(d in ran for d in devices):
             continue

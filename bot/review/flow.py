@@ -13,7 +13,7 @@ import requests
 
 from bot import __version__
 from bot.agent.run import AgentFailed, ask
-from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
 from bot.config.settings import Settings
 from bot.edges import gitio
 from bot.edges.machine import detect
@@ -297,9 +297,8 @@ class Reviewer:
                 f"judged by {origin.base}'s manifest, reference and build from base"
             )
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
-        prefix = f"{head_k.path}/"
         for c in touched:
-            if c.path.removeprefix(prefix) in judged:
+            if in_folder(head_k.path, c.path) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
 
     def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:

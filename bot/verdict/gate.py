@@ -23,7 +23,7 @@ from bot.models.report import (
 )
 from bot.verdict import stats
 from bot.verdict.compile_errors import compile_failure, describe
-from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
 from bot.verdict.plausible import implausible_speedups
 
 HEAD, BASE = "head", "base"
@@ -313,9 +313,9 @@ def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None
     """Why one resource allows only so many blocks, in the kernel author's numbers."""
     block = threads or r.threads or 0
     if factor == "registers":
-        return f"{r.registers} registers x {block} threads = {occ.registers_per_block:,} allocated per block"
+        return register_arithmetic(r.registers, block, occ)
     if factor == "shared memory":
-        return f"{occ.smem_per_block:,} B shared memory per block (static + dynamic + 1 KiB reserve)"
+        return smem_arithmetic(occ)
     if factor == "threads":
         return f"{block} threads per block"
     if factor == "barriers":

@@ -8,7 +8,7 @@ from typing import Any
 from bot.config import expr
 from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
 from bot.models.report import Resource
-from bot.verdict.occupancy import TABLES, occupancy, table
+from bot.verdict.occupancy import no_table, occupancy, table
 
 
 @dataclass
@@ -141,8 +141,8 @@ def describe(
     """
     out = Described(resources=[])
     sm = table(arch)
-    if sm is None and resources:
-        out.notes.append(f"occupancy on {arch} not computed: opgate has no table for it (it knows {', '.join(TABLES)})")
+    if sm is None and resources and (missing := no_table(arch)):
+        out.notes.append(missing)
     try:
         env = values(launch, config, manifest)
     except ValueError as exc:

@@ -26,12 +26,14 @@ from bot.models.judging import JudgeJob
 from bot.models.report import Isolation, SideCost, SimulatedCost
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
-from bot.untrusted.runner.judge import Judge, compare, scalars
+from bot.untrusted.runner.case import compare
+from bot.untrusted.runner.judge import Judge, scalars
 from bot.untrusted.runner.spawn import JUDGE_SLACK_S, run_trusted
+from bot.untrusted.runner.zygote import EXT, IN, OUT, RUN
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
 from bot.verdict import metrics
 
-RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
+COST_FILES = ("costrun.py", "entry.py", "protocol.py")  # what the sandbox under callgrind holds of runner/
 CALLS = 3  # counted calls per case and side (after one uncounted)
 START_S = 300.0  # python and torch starting under valgrind, per side, on a busy 2-core runner
 DUMP_MAX_BYTES = 4 << 20  # a dump file is read only this far
@@ -144,7 +146,7 @@ class Costs:
     def _start(self, label: str, so: str, shim: Path, cases: list[dict[str, Any]]) -> tuple[subprocess.Popen, Path]:
         out = Path(tempfile.mkdtemp(prefix=f"cost-{label}-", dir=self.root))
         here = Path(__file__).resolve().parent
-        binds = [Bind(here / "costrun.py", f"{RUN}/costrun.py"), Bind(here / "protocol.py", f"{RUN}/protocol.py")]
+        binds = [Bind(here / name, f"{RUN}/{name}") for name in COST_FILES]
         binds += [Bind(shim, f"{RUN}/shim.so"), Bind(Path(so), f"{EXT}/cpu.so")]
         binds += [Bind(self.root / "in", IN), Bind(out, OUT, writable=True)]
         spec = Spec(binds=binds, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})

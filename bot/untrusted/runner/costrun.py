@@ -1,49 +1,24 @@
 """Inside the sandbox, under callgrind: each case's calls between two client requests, for the simulated cost.
 
-Runs as `valgrind --tool=callgrind --instr-atstart=no … python costrun.py SPEC IN_DIR OUT_DIR` with `protocol.py`
-beside it (valgrind refuses a guest's seccomp filter, so unlike the worker this process is not confined: see
-docs/security.md). Nothing here is trusted: the kernel shares this process. Per case it loads the judge's input
-file, calls the entry once uninstrumented (lazy binding, first-touch pages), then `calls` times between the shim's
-begin (start instrumentation, zero the counters) and end (dump the counters as `opgate:<index>`), and writes the
-last output for the judge to compare with the reference. The judge reads the dumps and the outputs as data.
+Runs as `valgrind --tool=callgrind --instr-atstart=no … python costrun.py SPEC IN_DIR OUT_DIR` with `entry.py` and
+`protocol.py` beside it (valgrind refuses a guest's seccomp filter, so unlike the worker this process is not
+confined: see docs/security.md). Nothing here is trusted: the kernel shares this process. Per case it loads the
+judge's input file, calls the entry once uninstrumented (lazy binding, first-touch pages), then `calls` times
+between the shim's begin (start instrumentation, zero the counters) and end (dump the counters as `opgate:<index>`),
+and writes the last output for the judge to compare with the reference. The judge reads the dumps and the outputs as
+data.
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib.machinery
-import importlib.util
 import json
 import os
 import sys
 from typing import Any
 
-import protocol  # the file beside this one (bound into the sandbox with it)
-
-TORCH_OPS = "torch.ops."  # an entry naming a registered op
-
-
-def _load_extension(path: str, module: str) -> Any:
-    loader = importlib.machinery.ExtensionFileLoader(module, path)
-    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
-    assert spec is not None
-    ext = importlib.util.module_from_spec(spec)
-    loader.exec_module(ext)
-    return ext
-
-
-def _load_entry(path: str, module: str, entry: str) -> Any:
-    """The callable a case calls, as worker.py's `_load_entry` finds it (the sandbox's files import nothing of each
-    other): `torch.ops.NS.OP[.OVERLOAD]` from the library's registrations, or a function of the pybind module."""
-    import torch
-
-    if not entry.startswith(TORCH_OPS):
-        return getattr(_load_extension(path, module), entry)
-    torch.ops.load_library(path)
-    target: Any = torch.ops
-    for part in entry.removeprefix(TORCH_OPS).split("."):
-        target = getattr(target, part)
-    return target
+import protocol  # the files beside this one (bound into the sandbox with it)
+from entry import load_entry
 
 
 def _as_tensors(value: Any) -> list[Any]:
@@ -60,7 +35,7 @@ def main(spec_path: str, in_dir: str, out_dir: str) -> None:
         spec = json.load(f)
     shim = ctypes.CDLL(spec["shim"])
     shim.opgate_cost_end.argtypes = [ctypes.c_char_p]
-    entry = _load_entry(spec["so"], spec["module"], spec["entry"])
+    entry = load_entry(spec["so"], spec["module"], spec["entry"])
     for i, case in enumerate(spec["cases"]):
         path = os.path.join(in_dir, os.path.basename(str(case["file"])))
         inputs = protocol.read_tensors(path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu")

@@ -1,7 +1,7 @@
 """The sandboxed side of a case: a zygote that imports torch once and forks one fresh worker per request.
 
-Runs as `python worker.py CMD_FD REPLY_FD IN_DIR OUT_DIR` inside the sandbox with `protocol.py` and
-`confine.py` beside it, reading commands on one inherited pipe and answering on the other. Nothing here
+Runs as `python worker.py CMD_FD REPLY_FD IN_DIR OUT_DIR` inside the sandbox with `entry.py`, `protocol.py`
+and `confine.py` beside it, reading commands on one inherited pipe and answering on the other. Nothing here
 is trusted once the extension is loaded: the kernel shares the worker's process and may rewrite any of
 it. So the extension is loaded only in the forked worker, after its seccomp filter is on (no process can
 be started from then on, module-init code included), never in the zygote, which is undumpable (a worker
@@ -12,8 +12,6 @@ GPU the judge fetches them as files. The judge owns the seed, the reference, the
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import mmap
 import os
 import random
@@ -23,46 +21,9 @@ from typing import Any
 
 import confine  # the files beside this one (bound into the sandbox with it)
 import protocol
+from entry import load_entry
 
 CMD_FD, REPLY_FD, IN_DIR, OUT_DIR = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-TORCH_OPS = "torch.ops."  # an entry naming a registered op (the worker imports nothing of opgate)
-
-
-def _load_extension(path: str, module: str) -> Any:
-    loader = importlib.machinery.ExtensionFileLoader(module, path)
-    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
-    assert spec is not None
-    ext = importlib.util.module_from_spec(spec)
-    loader.exec_module(ext)
-    return ext
-
-
-def _load_entry(path: str, module: str, entry: str) -> Any:
-    """The callable a case calls: `torch.ops.NS.OP[.OVERLOAD]` from the library (its TORCH_LIBRARY registrations),
-    or a function of the built pybind module."""
-    import torch
-
-    if entry.startswith(TORCH_OPS):
-        torch.ops.load_library(path)
-        target: Any = torch.ops
-        for part in entry.removeprefix(TORCH_OPS).split("."):
-            try:
-                target = getattr(target, part)
-            except (AttributeError, RuntimeError):
-                raise AttributeError(f"the built library registers no op {entry} (entry in kernel.toml)") from None
-        return target
-    try:
-        ext = _load_extension(path, module)
-    except ImportError as exc:
-        if f"PyInit_{module}" not in str(exc):
-            raise
-        raise ImportError(
-            f"the built library is no Python module {module} (it defines no PyInit_{module}); a TORCH_LIBRARY op "
-            'is called as entry = "torch.ops.NAMESPACE.OP" in kernel.toml'
-        ) from None
-    if not hasattr(ext, entry):
-        raise AttributeError(f"the built module has no function {entry!r} (entry in kernel.toml)")
-    return getattr(ext, entry)
 
 
 def _as_tensors(value: Any) -> list[Any]:
@@ -116,7 +77,7 @@ def worker(request: dict[str, Any]) -> None:
         unconfined = None
     except OSError as exc:
         unconfined = str(exc)
-    entry = _load_entry(request["so"], request["module"], request["entry"])
+    entry = load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
     protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
     sets: list[list[Any]] = []

@@ -1,0 +1,323 @@
+"""The judge's timing loop: the correct sides timed in interleaved blocks over fresh process pairs until the
+sequential rule stops (docs/review.md), with spot checks of the outputs and the CPU accounting (cpu_accounting.py)."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from typing import Any, Protocol
+
+import torch
+
+from bot.models.judging import Check, JudgeJob, Spot, Timing
+from bot.phases import Phases
+from bot.untrusted.runner.case import CaseState, compare, what_failed
+from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
+from bot.untrusted.runner.health import noisy, snapshot
+from bot.untrusted.runner.zygote import Raised, Worker, Zygote
+from bot.verdict.stats import Paired, decide, paired
+
+THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
+BLOCK_MS = 20.0  # a timing block lasts about this long per side
+DRAW_PER_BLOCK_S = 0.25  # fewer distinct input sets per block where drawing them would take longer than this
+DRAW_FLOOR_S = 2.0  # input drawing may always take this long per case; beyond it, no longer than the timing
+MAX_SETS = 16  # distinct input sets per block (each call of a block gets its own, up to this many)
+SPOT_PROBABILITY = 0.25  # share of GPU blocks whose outputs are fetched and checked (a CPU case checks every block)
+GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
+BUSY_FACTOR = 2  # a busy runner measures this many times longer (processes, samples, seconds) before the last look
+
+
+class Judging(Protocol):
+    """The judge as the Sampler uses it: its job, sides and phases; seeds, inputs, input files, the reference."""
+
+    job: JudgeJob
+    sides: dict[str, Zygote]
+    phases: Phases
+    draw_seconds: float
+
+    def seed(self, *parts: object) -> int: ...
+    def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]: ...
+    def expected(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]: ...
+    def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]: ...
+    def drop(self, name: str) -> None: ...
+    def worker(self, label: str, case: dict[str, Any], process: int, deadline: float) -> Worker: ...
+
+
+class Sampler:
+    """Interleaved timing of the correct sides over several fresh process pairs, with spot checks and CPU accounting.
+
+    Each pair is one new worker per side (forked from the side's zygote, placed afresh): warm-up, then
+    `min_blocks` blocks A B, B A, … of fresh inputs. After each pair the paired statistic is looked at
+    (`bot.verdict.stats.decide`): it stops early when its 99.9 % interval clears the limit, else at the last look —
+    a cap, or a 95 % interval narrow enough — where the 95 % interval decides. A busy runner (other processes
+    over `noise_limit_cores`) raises the caps by BUSY_FACTOR: noise buys measurement, it never vetoes a verdict.
+    """
+
+    def __init__(
+        self,
+        judge: Judging,
+        case: dict[str, Any],
+        workers: dict[str, Worker],
+        deadline: float,
+        state: CaseState,
+        warm: list[torch.Tensor],
+    ) -> None:
+        self.judge, self.case, self.workers, self.deadline, self.state = judge, case, workers, deadline, state
+        self.warm = warm  # the check inputs: warm-ups run on them (drawing inputs can cost seconds on a GPU case)
+        self.draw_per_set = judge.draw_seconds
+        self.drawn_seconds = 0.0
+        self.current: tuple[str, list[list[dict[str, Any]]], int, list[list[torch.Tensor]]] | None = None
+        self.loaded: dict[str, str] = {}
+        self.m = judge.job.measure
+        self.labels = list(workers)
+        self.processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}
+        self.firsts: dict[str, list[list[bool]]] = {label: [] for label in self.labels}  # ran first in its block
+        self.busy: str | None = None  # why the runner is busy, as far as measured so far
+        self.account = CpuAccount(self.labels)
+        self.load = OtherLoad(self._ours)  # from here on: the cores other processes keep busy while this times
+        self.calls = 0
+        self.throttled = 0
+        self.clocks: list[float] = []
+        self.rng = random.Random(judge.seed(case["name"], "spots"))
+        self.gpu = case["device"] == "cuda"
+        self.refs_of, self.refs = "", dict[int, list[torch.Tensor]]()
+
+    def _timed(self, label: str, calls: int, capture: tuple[int, list[torch.Tensor]] | None = None) -> float:
+        """One batch of `calls`, timed by the judge from request to reply (and the GPU idle again); on the CPU,
+        `capture` (set, its reference) copies that set's outputs out of the frozen sandbox right at `done`."""
+        w = self.workers[label]
+        self.state.enter(label, "timing")
+        cpu0 = w.side.cpu() if not self.gpu else 0.0
+        t0 = time.perf_counter_ns()
+        w.go(calls, self.deadline)
+        if self.gpu:
+            busy = _gpu_busy_ms()
+            if busy > GPU_BUSY_MS:
+                self.state.tampered = (
+                    f"{label}: the GPU was still busy {busy:.1f} ms after the worker reported its calls done "
+                    "(work left running outside the timed region)"
+                )
+        t1 = time.perf_counter_ns()
+        if capture is not None and not self.gpu:
+            w.capture(*capture)  # first thing after the clock: nothing of the sandbox runs until it is copied
+        if not self.gpu:
+            self.account.timed_cpu[label] += w.side.cpu() - cpu0
+        wall = (t1 - t0) / 1e6
+        self.account.timed_wall[label] += wall / 1e3
+        self.judge.phases.add("timed", wall / 1e3)
+        return wall / calls
+
+    def run(self) -> None:
+        labels = self.labels
+        started = time.monotonic()
+        stop, pair = None, 0
+        while stop is None:
+            if pair > 0:  # a fresh process per side; which side starts alternates from pair to pair
+                self.workers = {
+                    label: self.judge.worker(label, self.case, pair, self.deadline)
+                    for label in block_order(pair, labels)
+                }
+            self._pair(pair)
+            pair += 1
+            stop = self._stop(pair, time.monotonic() - started)
+        self.state.other_cores = self.load.cores()
+        self.state.noisy = noisy(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self._account()
+        for label in labels:
+            flat = [x for p in self.processes[label] for x in p]
+            self.state.timings[label] = Timing(
+                label=label,
+                samples_ms=flat,
+                processes=self.processes[label],
+                first=self.firsts[label],
+                calls_per_sample=self.calls,
+            )
+        self.state.stop_reason = stop
+        if self.throttled:
+            self.state.notes.append(
+                f"{self.throttled} block(s) measured below {THROTTLE_FRACTION:.0%} of the top SM clock were discarded"
+            )
+
+    def _ours(self) -> float:
+        """CPU seconds of the judge and every sandbox it runs (to tell the machine's other load apart)."""
+        own = os.times()
+        return own.user + own.system + sum(side.cpu() for side in self.judge.sides.values())
+
+    def _pair(self, pair: int) -> None:
+        """One process per side: warm-up, `min_blocks` interleaved blocks with spot checks, then exit."""
+        labels, m = self.labels, self.m
+        file, header, size = self.judge.write_sets([self.warm])
+        self.state.files.append(file)
+        for label in labels:  # warm-up: at least warmup_ms and warmup_calls of calls
+            self.workers[label].load(file, header, size, self.deadline)
+            self.loaded[label] = file
+        call_ms = max(self._warm_up(label) for label in labels)
+        self.judge.drop(file)
+        if not self.calls:  # the block length is fixed by the first pair, so every sample means the same
+            self.calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
+        calls = self.calls
+        # Distinct input sets per block: one per call up to MAX_SETS, fewer where drawing one costs more than
+        # DRAW_PER_BLOCK_S (big GPU cases draw hundreds of MB per set on the CPU).
+        n_sets = max(1, min(calls, MAX_SETS, int(DRAW_PER_BLOCK_S / max(self.draw_per_set, 1e-6))))
+        cpu_start = {label: self.workers[label].side.cpu() for label in labels}
+        timed_start = dict(self.account.timed_cpu)
+        samples: dict[str, list[float]] = {label: [] for label in labels}
+        firsts: dict[str, list[bool]] = {label: [] for label in labels}
+        forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
+        for b in range(m.min_blocks):
+            file, header, size, inputs = self._inputs(pair, b, n_sets)
+            order = block_order(pair + b, labels)
+            for label in order:
+                if self.loaded.get(label) != file:
+                    self.workers[label].load(file, header, size, self.deadline)
+                    self.loaded[label] = file
+                    self.account.bytes_in += size
+            # Whether, and which call, to check is drawn before the calls run; half the time it is the last call
+            # of the block (the one whose work could still be running when the batch reports done). A CPU block is
+            # always checked: its outputs are read from the frozen worker, so a check costs the reference alone.
+            spot = not self.gpu or b == forced or self.rng.random() < SPOT_PROBABILITY
+            j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
+            refs = self._expected(file, j, inputs) if spot else []
+            block = {}
+            for label in order:
+                block[label] = self._timed(label, calls, (j, refs) if spot else None)
+                if spot:  # at once, before the other side runs
+                    self._spot_check(label, refs, j)
+            self.account.blocks += 1
+            clock = _sm_clock_mhz() if self.gpu else None
+            if clock is not None:
+                self.clocks.append(clock)
+            if clock is not None and clock < THROTTLE_FRACTION * max(self.clocks):
+                self.throttled += 1
+            else:
+                for label in labels:
+                    samples[label].append(block[label])
+                    firsts[label].append(order[0] == label)
+        for label in labels:
+            total = self.workers[label].side.cpu() - cpu_start[label]
+            timed = self.account.timed_cpu[label] - timed_start[label]
+            self.account.untimed_cpu[label] += max(0.0, total - timed)
+            self.state.enter(label, "exit")
+            self.workers[label].exit(self.deadline)
+            self.processes[label].append(samples[label])
+            self.firsts[label].append(firsts[label])
+
+    def _inputs(self, pair: int, block: int, n_sets: int) -> tuple[str, list[list[dict[str, Any]]], int, list]:
+        """Fresh input sets for this block — or, where drawing them would cost more than the timing itself
+        (big GPU cases), the sets of an earlier block again; every worker process still gets fresh ones first."""
+        timed = sum(self.account.timed_wall.values())
+        cost = n_sets * self.draw_per_set
+        fresh = self.current is None or block == 0 or self.drawn_seconds + cost <= max(DRAW_FLOOR_S, timed)
+        if fresh or self.current is None:
+            seeds = [self.judge.seed(self.case["name"], "block", pair, block, i) for i in range(n_sets)]
+            started = time.perf_counter()
+            inputs = [self.judge.inputs(self.case, s) for s in seeds]
+            self.drawn_seconds += time.perf_counter() - started
+            if self.current is not None:
+                self.judge.drop(self.current[0])
+            file, header, size = self.judge.write_sets(inputs)
+            self.state.files.append(file)
+            self.current = (file, header, size, inputs)
+        return self.current
+
+    def _stop(self, pairs: int, elapsed: float) -> str | None:
+        """Why to stop after `pairs` process pairs, or None to add one more (the sequential rule, docs/review.md)."""
+        m = self.m
+        if pairs < m.min_processes:  # a floor: the caps below never leave fewer processes than this
+            return None
+        if self.busy is None and (cores := self.load.cores()) > self.judge.job.noise_limit_cores:
+            self.busy = f"other processes kept {cores:.1f} cores busy"
+        scale = BUSY_FACTOR if self.busy else 1
+        cap = None
+        if pairs >= m.max_processes * scale:
+            cap = "max_processes"
+        elif sum(len(p) for p in self.processes[self.labels[0]]) >= m.max_samples * scale:
+            cap = "max_samples"
+        elif elapsed >= m.max_seconds * scale:
+            cap = "max_seconds"
+        if len(self.labels) == 1:
+            return "no_base"
+        if (stats := self._paired()) is None:
+            return cap
+        precise = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0 <= m.target_pct
+        last = cap is not None or precise
+        if decide(stats, self.case["max_regression_pct"], last=last) != "inconclusive" and not last:
+            return "decided"
+        return cap or ("precision" if precise else None)
+
+    def _paired(self) -> Paired | None:
+        """The paired statistic over the pairs with two or more blocks on both sides so far; None below two pairs."""
+        head, base = self.labels.index("head"), self.labels.index("base")
+        sides = [self.processes[label] for label in self.labels]
+        full = [i for i, p in enumerate(zip(*sides, strict=True)) if min(map(len, p)) >= 2]
+        if len(full) < 2:
+            return None
+        return paired(
+            [sides[head][i] for i in full],
+            [sides[base][i] for i in full],
+            [self.firsts["base"][i] for i in full],
+        )
+
+    def _warm_up(self, label: str) -> float:
+        times: list[float] = []
+        wall, cpu = self.account.timed_wall[label], self.account.timed_cpu[label]
+        started = time.perf_counter()
+        while len(times) < self.m.warmup_calls or (time.perf_counter() - started) * 1e3 < self.m.warmup_ms:
+            times.append(self._timed(label, 1))
+        self.account.timed_wall[label], self.account.timed_cpu[label] = wall, cpu  # the accounting leaves warm-ups out
+        spent = time.perf_counter() - started
+        self.judge.phases["timed"] -= sum(times) / 1e3
+        self.judge.phases.add("warmup", spent)
+        times.sort()
+        return times[len(times) // 2]
+
+    def _expected(self, file: str, j: int, inputs: list[list[torch.Tensor]]) -> list[torch.Tensor]:
+        """The reference's outputs for set `j` of the input file `file` (kept while the file is: blocks reuse it)."""
+        if self.refs_of != file:
+            self.refs_of, self.refs = file, {}
+        if j not in self.refs:
+            self.refs[j] = self.judge.expected(inputs[j])
+        return self.refs[j]
+
+    def _spot_check(self, label: str, refs: list[torch.Tensor], j: int) -> None:
+        """Compare the output of call set `j` of the batch that just ran with the reference."""
+        self.state.enter(label, "spot check")
+        spot = self.state.spots.setdefault(label, Spot(label=label))
+        try:
+            check = compare(self.workers[label].outputs(j, refs, self.deadline), refs)
+        except Raised as exc:
+            check = Check(error=str(exc))
+        spot.checked += 1
+        spot.worst_abs_err = max(spot.worst_abs_err, check.max_abs_err or 0.0)
+        if check.error or check.nan_inf or (check.max_abs_err or 0.0) > self.case["tolerance"]:
+            spot.failed += 1
+            spot.first_failure = spot.first_failure or what_failed(check)
+
+    def _account(self) -> None:
+        """Flag a side whose sandbox burned CPU outside its timed calls, or more than one core inside them."""
+        if self.gpu:
+            return
+        self.state.cpu.update(self.account.uses())
+        if (why := self.account.tampered()) is not None:
+            self.state.tampered = why
+
+
+def block_order(index: int, labels: list[str]) -> list[str]:
+    """A B, B A, A B, …: each side runs first as often as second, so drift hits both alike."""
+    return labels if index % 2 == 0 else labels[::-1]
+
+
+def _gpu_busy_ms() -> float:
+    """How long the judge's own tiny kernel waits: near zero on an idle GPU."""
+    t0 = time.perf_counter()
+    torch.zeros(1, device="cuda").add_(1)
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def _sm_clock_mhz() -> float | None:
+    try:
+        return float(torch.cuda.clock_rate())
+    except Exception:  # pynvml missing or NVML refused: record nothing rather than guess
+        return None

@@ -165,7 +165,11 @@ def test_a_cuda_source_that_does_not_compile_fails_the_kernel_on_a_cpu_machine(o
     assert run.code == 1
     kernel = run.kernel("flashmla_decode")
     assert kernel["resource_check"]["status"] == "compile_fail"
-    assert "resource: head's CUDA sources do not compile for sm_90a (see the head log)" in kernel["reasons"]
+    body = "kernels/flashmla_decode/decode_cuda.cu"
+    lines = len((repo.path / body).read_text().splitlines())
+    for arch in ("sm_90a", "sm_100a"):  # each architecture it ships for names the error by repository path and line
+        [reason] = [r for r in kernel["reasons"] if r.startswith(f"resource: CUDA sources for {arch}:")]
+        assert reason.startswith(f"resource: CUDA sources for {arch}: head does not compile: {body}:{lines}: "), reason
     assert "decode_cuda.cu" in kernel["resource_check"]["log_tail"]
     assert kernel["resource_check"]["base"] and kernel["resource_check"]["base_log_tail"] == ""  # base compiled
     assert "ptxas log (head, compile_fail)" in run.comment and "Base, as the build compiles it" in run.comment

@@ -346,6 +346,43 @@ def test_real_compile_failure_keeps_the_log(tmp_path: Path) -> None:
     assert check.status == ResourceStatus.compile_fail
     assert "undefined_thing" in check.log and "bad.cu" in check.log
     assert check.resources == []
+    [error] = check.errors  # the first error, as the repository names the file (the folder's own name: "")
+    assert (error.kind, error.path, error.line) == ("compiler", "bad.cu", 1)
+    assert error.message == 'identifier "undefined_thing" is undefined'
+
+
+WGMMA = Path(__file__).parent / "fixtures" / "compile_repo" / "ops" / "wgmma_tile"
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+@pytest.mark.parametrize(
+    "flags", [[], ["-gencode", "arch=compute_90a,code=sm_90a"]], ids=["no target: default", "the manifest's -gencode"]
+)
+def test_a_header_only_kernel_with_inline_wgmma_compiles_for_sm_90a(tmp_path: Path, flags: list[str]) -> None:
+    """Issue 36, 2: `-arch=sm_90a` also embeds a compute_90 PTX that ptxas rejects (wgmma "not supported on .target
+    'sm_90'"); the check compiles sm_90a alone, as `-gencode arch=compute_90a,code=sm_90a` does."""
+    unit = WGMMA / "instantiations" / "tile_128.cu"
+    check = compile_resources([unit], [], flags, cache_dir=None, folder=WGMMA)
+    assert check.status == ResourceStatus.ok, check.log
+    [row] = check.resources
+    assert row.function == "void wgmma_tile_kernel<128>(float const*, float*, int)"
+    assert row.registers > 0 and check.threads == {row.function: 128}
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+def test_an_arch_flag_the_manifest_gives_is_compiled_as_it_ships(tmp_path: Path) -> None:
+    """A manifest that says `-arch=sm_90a` ships the compute_90 PTX too: its wgmma fails there, and the error names
+    the unit and ptxas' own words."""
+    unit = WGMMA / "instantiations" / "tile_128.cu"
+    check = compile_resources([unit], [], ["-arch=sm_90a"], cache_dir=None, folder=WGMMA)
+    assert check.status == ResourceStatus.compile_fail
+    [error] = check.errors
+    assert error.path == "instantiations/tile_128.cu"
+    assert error.message == "ptxas: Instruction 'wgmma.fence' not supported on .target 'sm_90'"
 
 
 def test_the_compile_count_counts_translation_units_not_sides(tmp_path: Path) -> None:

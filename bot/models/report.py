@@ -70,6 +70,20 @@ class Resource(_Model):
     declared_dynamic_smem_bytes: int | None = Field(None, description="kernel.toml [launch]'s dynamic_smem, likewise")
 
 
+class CompileError(_Model):
+    """The first error of one failed compile, named as the repository names it (never the sandbox's /opgate/… path).
+
+    kind: missing_header (an `#include` the compiler could not find: `header`, asked for at path:line), compiler
+    (any other error the compiler or ptxas printed), manifest (kernel.toml names a source or folder the build
+    cannot use: a configuration problem, no compiler ran)."""
+
+    kind: Literal["missing_header", "compiler", "manifest"]
+    path: str = Field("", description="repository path of the file the error is in; empty when none is named")
+    line: int | None = None
+    message: str
+    header: str | None = Field(None, description="missing_header: the header the #include asked for")
+
+
 class Build(_Model):
     ok: bool
     seconds: float
@@ -78,6 +92,7 @@ class Build(_Model):
     resources: list[Resource] = Field(default_factory=list)
     key: str = ""
     log_tail: str = ""
+    errors: list[CompileError] = Field(default_factory=list, description="the first error of each failed unit")
 
 
 ResourceStatus = Literal["ok", "no_nvcc", "compile_fail", "unsupported_arch"]
@@ -116,6 +131,8 @@ class ResourceCheckReport(_Model):
     cached: bool = False
     log_tail: str = Field("", description="head's compile log when head does not compile")
     base_log_tail: str = Field("", description="base's compile log when base does not compile")
+    errors: list[CompileError] = Field(default_factory=list, description="head's first error of each failed unit")
+    base_errors: list[CompileError] = Field(default_factory=list, description="base's first error of each failed unit")
 
 
 class CpuUse(_Model):

@@ -7,7 +7,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from bot.config.includes import include_paths
+from bot.config.includes import include_dirs, include_paths
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.config.settings import Settings
 from bot.edges.machine import cpu_name, device_key, driver_version
@@ -24,6 +24,7 @@ from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.spawn import run_cases
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict.compile_errors import manifest_error, new_errors
 from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
 from bot.verdict.occupancy import family
 from bot.verdict.throughput import Peak, device_peak, judge_throughput, over_peak, throughput
@@ -33,8 +34,9 @@ Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
 
 def to_build(b: Built) -> Build:
     return Build(
-        ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail
-    )
+        ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail,
+        errors=b.errors,
+    )  # fmt: skip
 
 
 class KernelCases:
@@ -70,11 +72,16 @@ class KernelCases:
                         try:
                             includes = include_paths(k, device)
                         except InputError as exc:
-                            out[label][device] = Built(ok=False, device=device, key="", log_tail=str(exc))
+                            error = manifest_error(str(exc))
+                            out[label][device] = Built(
+                                ok=False, device=device, key="", log_tail=str(exc), errors=[error]
+                            )
                             continue
+                        names = (k.path, *include_dirs(k, device))
                         out[label][device] = build(
-                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox, includes
-                        )
+                            k.name, k.folder, spec, k.config, device, self.settings.build_dir, self.sandbox, includes,
+                            names,
+                        )  # fmt: skip
         return out
 
     def run(
@@ -99,6 +106,8 @@ class KernelCases:
                 reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
             elif head_b is None:
                 reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
+            elif not head_b.ok and shared_failure(head_b, builds[BASE].get(case.device)):
+                reports[case.name] = case_verdict(case, constraints, None, "base and head fail to build alike")
             elif not head_b.ok:
                 report = case_verdict(case, constraints, None, "")
                 report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
@@ -238,6 +247,11 @@ class KernelCases:
                 samples=result.base_samples,
             )
         )
+
+
+def shared_failure(head: Built, base: Built | None) -> bool:
+    """Head's build fails with first errors base's failed build has too (the runner's or the manifest's)."""
+    return base is not None and not base.ok and bool(head.errors) and not new_errors(head.errors, base.errors)
 
 
 def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:

@@ -8,11 +8,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.config.includes import include_findings, include_paths, repo_root
+from bot.config.includes import include_dirs, include_findings, include_paths, repo_root
 from bot.config.launch_sites import SOURCE_SUFFIXES, scan, touches
 from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
-from bot.models.report import Resource, ResourceCheckReport
+from bot.models.report import CompileError, Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
 from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate, fold_sites, markers
 from bot.untrusted.resources import (
@@ -28,7 +28,8 @@ from bot.untrusted.resources import (
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.targets import unsupported
 from bot.untrusted.toolchain import Toolchain, toolchain
-from bot.verdict.flags import check_flags, without_arch
+from bot.verdict.compile_errors import manifest_error
+from bot.verdict.flags import check_flags, for_arch, without_arch
 from bot.verdict.gate import BASE, HEAD
 from bot.verdict.launch import (
     ReadBack,
@@ -52,22 +53,26 @@ def flag_findings(k: Kernel) -> list[str]:
     return findings + include_findings(k)
 
 
-def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob | None]:
-    """The kernel's .cu units as the build compiles them (the -arch/-gencode options left to the check), and the
-    job that folds its C++ launch expressions (a body unit's flags) when it has any; InputError, BuildError."""
+def compile_jobs(k: Kernel, tc: Toolchain, arch: str = "sm_90a") -> tuple[list[CompileJob], CompileJob | None]:
+    """The kernel's .cu units as the build compiles them for `arch` (the manifest's own -gencode for it kept,
+    `bot.verdict.flags.for_arch`), and the job that folds its C++ launch expressions (a body unit's flags, no
+    target: the fold picks it) when it has any; InputError, BuildError."""
     spec = k.manifest.build["cuda"]
     includes = tuple(include_paths(k, "cuda"))
+    names = (k.path, *include_dirs(k, "cuda"))
     units = [u for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
     n = len(includes)
     jobs = [
-        CompileJob(k.folder / u.source, k.folder, includes, tuple(without_arch(unit_flags(u, spec, k.config, tc, n))))
+        CompileJob(
+            k.folder / u.source, k.folder, includes, tuple(for_arch(unit_flags(u, spec, k.config, tc, n), arch)), names
+        )
         for u in units
     ]
     fold = None
     if k.manifest.launch.cxx_expressions():
         body = Unit(source=FOLD_SOURCE_NAME, binding=False, nvcc=True)
         flags = tuple(without_arch(unit_flags(body, spec, k.config, tc, n)))
-        fold = CompileJob(k.folder / FOLD_SOURCE_NAME, k.folder, includes, flags)
+        fold = CompileJob(k.folder / FOLD_SOURCE_NAME, k.folder, includes, flags, names)
     return jobs, fold
 
 
@@ -198,6 +203,8 @@ def resource_check(
         cached=head.cached,
         log_tail=head.log if head.status != "ok" else "",
         base_log_tail=base.log if base is not None and base.status != "ok" else "",
+        errors=head.errors,
+        base_errors=base.errors if base is not None else [],
     )
 
 
@@ -210,16 +217,18 @@ def _compile(
         return {s: ResourceCheck(status=ResourceStatus.no_nvcc, log=NO_NVCC) for s in sides}, {}
     try:
         tc = toolchain("cuda", cache_dir.parent / "toolchain")
-    except BuildError as exc:
-        return {s: ResourceCheck(status=ResourceStatus.compile_fail, log=str(exc)) for s in sides}, {}
+    except BuildError as exc:  # the runner's toolchain: both sides alike
+        error = CompileError(kind="compiler", message=f"the CUDA toolchain: {exc}")
+        return {s: ResourceCheck(status=ResourceStatus.compile_fail, log=str(exc), errors=[error]) for s in sides}, {}
     jobs: dict[str, list[CompileJob]] = {}
     fold_jobs: dict[str, tuple[Kernel, CompileJob]] = {}
     failed: dict[str, ResourceCheck] = {}
     for side, k in sides.items():
         try:
-            jobs[side], fold = compile_jobs(k, tc)
-        except (InputError, BuildError) as exc:
-            failed[side] = ResourceCheck(status=ResourceStatus.compile_fail, log=f"{side}: {exc}")
+            jobs[side], fold = compile_jobs(k, tc, arch)
+        except (InputError, BuildError) as exc:  # kernel.toml names what cannot be built: no compiler ran
+            error = manifest_error(f"[build.cuda]: {exc}")
+            failed[side] = ResourceCheck(status=ResourceStatus.compile_fail, log=f"{side}: {exc}", errors=[error])
             continue
         if fold is not None:
             fold_jobs[side] = (k, fold)

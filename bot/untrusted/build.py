@@ -29,8 +29,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bot.config.manifest import BuildSpec
 from bot.errors import BuildError
+from bot.models.report import CompileError
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
 from bot.untrusted.toolchain import EXT_NAME, Toolchain, toolchain
+from bot.verdict.compile_errors import build_errors, manifest_error
 
 SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl"}
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".inl", ".cuh"}
@@ -59,6 +61,7 @@ class Built(BaseModel):
     cached: bool = False
     compiled: list[str] = []
     log_tail: str = ""
+    errors: list[CompileError] = []  # the first error of each failed unit, as the repository names its file
 
 
 class Unit(BaseModel):
@@ -101,6 +104,16 @@ def plan_units(folder: Path, spec: BuildSpec, device: str) -> list[Unit]:
     if not units:
         raise BuildError(f"no compilation unit for {device} in {', '.join(spec.sources)}")
     return units
+
+
+def error_roots(folder: Path, includes: Sequence[Path], names: Sequence[str]) -> list[tuple[str, str]]:
+    """Where a compiler's paths lead -> their repository path: SRC (and the kernel folder itself, which a fallback
+    sandbox's compiler prints) is `names[0]`, INC/N (and include directory N) `names[N + 1]`."""
+    names = [*names, *([""] * (len(includes) + 1 - len(names)))]
+    roots = [(SRC, names[0]), *((f"{INC}/{i}", names[i + 1]) for i in range(len(includes)))]
+    inc = zip(includes, names[1 : len(includes) + 1], strict=True)
+    host = [(str(folder.resolve()), names[0]), *((str(Path(d).resolve()), n) for d, n in inc)]
+    return roots + host
 
 
 def include_binds(includes: Sequence[Path]) -> list[Bind]:
@@ -233,6 +246,15 @@ def _store(produced: Path, target: Path, seconds: float) -> str:
     return digest
 
 
+def _keep_compiled(units: list[Unit], cached: set[str], output: str, work: Path, objects: Path, seconds: float) -> None:
+    """Store each object of a failed build whose command ninja did not report FAILED (it ran to its end)."""
+    failed = " ".join(line[len("FAILED: ") :] for line in output.splitlines() if line.startswith("FAILED: "))
+    for u in units:
+        produced = work / f"{u.key}.o"
+        if u.key not in cached and u.key not in failed and produced.is_file() and not produced.is_symlink():
+            _store(produced, objects / f"{u.key}.o", seconds)
+
+
 def verify(built: Built) -> Path:
     """The extension's path after checking its sha256 against the build record; BuildError otherwise."""
     if not built.ok or built.so_path is None:
@@ -276,15 +298,22 @@ def build(
     build_root: Path,
     sandbox: Sandbox,
     includes: Sequence[Path] = (),
+    names: Sequence[str] = (),
 ) -> Built:
     """Build (or reuse) the extension of `folder` with the given tunables and include directories (folders of
-    the repository, bound read-only); never raises for a compile error."""
+    the repository, bound read-only); never raises for a compile error. `names`: the repository paths of the folder
+    and the include directories, which name a failed unit's first error (`errors`)."""
     started = time.perf_counter()
     try:
         tc = toolchain(device, build_root / "toolchain")
+    except BuildError as exc:  # the runner's, not the manifest's
+        error = CompileError(kind="compiler", message=f"the {device} toolchain: {exc}")
+        return Built(ok=False, device=device, key="", entry=spec.entry, log_tail=str(exc), errors=[error])
+    try:
         units = _keyed_units(folder, spec, config, device, tc, includes)
-    except BuildError as exc:
-        return Built(ok=False, device=device, key="", entry=spec.entry, log_tail=str(exc))
+    except BuildError as exc:  # kernel.toml names a source the build cannot use: no compiler ran
+        error = manifest_error(f"[build.{device}]: {exc}")
+        return Built(ok=False, device=device, key="", entry=spec.entry, log_tail=str(exc), errors=[error])
     key = _link_key(units, tc)
     so = build_root / "ext" / key / "ext.so"
     if _cached(so):
@@ -308,7 +337,12 @@ def build(
         seconds = time.perf_counter() - started
         tail = "\n".join(output.strip().splitlines()[-40:])
         if code != 0:
-            return Built(ok=False, device=device, key=key, entry=spec.entry, seconds=seconds, log_tail=tail)
+            if code is not None:  # the objects that did compile are kept: the other side, the next try reuse them
+                _keep_compiled(units, cached, output, work, objects, seconds)
+            errors = build_errors(output, error_roots(folder, includes, names))
+            return Built(
+                ok=False, device=device, key=key, entry=spec.entry, seconds=seconds, log_tail=tail, errors=errors
+            )
         compiled = [u for u in units if u.key not in cached]
         for u in compiled:
             _store(work / f"{u.key}.o", objects / f"{u.key}.o", seconds)

@@ -23,15 +23,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.models.report import Resource
-from bot.untrusted.build import HEADER_SUFFIXES, INC, UNIT_SUFFIXES, include_binds
+from bot.models.report import CompileError, Resource
+from bot.untrusted.build import HEADER_SUFFIXES, INC, UNIT_SUFFIXES, error_roots, include_binds
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
+from bot.verdict.compile_errors import first_error
+from bot.verdict.flags import default_target, nvcc_options
 
 log = logging.getLogger(__name__)
 
 COMPILE_TIMEOUT_S = 900
 LOG_TAIL_LINES = 60
-KEY_VERSION = "opgate.resources/4"  # bump when the parse or the command line changes
+KEY_VERSION = "opgate.resources/5"  # bump when the parse or the command line changes
 SRC, OUT = "/opgate/src", "/opgate/build"  # as in bot.untrusted.build: the same paths, the same command line
 
 # A count starts where a digit run starts ((?<!\d)): a hostile line of digits is scanned once, not once per digit.
@@ -66,6 +68,7 @@ class ResourceCheck(BaseModel):
     resources: list[Resource] = Field(default_factory=list)
     threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
     log: str = ""
+    errors: list[CompileError] = Field(default_factory=list, description="the first error of each failed unit")
     seconds: float = 0.0
     cached: bool = False
     key: str = ""
@@ -193,16 +196,27 @@ def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
 @dataclass(frozen=True)
 class CompileJob:
     """One .cu as the build compiles it: the kernel folder at SRC, include directories at INC/0…, and the build's
-    own flags for the unit (paths as the sandbox sees them, -arch/-gencode removed: the check picks `arch`)."""
+    own flags for the unit (paths as the sandbox sees them; its target options as `for_arch` kept them, none: the
+    check's `default_target`). `names`: the repository paths of the folder and the include directories, which name
+    a compile error's file."""
 
     source: Path
     folder: Path
     includes: tuple[Path, ...] = ()
     flags: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
     @property
     def relative(self) -> str:
         return self.source.resolve().relative_to(self.folder.resolve()).as_posix()
+
+    def error(self, result: UnitResult) -> CompileError:
+        """The first error of this job's failed compile, as the repository names it."""
+        unit = "/".join(p for p in (self.names[0] if self.names else "", self.relative) if p)
+        if result.timed_out:
+            return CompileError(kind="compiler", path=unit, message=f"timed out after {COMPILE_TIMEOUT_S} s")
+        found = first_error(result.output, error_roots(self.folder, self.includes, self.names), unit)
+        return found or CompileError(kind="compiler", path=unit, message="failed without printing an error")
 
 
 class UnitResult(BaseModel):
@@ -289,11 +303,13 @@ def cache_key(sources: list[Path], include_dirs: list[Path], flags: list[str], a
 
 
 def _command(nvcc: str, job: CompileJob, arch: str) -> list[str]:
-    """The build's nvcc line for the unit, plus the target, `ptxas -v` and the kept PTX (which carries .maxntid)."""
+    """The build's nvcc line for the unit (its own target options, else `arch`'s default one), plus `ptxas -v` and
+    the kept PTX (which carries .maxntid)."""
+    target = [] if any(o.is_arch for o in nvcc_options(job.flags)) else default_target(arch)
     return [
         nvcc,
         *job.flags,
-        *(f"-arch={arch}", "-Xptxas", "-v", "-keep", "-keep-dir", OUT),
+        *(*target, "-Xptxas", "-v", "-keep", "-keep-dir", OUT),
         *("-c", f"{SRC}/{job.relative}", "-o", f"{OUT}/{job.source.stem}.o"),
     ]
 
@@ -397,7 +413,12 @@ def compile_sides(
             if cache_dir is not None and not result.timed_out:  # a timeout may pass next time
                 _store(cache_dir / f"resources-unit-{key[:32]}.json", result)
     seconds = time.perf_counter() - started
-    return {side: _assemble([results[k] for k in keys[side]], tool, _combined(keys[side]), seconds) for side in sides}
+    out = {}
+    for side, jobs in sides.items():
+        check = _assemble([results[k] for k in keys[side]], tool, _combined(keys[side]), seconds, arch)
+        errors = [job.error(results[k]) for k, job in zip(keys[side], jobs, strict=True) if not results[k].ok]
+        out[side] = check.model_copy(update={"errors": errors})
+    return out
 
 
 def compile_count(jobs: Iterable[CompileJob]) -> str:
@@ -445,8 +466,8 @@ def compile_resources(
     return compile_sides({"one": jobs}, arch=arch, cache_dir=cache_dir, sandbox=sandbox)["one"]
 
 
-def _assemble(compiled: list[UnitResult], tool: str | None, key: str, seconds: float) -> ResourceCheck:
-    resources = [r for c in compiled for r in parse_ptxas(c.output)]
+def _assemble(compiled: list[UnitResult], tool: str | None, key: str, seconds: float, arch: str) -> ResourceCheck:
+    resources = [r for c in compiled for r in parse_ptxas(c.output, arch)]
     threads = {name: n for c in compiled for name, n in c.threads.items()}
     extern = {name for c in compiled for name in c.extern_smem}
     names = demangle(sorted({r.function for r in resources} | set(threads)), tool)

@@ -122,6 +122,38 @@ def without_arch(flags: Sequence[str]) -> list[str]:
     return [t for o in nvcc_options(flags) if not o.is_arch for t in o.tokens]
 
 
+def _codes(value: str) -> list[str]:
+    """The targets an -arch/-code/-gencode value names: "arch=compute_90a,code=[sm_90a,compute_90a]" -> [compute_90a,
+    sm_90a, compute_90a]."""
+    return [v.strip() for v in re.split(r"[,=\[\]\"' ]+", value) if v.strip().startswith(("sm_", "compute_"))]
+
+
+def default_target(arch: str) -> list[str]:
+    """The one target of `arch` with no other PTX beside it: `-gencode arch=compute_90a,code=sm_90a` (`-arch=sm_90a`
+    alone also embeds a compute_90 PTX, which ptxas checks and where wgmma/tcgen05 are rejected)."""
+    return ["-gencode", f"arch=compute_{arch.removeprefix('sm_')},code={arch}"]
+
+
+def for_arch(flags: Sequence[str], arch: str) -> list[str]:
+    """The flags compiled for one architecture (sm_90a) as the manifest ships it: its `-gencode` options that name
+    `arch` kept as written (or its `-arch`/`-code` pair, or an `-arch=sm_90a` alone), every other target option
+    dropped; when the flags name `arch` nowhere, `default_target(arch)`."""
+    options = nvcc_options(flags)
+    rest = [t for o in options if not o.is_arch for t in o.tokens]
+    targets = [o for o in options if o.is_arch and o.value is not None]
+    virtual = f"compute_{arch.removeprefix('sm_')}"
+    mine = [o for o in targets if o.name in ("-gencode", "--generate-code") and arch in _codes(o.value or "")]
+    if not mine:
+        codes = [o for o in targets if o.name in ("-code", "--gpu-code") and arch in _codes(o.value or "")]
+        archs = [o for o in targets if o.name in ("-arch", "--gpu-architecture")]
+        if codes:
+            mine = [*[o for o in archs if virtual in _codes(o.value or "")], *codes]
+            mine = mine if len(mine) > len(codes) else []
+        else:
+            mine = [o for o in archs if _codes(o.value or "") == [arch]]
+    return [*rest, *([t for o in mine for t in o.tokens] or default_target(arch))]
+
+
 def _suboptions(value: str) -> list[str]:
     return [v for v in value.strip("'\"").split(",") if v]
 

@@ -23,6 +23,7 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict import stats
+from bot.verdict.compile_errors import compile_failure, describe
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
 from bot.verdict.plausible import implausible_speedups
 
@@ -518,11 +519,16 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
     if check.status == "unsupported_arch":  # the toolchain's limit, not the change's: not decided, never a pass
         kernel.undecided.append(f"resource: {check.log_tail}")
         return
-    if check.status == "compile_fail":
-        kernel.reasons.append(f"resource: head's CUDA sources do not compile for {check.arch} (see the head log)")
+    if check.status == "compile_fail":  # base failing alike leaves it undecided: the runner's or the manifest's
+        base_failed = check.base_status == "compile_fail"
+        step = f"resource: CUDA sources for {check.arch}"
+        failure, undecided = compile_failure(step, check.errors, base_failed, check.base_errors)
+        kernel.reasons.extend([failure] if failure else [])
+        kernel.undecided.extend([undecided] if undecided else [])
         return
     if check.base_status == "compile_fail":
-        kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
+        first = f": {describe(check.base_errors[0])}" if check.base_errors else " (see the base log)"
+        kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch}{first}")
     kernel.reasons.extend(f"resource: {e}{on}" for e in check.launch_errors)
     kernel.undecided.extend(f"resource: {u}{on}" for u in check.launch_undecided)
     for note in check.launch_notes:
@@ -589,11 +595,18 @@ def kernel_verdict(
         kernel.verdict = "fail"
         return kernel
     if kernel.build is not None and not kernel.build.ok:
-        kernel.verdict = "fail"
-        kernel.reasons.append("head does not build (see the build log)")
-        return kernel
-    if kernel.base_build is not None and not kernel.base_build.ok:
-        kernel.notes.append("base does not build: no latency or resource comparison")
+        base_failed = kernel.base_build is not None and not kernel.base_build.ok
+        base_errors = kernel.base_build.errors if kernel.base_build is not None else []
+        step = f"build ({kernel.build.device})"
+        failure, undecided = compile_failure(step, kernel.build.errors, base_failed, base_errors)
+        if failure is not None:
+            kernel.verdict = "fail"
+            kernel.reasons.append(failure)
+            return kernel
+        kernel.undecided.extend([undecided] if undecided else [])  # base fails alike: no case could run on either
+    elif kernel.base_build is not None and not kernel.base_build.ok:
+        first = f": {describe(kernel.base_build.errors[0])}" if kernel.base_build.errors else ""
+        kernel.notes.append(f"base does not build{first}: no latency or resource comparison")
     _judge_resources(kernel, constraints)
     worst = max((c.verdict for c in cases), key=_ORDER.__getitem__, default="skipped")
     deciding = ("fail", "error", "inconclusive") if policy.inconclusive == "fail" else ("fail", "error")
@@ -610,7 +623,7 @@ def kernel_verdict(
     if not any(c.verdict != "skipped" for c in cases):
         if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
             kernel.undecided.append(RESOURCES_ONLY)  # a resource-only kernel: its one gate ran and passed
-        else:
+        elif cases or not kernel.undecided:  # a kernel undecided for its own reason needs no "no case" besides
             kernel.undecided.append(f"no case ran: {not_run_summary(cases)}" if cases else "the manifest has no case")
     kernel.accept_needed.extend(implausible_speedups(cases, constraints.max_speedup))
     if kernel.accept_needed:

@@ -1,0 +1,37 @@
+"""A scratch repository of kernels that real repositories' compiles trip on (tests/fixtures/compile_repo): a .cu that
+includes <cusparse.h>, a CPU body that includes a header of a submodule never checked out, and a header-only kernel
+whose instantiation .cu uses sm_90a's wgmma."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import ROOT, SUMMARY_TASK, KernelRepo, git, repo_config_toml
+
+FIXTURE = Path(__file__).parent / "fixtures" / "compile_repo"
+
+
+def make_compile_repo(path: Path) -> KernelRepo:
+    """The fixture committed as the base of a scratch repository (its kernels in ops/)."""
+    shutil.copytree(FIXTURE, path)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@opgate.local")
+    git(path, "config", "user.name", "opgate tests")
+    config = repo_config_toml().replace('manifests = ["kernels/*/kernel.toml"]', 'manifests = ["ops/*/kernel.toml"]')
+    assert 'manifests = ["ops/' in config
+    (path / "opgate.toml").write_text(config)
+    shutil.copy(ROOT / SUMMARY_TASK, path / SUMMARY_TASK)
+    repo = KernelRepo(path=path, base="")
+    repo.base = repo.commit("kernels that real repositories' compiles trip on")
+    return repo
+
+
+def prepend(repo: KernelRepo, relpath: str, text: str) -> None:
+    """`text` put above the file's first line (a comment-only change moves every line below it)."""
+    target = repo.path / relpath
+    target.write_text(text + target.read_text())
+
+
+def review(opgate, repo: KernelRepo, head: str):
+    return opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline")

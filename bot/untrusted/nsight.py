@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.models.report import NsightKernel, NsightMetrics, Report
+from bot.verdict.launch import plain
 
 DURATION = "gpu__time_duration.sum"
 ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
@@ -60,18 +61,8 @@ def number(text: str) -> float | None:
 
 
 def short_name(kernel_name: str) -> str:
-    """`void ns::k<128, 64>(const float *, int)` → `ns::k<128, 64>` (the signature dropped)."""
-    name = kernel_name.strip().removeprefix("void ").strip()
-    depth, cut = 0, len(name)
-    for i, ch in enumerate(name):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0:
-            cut = i
-            break
-    return name[:cut].strip() or kernel_name.strip()
+    """`void ns::k<128, 64>(const float *, int)` → `ns::k<128, 64>` (the signature dropped, as ptxas' rows name it)."""
+    return plain(kernel_name) or kernel_name.strip()
 
 
 def parse_csv(text: str) -> list[Launch]:

@@ -148,7 +148,7 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] 
         verdict=verdict,  # type: ignore[arg-type]
         reasons=found,
         cases=cases,
-        notes=["rollback: 1 file(s), +1/-1 lines in this kernel"],
+        notes=["change size: 1 file(s) of this kernel changed, +1/-1 lines (what reverting this pull request undoes)"],
         **kw,
     )
     return builds(k)

@@ -5,6 +5,7 @@ repository made here), FlashMLA's own nvcc flags, no reference and no case (test
 from __future__ import annotations
 
 import shutil
+import textwrap
 from pathlib import Path
 
 from tests.conftest import KernelRepo, git, repo_config_toml
@@ -55,3 +56,21 @@ def bump_dependency(repo: KernelRepo, dep: Path, old: str, new: str) -> str:
     sub = repo.path / SUBMODULE
     git(sub, "-c", "protocol.file.allow=always", "pull", "-q", "origin", "main")
     return repo.commit("bump minicute")
+
+
+# FlashMLA's own nvcc flags, as its setup.py passes them
+FLASHMLA_NVCC = [
+    "-O3", "-std=c++20", "-DNDEBUG", "-D_USE_MATH_DEFINES", "-Wno-deprecated-declarations",
+    "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__",
+    "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "--expt-relaxed-constexpr", "--expt-extended-lambda", "--use_fast_math",
+    "--ptxas-options=-v,--register-usage-level=10,--warn-on-spills,--warn-on-local-memory-usage,"
+    "--warn-on-double-precision-use",
+    "-lineinfo", "--source-in-ptx", "-DFLASH_MLA_DISABLE_FP16",
+    "-gencode", "arch=compute_100f,code=sm_100f", "-gencode", "arch=compute_90a,code=sm_90a", "--threads", "32",
+]  # fmt: skip
+
+
+def write_manifest(folder: Path, manifest: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.toml").write_text(textwrap.dedent(manifest))
+    return folder / "kernel.toml"

@@ -105,6 +105,8 @@ def openai_error(status: int, code: str, message: str = "error") -> Step:
     return Step(status=status, body={"error": {"message": message, "type": code, "code": code}})
 
 
+CUT = '{"risk_notes": ["tile_n=256 doubles the accumu'  # what a reply cut off mid-JSON looks like
+
 QUOTA_429 = {
     "error": {
         "message": "You exceeded your current quota, please check your plan and billing details.",

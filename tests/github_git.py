@@ -165,6 +165,10 @@ class BareRepo:
             return False
         return True
 
+    def commits_between(self, base: str, head: str) -> list[str]:
+        """The commits reachable from `head` and not from `base`, oldest first (a pull request's commits)."""
+        return self._git("rev-list", "--reverse", f"{base}..{head}").decode().split()
+
     # -- diffs (pull requests) ------------------------------------------------------------
 
     def numstat(self, base: str, head: str) -> list[tuple[str, int, int]]:

@@ -11,6 +11,8 @@ Supported endpoints (paths relative to the API root):
     GET    /repos/{o}/{r}
     GET    /repos/{o}/{r}/pulls/{n}                    (Accept: application/vnd.github.diff|patch -> text)
     GET    /repos/{o}/{r}/pulls/{n}/files              (paginated)
+    GET    /repos/{o}/{r}/pulls/{n}/commits            (paginated, oldest first, at most 250; author/committer
+                                                         are the accounts the commit's e-mails belong to, or null)
     GET    /repos/{o}/{r}/issues                       (state, labels, creator, sort, direction, since; paginated)
     POST   /repos/{o}/{r}/issues
     GET    /repos/{o}/{r}/issues/{n}
@@ -81,6 +83,7 @@ PERMISSIONS = {
     "none": {"admin": False, "maintain": False, "push": False, "triage": False, "pull": False},
 }
 _EPOCH = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+MAX_PULL_COMMITS = 250  # GET …/pulls/{n}/commits lists at most this many; the pull request's `commits` counts all
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -273,13 +276,33 @@ class FakeGitHub:
 
     # ------------------------------------------------------------------ setup
 
-    def user(self, login: str, type: str = "User") -> dict[str, Any]:
-        """Make a user known (authors are made known automatically); returns its record."""
+    def user(self, login: str, type: str = "User", *, email: str | None = None) -> dict[str, Any]:
+        """Make a user known (authors are made known automatically); returns its record. `email` adds an address
+        GitHub maps commits to this account by (its `ID+login@users.noreply.github.com` always is one)."""
         with self._lock:
             key = login.lower()
             if key not in self._users:
-                self._users[key] = {"login": login, "id": self._new_id(), "type": type}
+                self._users[key] = {"login": login, "id": self._new_id(), "type": type, "emails": []}
+            if email is not None:
+                self._users[key]["emails"].append(email.lower())
             return self._users[key]
+
+    def noreply(self, login: str) -> str:
+        """The user's no-reply commit e-mail, as GitHub gives it: ID+login@users.noreply.github.com."""
+        user = self.user(login)
+        return f"{user['id']}+{user['login']}@users.noreply.github.com"
+
+    def _account_of(self, email: str) -> dict[str, Any] | None:
+        """The account a commit e-mail belongs to, as GitHub maps it (a verified address or the no-reply one)."""
+        email = email.lower()
+        for user in self._users.values():
+            noreply = (
+                f"{user['id']}+{user['login']}@users.noreply.github.com",
+                f"{user['login']}@users.noreply.github.com",
+            )
+            if email in user["emails"] or email in (n.lower() for n in noreply):
+                return user
+        return None
 
     def add_repo(self, full_name: str, *, private: bool = False, default_branch: str = "main") -> None:
         owner, name = full_name.split("/")
@@ -322,10 +345,17 @@ class FakeGitHub:
         files: Iterable[dict[str, Any]] = (),
         diff: str | None = None,
         labels: Iterable[str] = (),
+        commits: Iterable[dict[str, Any]] | None = None,
     ) -> int:
         """A pull request (it is an issue too). `files` items: filename, status, additions, deletions, patch,
         previous_filename. `head_repo` names a fork ("someone/fork"); default: the same repository.
-        `head_repo_deleted`: the fork is gone, and GitHub answers `head.repo: null`."""
+        `head_repo_deleted`: the fork is gone, and GitHub answers `head.repo: null`.
+
+        `commits`, oldest first: `author` (a login, or None for an e-mail GitHub maps to no account), `committer`
+        (default: the author), optional `sha` (the last one's is `head_sha`), `email` and `committer_email` (default:
+        the login's no-reply address), `message`. Without them: the
+        commits between base and head of the repository's git store when it holds both, else one commit by
+        `author` at `head_sha`."""
         with self._lock:
             repo = self._repo(full_name)
             record = self._new_issue(repo, title, body, author, labels, number)
@@ -345,8 +375,42 @@ class FakeGitHub:
                 "base": {"sha": base_sha, "ref": base_ref},
                 "files": [self._file_record(f) for f in files],
                 "diff": diff,
+                "commits": [],
             }
+            git = repo.git
+            if commits is None and git is not None and git.kind(head_sha) == git.kind(base_sha) == "commit":
+                self._fill_pull_commits(repo, record["pull"])
+            else:
+                self._set_pull_commits(record["pull"], [{"author": author}] if commits is None else list(commits))
             return record["number"]
+
+    def _commit_person(self, login: str | None, email: str | None, date: str) -> dict[str, str]:
+        """A commit's author or committer: a login's no-reply e-mail (or `email`); None: an address of nobody."""
+        address = email or (self.noreply(login) if login else "someone@example.invalid")
+        return {"name": login or "Someone", "email": address, "date": date}
+
+    def _set_pull_commits(self, pull: dict[str, Any], commits: list[dict[str, Any]]) -> None:
+        parent = pull["base"]["sha"]
+        pull["commits"] = []
+        for i, c in enumerate(commits):
+            last = i == len(commits) - 1
+            sha = c.get("sha") or (pull["head"]["sha"] if last else f"{self._new_id():040x}")
+            now = self._now()
+            author = self._commit_person(c.get("author"), c.get("email"), now)
+            committer = (
+                self._commit_person(c["committer"], c.get("committer_email"), now) if "committer" in c else author
+            )
+            pull["commits"].append(
+                {
+                    "sha": sha,
+                    "author": author,
+                    "committer": committer,
+                    "message": c.get("message", f"commit {i + 1}"),
+                    "tree": f"{self._new_id():040x}",
+                    "parents": [parent],
+                }
+            )
+            parent = sha
 
     def add_issue(
         self,
@@ -731,7 +795,7 @@ class FakeGitHub:
             "comments": len(issue["comments"]),
             "review_comments": 0,
             "maintainer_can_modify": False,
-            "commits": 1,
+            "commits": len(pull["commits"]),
             "additions": sum(f["additions"] for f in files),
             "deletions": sum(f["deletions"] for f in files),
             "changed_files": len(files),
@@ -745,6 +809,34 @@ class FakeGitHub:
             "blob_url": self._html(f"/{repo.full_name}/blob/{head}/{name}"),
             "raw_url": self._html(f"/{repo.full_name}/raw/{head}/{name}"),
             "contents_url": self._api(f"/repos/{repo.full_name}/contents/{name}?ref={head}"),
+        }
+
+    def _pull_commit_payload(self, repo: _Repo, c: dict[str, Any]) -> dict[str, Any]:
+        """One item of `GET …/pulls/{n}/commits`: the commit as git holds it, and the accounts GitHub maps its
+        author's and committer's e-mails to (null where it maps one to no account)."""
+        api, sha = self._api(f"/repos/{repo.full_name}"), c["sha"]
+        author, committer = self._account_of(c["author"]["email"]), self._account_of(c["committer"]["email"])
+        return {
+            "url": f"{api}/commits/{sha}",
+            "sha": sha,
+            "node_id": _node_id("C", int(sha[:8], 16)),
+            "html_url": self._html(f"/{repo.full_name}/commit/{sha}"),
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{sha}",
+                "author": dict(c["author"]),
+                "committer": dict(c["committer"]),
+                "message": c["message"],
+                "tree": {"url": f"{api}/git/trees/{c['tree']}", "sha": c["tree"]},
+                "comment_count": 0,
+                "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None},
+            },
+            "author": self._user_payload(author) if author is not None else None,
+            "committer": self._user_payload(committer) if committer is not None else None,
+            "parents": [
+                {"url": f"{api}/commits/{p}", "html_url": self._html(f"/{repo.full_name}/commit/{p}"), "sha": p}
+                for p in c["parents"]
+            ],
         }
 
     def _diff_text(self, pull: dict[str, Any]) -> str:
@@ -886,6 +978,7 @@ class FakeGitHub:
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)", "get_repo"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/files", "list_pull_files"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/commits", "list_pull_commits"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "list_issues"),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "create_issue"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues/(?P<n>\d+)", "get_issue"),
@@ -982,6 +1075,14 @@ class FakeGitHub:
         repo, issue = self._pull_record(params)
         pull = issue["pull"]
         return self._paged(path, query, [self._file_payload(repo, pull, f) for f in pull["files"]])
+
+    def _h_list_pull_commits(
+        self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any
+    ) -> _Response:
+        """At most 250 commits, as GitHub documents ("Lists a maximum of 250 commits for a pull request")."""
+        repo, issue = self._pull_record(params)
+        listed = issue["pull"]["commits"][:MAX_PULL_COMMITS]
+        return self._paged(path, query, [self._pull_commit_payload(repo, c) for c in listed])
 
     def _h_list_issues(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
         repo = self._repo(f"{params['o']}/{params['r']}")
@@ -1419,6 +1520,30 @@ class FakeGitHub:
             for path, a, d in git.numstat(base, head)
         ]
         pull["diff"] = git.diff(base, head)
+        self._fill_pull_commits(repo, pull)
+
+    def _fill_pull_commits(self, repo: _Repo, pull: dict[str, Any]) -> None:
+        """The pull request's commits from the git store (base..head, oldest first), as GitHub reads them."""
+        git = repo.git
+        assert git is not None
+
+        def person(p: Person) -> dict[str, str]:
+            when = datetime.fromtimestamp(int(p.date.split()[0]), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return {"name": p.name, "email": p.email, "date": when}
+
+        pull["commits"] = []
+        for sha in git.commits_between(pull["base"]["sha"], pull["head"]["sha"]):
+            c = git.read_commit(sha)
+            pull["commits"].append(
+                {
+                    "sha": c.sha,
+                    "author": person(c.author),
+                    "committer": person(c.committer),
+                    "message": c.message.rstrip("\n"),
+                    "tree": c.tree,
+                    "parents": c.parents,
+                }
+            )
 
     def _h_list_pulls(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
         repo = self._repo(f"{params['o']}/{params['r']}")

@@ -10,10 +10,20 @@ from pathlib import Path
 import pytest
 
 from bot.ledger import open_ledger
-from bot.models.github import PullInfo, Role
+from bot.models.github import CommitPeople, PullInfo, Role
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import AgentReport, KernelReport, Machine, Report
-from bot.verdict.accept import AcceptCommand, accepted_status, decide, gates_overridden, ignore_reason, parse_command
+from bot.present.render import render_accept_reply
+from bot.verdict.accept import (
+    AcceptCommand,
+    Pushers,
+    accepted_status,
+    decide,
+    gates_overridden,
+    ignore_reason,
+    parse_command,
+    pushers_of,
+)
 from tests.github_server import FakeGitHub, load_fixture
 
 REPO = "octo-org/kernels"
@@ -50,7 +60,7 @@ def make_report(head: str = HEAD, verdicts: dict[str, str] | None = None, pr: in
     )
 
 
-def pull(state: str = "open", merged: bool = False, head: str = HEAD) -> PullInfo:
+def pull(state: str = "open", merged: bool = False, head: str = HEAD, commits: int = 1) -> PullInfo:
     return PullInfo(
         number=PR,
         state=state,
@@ -64,7 +74,18 @@ def pull(state: str = "open", merged: bool = False, head: str = HEAD) -> PullInf
         base_ref="main",
         head_repo=REPO,
         base_repo=REPO,
+        commits=commits,
     )
+
+
+def commit(sha: str = HEAD, author: str | None = "alice-dev", committer: str | None = "") -> CommitPeople:
+    """A listed commit; the committer defaults to its author."""
+    return CommitPeople(sha=sha, author=author, committer=author if committer == "" else committer)
+
+
+def pushers(*commits: CommitPeople, of: PullInfo | None = None) -> Pushers:
+    """Who pushed to the pull request (`pull()` by default): its commits, default one by its author at HEAD."""
+    return pushers_of(of or pull(), list(commits) or [commit()])
 
 
 # ---------------------------------------------------------------------------- parsing (pure)
@@ -141,11 +162,13 @@ def _decide(command: str, role: str | Role = "write", report: Report | None = No
     assert parsed is not None
     return decide(
         parsed,
-        login="maint-bob",
+        login=kw.get("login", "maint-bob"),
         role=base(role) if isinstance(role, str) else role,
         is_pull_request=kw.get("is_pull_request", True),
         pull=kw.get("pull", pull()),
         report=report,
+        pushers=kw.get("pushers", pushers()),
+        allow_self_accept=kw.get("allow_self_accept", False),
     )
 
 
@@ -227,8 +250,102 @@ def test_a_malformed_command_is_refused_before_anything_else() -> None:
         is_pull_request=False,
         pull=None,
         report=None,
+        pushers=None,
     )
     assert not d.granted and d.reason == "more than one kernel"
+
+
+# ---------------------------------------------------------------------------- nobody accepts their own change (pure)
+
+OTHERS_ONLY = (
+    "`/accept` needs a collaborator with write, maintain or admin, and `--override` one with maintain or admin, who "
+    "neither opened this pull request nor pushed a commit to it"
+)
+CAROL = "c4" * 20  # a commit by a co-author who pushed to the pull request
+
+
+@pytest.mark.parametrize(
+    ("command", "role", "verdict"),
+    [
+        ("/accept", "write", "pass"),
+        ("/accept", "admin", "needs_accept"),
+        ('/accept --override "mine"', "maintain", "fail"),
+    ],
+)
+@pytest.mark.parametrize("login", ["alice-dev", "Alice-Dev"])  # GitHub's logins compare in any case
+def test_the_author_cannot_accept_their_own_change(command: str, role: str, verdict: str, login: str) -> None:
+    d = _decide(command, role=role, report=make_report(verdicts={"deepgemm_tile": verdict}), login=login)
+    assert not d.granted and not d.kernels
+    assert d.reason == f"@{login} opened pull request #{PR}, and nobody accepts their own change: {OTHERS_ONLY}"
+
+
+def test_whoever_wrote_or_committed_a_commit_of_it_cannot_accept_it() -> None:
+    commits = (commit(OLD), commit(CAROL, author="carol-coauthor"), commit(HEAD, committer="dave-rebaser"))
+    for login, sha in (("carol-coauthor", CAROL), ("dave-rebaser", HEAD)):
+        d = _decide(
+            '/accept --override "fine"', role="admin", report=make_report(), login=login, pushers=pushers(*commits)
+        )
+        assert not d.granted
+        assert d.reason.startswith(f"@{login} wrote or committed commit `{sha[:10]}` of pull request #{PR}, and nobody")
+    assert pushers(*commits).logins == ["alice-dev", "carol-coauthor", "dave-rebaser"]
+    d = _decide("/accept", report=make_report(), login="maint-bob", pushers=pushers(*commits))
+    assert d.granted and d.self_accept == "" and "self-acceptance" not in d.reason
+
+
+def test_githubs_own_committer_and_unmapped_emails_name_nobody() -> None:
+    """web-flow commits what is made on github.com (an edit, "Update branch"); a commit whose e-mail GitHub maps to
+    no account has no login (documented in docs/security.md: git's author fields are the pusher's own word)."""
+    listed = pushers(commit(OLD, committer="web-flow"), commit(HEAD, author=None, committer=None))
+    assert listed.logins == ["alice-dev"] and not listed.unknown
+    assert _decide("/accept", report=make_report(), pushers=listed).granted
+
+
+def test_a_commit_list_not_known_whole_refuses_everyone() -> None:
+    """GitHub lists at most 250 commits: beyond that anyone may be a pusher, so nobody can accept here."""
+    long = pull(commits=300)
+    listed = pushers(*[commit(f"{i:040x}") for i in range(249)], commit(HEAD), of=long)
+    d = _decide("/accept", role="admin", report=make_report(), pull=long, pushers=listed)
+    assert not d.granted
+    assert d.reason.startswith("GitHub lists 250 of this pull request's 300 commits (at most 250), so opgate cannot")
+    assert d.reason.endswith(OTHERS_ONLY)
+    moved = pushers(commit(OLD))  # the head is not among the commits: a force-push landed between the two reads
+    d = _decide("/accept", report=make_report(), pushers=moved)
+    assert not d.granted and "the pull request moved while opgate read it" in d.reason
+    d = _decide("/accept", report=make_report(), pushers=None)
+    assert not d.granted and "opgate did not read who pushed to it" in d.reason
+
+
+def test_allow_self_accept_lets_authors_and_pushers_accept_and_says_so() -> None:
+    commits = pushers(commit(OLD), commit(HEAD, author="carol-coauthor"))
+    d = _decide("/accept", report=make_report(), login="alice-dev", pushers=commits, allow_self_accept=True)
+    assert d.granted and (d.self_accept, d.self_commit) == ("author", "")
+    assert d.reason.endswith(f"; self-acceptance (@alice-dev opened pull request #{PR}), allowed by allow_self_accept")
+    reply = render_accept_reply(d, "/accept")
+    assert "**Self-acceptance**: @alice-dev opened this pull request, and accepted it" in reply
+    assert "`allow_self_accept = true`, a weakening" in reply
+    d = _decide(
+        '/accept --override "ok"',
+        role="maintain",
+        report=make_report(verdicts={"deepgemm_tile": "fail"}),
+        login="carol-coauthor",
+        pushers=commits,
+        allow_self_accept=True,
+    )
+    assert d.granted and d.override and (d.self_accept, d.self_commit) == ("pusher", HEAD)
+    reply = render_accept_reply(d, '/accept --override "ok"')
+    assert f"wrote or committed its commit `{HEAD[:10]}`" in reply and "Override recorded" in reply
+    d = _decide("/accept", role="read", report=make_report(), login="alice-dev", allow_self_accept=True)
+    assert not d.granted and "has the role `read`" in d.reason  # the role rule still holds
+    d = _decide("/accept", report=make_report(), allow_self_accept=True)
+    assert d.granted and d.self_accept == "" and "self-acceptance" not in d.reason
+
+
+def test_the_refusal_reply_names_the_rule_and_who_may_accept() -> None:
+    d = _decide("/accept", report=make_report(), login="alice-dev")
+    reply = render_accept_reply(d, "/accept")
+    said = "👎 **`/accept` refused**: @\u200balice-dev opened pull request #42, and nobody accepts their own change"
+    assert said in reply  # the reply's untrusted text mentions nobody (a zero-width space after the @)
+    assert "who neither opened this pull request nor pushed a commit to it." in reply
 
 
 # ---------------------------------------------------------------------------- end to end
@@ -321,6 +438,7 @@ def test_accept_records_reacts_and_sets_the_status(accept: Accept, server: FakeG
         ("POST", f"/repos/{REPO}/issues/comments/{c}/reactions"),
         ("GET", f"/repos/{REPO}/pulls/{PR}"),
         ("GET", f"/repos/{REPO}/collaborators/maint-bob/permission"),
+        ("GET", f"/repos/{REPO}/pulls/{PR}/commits"),
         ("POST", f"/repos/{REPO}/issues/comments/{c}/reactions"),
         ("POST", f"/repos/{REPO}/statuses/{HEAD}"),
     ]
@@ -365,6 +483,29 @@ def test_every_refusal_gets_a_reply_and_a_thumbs_down(accept: Accept, server, bo
     assert reply.startswith("<!-- opgate:accept -->") and "`/accept` refused" in reply and says in reply, reply
     assert accept.acceptances() == [] and server.statuses(REPO, HEAD) == []
     assert [m for m, _ in accept.calls() if m != "GET"] == ["POST", "POST", "POST"]  # 👀, reply, 👎
+
+
+def test_the_author_is_refused_and_a_configuration_that_allows_it_says_so_on_the_pull_request(
+    accept: Accept, server: FakeGitHub
+) -> None:
+    """The author's own /accept: refused; with allow_self_accept = true in the configuration opgate runs from (the
+    default branch's checkout), granted, and a reply on the pull request names the weakening."""
+    server.set_permission(REPO, "alice-dev", "write")
+    accept.store(make_report())
+    run = accept("/accept", login="alice-dev")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "-1"] and accept.acceptances() == []
+    assert "opened pull request #42, and nobody accepts their own change" in server.comments(REPO, PR)[-1]["body"]
+    (accept.tmp_path / "opgate.toml").write_text("allow_self_accept = true\n")
+    run = accept("/accept", login="alice-dev")
+    assert run.code == 0, run.stderr
+    assert "self-acceptance (@alice-dev opened pull request #42), allowed by allow_self_accept" in run.stdout
+    assert accept.reactions() == ["eyes", "+1"]
+    reply = server.comments(REPO, PR)[-1]["body"]
+    assert "**Self-acceptance**: @alice-dev opened this pull request, and accepted it" in reply
+    assert "👍 Accepted `deepgemm_tile`" in reply
+    ((login, role),) = [(r.login, r.role) for r in accept.acceptances()]
+    assert (login, role) == ("alice-dev", "write")
 
 
 def test_a_closed_pull_request_is_refused(accept: Accept, server: FakeGitHub) -> None:

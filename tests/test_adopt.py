@@ -132,3 +132,43 @@ def test_every_error_names_its_fix_and_the_help_lists_the_exit_codes(opgate):
     assert "3  an outside service" in run.stdout and "--create-ledger" not in run.stdout
     run = opgate("review", "--help")
     assert "3  an outside service" in run.stdout and "--create-ledger" in run.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+def test_a_repository_with_its_sources_at_the_root_is_adopted_checked_and_reviewed(opgate, tmp_path):
+    """The minimal flash-attention layout (main.cpp + flash.cu at the root, loaded by bench.py; .github/, tests/,
+    docs/ beside them): init --kernels ., check, then a change's review compiles the kernel with the drafted
+    [launch] figures, and a docs change beside it stays outside the kernel."""
+    import torch
+
+    from tests.layout_repos import REFERENCE_PY, commit, root_layout
+
+    repo = root_layout(tmp_path / "flash")
+    commit(repo)
+    run = opgate("init", "--repo", str(repo), "--kernels", ".", "--domain", "flash")
+    assert run.code == 0, run.stderr
+    (repo / "reference.py").write_text(REFERENCE_PY)  # what the team writes after init
+    commit(repo, "adopt opgate")
+    run = opgate("check", "--repo", str(repo))
+    assert run.code == 0, run.stdout + run.stderr
+    base = git(repo, "rev-parse", "HEAD").strip()
+    flash = (repo / "flash.cu").read_text()
+    (repo / "flash.cu").write_text(flash.replace("sram[threadIdx.x] * v[i]", "v[i] * sram[threadIdx.x]"))
+    (repo / "docs" / "index.md").write_text("# docs\n\nmore\n")
+    commit(repo, "reorder the product")
+    run = opgate("review", "--repo", str(repo), "--base", base, "--head", "HEAD", "--offline")
+    kernel = run.kernel("flash")
+    resources = kernel["resource_check"]
+    assert resources["status"] == "ok" and resources["arch"] == "sm_90a"
+    [fn] = resources["head"]
+    assert fn["function"].startswith("forward_kernel(") and (fn["threads"], fn["dynamic_smem_bytes"]) == (128, 49152)
+    assert run.report["coverage"]["unmatched"]["names"] == ["docs/index.md"]  # not the kernel's: its globs say so
+    if torch.cuda.is_available():
+        assert run.code == 0 and kernel["verdict"] == "pass", run.stdout
+    else:
+        assert kernel["verdict"] == "undecided" and kernel["undecided"] == [
+            "flash.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA GPU): "
+            "not judged",
+            "no case ran: 1 cuda case (needs a CUDA GPU; this machine has none)",
+        ]

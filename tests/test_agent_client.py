@@ -7,59 +7,34 @@ import json
 import random
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from bot.agent import estimate, prompt
 from bot.agent.client import GatewayClient, GatewayError, validate_base_url
 from bot.agent.retry import Failure, RetryPolicy
 from bot.agent.review import PatchError, parse_review, validate_patch
-from bot.agent.run import AgentFailed, ask, sanitise
-from bot.config.manifest import load_kernel
-from bot.config.settings import load_settings
 from bot.errors import InputError
-from bot.ledger import Ledger, open_ledger
-from bot.models.diff import FileChange
-from tests.conftest import REPO_CONFIG
+from tests import agent_world
+from tests.agent_world import CONFIG_DIFF, KEY, VARIABLE, Sleeps, change, run_ask
 from tests.gateway import QUOTA_429, RATE_429, Gateway, Step, completion, message
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
-ROOT = Path(__file__).resolve().parent.parent
-KERNEL = load_kernel(ROOT / "kernels" / "deepgemm_tile", config=REPO_CONFIG)
-KEY = "sk-test-client-4f1c9a7e2b6d8a0c3e5f"
-VARIABLE = "TAOTOKEN_API_KEY_DEEPGEMM_AGENT"
+gateway = agent_world.gateway  # the fixture
+ledger = agent_world.ledger  # the fixture
+sqlite_ledger = agent_world.sqlite_ledger  # the fixture
+
 GOOD = {
     "candidate_patch": None,
     "risk_notes": ["tile_n=256 doubles the accumulator tile"],
     "local_commands": ["opgate review --base main --head HEAD"],
     "expected_metrics": {"max_abs_err": 0.001},
 }
-CONFIG_DIFF = (
-    "diff --git a/kernels/deepgemm_tile/tile_config.json b/kernels/deepgemm_tile/tile_config.json\n"
-    "--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
-    '@@ -1 +1 @@\n-{"tile_m": 128}\n+{"tile_m": 256}\n'
-)
-
-
-class Sleeps(list[float]):
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-def change(path: str, diff: str | None = None) -> FileChange:
-    return FileChange(path=path, old_path=path, added=1, removed=1, diff=diff if diff is not None else f"+{path}\n")
 
 
 def client(gateway: Gateway, sleeps: Sleeps, **kw) -> GatewayClient:
     options = {"timeout_s": 5.0, "session": None, "policy": RetryPolicy(retries=4, base_s=0.5), "sleep": sleeps}
     options.update(kw)
     return GatewayClient(gateway.url, KEY, VARIABLE, rng=random.Random(7), **options)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def gateway(httpserver) -> Gateway:
-    return Gateway(httpserver)
 
 
 @pytest.fixture
@@ -184,54 +159,7 @@ def test_a_reply_whose_patch_leaves_the_kernel_folder_is_an_output_error():
 # -- offline token estimates and trimming ----------------------------------------------------
 
 
-def test_the_prompt_keeps_kernel_sources_then_configs_and_lists_what_it_left_out():
-    big_py = change("kernels/deepgemm_tile/reference.py", "+# x\n" * 3000)
-    source = change("kernels/deepgemm_tile/gemm_cpu.cpp", "+int tile = 256;\n" * 40)
-    config = change("kernels/deepgemm_tile/tile_config.json", CONFIG_DIFF)
-    readme = change("kernels/deepgemm_tile/NOTES.md", "+a note\n")
-    changes = [big_py, readme, config, source]
-    assert [c.path for c in prompt.order(changes, KERNEL)] == [source.path, config.path, big_py.path, readme.path]
-    frame = estimate.count_messages(prompt.messages(KERNEL, [], [c.path for c in changes]))
-    trimmed = prompt.trim(KERNEL, changes, frame + 600, estimate.count_messages)
-    assert [c.path for c in trimmed.included] == [source.path, config.path, readme.path]
-    assert trimmed.left_out == [big_py.path] and trimmed.prompt_tokens <= frame + 600
-    user = prompt.messages(KERNEL, trimmed.included, trimmed.left_out)[1]["content"]
-    assert "left out of this prompt for size" in user and "reference.py" in user
-    assert user.index("int tile = 256") < user.index('"tile_m": 256')
-
-
 # -- ask(): the whole agent path with a real ledger -------------------------------------------
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def ledger(request: pytest.FixtureRequest, tmp_path: Path):
-    url = str(tmp_path / "l.sqlite") if request.param == "sqlite" else request.getfixturevalue("pg_url")
-    with open_ledger(url) as led:
-        yield led
-
-
-@pytest.fixture
-def sqlite_ledger(tmp_path: Path):
-    with Ledger(tmp_path / "l.sqlite") as led:
-        yield led
-
-
-def run_ask(gateway: Gateway, ledger: Ledger, tmp_path: Path, changes=None, **env: str):
-    settings = load_settings(
-        {VARIABLE: KEY, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0", "GITHUB_TOKEN": "", **env},
-        REPO_CONFIG,
-    )
-    return ask(
-        KERNEL,
-        changes if changes is not None else [change("kernels/deepgemm_tile/tile_config.json", CONFIG_DIFF)],
-        settings=settings,
-        ledger=ledger,
-        head_sha="f" * 40,
-        pr=12,
-        offline=False,
-        candidates_dir=tmp_path / "agent_candidates",
-        sleep=Sleeps(),
-    )
 
 
 def test_every_attempt_is_a_ledger_row_and_the_reservation_settles_to_the_usage(gateway, ledger, tmp_path):
@@ -266,17 +194,6 @@ def test_invalid_json_gets_one_repair_request(gateway, sqlite_ledger, tmp_path):
     assert (tmp_path / "agent_candidates" / f"{'f' * 12}_deepgemm_tile.rejected.txt").exists()
 
 
-def test_a_second_invalid_reply_is_an_error_with_both_replies_kept_sanitised(gateway, sqlite_ledger, tmp_path):
-    gateway.push(completion(f"\x1b[31mno JSON\x1b[0m, your key is {KEY}"), completion("still no JSON"))
-    report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
-    assert report.status == "error" and "after one repair request" in report.reason
-    kept = tmp_path / "agent_candidates"
-    first = (kept / f"{'f' * 12}_deepgemm_tile.rejected.txt").read_text()
-    assert first == "no JSON, your key is ***"
-    assert (kept / f"{'f' * 12}_deepgemm_tile.rejected-repair.txt").read_text() == "still no JSON"
-    assert sanitise(f"a\x07b{KEY}", [KEY]) == "ab***"
-
-
 def test_the_same_prompt_is_answered_from_the_cache_for_0_tokens(gateway, ledger, tmp_path):
     gateway.push(completion(json.dumps(GOOD)))
     first, _ = run_ask(gateway, ledger, tmp_path)
@@ -294,17 +211,6 @@ def test_over_budget_the_agent_is_not_asked_and_the_row_says_so(gateway, ledger,
     assert report.status == "over_budget" and "gates still run" in report.reason and "of 1000" in report.reason
     assert gateway.requests == []
     assert [(r.status, r.total_tokens) for r in ledger.usage()] == [("over_budget", 0)]
-
-
-def test_a_quota_429_fails_the_agent_fast_and_releases_its_reservation(gateway, sqlite_ledger, tmp_path):
-    gateway.push(Step(status=429, body=QUOTA_429))
-    with pytest.raises(AgentFailed) as err:
-        run_ask(gateway, sqlite_ledger, tmp_path)
-    assert err.value.report.status == "error" and VARIABLE in err.value.report.reason
-    assert len(gateway.requests) == 1
-    (reservation,) = sqlite_ledger.reservations(week=datetime.now(UTC).strftime("%G-W%V"))
-    assert reservation.state == "released"
-    assert [r.error_type for r in sqlite_ledger.usage()] == ["quota"]
 
 
 def test_usage_a_gateway_does_not_report_is_estimated_and_marked(gateway, sqlite_ledger, tmp_path):
@@ -336,34 +242,6 @@ def test_a_frame_over_the_per_request_budget_is_over_budget_without_a_call(gatew
 # -- --try-candidates: the agent's patch applied in a scratch worktree -----------------------
 
 
-def test_a_valid_candidate_is_applied_and_committed_in_a_scratch_worktree(kernel_repo):
-    from bot.review.candidates import CandidateError, applied
-    from tests.conftest import git
-
-    config = kernel_repo.path / "kernels/deepgemm_tile/tile_config.json"
-    before = config.read_text()
-    config.write_text(before.replace('"tile_k": 64', '"tile_k": 32'))
-    patch = git(kernel_repo.path, "diff") + "\n"
-    git(kernel_repo.path, "checkout", "--", ".")
-    with applied(kernel_repo.path, kernel_repo.base, patch, "deepgemm_tile") as candidate:
-        assert '"tile_k": 32' in (candidate.tree / "kernels/deepgemm_tile/tile_config.json").read_text()
-        assert candidate.sha != kernel_repo.base and len(candidate.sha) == 40
-        tree = candidate.tree
-    assert not tree.exists() and config.read_text() == before  # the user's tree is never touched
-    outside = patch.replace("kernels/deepgemm_tile/", "bot/")
-    with (
-        pytest.raises(CandidateError, match="outside"),
-        applied(kernel_repo.path, kernel_repo.base, outside, "deepgemm_tile"),
-    ):
-        pass
-    stale = patch.replace('"tile_k": 64', '"tile_k": 128')
-    with (
-        pytest.raises(CandidateError, match="git apply"),
-        applied(kernel_repo.path, kernel_repo.base, stale, "deepgemm_tile"),
-    ):
-        pass
-
-
 def test_the_one_domain_key_of_a_ci_agent_job_serves_when_the_domain_variable_is_unset(
     gateway, sqlite_ledger, tmp_path
 ):
@@ -373,28 +251,6 @@ def test_the_one_domain_key_of_a_ci_agent_job_serves_when_the_domain_variable_is
     report, _ = run_ask(gateway, sqlite_ledger, tmp_path, **{VARIABLE: "", "OPGATE_AGENT_KEY": agent_key})
     assert report.status == "ok" and gateway.requests[0].headers["Authorization"] == f"Bearer {agent_key}"
     assert [r.domain for r in sqlite_ledger.usage()] == ["deepgemm"]
-
-
-def test_a_task_file_naming_another_domains_key_is_not_sent(gateway, sqlite_ledger, tmp_path):
-    assert KERNEL.task is not None
-    provider = KERNEL.task.provider.model_copy(update={"api_key_env": "TAOTOKEN_API_KEY_FLASHMLA_AGENT"})
-    stray = KERNEL.model_copy(update={"task": KERNEL.task.model_copy(update={"provider": provider})})
-    settings = load_settings({"TAOTOKEN_API_KEY_FLASHMLA_AGENT": KEY, "TAOTOKEN_BASE_URL": gateway.url}, REPO_CONFIG)
-    report, _ = ask(
-        stray,
-        [change("kernels/deepgemm_tile/tile_config.json", CONFIG_DIFF)],
-        settings=settings,
-        ledger=sqlite_ledger,
-        head_sha="f" * 40,
-        pr=12,
-        offline=False,
-        candidates_dir=tmp_path / "agent_candidates",
-    )
-    assert report.status == "offline" and gateway.requests == []
-    assert report.reason == (
-        "the task file names TAOTOKEN_API_KEY_FLASHMLA_AGENT, but the deepgemm domain's key is "
-        "TAOTOKEN_API_KEY_DEEPGEMM_AGENT ([tool.opgate.domains.deepgemm] key): the agent was not asked"
-    )
 
 
 @pytest.mark.parametrize(

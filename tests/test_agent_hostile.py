@@ -13,9 +13,10 @@ import pytest
 from bot.agent.review import AgentOutputError, PatchError, parse_review, validate_patch
 from bot.ledger import Ledger
 from bot.review.candidates import CandidateError, applied, staged_problem
+from tests.agent_world import CONFIG_DIFF, run_ask
 from tests.conftest import git
 from tests.gateway import Gateway, completion
-from tests.test_agent_client import CONFIG_DIFF, GOOD, run_ask
+from tests.test_agent_client import GOOD
 
 K = "kernels/deepgemm_tile"
 RENAME_OUT = f"""diff --git a/{K}/tile_config.json b/{K}/moved.json

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,3 +234,76 @@ def test_the_code_inside_the_sandbox_imports_nothing_of_opgate():
     assert 'COST_FILES = ("costrun.py", "entry.py", "protocol.py")' in cost
     for name in ("worker.py", "costrun.py", "entry.py", "protocol.py", "confine.py"):
         assert _imports(BOT / "untrusted" / "runner" / name) == [], name
+
+
+# tests/README.md, "Modules without a file of their own": the one list of the modules of bot/ that have no
+# tests/test_<module>.py, each with its kind and where it is tested instead.
+KINDS = {
+    "no logic": "holds no logic of its own",
+    "moves later": "to do: its tests are still in a file another change holds",
+    "to do": "to do: holds logic and has no direct test yet",
+}
+README = ROOT / "tests" / "README.md"
+
+
+def _unnamed_table() -> dict[str, tuple[str, list[str]]]:
+    """Module path -> (kind, the test files its row names), read from the README's table."""
+    text = README.read_text()
+    section = text.split("## Modules without a file of their own", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[str, list[str]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0].startswith("`bot/"):
+            continue
+        module, kind, where = cells
+        assert module.strip("`") not in rows, f"{module} is listed twice"
+        rows[module.strip("`")] = (kind, re.findall(r"`(test_\w+\.py)`", where))
+    return rows
+
+
+def _named_files(path: Path, shared: set[str]) -> list[str]:
+    """The test files named after a module: test_<folder>_<name>.py, or test_<name>.py; a package's
+    __init__.py and __main__.py are tested in test_<package>.py."""
+    folder, name = path.parent.name, path.stem
+    if name in ("__init__", "__main__"):
+        return [f"test_{folder}.py"]
+    return [f"test_{folder}_{name}.py"] + ([f"test_{name}.py"] if name not in shared else [])
+
+
+def test_every_module_has_its_test_file_or_is_on_the_readmes_list():
+    tests = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    modules = sorted(BOT.rglob("*.py"))
+    names = [p.stem for p in modules if p.stem not in ("__init__", "__main__")]
+    shared = {n for n in names if names.count(n) > 1}
+    table = _unnamed_table()
+    assert table, "tests/README.md has no table of modules without a file of their own"
+    missing, stale = [], []
+    bare: dict[str, list[str]] = {}  # a shared name's test_<name>.py -> the unlisted modules it may stand for
+    for path in modules:
+        module = path.relative_to(ROOT).as_posix()
+        named = [f for f in _named_files(path, shared) if f in tests]
+        if path.stem in shared and not named and f"test_{path.stem}.py" in tests and module not in table:
+            bare.setdefault(f"test_{path.stem}.py", []).append(module)
+            continue
+        if named and module in table:
+            stale.append(f"{module} has {named[0]}: take it off the list")
+        elif not named and module not in table:
+            missing.append(module)
+    assert not missing, f"no tests/test_<module>.py and not on tests/README.md's list: {missing}"
+    assert not stale, stale
+    ambiguous = {f: ms for f, ms in bare.items() if len(ms) > 1}
+    assert not ambiguous, (
+        f"one test file named after several modules; name the others test_<folder>_<name>.py: {ambiguous}"
+    )
+    for module, (kind, where) in table.items():
+        assert (ROOT / module).is_file(), f"tests/README.md lists {module}, which does not exist"
+        assert kind in KINDS, f"{module}: kind {kind!r} is none of {sorted(KINDS)}"
+        assert where, f"{module}: the row names no test file where it is tested"
+        assert all(f in tests for f in where), f"{module}: {[f for f in where if f not in tests]} do not exist"
+
+
+def test_a_modules_test_file_is_named_after_its_folder_and_name_and_a_shared_name_needs_the_folder():
+    shared = {"store"}
+    assert _named_files(Path("bot/ledger/store.py"), shared) == ["test_ledger_store.py"]
+    assert _named_files(Path("bot/verdict/gate.py"), shared) == ["test_verdict_gate.py", "test_gate.py"]
+    assert _named_files(Path("bot/gpucheck/__main__.py"), shared) == ["test_gpucheck.py"]

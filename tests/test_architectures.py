@@ -189,7 +189,38 @@ def test_gpu_peaks_are_the_data_sheets_dense_bf16_and_hbm_figures():
     assert device_peak("NVIDIA H100 NVL").tflops == 835.5 and device_peak("NVIDIA H100 PCIe").gbps == 2000
     assert (device_peak("NVIDIA H200").tflops, device_peak("NVIDIA H200").gbps) == (989.5, 4800)
     assert (device_peak("NVIDIA B200").tflops, device_peak("NVIDIA B200").gbps) == (2250, 8000)
-    assert device_peak("NVIDIA GeForce RTX 4090") is None and device_peak(None) is None
+    assert device_peak("NVIDIA Quadro K6000") is None and device_peak(None) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "label", "tflops", "gbps"),
+    [  # the names nvidia-smi (or torch, on a Jetson) reports for the parts of each architecture opgate has a table of
+        ("Tesla T4", "NVIDIA T4", 65, 320),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB SXM", 312, 2039),
+        ("NVIDIA A100-SXM4-40GB", "NVIDIA A100 40GB SXM", 312, 1555),
+        ("NVIDIA A100 80GB PCIe", "NVIDIA A100 80GB PCIe", 312, 1935),
+        ("NVIDIA A10", "NVIDIA A10", 125, 600),
+        ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 3090", 142, 936),
+        ("Orin", "NVIDIA Jetson AGX Orin", 42.5, 204.8),
+        ("NVIDIA L4", "NVIDIA L4", 121, 300),
+        ("NVIDIA L40", "NVIDIA L40", 181.05, 864),
+        ("NVIDIA L40S", "NVIDIA L40S", 366.5, 864),
+        ("NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4090", 330.3, 1008),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM", 989.5, 3350),
+        ("NVIDIA GH200 480GB", "NVIDIA GH200", 989.5, 4900),
+        ("NVIDIA B200", "NVIDIA B200", 2250, 8000),
+        ("NVIDIA GB200", "NVIDIA GB200", 2500, 8000),
+        ("NVIDIA B300 SXM6 AC", "NVIDIA B300", 2250, 8000),
+        ("NVIDIA GB300", "NVIDIA GB300", 2500, 8000),
+        ("NVIDIA GeForce RTX 5090", "NVIDIA GeForce RTX 5090", 419, 1792),
+    ],
+)
+def test_each_part_finds_its_own_data_sheet_row(name: str, label: str, tflops: float, gbps: float) -> None:
+    peak = device_peak(name)
+    assert peak is not None and peak.of.startswith(f"{label} (") and (peak.tflops, peak.gbps) == (tflops, gbps)
+
+
+def test_a_measured_rate_is_judged_against_its_own_parts_peak() -> None:
     flops = 2 * 4096**3
     case = _timed(0.2, 0.21)  # 687 TFLOP/s: 69 % of an H100's dense bf16
     judge_throughput(case, flops, None, device_peak("NVIDIA H100 80GB HBM3"))

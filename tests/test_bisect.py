@@ -24,8 +24,9 @@ from bot.present.render import commit_url
 from tests.conftest import git
 from tests.github_server import FakeGitHub
 from tests.hostile import problems
+from tests.mainline_world import REF, sha, step
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
-from tests.test_history import REF, TOKEN, _main_repo, _write_report, sha, step
+from tests.test_history import TOKEN, _main_repo, _write_report
 
 REPO = "octo-org/kernels"
 

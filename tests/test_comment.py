@@ -405,3 +405,27 @@ def test_every_resource_column_reads_base_to_head_threads_and_stack_included():
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[4] == "128 → 256" and cells[8] == "0 → 0"  # threads per block and stack bytes, base → head
     assert "p50 head is p50 base × the paired ratio, so Δ p50 = head / base − 1" in out
+
+
+def test_a_launch_declared_not_measured_is_named_first_in_the_headline_and_the_status():
+    from bot.models.report import ResourceCheckReport
+
+    report = cr.cuda_changed()
+    k = report.kernels[0]
+    site = (
+        "kernels/deepgemm_tile/gemm_cuda.cu:406 kernel<<<…, Cfg::kThreads, Cfg::kSmemBytes + (k > 4096 ? 65536 : 0)>>>"
+    )
+    k.undecided.append(
+        "resource: launch figures declared, not measured: kernels/deepgemm_tile/gemm_cuda.cu holds the launch: "
+        f"{site} (…)"
+    )
+    k.resource_check = ResourceCheckReport(status="ok", launch_unmeasured=[site])
+    state, description = publish.acceptance_status(report)
+    assert state == "success"
+    assert description.startswith(
+        "undecided, not blocking: deepgemm_tile (launch figures declared, not measured: "
+        "kernels/deepgemm_tile/gemm_cuda.cu:406 "
+    )
+    assert len(description[: description.index(":406") + 4]) <= 140  # GitHub keeps 140 characters: the line stays
+    headline = publish.compose(report, [], None).split("\n")[1]
+    assert "undecided: launch figures declared, not measured: kernels/deepgemm_tile/gemm_cuda.cu:406 kernel" in headline

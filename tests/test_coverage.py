@@ -73,3 +73,29 @@ def test_a_changed_source_no_build_that_ran_compiles_is_named_not_judged():
         "ops/common/helpers.h: changed, compiled by no build: not judged",
     ]
     assert not_judged(changed[:2], "ops/csrc", compiled, ["cpu", "cuda"]) == []  # a GPU runner builds both
+
+
+def test_a_resource_only_kernel_names_every_changed_file_its_resource_check_does_not_read():
+    from bot.review.coverage import NOT_JUDGED, not_read
+
+    read = {"ops/k/kernel.toml", "ops/k/k.cu", "ops/k/k.cuh", "third_party/lib/include/lib.h"}
+    changed = ["ops/k/k.cu", "ops/k/pybind.cpp", "ops/k/__init__.py", "ops/k/heuristics.h", "third_party/lib"]
+    lines = not_read(changed, read)
+    assert [line.split(": ")[0] for line in lines] == ["ops/k/pybind.cpp", "ops/k/__init__.py", "ops/k/heuristics.h"]
+    assert all(line.endswith(f": {NOT_JUDGED}") and "resource check" in line for line in lines)
+    assert not any("unchanged" in line for line in lines)  # a submodule bump (third_party/lib) is read, not listed
+
+
+def test_a_kernel_at_the_repository_root_reads_paths_from_the_root():
+    from bot.config.manifest import ROOT
+    from bot.review.coverage import not_judged
+
+    compiled = {"cuda": {"flash.cu", "main.cpp"}}
+    changed = ["flash.cu", "csrc/extra.cu", "README.md"]
+    assert not_judged(changed, ROOT, compiled, ["cpu"]) == [
+        "flash.cu: changed, compiled by no build that ran here (only [build.cuda], which needs a CUDA GPU): not judged",
+        "csrc/extra.cu: changed, compiled by no build: not judged",
+    ]
+    assert not_judged(changed, ROOT, compiled, ["cpu", "cuda"]) == [
+        "csrc/extra.cu: changed, compiled by no build: not judged"
+    ]

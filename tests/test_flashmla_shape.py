@@ -74,6 +74,25 @@ def test_a_thread_count_change_takes_the_codes_threads_and_names_the_stale_manif
 @pytest.mark.slow
 @pytest.mark.untimed
 @needs_nvcc
+def test_a_resource_only_kernel_names_each_changed_file_no_gate_read_not_judged_never_unchanged(opgate, tmp_path):
+    repo, _ = make_flashmla_repo(tmp_path)
+    for name, text in (("pybind.cpp", '#include "heuristics.h"\n'), ("heuristics.h", "int splits(int n);\n")):
+        repo.write(f"{KERNEL}/{name}", text)
+    repo.write(f"{KERNEL}/__init__.py", "")
+    repo.edit(f"{KERNEL}/kernel.cuh", "// Dense decode,", "// Dense decode (reworded),")  # read: no line for it
+    run = review(opgate, repo, repo.commit("the host side"))
+    assert run.code == 0, run.stdout + run.stderr
+    kernel = run.kernel("dense")
+    assert kernel["verdict"] == "undecided"
+    unread = [line.split(": ")[0] for line in kernel["undecided"] if line.endswith(": not judged")]
+    assert sorted(unread) == [f"{KERNEL}/{n}" for n in ("__init__.py", "heuristics.h", "pybind.cpp")]
+    assert not any("unchanged from base" in n for n in kernel["notes"]), kernel["notes"]
+    assert "unchanged from base" not in run.comment
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
 def test_a_change_that_spills_fails(opgate, tmp_path):
     repo, _ = make_flashmla_repo(tmp_path)
     repo.edit(TRAITS, "MIN_BLOCKS_PER_SM = 1", "MIN_BLOCKS_PER_SM = 4")  # 64 registers a thread: 96 live values spill
@@ -99,7 +118,9 @@ def test_a_submodule_bump_is_planned_and_each_side_compiles_its_own_pinned_commi
     head_row, base_row = _row(kernel["resource_check"]), _row(kernel["resource_check"], "base")
     assert base_row["dynamic_smem_bytes"] == 64 * 64 * 2 + 256 * 4  # base's minicute
     assert head_row["dynamic_smem_bytes"] == 128 * 64 * 2 + 256 * 4  # head's minicute
-    assert kernel["notes"][0].startswith("rollback: 1 file(s)")  # the gitlink is the one changed path
+    assert kernel["notes"][0].startswith(
+        "change size: 1 file(s) of this kernel changed"
+    )  # the gitlink is the one changed path
     assert not (repo.path / ".git" / "worktrees").exists() or not list((repo.path / ".git" / "worktrees").iterdir())
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import CaseStatus, KernelReport, Resource
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
 
@@ -119,6 +119,53 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
     assert overall([neutral, strict]) == "fail" and overall([neutral]) == "undecided"
 
 
+def test_renamed_kernel_functions_stand_beside_base_by_signature_and_unmatched_base_rows_are_removed():
+    from bot.verdict.gate import match_base, removed_in_head
+
+    base = [
+        Resource(function="void forward_kernel(float const*, float*, int)", registers=40),
+        Resource(function="void backward_kernel(float const*, float*, int)", registers=60),
+        Resource(function="void stats_kernel(double*)", registers=10),
+    ]
+    head = [
+        Resource(function="void forward_kernel_naive(float const*, float*, int)", registers=40),
+        Resource(function="void forward_kernel_wmma(float const*, float*, int)", registers=72),
+        Resource(function="void backward_kernel(float const*, float*, int)", registers=60),
+    ]
+    matched = {h: b.function for h, b in match_base(head, base).items()}
+    assert matched == {  # both renamed functions beside base's forward_kernel: its name starts theirs
+        "void forward_kernel_naive(float const*, float*, int)": "void forward_kernel(float const*, float*, int)",
+        "void forward_kernel_wmma(float const*, float*, int)": "void forward_kernel(float const*, float*, int)",
+        "void backward_kernel(float const*, float*, int)": "void backward_kernel(float const*, float*, int)",
+    }
+    assert [r.function for r in removed_in_head(head, base)] == ["void stats_kernel(double*)"]
+    _, notes = resource_reasons(head, base, LIMITS)
+    assert notes == [
+        "void forward_kernel_wmma(float const*, float*, int) (in base void forward_kernel(float const*, float*, "
+        "int)): registers 40 -> 72"
+    ]
+
+
+def test_template_arguments_that_differ_in_unsigned_numbers_pair_and_one_function_each_side_pairs():
+    from bot.verdict.gate import match_base, removed_in_head
+
+    base = [Resource(function=f"void k<128u, {b}>(float*)", registers=90) for b in ("true", "false")]
+    head = [Resource(function=f"void k<256u, {b}>(float*)", registers=96) for b in ("true", "false")]
+    assert {h: b.function for h, b in match_base(head, base).items()} == {
+        "void k<256u, true>(float*)": "void k<128u, true>(float*)",
+        "void k<256u, false>(float*)": "void k<128u, false>(float*)",
+    }
+    # A rename that changes the parameters too: the one function left on each side is the pair.
+    lone_base = [Resource(function="void old_k(float*)", registers=1)]
+    lone_head = [Resource(function="void new_k(half*, int)", registers=1)]
+    assert match_base(lone_head, lone_base)["void new_k(half*, int)"].function == "void old_k(float*)"
+    # Two left on each side with nothing in common: no guess; base's rows are listed as removed.
+    two_base = [Resource(function="void a(float*)", registers=1), Resource(function="void b(int*)", registers=1)]
+    two_head = [Resource(function="void c(half*)", registers=1), Resource(function="void d(char*)", registers=1)]
+    assert match_base(two_head, two_base) == {}
+    assert [r.function for r in removed_in_head(two_head, two_base)] == ["void a(float*)", "void b(int*)"]
+
+
 def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
     from bot.verdict.gate import match_base
 
@@ -197,3 +244,40 @@ def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_
     undecided = case_verdict(CASE, LIMITS, _run(_timed(1.03, 1.15, 1), _timed(1.0, 1.0, 2)))  # the clock straddles
     assert undecided.verdict == "fail" and undecided.reasons[0].startswith("performance: CPU time per call")
     assert not any(r.startswith("performance inconclusive") for r in undecided.reasons)
+
+
+def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():
+    from bot.models.report import Violation
+    from bot.verdict.gate import check_reasons
+
+    never = Violation(metric="nan_inf", output="C", index=[199, 327], value=1.0, got=float("nan"), expected=3.25)
+    check = Check(max_abs_err=0.0, nan_inf=True, failure=never.model_copy(update={"unwritten": True}))
+    assert check_reasons(check, 1e-2) == [
+        "correctness: output C has elements the kernel never wrote, first at C[199, 327]: got NaN (never written), "
+        "reference 3.25"
+    ]
+    # A NaN the kernel computed (not the judge's poison left in place) stays a stability failure.
+    assert check_reasons(check.model_copy(update={"failure": never}), 1e-2) == [
+        "stability: output has NaN/Inf where the reference has none (or misses them), first at C[199, 327]: got nan, "
+        "reference 3.25"
+    ]
+
+
+def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_never_unchanged():
+    from bot.models.report import ResourceCheckReport
+
+    same = Resource(function="gemm<3>", registers=96, threads=128, dynamic_smem_bytes=98_304)
+    unmeasured = (
+        "launch figures declared, not measured: k/gemm.cu holds the launch: k/gemm.cu:40 gemm<<<…, 128, n>>> (…)"
+    )
+    check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=[unmeasured])
+    judged = kernel_verdict(
+        KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
+        [],
+        [CaseReport(name="square", device="cpu", tolerance=0.01, verdict="pass")],
+        LIMITS,
+        Policy(),
+    )
+    assert judged.verdict == "undecided"
+    assert judged.undecided == [f"resource: {unmeasured}"]
+    assert not any("unchanged" in n for n in judged.notes)

@@ -9,17 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.agent import wire
 from bot.agent.run import ask
 from bot.config.repo import RepoConfig, load_config
 from bot.config.settings import load_settings
 from bot.errors import InputError
 from bot.ledger import Ledger
+from tests.agent_world import CONFIG_DIFF, KERNEL, KEY, VARIABLE, Sleeps, change
 from tests.conftest import REPO_CONFIG
-from tests.gateway import Gateway, completion, deepseek, message, tool_calls, truncated
-from tests.test_agent_client import CONFIG_DIFF, GOOD, KERNEL, KEY, VARIABLE, Sleeps, change
-
-CUT = '{"risk_notes": ["tile_n=256 doubles the accumu'  # what a reply cut off mid-JSON looks like
+from tests.gateway import CUT, Gateway, completion, deepseek, tool_calls, truncated
+from tests.test_agent_client import GOOD
 
 
 @pytest.fixture
@@ -102,17 +100,6 @@ def test_a_truncated_repair_reply_is_not_asked_again(gateway, ledger, tmp_path) 
     )
 
 
-def test_the_anthropic_wire_reads_stop_reason_max_tokens_and_tool_use() -> None:
-    body = message(CUT)
-    body["stop_reason"] = "max_tokens"
-    assert wire.parse("anthropic", body, None).finish_reason == "length"
-    body = message("")
-    body["content"] = [{"type": "tool_use", "id": "toolu_01", "name": "bash", "input": {"command": "ls"}}]
-    body["stop_reason"] = "tool_use"
-    reply = wire.parse("anthropic", body, None)
-    assert (reply.finish_reason, reply.tool_calls, reply.content) == ("tool_calls", ["bash"], "")
-
-
 # ---------------------------------------------------------------------------- content null with tool_calls
 
 
@@ -132,13 +119,6 @@ def test_a_tool_call_reply_then_an_answer_is_fine(gateway, ledger, tmp_path) -> 
     assert report.status == "ok" and report.requests == 2
 
 
-def test_a_refusal_is_named() -> None:
-    body = completion("")
-    body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
-    reply = wire.parse("openai", body, None)
-    assert (reply.content, reply.refusal) == ("", "I can't help with that.")
-
-
 # ---------------------------------------------------------------------------- DeepSeek usage
 
 
@@ -153,14 +133,6 @@ def test_deepseek_cache_hits_are_recorded_as_cached_tokens(gateway, ledger, tmp_
         1280,
         "reported",
     )
-
-
-def test_openai_cached_tokens_still_win_where_they_are_given() -> None:
-    body = completion("x", prompt=1000, completion_tokens=10, prompt_tokens_details={"cached_tokens": 512})
-    assert wire.parse("openai", body, None).usage.cached_tokens == 512
-    newer = deepseek("x", prompt=1000, completion_tokens=10, hit=640)
-    newer["usage"]["prompt_tokens_details"] = {"cached_tokens": 640}  # newer DeepSeek replies carry both
-    assert wire.parse("openai", newer, None).usage.cached_tokens == 640
 
 
 # ---------------------------------------------------------------------------- per domain: the cap's name, temperature
@@ -182,11 +154,6 @@ def test_by_default_max_tokens_and_the_temperature_are_sent(gateway, ledger, tmp
     assert (sent["max_tokens"], sent["temperature"]) == (2048, 0.1) and "max_completion_tokens" not in sent
 
 
-def test_the_anthropic_wire_always_says_max_tokens_and_may_leave_out_the_temperature() -> None:
-    out = wire.body("anthropic", "m", [], temperature=None, max_tokens=64, tokens_field="max_completion_tokens")
-    assert out == {"model": "m", "max_tokens": 64, "messages": []}
-
-
 def test_a_bad_domain_key_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "opgate.toml").write_text(
         '[domains.moe]\nweekly_budget = 1000\nrequest_budget = 100\nmax_tokens_field = "max_output_tokens"\n'
@@ -199,8 +166,9 @@ def test_a_bad_domain_key_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_the_ci_summary_request_follows_the_same_rules(gateway, tmp_path) -> None:
+    from tests.ci_summary_world import failing, reply_for
     from tests.test_ci_summary import ask as ask_summary
-    from tests.test_ci_summary import failing, reply_for, settings_for
+    from tests.test_ci_summary import settings_for
 
     settings = settings_for(gateway, tmp_path)
     gateway.push(truncated('{"summary": "cpu_seq_8192 is wr'), completion(json.dumps(reply_for(failing()))))

@@ -299,12 +299,6 @@ def test_a_custom_role_counts_as_the_base_role_it_builds_on(server: FakeGitHub, 
     assert role_of({"permission": "write", "role_name": "maintain"}).level == "maintain"
 
 
-def test_role_levels_compare() -> None:
-    custom = Role(level="maintain", name="release-captain")
-    assert custom.at_least("write") and custom.at_least("maintain") and not custom.at_least("admin")
-    assert custom.shown == "release-captain (maintain)" and Role(level="write", name="write").shown == "write"
-
-
 def test_the_log_never_shows_the_token_while_waiting(
     server: FakeGitHub, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:

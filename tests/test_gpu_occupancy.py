@@ -1,5 +1,6 @@
 """On a GPU runner: the CUDA runtime's occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor) agrees with
-bot/occupancy.py for every allowed config of every kernel, and the device is the sm_90 the calculator assumes."""
+bot/verdict/occupancy.py for every allowed config of every kernel, and the device's properties are those of the
+calculator's table for its compute capability (sm_90 on an H100/H200, sm_80 on an A100, sm_89 on an L4 …)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import load_kernel
-from bot.verdict.occupancy import SM90, occupancy
+from bot.verdict.occupancy import SM90, Arch, occupancy, table
 from tests.conftest import KERNELS
 from tests.cuda_launcher import LAUNCHERS, configs, read_launchers, runtime_main
 
@@ -24,10 +25,14 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH"),
 ]
 
-SM90_PROPS = [
-    9, 0, SM90.max_threads_per_block, SM90.max_warps_per_sm * SM90.warp_size, SM90.smem_per_block, SM90.smem_per_sm,
-    SM90.smem_per_block_optin, SM90.smem_reserved_per_block, SM90.registers_per_sm, SM90.max_blocks_per_sm,
-]  # fmt: skip
+
+def props(arch: Arch) -> list[int]:
+    """What cudaGetDeviceProperties reports on a GPU of `arch`, in tests/cuda_probe.py's `props` order."""
+    return [
+        *arch.compute, arch.max_threads_per_block, arch.max_warps_per_sm * arch.warp_size, arch.smem_per_block,
+        arch.smem_per_sm, arch.smem_per_block_optin, arch.smem_reserved_per_block, arch.registers_per_sm,
+        arch.max_blocks_per_sm,
+    ]  # fmt: skip
 
 
 def _check(kernel, config, workdir: Path) -> list[str]:
@@ -37,20 +42,27 @@ def _check(kernel, config, workdir: Path) -> list[str]:
     problems = []
     ptxas = sorted((r.registers, r.smem_bytes) for r in found.resources)
     runtime = []
+    sm: Arch = SM90
     for line in found.stdout.splitlines():
         kind, *fields = line.split()
-        if kind == "props" and [int(x) for x in fields] != SM90_PROPS:
-            problems.append(f"device properties {fields} differ from the calculator's sm_90 {SM90_PROPS}")
+        if kind == "props":
+            arch = table(f"sm_{fields[0]}{fields[1]}")
+            if arch is None:
+                problems.append(f"compute capability {fields[0]}.{fields[1]}: the calculator has no table for it")
+                continue
+            sm = arch
+            if [int(x) for x in fields] != props(arch):
+                problems.append(f"device properties {fields} differ from the calculator's {arch.name} {props(arch)}")
         if kind != "fn":
             continue
         name = fields[0]
         regs, static, _, threads, dynamic, blocks, error = (int(x) for x in fields[1:])
         runtime.append((regs, static))
-        ours = occupancy(regs, threads, static, dynamic)
+        ours = occupancy(regs, threads, static, dynamic, arch=sm)
         if error or ours.blocks_per_sm != blocks:
             problems.append(
-                f"{config} {name}: runtime {blocks} blocks/SM (error {error}), bot/occupancy.py {ours.blocks_per_sm} "
-                f"({regs} registers, {threads} threads, {static} + {dynamic} B smem)"
+                f"{config} {name}: runtime {blocks} blocks/SM (error {error}), bot/verdict/occupancy.py "
+                f"{ours.blocks_per_sm} on {sm.name} ({regs} registers, {threads} threads, {static} + {dynamic} B smem)"
             )
     if sorted(runtime) != ptxas:
         problems.append(f"{config}: ptxas (registers, static smem) {ptxas} != the runtime's {sorted(runtime)}")

@@ -1,226 +1,27 @@
-"""Main's record and cumulative drift: the pure arithmetic, the ledger on SQLite and PostgreSQL, and the CLI
-(`opgate history record`, `opgate history drift --post`) on a scratch git repository and the local GitHub server."""
+"""`opgate history record` and `opgate history drift --post` on a scratch git repository and the local GitHub
+server; the arithmetic is in test_drift.py and test_record.py, the ledger in test_mainline_store.py."""
 
 from __future__ import annotations
 
 import pytest
 
 from bot.ledger import open_ledger
-from bot.mainline.drift import Override, Reference, chain_ratio, drift
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure, figures, occupancy_estimate, pr_from_subject
+from bot.mainline.drift import drift
 from bot.mainline.store import History
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import (
-    AgentReport,
-    Build,
-    CaseReport,
-    KernelReport,
-    Machine,
-    Report,
-    Resource,
-    ResourceCheckReport,
-)
 from tests.conftest import git
 from tests.github_server import FakeGitHub
+from tests.mainline_world import REF, _report, sha, step
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
 
 REPO = "octo-org/kernels"
 TOKEN = "ghs_historyTestToken0123456789abcdef"
-REF = Reference(label="v0.3", sha="r" * 40, committed_at="2026-01-01T00:00:00+00:00")
-
-
-def sha(i: int) -> str:
-    return f"{i:040x}"
-
-
-def step(i: int, pct: float, *, kernel: str = "deepgemm_tile", case: str = "square_512", ci: float = 0.5) -> CaseFigure:
-    base = REF.sha if i == 1 else sha(i - 1)
-    return CaseFigure(
-        sha=sha(i),
-        base_sha=base,
-        kernel=kernel,
-        domain="deepgemm",
-        case_name=case,
-        device="cpu",
-        device_name="cpu",
-        p50_ms=1.0 + pct / 100,
-        base_p50_ms=1.0,
-        regression_pct=pct,
-        ci_low_pct=pct - ci,
-        ci_high_pct=pct + ci,
-        verdict="pass" if pct + ci <= 3 else "fail",
-        committed_at=f"2026-02-{i:02d}T10:00:00+00:00",
-    )
-
-
-def commit(i: int, pr: int | None = None) -> MainCommit:
-    return MainCommit(
-        sha=sha(i),
-        base_sha=REF.sha if i == 1 else sha(i - 1),
-        committed_at=f"2026-02-{i:02d}T10:00:00+00:00",
-        subject=f"change {i}" + (f" (#{pr})" if pr else ""),
-        pr=pr,
-    )
 
 
 # ---------------------------------------------------------------------------- pure
 
 
-def test_ten_changes_that_each_pass_the_3_percent_gate_add_up_to_a_flagged_drift():
-    figs = [step(i, 2.9, ci=0.05) for i in range(1, 11)]
-    (d,) = drift(REF, [sha(i) for i in range(1, 11)], figs, {}, limit_pct=5.0)
-    case = d.worst
-    assert all(f.verdict == "pass" for f in figs)
-    assert case.drift_pct == pytest.approx((1.029**10 - 1) * 100, abs=0.01)  # +33.0%, not 10 × 2.9
-    assert case.ci_low_pct < case.drift_pct < case.ci_high_pct and d.flagged
-    assert case.reference_p50_ms == 1.0 and case.since == "2026-02-01"
-
-
-def test_steps_inside_their_noise_do_not_drift_and_the_ci_widens_with_every_step():
-    assert chain_ratio([]) == (0.0, 0.0, 0.0)
-    figs = [step(i, 0.3 if i % 2 else -0.3, ci=1.0) for i in range(1, 9)]
-    (d,) = drift(REF, [sha(i) for i in range(1, 9)], figs, {}, limit_pct=5.0)
-    assert not d.flagged and abs(d.worst.drift_pct) < 0.1
-    assert d.movers == []  # every step's CI holds zero: nothing "moved" it
-    width = d.worst.ci_high_pct - d.worst.ci_low_pct
-    assert 2.0 * 2**0.5 < width < 2.0 * 8**0.5 + 0.1  # sqrt(8) × one step's width (2 × 1.0%)
-
-
-def test_the_movers_name_their_commit_pr_and_override_and_only_commits_in_the_range_count():
-    figs = [step(1, 0.1), step(2, 6.0), step(3, 0.0), step(4, 2.0, case="ragged")]
-    figs.append(step(9, 50.0).model_copy(update={"sha": "f" * 40}))  # not on main's line since the reference
-    commits = {c.sha: c for c in (commit(1), commit(2, pr=12), commit(3), commit(4, pr=14))}
-    override = Override(pr=12, login="maint-alice", role="maintain", reason="noisy runner", kernels=["deepgemm_tile"])
-    (d,) = drift(REF, [sha(i) for i in range(1, 5)], figs, commits, limit_pct=5.0, overrides={12: [override]})
-    assert {c.case_name for c in d.cases} == {"square_512", "ragged"}
-    assert d.worst.case_name == "square_512" and d.worst.drift_pct == pytest.approx(6.11, abs=0.01)
-    assert [(m.sha, m.pr, m.changes) for m in d.movers] == [
-        (sha(2), 12, [("square_512", 6.0)]),
-        (sha(4), 14, [("ragged", 2.0)]),
-    ]
-    assert d.movers[0].overrides == [override] and d.movers[0].verdict == "fail"
-
-
-def test_a_commit_that_touched_the_kernel_but_has_no_record_is_named_as_a_gap():
-    figs = [step(1, 1.0), step(3, 1.0)]  # commit 2 touched the kernel; its record is missing
-    touched = {sha(1): {"deepgemm_tile"}, sha(2): {"deepgemm_tile"}, sha(3): {"deepgemm_tile"}, sha(4): {"other"}}
-    (d,) = drift(REF, [sha(i) for i in range(1, 5)], figs, {}, touched=touched)
-    assert d.gaps == [sha(2)]
-
-
-def test_a_push_of_several_commits_is_one_record_covering_all_of_them():
-    figs = [step(3, 4.0).model_copy(update={"base_sha": REF.sha})]  # one push: reference..commit 3
-    touched = {sha(i): {"deepgemm_tile"} for i in range(1, 4)}
-    (d,) = drift(REF, [sha(i) for i in range(1, 4)], figs, {}, touched=touched)
-    assert d.gaps == [] and d.worst.drift_pct == pytest.approx(4.0)
-
-
-@pytest.mark.parametrize(
-    ("subject", "pr"),
-    [
-        ("deepgemm: tile_n 256 (#42)", 42),
-        ("Merge pull request #7 from octo/branch", 7),
-        ("fix #42 in the README", None),
-        ("plain commit", None),
-    ],
-)
-def test_the_pull_request_of_a_main_commit_comes_from_its_subject(subject, pr):
-    assert pr_from_subject(subject) == pr
-
-
-def test_occupancy_is_limited_by_registers_threads_or_shared_memory():
-    assert occupancy_estimate(128, 256, 0) == 0.25  # 4096 regs per warp × 8 warps: 2 blocks, 16 of 64 warps
-    assert occupancy_estimate(32, 256, 0) == 1.0
-    assert occupancy_estimate(32, 256, 100_000) == 0.25  # 2 blocks of 101 KiB fit in 228 KiB
-    assert occupancy_estimate(64, None, 0) is None
-
-
-def _report(pr: int | None = None) -> Report:
-    cases = [
-        CaseReport(
-            name="square_512", tolerance=0.01, p50_ms=1.1, base_p50_ms=1.0, regression_pct=10.0, ci95_pct=[9.0, 11.0],
-            verdict="fail",
-        ),
-        CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, verdict="skipped", reasons=["needs a CUDA GPU"]),
-    ]  # fmt: skip
-    check = ResourceCheckReport(
-        status="ok", head=[Resource(function="k1", registers=96, smem_bytes=4096)], threads={"k1": 256}
-    )
-    return Report(
-        base_sha="b" * 40,
-        head_sha="c" * 40,
-        pr=pr,
-        verdict="fail",
-        kernels=[
-            KernelReport(
-                name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", cases=cases,
-                resource_check=check, build=Build(ok=True, seconds=1, cached=False, device="cpu"),
-            ),
-            KernelReport(name="flashmla_decode", domain="flashmla", changed=False, verdict="skipped"),
-        ],
-        agent=AgentReport(status="offline"),
-        environment=Machine(device="cpu", python="3.11"),
-        created_at="2026-03-02T10:00:00+00:00",
-        opgate_version="0.1.0",
-    )  # fmt: skip
-
-
-def test_a_main_review_gives_one_figure_per_measured_case_and_one_per_compiled_function():
-    main = MainCommit(sha="c" * 40, base_sha="b" * 40, committed_at="2026-03-02T09:00:00+00:00")
-    cases, resources = figures(_report(), main)
-    assert [(c.kernel, c.case_name, c.p50_ms, c.ci_low_pct, c.ci_high_pct) for c in cases] == [
-        ("deepgemm_tile", "square_512", 1.1, 9.0, 11.0)
-    ]
-    assert resources == [
-        ResourceFigure(
-            sha="c" * 40, kernel="deepgemm_tile", function="k1", registers=96, smem_bytes=4096, threads=256,
-            committed_at=main.committed_at,
-        )
-    ]  # fmt: skip
-
-
 # ---------------------------------------------------------------------------- ledger, both databases
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "l.sqlite")
-    return str(request.getfixturevalue("pg_url"))
-
-
-def test_main_figures_round_trip_and_recording_a_commit_again_replaces_them(url):
-    with open_ledger(url) as ledger:
-        store = History(ledger)
-        res = ResourceFigure(sha=sha(1), kernel="deepgemm_tile", function="k", registers=90, committed_at="2026-02-01")
-        store.record(commit(1, pr=11), [step(1, 1.0)], [res])
-        store.record(commit(1, pr=11), [step(1, 2.0)], [res.model_copy(update={"registers": 92})])
-        store.record(commit(2), [step(2, 0.5)], [])
-        assert [c.sha for c in store.commits()] == [sha(1), sha(2)] and store.commits()[0].pr == 11
-        assert [(f.sha, f.regression_pct) for f in store.figures()] == [(sha(1), 2.0), (sha(2), 0.5)]
-        assert [r.registers for r in store.resources()] == [92]
-        assert store.figures(kernel="other") == []
-        assert store.has_table("main_figures") and store.has_table("tuning_trials") and not store.has_table("nothing")
-
-
-def test_the_latest_drift_check_and_every_override_are_read_back(url):
-    from bot.mainline.drift import checks
-
-    with open_ledger(url) as ledger:
-        store = History(ledger)
-        (d,) = drift(REF, [sha(1), sha(2)], [step(1, 3.0), step(2, 3.0)], {})
-        store.record_checks(checks([d], "2026-03-01T00:00:00+00:00", {}))
-        store.record_checks(checks([d], "2026-03-02T00:00:00+00:00", {"deepgemm_tile": "https://x/issues/1"}))
-        (latest,) = store.latest_checks()
-        assert (latest.checked_at, latest.flagged, latest.issue_url) == (
-            "2026-03-02T00:00:00+00:00",
-            True,
-            "https://x/issues/1",
-        )
-        ledger.record_acceptance(
-            AcceptanceRow(pr=5, head_sha="h" * 40, login="a", role="admin", kernels=[], override=True, comment_id=9)
-        )
-        assert [(a.pr, a.override) for a in store.acceptances()] == [(5, True)]
 
 
 # ---------------------------------------------------------------------------- the CLI on a git repository

@@ -167,10 +167,15 @@ def test_init_finds_flashmla_sources_in_instantiations_one_kernel_per_folder(opg
     data = json.loads(run.stdout)
     assert data["skipped"] == []
     assert {"csrc/sm90/decode/dense/kernel.toml", "csrc/sm90/decode/sparse_fp8/kernel.toml"} <= set(data["written"])
-    no_binding = "no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources: write the entry its cases call"
-    assert f"csrc/sm90/decode/dense: {no_binding}" in data["notes"]
+    no_binding = (  # a header-only layout: its instantiation files, compiled for the resource check, no cases
+        "no torch binding (TORCH_LIBRARY or PYBIND11_MODULE) in its sources, only .cu files that include kernel "
+        "headers (instantiation files): written as a resource-only kernel (compiled for every architecture, no cases)"
+    )
+    assert any(n.startswith(f"csrc/sm90/decode/dense: {no_binding}") for n in data["notes"]), data["notes"]
+    assert not (decode / "dense" / "reference.py").exists()
     kernels = discover(repo, load_config(repo))
     dense, sparse = kernels["dense"].manifest, kernels["sparse_fp8"].manifest
+    assert dense.cases == [] and dense.build["cuda"].entry == ""
     assert set(dense.build) == {"cuda"} and dense.build["cuda"].sources == ["instantiations/bf16.cu"]
     assert sparse.build["cuda"].sources == ["instantiations/model1.cu", "instantiations/v32.cu"]
     assert dense.globs == ["csrc/sm90/decode/dense/**"]  # ../splitkv_mla.cuh and traits.h are the kernel's own
@@ -206,3 +211,119 @@ def test_init_names_a_folder_that_is_not_a_git_repository_and_refuses_one_withou
     assert run.code == 2
     assert "no kernel source (.cu, .cpp, .cc) in docs or its subfolders: give --kernels the folder" in run.stderr
     assert sorted(p.name for p in empty.iterdir()) == [".git", "docs"]  # nothing written
+
+
+def test_init_proposes_the_arguments_an_entry_returning_nothing_writes(opgate, tmp_path):
+    """A pybind function defined `void` (non-const `Tensor&` written) and a TORCH_LIBRARY op `-> ()` (`Tensor(a!)`)."""
+    repo = tmp_path / "mul"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "out_arg_repo", repo)
+    (repo / "ops" / "axpy").mkdir()
+    (repo / "ops" / "axpy" / "axpy.cpp").write_text(
+        '#include <torch/library.h>\nTORCH_LIBRARY(axpy, m) { m.def("axpy_out(Tensor x, Tensor(a!) out, float alpha, '
+        'Tensor(b!) scratch_space) -> ()"); }\n'
+    )
+    git(repo, "init", "-q", "-b", "main")
+    run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "moe")
+    assert run.code == 0, run.stderr
+    assert (
+        "opgate: note: ops/mul: mul returns nothing and writes C (output), workspace (scratch): drafted as "
+        "outputs/scratch; confirm their [buffers] shapes"
+    ) in run.stdout
+    kernels = discover(repo, load_config(repo))
+    mul = kernels["mul"].manifest
+    spec = mul.build["cpu"]
+    assert (spec.entry, spec.arguments, spec.outputs, spec.scratch) == (
+        "mul", ["A", "B", "C", "s", "workspace"], ["C"], ["workspace"]
+    )  # fmt: skip
+    assert spec.inputs() == ["A", "B", "s"] and set(mul.buffers) == {"C", "workspace"}
+    reference = (repo / "ops" / "mul" / "reference.py").read_text()
+    assert "return A.to(device), B.to(device), s.to(device)\n" in reference  # make_inputs: the inputs only
+    assert "def reference(A: torch.Tensor, B: torch.Tensor, s: torch.Tensor) -> torch.Tensor:" in reference
+    assert "mul(A, B, C, s, workspace) with C filled with NaN first" in reference
+    axpy = kernels["axpy"].manifest.build["cpu"]
+    assert (axpy.arguments, axpy.outputs, axpy.scratch, axpy.args) == (
+        ["x", "out", "alpha", "scratch_space"], ["out"], ["scratch_space"], ["alpha"]
+    )  # fmt: skip
+    assert [c.params for c in kernels["axpy"].manifest.cases] == [{"alpha": 1.5}]
+
+
+def test_init_at_a_root_layout_suggests_kernels_dot_then_writes_a_root_kernel_that_check_accepts(opgate, tmp_path):
+    from tests.layout_repos import REFERENCE_PY, root_layout
+
+    repo = root_layout(tmp_path / "flash")
+    run = opgate("init", "--repo", str(repo), "--domain", "flash")
+    assert run.code == 2
+    assert (
+        "no kernels/ folder here, and the repository root holds kernel sources (flash.cu, main.cpp): give --kernels . "
+        "(the root is the kernel's folder; its globs name only its sources) or --kernels DIR"
+    ) in run.stderr
+    run = opgate("init", "--repo", str(repo), "--kernels", ".", "--domain", "flash", "--json")
+    assert run.code == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert {"kernel.toml", "reference.py", "tunables.json", "agent_task.json"} <= set(data["written"])
+    assert (
+        "the repository root: main.cpp binds the .cu files (it declares what they define): built in [build.cuda]"
+        in (data["notes"])
+    )
+    assert 'manifests = ["kernel.toml"]' in (repo / "opgate.toml").read_text()
+    manifest = (repo / "kernel.toml").read_text()
+    assert "[launch.functions.forward_kernel]   # drafted from flash.cu:" in manifest
+    assert "# no architecture found in setup.py, CMakeLists.txt or a cpp_extension.load script" in manifest
+    kernel = discover(repo, load_config(repo))["flash"]
+    assert kernel.path == "." and set(kernel.manifest.build) == {"cuda"}
+    assert kernel.manifest.build["cuda"].sources == ["flash.cu", "main.cpp"]
+    assert kernel.globs == ["*.cu", "*.cpp", "kernel.toml", "tunables.json", "agent_task.json", "reference.py"]
+    fn = kernel.manifest.launch.functions["forward_kernel"]
+    assert (fn.threads, fn.dynamic_smem) == (128, 49152)
+    run = opgate("check", "--repo", str(repo))
+    assert run.code == 1, run.stdout + run.stderr  # what init left raises: check runs the reference, even on a CPU
+    assert "opgate check: flash (.)" in run.stdout and "ok  manifest ./kernel.toml: valid" in run.stdout
+    assert "in reference (case smoke): NotImplementedError: reference.py of flash: write the torch reference" in (
+        run.stdout
+    )
+    (repo / "reference.py").write_text(REFERENCE_PY)  # what the team writes after init
+    run = opgate("check", "--repo", str(repo))
+    assert run.code == 0, run.stdout + run.stderr
+
+
+def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_the_missing_submodule(opgate, tmp_path):
+    from tests.layout_repos import setup_py_layout
+
+    repo = setup_py_layout(tmp_path / "matmul")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "matmul")
+    assert run.code == 1, run.stderr  # its own lint: the include folder is missing until the submodule is there
+    assert (
+        "csrc/kernel.toml:18: KERN005 [build.cuda] include_dirs: 'third_party/cutlass/include' lies in the git "
+        "submodule third_party/cutlass, which is not checked out (git submodule update --init third_party/cutlass)"
+    ) in run.stdout
+    assert (
+        "opgate: note: csrc: include folder third_party/cutlass/include (named in setup.py) lies in the git submodule "
+        "third_party/cutlass, which is not checked out here: git submodule update --init third_party/cutlass"
+    ) in run.stdout
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    assert "# drafted by opgate init from setup.py (-gencode), setup.py (TORCH_CUDA_ARCH_LIST): confirm" in manifest
+    assert 'include_dirs = ["csrc/common", "third_party/cutlass/include"]   # from the repository root' in manifest
+    assert "[launch.functions.mul_kernel]   # drafted from matmul_kernel.cu:4: confirm\nthreads = 256\n" in manifest
+    (repo / "third_party" / "cutlass" / "include").mkdir(parents=True)  # the submodule checked out
+    kernel = discover(repo, load_config(repo))["matmul"]  # csrc: named after its parent
+    spec = kernel.manifest.build["cuda"]
+    assert kernel.manifest.constraints.architectures == ["sm_80", "sm_86", "sm_90a"]
+    assert spec.sources == ["matmul_kernel.cu", "matmul.cpp"] and "cpu" not in kernel.manifest.build
+
+
+def test_init_writes_a_header_only_library_as_a_resource_only_kernel_with_its_include_folder(opgate, tmp_path):
+    from tests.layout_repos import header_only_layout
+
+    repo = header_only_layout(tmp_path / "fp8lib")
+    run = opgate("init", "--repo", str(repo), "--kernels", "opgate/instantiations", "--domain", "fp8")
+    assert run.code == 0, run.stderr
+    kernel = discover(repo, load_config(repo))["instantiations"]
+    assert kernel.manifest.cases == [] and kernel.manifest.build["cuda"].include_dirs == ["include"]
+    assert kernel.manifest.constraints.architectures == ["sm_90a", "sm_100a"]
+    assert not (repo / "opgate" / "instantiations" / "reference.py").exists()
+    headers_only = tmp_path / "headers"
+    (headers_only / "lib").mkdir(parents=True)
+    (headers_only / "lib" / "gemm.cuh").write_text("template <int N> __global__ void k() {}\n")
+    git(headers_only, "init", "-q")
+    run = opgate("init", "--repo", str(headers_only), "--kernels", "lib", "--domain", "fp8")
+    assert run.code == 2 and "no kernel source (.cu, .cpp, .cc) in lib" in run.stderr

@@ -14,7 +14,21 @@ from bot.config.manifest import Launch, load_kernel
 from bot.errors import InputError
 from bot.models.report import Resource
 from bot.verdict.gate import SMEM_PER_BLOCK_LIMIT
-from bot.verdict.launch import describe, describe_kernel, matches, name_path, values
+from bot.verdict.launch import (
+    DECLARED,
+    ReadBack,
+    SiteTouch,
+    describe,
+    describe_kernel,
+    marked_function,
+    matches,
+    name_path,
+    plain,
+    read_back,
+    shared_keys,
+    undecided_launches,
+    values,
+)
 from tests.conftest import KERNELS
 from tests.cuda_launcher import LAUNCHERS, configs, read_launchers
 
@@ -154,6 +168,22 @@ def test_a_described_function_gets_threads_dynamic_smem_and_occupancy():
     assert out.occupancy is not None and out.occupancy.blocks_per_sm == 2
 
 
+def test_occupancy_is_computed_on_each_architecture_with_a_table_and_named_where_none_is():
+    r = Resource(function=GEMM, registers=242, extern_smem=True)
+    launch = _launch(gemm_bf16_kernel={"dynamic_smem": "stages * 32768"})
+    for arch, blocks in (("sm_75", 0), ("sm_80", 1), ("sm_86", 1), ("sm_90a", 2), ("sm_120a", 1)):
+        d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch=arch)  # 96 KiB: over a T4's 64
+        [out] = d.resources
+        assert d.notes == [] and out.occupancy is not None, arch
+        assert (out.occupancy.arch, out.occupancy.blocks_per_sm) == (arch.rstrip("a"), blocks)
+    d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch="sm_110a")
+    assert d.resources[0].occupancy is None
+    assert d.notes == [
+        "occupancy not computed for sm_110a: no table "
+        "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)"
+    ]
+
+
 def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
     r = Resource(function=MLA, registers=96, extern_smem=True)
     d = describe([r], {MLA: 256}, Launch(), {}, "kernels/flashmla_decode/kernel.toml")
@@ -162,6 +192,20 @@ def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
         "size: add [launch.functions.mla_decode_kernel] dynamic_smem"
     ]
     assert d.resources[0].dynamic_smem_bytes is None and d.resources[0].occupancy is None
+
+
+def test_a_template_of_ten_unsized_instantiations_is_one_error_naming_the_ten():
+    functions = [f"void vec_kernel<{n}u>(float const*, float*)" for n in range(32, 352, 32)]
+    rows = [Resource(function=f, registers=16, extern_smem=True) for f in functions]
+    rows.append(Resource(function="void other_kernel(int*)", registers=8, extern_smem=True))
+    d = describe(rows, dict.fromkeys(functions, 128), Launch(), {}, "ops/v/kernel.toml")
+    assert d.errors == [
+        f"vec_kernel (10 instantiations: {'; '.join(functions)}) uses dynamic shared memory (extern __shared__) that "
+        "ops/v/kernel.toml does not size: add [launch.functions.vec_kernel] dynamic_smem",
+        "void other_kernel(int*) uses dynamic shared memory (extern __shared__) that ops/v/kernel.toml does not size: "
+        "add [launch.functions.other_kernel] dynamic_smem",
+    ]
+    assert all(r.dynamic_smem_bytes is None and r.occupancy is None for r in d.resources)
 
 
 def test_a_function_without_extern_shared_memory_needs_no_description():
@@ -280,3 +324,127 @@ def test_the_launcher_uses_the_manifests_threads_and_dynamic_smem_for_every_allo
         results = list(pool.map(lambda ic: _check_config(kernel, ic[1], tmp_path / str(ic[0])), enumerate(all_configs)))
     problems = [p for r in results for p in r]
     assert not problems, "\n".join(problems)
+
+
+# -- the launches as the code makes them (read back by the fold) ------------------------------------------------------
+
+GEMM3 = "void ns::gemm<128, 3>(float const*, float*)"
+GEMM4 = "void ns::gemm<128, 4>(float const*, float*)"
+SITE = "k/gemm.cu:40 kernel<<<…, Plan::kThreads, Plan::kSmem>>>"
+
+
+def _declared(function: str) -> Resource:
+    """What kernel.toml's one `[launch.functions.gemm]` gives every instantiation: 128 threads, 98,304 B."""
+    return Resource(
+        function=function, registers=128, smem_bytes=0, extern_smem=True, threads=128, dynamic_smem_bytes=98_304
+    )
+
+
+def test_names_of_a_ptxas_function_and_of_a_fold_marker_agree():
+    assert plain(GEMM3) == "ns::gemm<128, 3>"
+    assert (
+        plain("ns::(anonymous namespace)::decode(unsigned short const*, float)") == "ns::(anonymous namespace)::decode"
+    )
+    assert marked_function(
+        "void opgate_fold::site_value<1, &(void ns::gemm<128, 3>(float const*, float*)), 98304ull>()"
+    ) == ("ns::gemm<128, 3>")
+    assert marked_function("void opgate_fold::site_value<0, &ns::(anonymous namespace)::decode, 256ull>()") == (
+        "ns::(anonymous namespace)::decode"
+    )
+    assert marked_function("void ns::gemm<128, 3>(float const*, float*)") == ""
+
+
+def test_each_instantiation_gets_the_size_its_own_launch_asks_and_the_declared_one_is_kept_beside():
+    values = [
+        ReadBack(SITE, "threads", "ns::gemm<128, 3>", 128),
+        ReadBack(SITE, "smem", "ns::gemm<128, 3>", 98_304),
+        ReadBack(SITE, "threads", "ns::gemm<128, 4>", 128),
+        ReadBack(SITE, "smem", "ns::gemm<128, 4>", 163_840),
+    ]
+    (three, four), notes = read_back([_declared(GEMM3), _declared(GEMM4)], values)
+    assert (three.dynamic_smem_bytes, three.launch_from, three.declared_dynamic_smem_bytes) == (
+        98_304,
+        "read back",
+        98_304,
+    )
+    assert (four.dynamic_smem_bytes, four.declared_dynamic_smem_bytes, four.declared_threads) == (163_840, 98_304, 128)
+    assert three.occupancy is not None and four.occupancy is not None
+    assert (three.occupancy.blocks_per_sm, four.occupancy.blocks_per_sm) == (2, 1)
+    assert notes == [
+        f"{GEMM4}: kernel.toml [launch] declares 98,304 B of dynamic shared memory and 128 threads; "
+        f"the launch ({SITE}) asks 163,840 B and 128 threads: judged as the code launches it"
+    ]
+    untouched, none = read_back([_declared(GEMM3)], [])
+    assert untouched == [_declared(GEMM3)] and none == []
+
+
+def test_an_instantiation_launched_at_two_sizes_is_judged_at_the_worse_of_them():
+    values = [
+        ReadBack(SITE, "smem", "ns::gemm<128, 3>", 1024),
+        ReadBack("k/b.cu:9 …", "smem", "ns::gemm<128, 3>", 4096),
+    ]
+    (r,), notes = read_back([_declared(GEMM3)], values)
+    assert r.dynamic_smem_bytes == 4096
+    assert notes[0] == (
+        f"{GEMM3} is launched with 1,024 B, 4,096 B of dynamic shared memory and its declared threads: judged at the "
+        "largest shared memory and the block size with the fewest resident warps"
+    )
+
+
+def test_a_marker_the_kernels_own_code_adds_can_only_make_its_occupancy_worse():
+    """163,840 B allows one block per SM: 128 threads keep 4 warps, a forged 256-thread marker would show 8."""
+    real = [ReadBack(SITE, "threads", "ns::gemm<128, 4>", 128), ReadBack(SITE, "smem", "ns::gemm<128, 4>", 163_840)]
+    forged = ReadBack("k/gemm.cu:1 …", "threads", "ns::gemm<128, 4>", 256)
+    alone = Resource(function=GEMM4, registers=64, extern_smem=True, threads=128, dynamic_smem_bytes=98_304)
+    (honest,), _ = read_back([alone], real)
+    (with_forgery,), _ = read_back([alone], [*real, forged])
+    assert honest.occupancy is not None and with_forgery.occupancy is not None
+    assert (
+        (with_forgery.threads, with_forgery.occupancy.warps_per_sm) == (128, honest.occupancy.warps_per_sm) == (128, 4)
+    )
+
+
+def test_a_touched_launch_that_was_not_read_back_is_undecided_naming_the_file_and_the_launch():
+    touch = SiteTouch(f"k/gemm.cu holds the launch: {SITE}", (SITE,), "gemm")
+    why = {
+        SITE: ["its dynamic shared memory: not a compile-time constant (error: expression must have a constant value)"]
+    }
+    assert undecided_launches([_declared(GEMM3)], [touch], why) == [
+        f"{DECLARED}: k/gemm.cu holds the launch: {SITE} (its dynamic shared memory: not a compile-time constant "
+        "(error: expression must have a constant value)): its shared memory and occupancy are undecided"
+    ]
+    (declared,) = undecided_launches([_declared(GEMM3), _declared(GEMM4)], [touch], {})
+    assert f"the compiler read back no launch of {GEMM3}, {GEMM4}" in declared
+    (unknown,) = undecided_launches([_declared(GEMM3)], [SiteTouch("x", ("k/a.cu:1 fn<<<…>>>",), "fn")], {})
+    assert "no compiled kernel function is named 'fn'" in unknown
+    read, _ = read_back([_declared(GEMM3)], [ReadBack(SITE, "smem", "ns::gemm<128, 3>", 98_304)])
+    assert undecided_launches(read, [touch], {}) == []
+
+
+def test_one_declared_figure_for_several_instantiations_says_none_has_its_own():
+    launch = Launch.model_validate({"functions": {"gemm": {"dynamic_smem": 98_304}}})
+    (note,) = shared_keys([_declared(GEMM3), _declared(GEMM4)], launch, "k/kernel.toml")
+    assert note == (
+        f"k/kernel.toml: launch.functions.gemm describes 2 instantiations ({GEMM3}; {GEMM4}) with one declared figure: "
+        "none has launch figures of its own"
+    )
+    read, _ = read_back([_declared(GEMM3), _declared(GEMM4)], [ReadBack(SITE, "smem", "ns::gemm<128, 4>", 1)])
+    assert shared_keys(read, launch, "k/kernel.toml") == []  # only gemm<128, 3> left declared
+    assert shared_keys([_declared(GEMM3)], launch, "k/kernel.toml") == []
+
+
+def test_an_instantiation_key_gives_that_instantiation_figures_of_its_own():
+    launch = Launch.model_validate(
+        {"functions": {"gemm": {"dynamic_smem": 98_304}, "ns::gemm<128, 4>": {"dynamic_smem": 163_840}}}
+    )
+    compiled = [
+        Resource(function=f, registers=128, extern_smem=True) for f in (GEMM3, GEMM4, "void ns::gemm<64, 4>(float*)")
+    ]
+    out = describe(compiled, {GEMM3: 128, GEMM4: 128, "void ns::gemm<64, 4>(float*)": 128}, launch, {}, "k/kernel.toml")
+    assert out.errors == []
+    assert [r.dynamic_smem_bytes for r in out.resources] == [98_304, 163_840, 98_304]
+    assert matches("gemm<128,4>", GEMM4) and not matches("gemm<128, 4>", GEMM3)
+    (note,) = shared_keys(out.resources, launch, "k/kernel.toml")  # gemm<128, 3> and gemm<64, 4> share the name's
+    assert "launch.functions.gemm describes 2 instantiations" in note and GEMM4 not in note
+    with pytest.raises(ValueError, match="one instantiation"):
+        Launch.model_validate({"functions": {"gemm<1>; x": {"dynamic_smem": 1}}})

@@ -3,15 +3,11 @@ speedups sent to a person. Pure functions, and git's detection on a real scratch
 
 from __future__ import annotations
 
-import shutil
-
 from bot.config.manifest import Constraints
 from bot.config.repo import RepoConfig
-from bot.edges import gitio
 from bot.models.report import CaseReport, KernelReport
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.verdict.gate import Policy, kernel_verdict
-from tests.conftest import git, make_repo
 
 SIZES = {
     "kernels/a/kernel.toml": 1000,
@@ -33,24 +29,6 @@ def test_a_folder_that_comes_mostly_from_a_base_kernel_is_that_kernel_renamed_or
     assert renamed_to(found) == {"a": "fast"}
     copied = origins(copies, SIZES, {**head, "a": "kernels/a"}, base)  # a is still in head: a copy
     assert copied["fast"].how == "copied" and renamed_to(copied) == {}
-
-
-def test_gits_rename_and_copy_detection_finds_a_moved_and_a_copied_kernel(tmp_path):
-    repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
-    git(repo.path, "mv", "kernels/deepgemm_tile", "kernels/moved")
-    head = repo.commit("moved")
-    pairs = gitio.copies(repo.path, repo.base, head, ["kernels"])
-    assert ("kernels/deepgemm_tile/gemm_cpu.cpp", "kernels/moved/gemm_cpu.cpp") in pairs
-    assert all(target.startswith("kernels/moved/") for _, target in pairs)
-    sizes = gitio.sizes(repo.path, head)
-    assert origins(pairs, sizes, {"moved": "kernels/moved"}, {"deepgemm_tile": "kernels/deepgemm_tile"}) == {
-        "moved": Origin(base="deepgemm_tile", how="renamed", share=1.0)
-    }
-    git(repo.path, "mv", "kernels/moved", "kernels/deepgemm_tile")
-    shutil.copytree(repo.path / "kernels/deepgemm_tile", repo.path / "kernels/twin")  # an unchanged source
-    twin = repo.commit("a copy")
-    pairs = gitio.copies(repo.path, repo.base, twin, ["kernels/twin", "kernels/deepgemm_tile"])
-    assert ("kernels/deepgemm_tile/reference.py", "kernels/twin/reference.py") in pairs
 
 
 def _case(name: str, p50: float, base: float) -> CaseReport:

@@ -104,3 +104,42 @@ def test_a_torch_library_op_called_by_a_plain_name_is_pointed_at_torch_ops(tmp_p
         "[build.cpu] entry = 'mymuladd': the sources register TORCH_LIBRARY ops, not a Python module; call one as "
         "entry = 'torch.ops.extension_cpp.mymuladd' (offered: torch.ops.extension_cpp.mymuladd)"
     ]
+
+
+def test_an_architecture_without_an_occupancy_table_is_named_not_accepted_silently(tmp_path):
+    text = MANIFEST.replace("\n[build.cpu]", '\n[constraints]\narchitectures = ["sm_86", "sm_110a"]\n\n[build.cpu]', 1)
+    found = lint(kernel(tmp_path, text))
+    assert [(f.line, f.rule, f.severity, f.message) for f in found] == [
+        (
+            text.splitlines().index('architectures = ["sm_86", "sm_110a"]') + 1,
+            "KERN007",
+            "warning",
+            "occupancy not computed for sm_110a: no table "
+            "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)",
+        )
+    ]
+    shipped = '"sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120a"'
+    every = MANIFEST.replace("\n[build.cpu]", f"\n[constraints]\narchitectures = [{shipped}]\n\n[build.cpu]", 1)
+    assert lint(kernel(tmp_path / "every", every)) == []
+
+
+def test_a_kernel_toml_at_the_repository_root_whose_globs_take_the_whole_repository_is_an_error(tmp_path):
+    (tmp_path / ".git").mkdir()
+    root = tmp_path / "kernel.toml"
+    shutil.copytree(TUTORIAL, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "reference.py").write_text("def make_inputs(case, device, seed): ...\ndef reference(a, b, c): ...\n")
+    root.write_text(MANIFEST.replace('globs = ["ops/csrc/**"]', 'globs = ["**"]'))
+    assert [(f.line, f.rule, f.message) for f in lint(root)] == [
+        (
+            3,
+            "KERN001",
+            'globs \'**\': a kernel at the repository root names its own files ("*.cu", "main.cpp", "csrc/**"), '
+            "never the whole repository (docs/, tests/, .github/ are not its sources)",
+        )
+    ]
+    root.write_text(MANIFEST.replace('globs = ["ops/csrc/**"]', 'globs = ["*.cpp", "cuda/**", "kernel.toml"]'))
+    assert lint(root) == []
+    (tmp_path / "ops").mkdir()  # the same wide glob one folder down names only that folder's files: allowed
+    nested = tmp_path / "ops" / "kernel.toml"
+    nested.write_text(MANIFEST.replace('globs = ["ops/csrc/**"]', 'globs = ["**"]'))
+    assert not [f for f in lint(nested) if "repository root" in f.message]

@@ -79,14 +79,6 @@ def test_limits_apply_per_output_and_the_first_broken_output_is_reported():
     assert metrics.output_names(1) == ["out"]
 
 
-def test_compare_keeps_the_headline_max_abs_err_over_every_output():
-    check = compare([torch.ones(2), torch.zeros(3)], [torch.ones(2), torch.full((3,), 0.5)])
-    assert check.max_abs_err == pytest.approx(0.5) and check.failure is None  # no limits: metrics only
-    assert [o.name for o in check.outputs] == ["out0", "out1"]
-    limited = compare([torch.ones(2)], [torch.zeros(2)], ["c"], Limits(max_abs_err=0.1))
-    assert limited.failure is not None and limited.failure.output == "c" and limited.failure.index == [0]
-
-
 def _run(head: Check, probes: list[Check] | None = None, base: Check | None = None) -> CaseRun:
     checks = {"head": head} | ({"base": base} if base else {})
     return CaseRun(

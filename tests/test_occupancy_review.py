@@ -43,7 +43,9 @@ def test_merging_split_k_partials_in_fp64_costs_a_quarter_of_the_resident_warps_
     assert head["occupancy"]["blocks_per_sm"] < 16 and head["occupancy"]["limited_by"] == ["registers"]
     [reason] = [r for r in kernel["reasons"] if "occupancy" in r and r.endswith(" on sm_90a")]  # and on sm_100a
     assert reason.startswith(f"resource: {head['function']}: occupancy 100% -> ")
-    assert f"limited by registers: {head['registers']} registers x 128 threads" in reason
+    regs, allocated = head["registers"], -(-head["registers"] // 8) * 8  # per warp in units of 256: 8 per thread
+    held = f"{regs} registers" if regs == allocated else f"{regs} -> {allocated} registers allocated per thread"
+    assert f"limited by registers: {held} x 128 threads = {allocated * 128:,} allocated per block" in reason
     assert "fewer resident warps than base > max_occupancy_drop_pct 0%" in reason
     assert all(c["verdict"] == "pass" for c in kernel["cases"] if c["device"] == "cpu")  # the CPU twin is untouched
     assert "| 100% → **" in run.comment and "| registers, threads → registers |" in run.comment

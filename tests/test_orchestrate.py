@@ -44,6 +44,17 @@ def test_a_review_of_an_unknown_revision_writes_an_error_report_and_records_it(
     assert recorded is not None and recorded.verdict == "error"
 
 
+def test_the_comment_of_a_pull_request_says_when_the_configuration_allows_self_acceptance(
+    kernel_repo: KernelRepo, tmp_path: Path
+) -> None:
+    settings = settings_for(tmp_path)
+    options = ReviewOptions(base="no-such-branch", head=kernel_repo.base, out=tmp_path / "out", repo=kernel_repo.path,
+                            offline=True, pr=42)  # fmt: skip
+    assert "Self-acceptance is allowed here" not in review(options, settings).comment
+    weakened = settings.model_copy(update={"repo_config": REPO_CONFIG.model_copy(update={"allow_self_accept": True})})
+    assert "Self-acceptance is allowed here" in review(options, weakened).comment
+
+
 def test_a_matrix_part_that_cannot_run_names_its_kernel_and_is_not_recorded(
     kernel_repo: KernelRepo, tmp_path: Path
 ) -> None:

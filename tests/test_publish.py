@@ -1,4 +1,5 @@
-"""Publishing a review: the sticky comment, the status, the step summary, voided acceptances, fan-out and merge."""
+"""Publishing a review: the sticky comment, the status, the step summary, voided acceptances, and
+`opgate review --plan/--part/--merge` (the merge itself is in test_fanout.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ import pytest
 
 from bot.edges import publish
 from bot.edges.events import PullRequestEvent
-from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import AgentReport, Build, Resource
 from bot.present.render import REVIEW_MARKER
-from bot.review import fanout
 from bot.spend.budget import BudgetState
 from tests.github_server import FakeGitHub, load_fixture
 from tests.test_accept import BASE, HEAD, OLD, PR, REPO, TOKEN, Accept, github_env, make_report
@@ -92,6 +91,15 @@ def test_the_comment_says_which_head_it_is_for_what_a_push_voided_and_what_the_p
     assert f"opgate review --base {BASE} --head {HEAD}" in text
 
 
+def test_the_comment_warns_while_self_acceptance_is_allowed() -> None:
+    report = make_report()
+    allowed = publish.pr_context(report, PR, [], [], self_accept=True)
+    text = publish.compose(report, [], allowed)
+    assert "> [!WARNING]\n> **Self-acceptance is allowed here**" in text
+    assert "sets `allow_self_accept = true`, so the author of this pull request and whoever pushed" in text
+    assert "Self-acceptance" not in publish.compose(report, [], publish.pr_context(report, PR, [], []))
+
+
 def test_agent_notes_cannot_post_images_html_or_links() -> None:
     report = make_report()
     report.agents.append(
@@ -151,60 +159,6 @@ def test_the_step_summary_is_appended_without_the_marker(tmp_path: Path) -> None
     publish.write_step_summary(path, f"{REVIEW_MARKER}\n## opgate: pass\n")
     assert path.read_text() == "# earlier step\n## opgate: pass\n\n"
     publish.write_step_summary(None, "ignored")
-
-
-def test_merge_joins_parts_and_a_missing_part_is_an_error(tmp_path: Path) -> None:
-    good = tmp_path / "part-deepgemm_tile"
-    good.mkdir()
-    part_report = make_report()
-    part_report.kernels = part_report.kernels[:1]
-    part_report.agents = [AgentReport(status="ok", domain="deepgemm", requests=1, total_tokens=7)]
-    (good / "report.json").write_text(part_report.to_json())
-    (good / fanout.UNSEEN_FILE).write_text('["kernels/deepgemm_tile/big.cu"]')
-    (tmp_path / "part-flashmla_decode").mkdir()
-    parts = [fanout.read_part(tmp_path / "part-deepgemm_tile"), fanout.read_part(tmp_path / "part-flashmla_decode")]
-    report, unseen = fanout.merge(parts, BASE, HEAD, PR)
-    assert [(k.name, k.verdict) for k in report.kernels] == [("deepgemm_tile", "pass"), ("flashmla_decode", "error")]
-    assert report.verdict == "error" and report.agent.total_tokens == 7 and unseen == ["kernels/deepgemm_tile/big.cu"]
-    assert "left no report" in report.kernels[1].reasons[0]
-    with pytest.raises(InputError, match=r"reviewed b2b2b2b2b2\.\.\.a1a1a1a1a1, not b2b2b2b2b2\.\.\.c3c3"):
-        fanout.merge(parts[:1], BASE, OLD, PR)
-
-
-def _part(folder: Path, kernels: list[str], agents: list[AgentReport] | None = None) -> fanout.Part:
-    folder.mkdir()
-    report = make_report()
-    report.kernels = [k for k in report.kernels if k.name in kernels]
-    report.agents = agents or []
-    (folder / "report.json").write_text(report.to_json())
-    return fanout.read_part(folder, prefix=fanout.AGENT_PREFIX if folder.name.startswith("agent-") else "part-")
-
-
-def test_a_part_is_untrusted_data_checked_against_the_plan(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.json"
-    plan.write_text(fanout.matrix([fanout.PlannedKernel(kernel="deepgemm_tile", domain="deepgemm")]))
-    planned = fanout.read_plan(plan)
-    both = _part(tmp_path / "part-deepgemm_tile", ["deepgemm_tile", "flashmla_decode"])
-    with pytest.raises(InputError, match="reports other kernels too: flashmla_decode"):
-        fanout.merge([both], BASE, HEAD, PR, planned=planned)
-    stranger = _part(tmp_path / "part-flashmla_decode", ["flashmla_decode"])
-    with pytest.raises(InputError, match="'flashmla_decode' is not a planned kernel"):
-        fanout.merge([stranger], BASE, HEAD, PR, planned=planned)
-    wrong_domain = _part(tmp_path / "agent-deepgemm_tile", [], [AgentReport(status="ok", domain="flashmla")])
-    good = _part(tmp_path / "part-x", ["deepgemm_tile"])
-    good = good.model_copy(update={"kernel": "deepgemm_tile"})
-    with pytest.raises(InputError, match="agent domain 'flashmla' is not deepgemm_tile's 'deepgemm'"):
-        fanout.merge([good], BASE, HEAD, PR, agents=[wrong_domain], planned=planned)
-    with pytest.raises(InputError, match="not a plan matrix"):
-        fanout.read_plan(tmp_path / "part-x" / "report.json")
-
-
-def test_agent_parts_replace_the_offline_agent_reviews_of_the_parts(tmp_path: Path) -> None:
-    offline = AgentReport(status="offline", domain="deepgemm", reason="--offline")
-    part = _part(tmp_path / "part-deepgemm_tile", ["deepgemm_tile"], [offline])
-    asked = _part(tmp_path / "agent-deepgemm_tile", [], [AgentReport(status="ok", domain="deepgemm", total_tokens=42)])
-    report, _ = fanout.merge([part], BASE, HEAD, PR, agents=[asked])
-    assert [a.status for a in report.agents] == ["ok"] and report.agent.total_tokens == 42
 
 
 # ---------------------------------------------------------------------------- end to end

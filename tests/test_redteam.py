@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import Case, Constraints
+from bot.edges.publish import acceptance_status
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
-from bot.models.report import CaseReport, CaseStatus, SideCost, SimulatedCost
+from bot.models.report import CaseReport, CaseStatus, Report, SideCost, SimulatedCost
 from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
@@ -422,3 +423,153 @@ def test_a_forged_callgrind_dump_decides_nothing(fake):
     simulated_verdict(report, SimulatedCost(head=forged, base=b), 3.0)
     assert report.verdict == "inconclusive" and report.simulated and not report.simulated.decided, report.reasons
     assert report.reasons[0].endswith("could have lowered its own count, so it decides nothing"), report.reasons
+
+
+# -- round three: acceptance stays in other people's hands (issue 37) -----------------------------------------------
+# Reproduced on main at 16856ce: the pull request's author, with maintain, answered `/accept` on their own change
+# and `/accept --override` on their own failed gates, and both were granted (opgate/accepted and
+# opgate/acceptance success). Here `opgate accept` runs through the GitHub edge against the local GitHub server,
+# on a pull request whose commits are real ones in the server's git store.
+
+
+@pytest.fixture
+def own_change(opgate, tmp_path: Path):
+    """PR #42 on the local GitHub server: alice-dev opened it with one commit, carol-coauthor pushed a second
+    (from an e-mail GitHub maps to her account); both may override (maintain), as may maint-bob; wanda-writer
+    has write. Yields (accept, server, head)."""
+    from tests.github_server import FakeGitHub
+    from tests.test_accept import PR, REPO, TOKEN, Accept
+
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    with FakeGitHub(TOKEN) as server:
+        server.add_repo(REPO)
+        for login, base_role in (("alice-dev", "maintain"), ("carol-coauthor", "maintain")):
+            server.set_permission(REPO, login, base_role)
+        server.set_permission(REPO, "maint-bob", "maintain")
+        server.set_permission(REPO, "wanda-writer", "write")
+        server.user("carol-coauthor", email="carol@example.com")
+
+        def commit(name: str, email: str, text: str) -> str:
+            (work / "kernel.cu").write_text(text)
+            git(work, "add", "kernel.cu")
+            git(work, "-c", f"user.name={name}", "-c", f"user.email={email}", "commit", "-q", "-m", text)
+            return git(work, "rev-parse", "HEAD")
+
+        base = commit("Maintainer", "maint@example.com", "base")
+        git(work, "push", "-q", str(server.git(REPO).path), "main")
+        git(work, "checkout", "-q", "-b", "feature")
+        commit("Alice", server.noreply("alice-dev"), "a faster tile")
+        head = commit("Carol", "carol@example.com", "and its epilogue")
+        git(work, "push", "-q", str(server.git(REPO).path), "feature")
+        server.add_pull(REPO, number=PR, head_sha=head, base_sha=base, head_ref="feature", author="alice-dev")
+        yield Accept(opgate, server, tmp_path), server, head
+
+
+def _refused_with(own_change, body: str, login: str, verdict: str) -> str:
+    """Run `body` by `login` on a review of the head whose deepgemm_tile `verdict`; the refusal's reply."""
+    from tests.test_accept import PR, REPO, make_report
+
+    accept, server, head = own_change
+    accept.store(make_report(head=head, verdicts={"deepgemm_tile": verdict}))
+    run = accept(body, login=login)
+    assert run.code == 0, run.stderr
+    assert "/accept refused" in run.stdout and accept.reactions() == ["eyes", "-1"]
+    assert accept.acceptances() == [] and server.statuses(REPO, head) == []  # nothing green, nothing recorded
+    assert ("GET", f"/repos/{REPO}/pulls/{PR}/commits") in accept.calls()
+    (reply,) = [c["body"] for c in server.comments(REPO, PR) if c["id"] != accept.comment_id]
+    assert reply.startswith("<!-- opgate:accept -->\n👎 **`/accept` refused**")
+    assert (
+        "and nobody accepts their own change: `/accept` needs a collaborator with write, maintain or admin, and "
+        "`--override` one with maintain or admin, who neither opened this pull request nor pushed a commit to it."
+    ) in reply
+    return reply
+
+
+@pytest.mark.untimed
+@pytest.mark.parametrize(
+    ("body", "verdict"),
+    [("/accept", "pass"), ("/accept", "needs_accept"), ('/accept --override "mine is fine"', "fail")],
+)
+def test_the_author_cannot_accept_their_own_change(own_change, body: str, verdict: str):
+    reply = _refused_with(own_change, body, "alice-dev", verdict)
+    assert "@\u200balice-dev opened pull request #42" in reply
+
+
+@pytest.mark.untimed
+@pytest.mark.parametrize(("body", "verdict"), [("/accept", "pass"), ('/accept --override "ours is fine"', "fail")])
+def test_a_coauthor_who_pushed_a_commit_cannot_accept_it(own_change, body: str, verdict: str):
+    _, _, head = own_change
+    reply = _refused_with(own_change, body, "carol-coauthor", verdict)
+    assert f"@\u200bcarol-coauthor wrote or committed commit `{head[:10]}` of pull request #42" in reply
+
+
+@pytest.mark.untimed
+def test_another_writer_accepts_it_and_another_maintainer_overrides_it(own_change):
+    from tests.test_accept import REPO, make_report
+
+    accept, server, head = own_change
+    accept.store(make_report(head=head))
+    run = accept("/accept", login="wanda-writer")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "+1"]
+    assert [(s["context"], s["state"]) for s in server.statuses(REPO, head)] == [("opgate/accepted", "success")]
+    accept.store(make_report(head=head, verdicts={"deepgemm_tile": "fail"}))
+    run = accept('/accept --override "re-measured by hand: +0.4%"', login="maint-bob")
+    assert run.code == 0, run.stderr
+    assert accept.reactions() == ["eyes", "+1"]
+    statuses = {s["context"]: s["state"] for s in server.statuses(REPO, head)}
+    assert statuses == {"opgate/accepted": "success", "opgate/acceptance": "success"}
+    assert [(r.login, r.override) for r in accept.acceptances()] == [("wanda-writer", False), ("maint-bob", True)]
+
+
+# Round three, item 2: a launch that asks 64 KiB more dynamic shared memory (the opt-in and `<<<…, smem>>>`) with
+# kernel.toml untouched was "resource check: unchanged from base … same shared memory and occupancy".
+GEMM_CUDA = "kernels/deepgemm_tile/gemm_cuda.cu"
+LAUNCH = "kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>"
+OPT_IN = "cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes)"
+
+
+def more_shared_memory(repo, extra: str) -> None:
+    """The launch and its opt-in ask `extra` more bytes of dynamic shared memory; kernel.toml is not touched."""
+    repo.edit(GEMM_CUDA, "if (Cfg::kSmemBytes > 48 * 1024)", f"if (Cfg::kSmemBytes + {extra} > 48 * 1024)")
+    repo.edit(GEMM_CUDA, OPT_IN, OPT_IN.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+    repo.edit(GEMM_CUDA, LAUNCH, LAUNCH.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
+
+
+def test_a_launch_asking_64_kib_more_shared_memory_is_judged_as_the_code_launches_it(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "65536")
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert run.code == 1 and kernel["verdict"] == "fail"
+    check = kernel["resource_check"]
+    assert check["launch_sites"] and check["launch_undecided"] == []
+    for r in check["head"]:  # each instantiation read back from its own launch, the manifest's figure beside it
+        assert (r["launch_from"], r["dynamic_smem_bytes"], r["declared_dynamic_smem_bytes"]) == (
+            "read back",
+            163_840,
+            98_304,
+        )
+    occupancy = [x for x in kernel["reasons"] if "occupancy" in x and "2 -> 1 blocks/SM" in x]
+    assert len(occupancy) == 2 * len(check["head"])  # both instantiations, on sm_90a and sm_100a
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    assert "the launch (kernels/deepgemm_tile/gemm_cuda.cu:406 kernel&lt;&lt;&lt;…" in run.comment
+
+
+def test_a_launch_sized_at_run_time_on_a_cpu_runner_is_undecided_naming_the_launch(opgate, kernel_repo):
+    more_shared_memory(kernel_repo, "(k > 4096 ? 65536 : 0)")  # no compile-time constant: nothing to read back
+    run = review(opgate, kernel_repo)
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "undecided" and run.report["verdict"] == "undecided"
+    launch = [u for u in kernel["undecided"] if u.startswith("resource: launch figures declared, not measured")]
+    shown = f"resource: launch figures declared, not measured: {GEMM_CUDA} holds the launch: "
+    assert launch and all(u.startswith(shown) and f"{GEMM_CUDA}:406 kernel<<<…, Cfg::kThreads, " in u for u in launch)
+    assert all("not a compile-time constant" in u and "shared memory and occupancy are undecided" in u for u in launch)
+    assert not any("unchanged from base" in n for n in kernel["notes"])
+    headline = run.comment.split("\n")[1]
+    assert f"undecided: launch figures declared, not measured: {GEMM_CUDA}:406 kernel" in headline
+    _, status = acceptance_status(Report.model_validate(run.report))
+    assert status.startswith(
+        f"undecided, not blocking: deepgemm_tile (launch figures declared, not measured: {GEMM_CUDA}:406"
+    )

@@ -100,3 +100,25 @@ def test_head_not_compiling_names_head_and_still_shows_base():
     assert "Resource check (ptxas, sm_90a): head **compile_fail**, base ok" in md
     base_rows = [r for r in re.findall(r"^\| `sm90::.*$", md, re.MULTILINE)]
     assert len(base_rows) == 1 and "| 240 | 0 | 0 + 230,816 | 256 | 1 | 12.5% | registers | 0 |" in base_rows[0]
+
+
+def test_renamed_kernel_functions_show_base_beside_head_and_a_base_function_gone_is_listed_as_removed():
+    def row(function: str, registers: int) -> Resource:
+        return Resource(function=function, registers=registers, threads=128)
+
+    base = [row("void forward_kernel(float const*, float*, int)", 40), row("void stats_kernel(double*)", 12)]
+    head = [
+        row("void forward_kernel_naive(float const*, float*, int)", 40),
+        row("void forward_kernel_wmma(float const*, float*, int)", 72),
+    ]
+    check = ResourceCheckReport(status="ok", head=head, base=base, base_status="ok")
+    kernel = KernelReport(name="attn", domain="flashmla", changed=True, verdict="undecided", resource_check=check)
+    kernel.undecided.append("resources checked; no case ran (needs a CUDA GPU)")
+    report = _report(kernel)
+    md = render_comment(report)
+    assert structure_problems(md, report) == []
+    rows = {r.split(" | ")[0]: r for r in re.findall(r"^\| `.*$", md, re.MULTILINE)}
+    assert rows["| `forward_kernel_naive` (base: `forward_kernel`)"].split(" | ")[1] == "40 → 40"
+    assert rows["| `forward_kernel_wmma` (base: `forward_kernel`)"].split(" | ")[1] == "40 → 72"
+    assert "In base, not in head (removed, or renamed past matching by name or signature):" in md
+    assert rows["| `stats_kernel`"].split(" | ")[1] == "12"

@@ -346,3 +346,16 @@ def test_real_compile_failure_keeps_the_log(tmp_path: Path) -> None:
     assert check.status == ResourceStatus.compile_fail
     assert "undefined_thing" in check.log and "bad.cu" in check.log
     assert check.resources == []
+
+
+def test_the_compile_count_counts_translation_units_not_sides(tmp_path: Path) -> None:
+    from bot.untrusted.resources import CompileJob, compile_count
+
+    head, base = tmp_path / "head", tmp_path / "base"
+    for side in (head, base):
+        side.mkdir()
+        for name in ("a.cu", "b.cu"):
+            (side / name).write_text("// unit\n")
+    assert compile_count([CompileJob(head / "a.cu", head), CompileJob(head / "b.cu", head)]) == "2 .cu file(s)"
+    both = [CompileJob(head / "a.cu", head), CompileJob(base / "a.cu", base)]  # a.cu differs: once per side
+    assert compile_count(both) == "1 .cu file(s) (2 compiles: head's and base's versions of 1 differ)"

@@ -58,3 +58,43 @@ def test_a_process_cpu_time_counts_every_thread_in_ns_those_that_exited_too():
             child.kill()
             child.wait()
     assert process_cpu_ns(child.pid) is None  # gone
+
+
+def test_a_bound_checkout_shows_its_sources_but_not_gits_folder_or_a_local_env_file(tmp_path):
+    """A kernel at the repository root binds the whole working tree: its .git/config (a checkout's token) and .env
+    are hidden, its sources are there, and it stays read-only."""
+    import sys
+
+    import pytest
+
+    from bot.untrusted.sandbox import Bind, Sandbox, Spec
+
+    sandbox = Sandbox.detect()
+    if not sandbox.isolated:
+        pytest.fail(f"this test needs the sandbox: {sandbox.isolation.reason}")
+    tree = tmp_path / "repo"
+    (tree / ".git").mkdir(parents=True)
+    (tree / ".git" / "config").write_text("extraheader = AUTHORIZATION: basic c2VjcmV0LXRva2Vu\n")
+    (tree / ".env").write_text("TAOTOKEN_API_KEY_X_AGENT=sk-planted-0123456789\n")
+    (tree / ".env.local").write_text("SECRET=sk-planted-0123456789\n")
+    (tree / "flash.cu").write_text("__global__ void k() {}\n")
+    look = (
+        "import os\n"
+        "src = '/opgate/src'\n"
+        "print(sorted(os.listdir(src + '/.git')))\n"
+        "for name in ('.env', '.env.local', 'flash.cu'):\n"
+        "    try:\n"
+        "        print(name, repr(open(f'{src}/{name}').read()))\n"
+        "    except OSError as exc:\n"
+        "        print(name, type(exc).__name__)\n"
+        "try:\n"
+        "    open(src + '/new.cu', 'w')\n"
+        "except OSError as exc:\n"
+        "    print('write', type(exc).__name__)\n"
+    )
+    code, output = sandbox.run(Spec(binds=[Bind(tree, "/opgate/src")]), [sys.executable, "-c", look], timeout=60)
+    assert code == 0, output
+    assert "sk-planted" not in output and "c2VjcmV0" not in output
+    lines = output.splitlines()
+    assert lines[0] == "[]" and lines[3] == "flash.cu '__global__ void k() {}\\n'" and lines[4] == "write OSError"
+    assert all(line.split(" ")[1] in ("''", "PermissionError") for line in lines[1:3])

@@ -182,3 +182,32 @@ def test_a_dump_folder_must_hold_exactly_the_dumps_callgrind_writes(tmp_path):
     os.link(twice / "callgrind.out.1", tmp_path / "second-name")
     assert read_dumps(twice, 1) == ({}, "'callgrind.out.1' in the dump folder is not a plain file of its own")
     assert read_dumps(tmp_path / "absent", 1)[1] == "the dump folder is unreadable (No such file or directory)"
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_an_entry_that_writes_its_output_argument_is_counted_and_one_that_leaves_it_unwritten_is_not(tmp_path):
+    """Under callgrind too the call is laid out as kernel.toml's arguments say, and the output compared is the
+    argument buffer: the warm call writes a copy, so the counted calls start from the judge's poison."""
+    from tests.test_buffers import _job
+
+    include = sysconfig.get_path("include")
+
+    def build(name: str, *defines: str) -> Path:
+        so = tmp_path / f"{name}.so"
+        flags = [*(f"-D{d}" for d in defines), f"-I{include}"]
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", *flags, str(ROOT / "tests/data/out_ext.c"), "-o", str(so)],
+                       check=True)  # fmt: skip
+        return so
+
+    costs = Costs(
+        _job(tmp_path, {"base": build("right"), "head": build("unwritten", "UNWRITTEN_LAST")}), Sandbox.detect()
+    )
+    try:
+        got = costs.sides()
+    finally:
+        costs.close()
+    right, unwritten = got["base"][0], got["head"][0]
+    assert isinstance(right, SideCost) and right.instructions > 0, got
+    assert unwritten == "wrong output under valgrind (NaN/Inf where the reference has none)", got

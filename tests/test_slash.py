@@ -81,10 +81,16 @@ def test_the_accept_and_tune_decisions_use_the_same_role_rule() -> None:
     reader = base("read")
     accept_command = accept_parse("/accept")
     assert accept_command is not None
-    from tests.test_accept import make_report, pull
+    from tests.test_accept import make_report, pull, pushers
 
     refused = accept_decide(
-        accept_command, login="rita", role=reader, is_pull_request=True, pull=pull(), report=make_report()
+        accept_command,
+        login="rita",
+        role=reader,
+        is_pull_request=True,
+        pull=pull(),
+        report=make_report(),
+        pushers=pushers(),
     )
     assert not refused.granted and refused.reason == table()["/accept"].refusal("rita", reader)
     tune_command = tune_parse("/tune deepgemm_tile")

@@ -218,6 +218,14 @@ def test_tune_by_a_writer_dispatches_the_workflow(slash: Slash, server: FakeGitH
     assert "tune.yml" in reply and "deepgemm_tile" in reply
 
 
+def test_the_author_of_the_issue_may_tune_too(slash: Slash, server: FakeGitHub) -> None:
+    """Unlike /accept, /tune has no rule against the author: it proposes a change and accepts nothing."""
+    server.set_permission(REPO, "alice-dev", "write")
+    run = slash("/tune deepgemm_tile", login="alice-dev")  # on an issue alice-dev opened
+    assert run.code == 0, run.stderr
+    assert slash.reactions() == ["eyes", "rocket"] and len(server.dispatches) == 1
+
+
 @pytest.mark.parametrize(
     ("body", "login", "why"),
     [

@@ -62,7 +62,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.post:
             edge.react(event.comment.id, "eyes")
         pull: PullInfo | None = edge.pull_request(event.number) if event.is_pull_request else None
-        role = edge.role(author.login) if pull is not None and command.error is None else accept.UNKNOWN_ROLE
+        asked = pull is not None and command.error is None
+        role = edge.role(author.login) if asked else accept.UNKNOWN_ROLE
+        pushers = accept.pushers_of(pull, edge.pull_commits(pull.number)) if asked and pull is not None else None
+        allow_self_accept = settings.repo_config.allow_self_accept
         ledger = open_ledger(settings.database_url, create=settings.create_ledger)
         try:
             report = ledger.latest_review(pull.head_sha) if pull is not None else None
@@ -73,6 +76,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 is_pull_request=event.is_pull_request,
                 pull=pull,
                 report=report,
+                pushers=pushers,
+                allow_self_accept=allow_self_accept,
             )
             verdict = f"opgate: /accept {'granted' if decision.granted else 'refused'}: {one_line(decision.reason)}"
             result = {"ignored": None, "granted": decision.granted, "reason": decision.reason, "posted": args.post}
@@ -94,7 +99,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if decision.override or set(decision.kernels) & set(accept.needs_accept(report)):
             gate_state, gate_description = publish.acceptance_status(report, rows)
             edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
-        if decision.override:
+        if decision.override or decision.self_accept:  # what a person should see on the pull request itself
             edge.reply(pull.number, SLASH.reply(decision, command.line))
         log.info("%s=%s on %s", publish.ACCEPTED_CONTEXT, state, pull.head_sha[:12])
     return 0

@@ -16,8 +16,8 @@ import jinja2
 
 from bot import UPSTREAM, __version__, lint
 from bot.commands import Commands
-from bot.commands.scaffold import holds_sources, propose
-from bot.config.manifest import MANIFEST_NAME
+from bot.commands.scaffold import UNIT_SUFFIXES, holds_sources, propose
+from bot.config.manifest import MANIFEST_NAME, ROOT, repo_file
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
 from bot.errors import InputError
 from bot.templates import TEMPLATES
@@ -152,14 +152,23 @@ def _kernel_folders(root: Path, d: str) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def _scaffold_kernel(plan: Plan, folder: Path, domain: str, key: str, names: dict[str, str]) -> None:
+def _scaffold_kernel(
+    plan: Plan, folder: Path, domain: str, key: str, names: dict[str, str], *, repo_archs: bool = False
+) -> None:
     rel = folder.relative_to(plan.root).as_posix()
     if (folder / MANIFEST_NAME).exists():
-        plan.kept.append(f"{rel}/{MANIFEST_NAME}")
+        plan.kept.append(repo_file(rel, MANIFEST_NAME))
         return
-    proposal = propose(folder)
+    proposal = propose(folder, plan.root)
     if proposal is None:
-        plan.skipped.append({"folder": rel, "why": "no .cu, .cpp or .cc source in it or its subfolders"})
+        headers = any(folder.rglob("*.cuh")) or any(folder.rglob("*.h"))
+        why = "no .cu, .cpp or .cc source in it or its subfolders"
+        if headers:
+            why += (
+                ": a header-only library is adopted through instantiation .cu files that include its headers and "
+                "instantiate each kernel template (docs/adopt.md, header-only kernels)"
+            )
+        plan.skipped.append({"folder": rel, "why": why})
         return
     name = proposal.name
     if name in names:
@@ -170,37 +179,73 @@ def _scaffold_kernel(plan: Plan, folder: Path, domain: str, key: str, names: dic
     names[name] = rel
     if name != folder.name:
         plan.notes.append(f"{rel}: kernel named {name} (its kernel.toml's name; the folder keeps its own)")
-    plan.notes.extend(f"{rel}: {note}" for note in proposal.notes)
+    label = "the repository root" if rel == ROOT else rel
+    plan.notes.extend(f"{label}: {note}" for note in proposal.notes)
     configs = sorted(p.name for p in folder.glob("*config*.json"))
     config = configs[0] if configs else "tunables.json"
     if not configs:
-        plan.write(f"{rel}/{config}", "{}\n", ours=False)
+        plan.write(repo_file(rel, config), "{}\n", ours=False)
     builds = [(d, s) for d, s in (("cpu", proposal.cpu_sources), ("cuda", proposal.cuda_sources)) if s]
+    facts = proposal.build
+    architectures: list[str] | None = None
+    if proposal.cuda_sources and (facts.architectures or not repo_archs):
+        architectures = facts.architectures
+        if not facts.architectures:
+            plan.notes.append(
+                f"{label}: no architecture in setup.py, CMakeLists.txt or a cpp_extension.load script: "
+                "[constraints] architectures drafted as sm_90a, opgate's default; name the ones the kernel ships for"
+            )
+    globs = []
+    if proposal.globs:  # a kernel at the repository root: its own files only
+        own = [MANIFEST_NAME, config, "agent_task.json", *([] if proposal.resource_only else ["reference.py"])]
+        globs = [*proposal.globs, *own]
+    from_build = [d for d in proposal.include_dirs if d in facts.include_dirs]
+    include_from = ", ".join(
+        [*(["named in " + ", ".join(facts.read)] if from_build else []), *(
+            ["#include lines"] if len(from_build) < len(proposal.include_dirs) else []
+        )]
+    )  # fmt: skip
     context: dict[str, Any] = {
         "name": name,
         "args": proposal.args,
         "tensors": proposal.tensors or ["x"],
         "op": proposal.op.entry if proposal.op else "",
-        "scalar_types": {a.name: a.scalar for a in proposal.op.arguments if a.scalar} if proposal.op else {},
+        "scalar_types": {a: type(proposal.params[a]).__name__ for a in proposal.args},  # float | int | bool
+        "entry": proposal.entry,
+        "arguments": proposal.arguments,  # an entry that writes into its arguments: all of them, in order
+        "outputs": proposal.outputs,
+        "scratch": proposal.scratch,
     }
     plan.write(
-        f"{rel}/{MANIFEST_NAME}",
+        repo_file(rel, MANIFEST_NAME),
         render(
             "kernel.toml.j2",
             **context,
             domain=domain,
             folder=rel,
+            globs=globs,
             config=config,
             builds=builds,
-            entry=proposal.entry,
             params=proposal.params,
             devices=[d for d, _ in builds],
+            include_dirs=proposal.include_dirs,
+            include_from=include_from,
+            architectures=architectures,
+            arch_from=", ".join(facts.found_in),
+            launches=proposal.launches,
         ),
         ours=False,
     )
-    plan.manifests.append(f"{rel}/{MANIFEST_NAME}")
-    plan.write(f"{rel}/reference.py", render("reference.py.j2", **context), ours=False)
-    plan.write(f"{rel}/agent_task.json", render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY), ours=False)
+    plan.manifests.append(repo_file(rel, MANIFEST_NAME))
+    if not proposal.resource_only:
+        plan.write(repo_file(rel, "reference.py"), render("reference.py.j2", **context), ours=False)
+    task = render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY)
+    plan.write(repo_file(rel, "agent_task.json"), task, ours=False)
+
+
+def _folder(d: str) -> str:
+    """A --kernels value as a folder from the repository root (`.` for the root itself)."""
+    return Path(d).as_posix().strip("/") or ROOT
 
 
 def _in_git(root: Path) -> bool:
@@ -234,6 +279,12 @@ def run(args: argparse.Namespace) -> int:
     ]
     dirs = args.kernels or (configured if config.source != "built-in defaults" else [])
     dirs = dirs or (["kernels"] if (root / "kernels").is_dir() else [])
+    if not dirs and holds_sources(root):
+        units = sorted(p.name for p in root.iterdir() if p.is_file() and p.suffix in UNIT_SUFFIXES)
+        raise InputError(
+            f"no kernels/ folder here, and the repository root holds kernel sources ({', '.join(units[:4])}): give "
+            "--kernels . (the root is the kernel's folder; its globs name only its sources) or --kernels DIR"
+        )
     if not dirs:
         raise InputError("no kernel folder here: give --kernels DIR (a folder holding one subfolder per kernel)")
     for d in dirs:
@@ -255,16 +306,16 @@ def run(args: argparse.Namespace) -> int:
     if declare:
         domains = [{"name": domain, "key": key, "weekly": args.weekly_budget, "request": args.request_budget}]
         manifests = [
-            f"{Path(d).as_posix().strip('/')}/{MANIFEST_NAME if folders[d] == [root / d] else '*/' + MANIFEST_NAME}"
-            for d in dirs
+            repo_file(_folder(d), MANIFEST_NAME if folders[d] == [root / d] else f"*/{MANIFEST_NAME}") for d in dirs
         ]
         plan.write(CONFIG_FILE, render("opgate.toml.j2", manifests=manifests, domains=domains), ours=False)
     else:
         plan.kept.append(Path(config.source.split(" ")[0]).relative_to(root).as_posix())
     names: dict[str, str] = {}
+    repo_archs = "architectures" in config.constraints
     for d in dirs:
         for folder in folders[d]:
-            _scaffold_kernel(plan, folder, domain, key, names)
+            _scaffold_kernel(plan, folder, domain, key, names, repo_archs=repo_archs)
     keys = [{"name": domain, "key": key}] if declare else [
         {"name": n, "key": config.key_variable(n)} for n in config.domains
     ]  # fmt: skip
@@ -285,7 +336,9 @@ def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
     problems, files = lint.read_sources(checked)
     findings = problems + lint.lint_files(files, lint.KeyBook.of(config))
     code = lint.exit_code(findings, ("error",))
-    written = [m.removesuffix(f"/{MANIFEST_NAME}") for m in plan.manifests]
+    written = [
+        "the repository root" if m == MANIFEST_NAME else m.removesuffix(f"/{MANIFEST_NAME}") for m in plan.manifests
+    ]
     if written:
         first = f"write the reference.py (make_inputs, reference) and the [[cases]] of {', '.join(written)}"
     else:

@@ -27,6 +27,7 @@ class Argument:
 
     name: str
     type: str
+    mutable: bool = False  # `Tensor(a!) out`: the op writes into it
 
     @property
     def tensor(self) -> bool:
@@ -91,7 +92,8 @@ def parse_schema(schema: str) -> tuple[str, tuple[Argument, ...], str] | None:
         if not text or text == "*":
             continue
         kind, _, name = text.rpartition(" ")
-        arguments.append(Argument(name=name.strip(), type=re.sub(r"\(.*?\)", "", kind).strip()))
+        kind_type = re.sub(r"\(.*?\)", "", kind).strip()
+        arguments.append(Argument(name=name.strip(), type=kind_type, mutable="!" in kind))
     return m.group(1), tuple(arguments), m.group(3)
 
 

@@ -25,6 +25,36 @@ from bot.errors import InputError
 
 KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
 MANIFEST_NAME = "kernel.toml"
+ROOT = "."  # the folder of a kernel whose kernel.toml sits at the repository root (`Kernel.path`)
+
+
+def repo_file(folder: str, rel: str) -> str:
+    """A file of the kernel folder `folder` (from the repository root) as a path from the repository root."""
+    return rel if folder == ROOT else f"{folder}/{rel}"
+
+
+def in_folder(folder: str, path: str) -> str | None:
+    """A repository path relative to the kernel folder `folder`; None when it lies outside it."""
+    if folder == ROOT:
+        return path
+    return path.removeprefix(f"{folder}/") if path.startswith(f"{folder}/") else None
+
+
+def folder_glob(folder: str) -> str:
+    """What touches a kernel whose manifest does not load: its folder, or at the root its kernel.toml."""
+    return MANIFEST_NAME if folder == ROOT else f"{folder}/**"
+
+
+def root_glob_problem(globs: list[str]) -> str | None:
+    """Why a root kernel's globs would make the whole repository its sources (`**`, `*`, `**/…`), or None: at the
+    root only the files the globs name are the kernel's (docs/, tests/, .github/ are not)."""
+    wide = [g for g in globs if g.split("/")[0] in ("**", "*") or g.startswith("**")]
+    if not wide:
+        return None
+    return (
+        f"globs {', '.join(repr(g) for g in wide)}: a kernel at the repository root names its own files "
+        '("*.cu", "main.cpp", "csrc/**"), never the whole repository (docs/, tests/, .github/ are not its sources)'
+    )
 
 
 class RepoDefaults(Protocol):
@@ -70,6 +100,18 @@ class BuildSpec(_Strict):
         default_factory=list, description="case params passed after the input tensors, by position, in this order"
     )
     kwargs: list[str] = Field(default_factory=list, description="case params passed by name")
+    arguments: list[str] = Field(
+        default_factory=list,
+        description="the entry's positional arguments in order (make_inputs' tensors, outputs, scratch, args), "
+        "needed with outputs or scratch",
+    )
+    outputs: list[str] = Field(
+        default_factory=list,
+        description="arguments the entry writes in place (the judge allocates them poisoned, then compares them)",
+    )
+    scratch: list[str] = Field(
+        default_factory=list, description="arguments the entry may use as work space (allocated zeroed, never compared)"
+    )
 
     @field_validator("include_dirs")
     @classmethod
@@ -82,6 +124,38 @@ class BuildSpec(_Strict):
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise ValueError(f"args/kwargs name {', '.join(duplicates)} twice")
         return self
+
+    @model_validator(mode="after")
+    def _written_arguments(self) -> BuildSpec:
+        """Outputs and scratch are named arguments of the entry; with them, `arguments` lists every positional one."""
+        named = [*self.outputs, *self.scratch]
+        if not named and not self.arguments:
+            return self
+        if not self.arguments:
+            raise ValueError(
+                "outputs/scratch need `arguments`, the entry's positional arguments in order "
+                '(e.g. arguments = ["A", "B", "C", "workspace"])'
+            )
+        if duplicates := sorted({n for n in self.arguments if self.arguments.count(n) > 1}):
+            raise ValueError(f"arguments name {', '.join(duplicates)} twice")
+        if not self.outputs:
+            raise ValueError(
+                "arguments/scratch need `outputs`: the arguments the entry writes, compared with the reference"
+            )
+        if both := sorted(set(self.outputs) & set(self.scratch)):
+            raise ValueError(f"{', '.join(both)} is both an output and scratch")
+        for key, names in (("outputs", self.outputs), ("scratch", self.scratch), ("args", self.args)):
+            for name in names:
+                if name not in self.arguments:
+                    raise ValueError(f"{key}: {name!r} is not an argument of the entry (arguments = {self.arguments})")
+        if clash := sorted(set(self.kwargs) & set(self.arguments)):
+            raise ValueError(f"kwargs: {', '.join(clash)} is passed by name, not among the positional arguments")
+        return self
+
+    def inputs(self) -> list[str]:
+        """The names `arguments` gives make_inputs' tensors, in order (empty without `arguments`)."""
+        taken = {*self.outputs, *self.scratch, *self.args}
+        return [n for n in self.arguments if n not in taken]
 
 
 class ReferenceSpec(_Strict):
@@ -180,8 +254,9 @@ class LaunchFunction(_Strict):
 class Launch(_Strict):
     """`[launch]`: derived values (in order, each may use the tunables and the values above it) and functions.
 
-    A function key is a kernel's name (`gemm_bf16_kernel`) or a qualified one (`"deepgemm_tile::gemm_bf16_kernel"`);
-    it describes every compiled instantiation of that name.
+    A function key is a kernel's name (`gemm_bf16_kernel`) or a qualified one (`"deepgemm_tile::gemm_bf16_kernel"`),
+    which describes every compiled instantiation of that name, or one instantiation as ptxas' demangled name gives
+    it (`"gemm<128, 3>"`), which describes that one and wins over the name.
     """
 
     values: dict[str, Expression] = Field(default_factory=dict)
@@ -212,8 +287,11 @@ class Launch(_Strict):
     @classmethod
     def _function_names(cls, functions: dict[str, LaunchFunction]) -> dict[str, LaunchFunction]:
         for name in functions:
-            if not re.fullmatch(rf"{_IDENTIFIER}(::{_IDENTIFIER})*", name):
-                raise ValueError(f"launch.functions: {name!r} is not a function name (name or ns::name)")
+            if not re.fullmatch(rf"{_IDENTIFIER}(::{_IDENTIFIER})*(<[\w:, ]+>)?", name):
+                raise ValueError(
+                    f"launch.functions: {name!r} is not a function name (name, ns::name or one instantiation, "
+                    "ns::name<128, 3>)"
+                )
         return functions
 
     def check(self, tunables: set[str]) -> None:
@@ -289,6 +367,33 @@ def _amount(key: str, text: Expression, shape: dict[str, int]) -> int:
     return amount
 
 
+BufferDtype = Literal[
+    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"
+]  # fmt: skip
+
+
+class Buffer(_Strict):
+    """`[buffers.NAME]`: an output or scratch argument the judge allocates for every call, from the case's shape."""
+
+    shape: list[Expression] = Field(description='its dimensions as expressions over the case\'s shape: ["m", "n"]')
+    dtype: BufferDtype | None = Field(None, description="its dtype (default: the case's dtype)")
+
+    def resolve(self, shape: dict[str, int], case_dtype: str) -> tuple[list[int], str]:
+        """(dimensions, dtype) for one case; ValueError naming the expression when a dimension does not evaluate."""
+        dims = []
+        for text in self.shape:
+            try:
+                if isinstance(text, str):
+                    expr.check(text, set(shape))
+                dim = expr.value(text, shape)
+            except expr.ExprError as exc:
+                raise ValueError(f"{text!r}: {exc}") from None
+            if dim < 0:
+                raise ValueError(f"{text!r} is {dim}: a dimension cannot be negative")
+            dims.append(dim)
+        return dims, self.dtype or case_dtype
+
+
 class Case(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     device: Literal["cpu", "cuda"] = "cpu"
@@ -351,6 +456,9 @@ class KernelManifest(_Strict):
     constraints: Constraints = Constraints()
     launch: Launch = Launch()
     work: Work = Work()
+    buffers: dict[str, Buffer] = Field(
+        default_factory=dict, description="the shape and dtype of each output and scratch argument the builds name"
+    )
     cases: list[Case] = Field(
         default_factory=list, description="none: a resource-only kernel (compile-only checks, no reference needed)"
     )
@@ -408,6 +516,45 @@ class KernelManifest(_Strict):
                 if not isinstance(case.params[name], (int, float, bool)):
                     raise ValueError(f"{where} = {case.params[name]!r}: the entry takes an int, float or bool")
         return self
+
+    @model_validator(mode="after")
+    def _buffers_have_shapes(self) -> KernelManifest:
+        """Every output and scratch argument has `[buffers.NAME]`, whose shape evaluates over every case's shape."""
+        named = {
+            n: f"build.{device}.{key}"
+            for device, spec in self.build.items()
+            for key, names in (("outputs", spec.outputs), ("scratch", spec.scratch))
+            for n in names
+        }
+        for name, where in named.items():
+            if name not in self.buffers:
+                raise ValueError(
+                    f'{where} names {name!r}, but no [buffers.{name}] gives its shape (e.g. shape = ["m", "n"], '
+                    "over the case's shape)"
+                )
+        for name in self.buffers:
+            if name not in named:
+                raise ValueError(f"buffers.{name}: no build names {name!r} among its outputs or scratch")
+        for case in self.cases:
+            spec = self.build.get(case.device)
+            for name in [*spec.outputs, *spec.scratch] if spec is not None else []:
+                try:
+                    self.buffers[name].resolve(case.shape, case.dtype)
+                except ValueError as exc:
+                    raise ValueError(f"buffers.{name}.shape over case {case.name}'s shape: {exc}") from None
+        return self
+
+    def written(self, case: Case) -> list[dict[str, Any]]:
+        """The arguments the judge allocates for `case`: name, role (output | scratch), shape, dtype; outputs first."""
+        spec = self.build.get(case.device)
+        if spec is None:
+            return []
+        roles = [(n, "output") for n in spec.outputs] + [(n, "scratch") for n in spec.scratch]
+        out = []
+        for name, role in roles:
+            dims, dtype = self.buffers[name].resolve(case.shape, case.dtype)
+            out.append({"name": name, "role": role, "shape": dims, "dtype": dtype})
+        return out
 
     @field_validator("launch")
     @classmethod
@@ -522,6 +669,8 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
         raise InputError(f"{config_path}: not valid JSON: {exc}") from exc
     if not isinstance(tunables, dict):
         raise InputError(f"{config_path}: must be a JSON object of tunables")
+    if path == ROOT and (why := root_glob_problem(manifest.globs)) is not None:
+        raise InputError(f"{where}: {why}")
     task_path = folder / manifest.task
     task = load_task(task_path) if task_path.exists() else None
     return Kernel(
@@ -529,18 +678,19 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
     )
 
 
-def manifest_name(path: Path) -> str:
-    """The kernel's name as its manifest says (`name`), else its folder's (a manifest that does not parse is
-    reported when it is loaded)."""
+def manifest_name(path: Path, *, fallback: str | None = None) -> str:
+    """The kernel's name as its manifest says (`name`), else `fallback` or its folder's (a manifest that does not
+    parse is reported when it is loaded)."""
     try:
         name = tomllib.loads(path.read_text()).get("name")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         name = None
-    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else path.parent.name
+    return name if isinstance(name, str) and re.fullmatch(r"[a-z0-9_]+", name) else fallback or path.parent.name
 
 
 def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
-    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match.
+    """Kernel name -> its folder relative to `tree`, for every kernel.toml the globs match (`ROOT` for one at the
+    repository root: its globs, not its folder, say which files are its own).
 
     A kernel is known by its manifest's `name` (which may differ from its folder's); two kernels with one name
     are bad input."""
@@ -550,10 +700,9 @@ def find_manifests(tree: Path, globs: list[str]) -> dict[str, str]:
         rel = manifest.relative_to(tree).as_posix()
         if rel.startswith(".git/"):
             continue
-        folder = rel.rpartition("/")[0]
-        if not folder:
-            raise InputError(f"{rel}: a kernel.toml must sit in its kernel's own folder, not the repository root")
-        name = manifest_name(manifest)
+        folder = rel.rpartition("/")[0] or ROOT
+        # a root kernel.toml that does not parse: "root", not the checkout's folder name (each worktree's differs)
+        name = manifest_name(manifest, fallback="root" if folder == ROOT else None)
         if name in found:
             raise InputError(
                 f"two kernels named {name}: {found[name]}/ and {folder}/; rename one (its kernel.toml's name)"

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from bot.config.manifest import Constraints
 from bot.config.secrets import RESERVED_KEYS
@@ -77,6 +77,11 @@ class RepoConfig(_Strict):
     )
     ignore: list[str] = Field(
         default_factory=list, description="globs of kernel-like sources (*.cu, *.cuh) no kernel needs to claim"
+    )
+    allow_self_accept: StrictBool = Field(
+        False,
+        description="a weakening: the pull request's author and whoever pushed commits to it may /accept it (and "
+        "--override its gates) themselves; every review comment says so while it is on",
     )
     source: str = Field("built-in defaults", exclude=True)
     root: Path = Field(Path("."), exclude=True)

@@ -218,7 +218,7 @@ def resource_charts(data: SiteData, kernel: str) -> list[Chart]:
     for title, unit, value in (
         ("registers per thread", "registers", lambda r: float(r.registers)),
         ("static shared memory per block", "bytes", lambda r: float(r.smem_bytes)),
-        ("occupancy (sm_90 estimate)", "% of 64 warps", lambda r: None if r.occupancy is None else r.occupancy * 100),
+        ("occupancy (estimate)", "% of the SM's warps", lambda r: None if r.occupancy is None else r.occupancy * 100),
     ):
         series = []
         for fn, arch in functions:

@@ -40,6 +40,7 @@ from bot.models.github import (
     STATUS_STATES,
     BaseRole,
     CommentRef,
+    CommitPeople,
     FileBlob,
     IssueRef,
     PullInfo,
@@ -205,9 +206,28 @@ class GitHubEdge:
                 base_ref=pr.base.ref,
                 head_repo=head_repo.full_name if head_repo is not None else None,
                 base_repo=pr.base.repo.full_name,
+                commits=int(pr.commits or 0),
             )
 
         return self._call(f"read pull request #{number}", op)
+
+    def pull_commits(self, number: int) -> list[CommitPeople]:
+        """The commits of pull request `number` as GitHub lists them (`GET …/pulls/{n}/commits`, every page as its
+        `Link` header names them; oldest first; GitHub lists at most 250, `PullInfo.commits` says how many there
+        are), each with the logins GitHub maps its author and committer to."""
+
+        def op() -> list[CommitPeople]:
+            listed = self._repo.get_pull(number).get_commits()  # lazy: no GET of the pull request itself
+            return [
+                CommitPeople(
+                    sha=c.sha,
+                    author=str(c.author.login) if c.author is not None else None,
+                    committer=str(c.committer.login) if c.committer is not None else None,
+                )
+                for c in listed
+            ]
+
+        return self._call(f"read the commits of pull request #{number}", op)
 
     # ------------------------------------------------------------------ comments
 

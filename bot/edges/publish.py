@@ -53,6 +53,7 @@ class PrContext(BaseModel):
     accepted: list[AcceptanceRow] = []  # granted for this head: still valid
     voided: list[AcceptanceRow] = []  # granted for an earlier head: voided by a later push
     spend: list[DomainSpend] = []
+    self_accept: bool = False  # the configuration's allow_self_accept: authors and pushers may /accept (a weakening)
 
 
 def skip_reason(event: PullRequestEvent) -> str | None:
@@ -70,6 +71,8 @@ def pr_context(
     usage: list[UsageRow],
     acceptances: list[AcceptanceRow],
     budgets: Mapping[str, BudgetState] | None = None,
+    *,
+    self_accept: bool = False,
 ) -> PrContext:
     """The pull request's acceptances and cumulative spend per domain, from ledger rows (pure)."""
     mine = [a for a in acceptances if a.pr == pr]
@@ -96,6 +99,7 @@ def pr_context(
         accepted=[a for a in mine if a.head_sha == report.head_sha],
         voided=[a for a in mine if a.head_sha != report.head_sha],
         spend=spend,
+        self_accept=self_accept,
     )
 
 

@@ -47,6 +47,7 @@ RULES: dict[str, Rule] = {
     "KERN004": Rule("error", "a kernel.toml compiler flag is outside the allow-list the review applies"),
     "KERN005": Rule("error", "a kernel.toml include_dirs entry is not a folder of the repository (or is empty)"),
     "KERN006": Rule("error", "a kernel.toml names a file that does not exist, or an entry its sources do not offer"),
+    "KERN007": Rule("warning", "a kernel.toml architecture has no occupancy table: its occupancy is not computed"),
     "URL001": Rule("error", "a base URL carries a query string, fragment or tracking (utm_) parameters"),
     "URL002": Rule("error", "a base URL is not an http(s) URL with a host"),
     "URL003": Rule("error", "a base URL carries credentials (user:password@)"),

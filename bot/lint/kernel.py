@@ -10,13 +10,15 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from bot.config import bindings, keys
-from bot.config.manifest import KernelManifest
+from bot.config.buildfiles import submodules
+from bot.config.manifest import KernelManifest, root_glob_problem
 from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.collect import Collector, Facts
 from bot.lint.findings import Finding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
 from bot.verdict.flags import check_flags
+from bot.verdict.occupancy import no_table
 
 
 def _parse(c: Collector, rule: str, text: str, what: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
@@ -80,6 +82,12 @@ def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[l
         _errors(c, "KERN001", exc, lines, model=KernelManifest)
         return c.done()
     _check_files(c, manifest, Path(path).parent, lines)
+    at_root = _repo_root(Path(path)) == Path(path).resolve().parent
+    if at_root and (why := root_glob_problem(manifest.globs)) is not None:
+        c.add(line_of(lines, ("globs",)), "KERN001", why)  # what the review refuses when it loads the kernel
+    for arch in manifest.constraints.architectures:
+        if (missing := no_table(arch)) is not None:
+            c.add(line_of(lines, ("constraints", "architectures")), "KERN007", missing)
     if book is not None and manifest.domain not in book.domains:
         have = ", ".join(sorted(book.domains)) or "none"
         c.add(
@@ -118,6 +126,12 @@ def _include_problem(path: str, rel: str) -> str | None:
     folder = (root / rel).resolve()
     if not folder.is_relative_to(root):
         return f"include_dirs: {rel!r} leads out of the repository (a symlink?)"
+    module = next((m for m in submodules(root) if rel == m or rel.startswith(f"{m}/")), None)
+    if not folder.is_dir() and module is not None:
+        return (
+            f"include_dirs: {rel!r} lies in the git submodule {module}, which is not checked out "
+            f"(git submodule update --init {module})"
+        )
     if not folder.is_dir():
         return f"include_dirs: {rel!r} is not a folder of the repository"
     if not any(folder.iterdir()):

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from pydantic import BaseModel, ConfigDict
 
 from bot.edges.machine import device_key
 from bot.models.report import CaseReport, KernelReport, Report, Resource
+from bot.verdict.occupancy import occupancy, table
 
 # A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE_PR = re.compile(r"^Merge pull request #(\d+)\b")
-
-# sm_90 (H100/H200) per-SM limits for the occupancy estimate.
-SM90_REGISTERS = 65_536
-SM90_SMEM_BYTES = 233_472  # 228 KiB usable by blocks
-SM90_SMEM_RESERVED = 1_024  # per block, reserved by the runtime
-SM90_MAX_WARPS = 64
-SM90_MAX_BLOCKS = 32
-REGISTER_UNIT = 256  # registers are allocated per warp in units of 256
 
 
 class _Row(BaseModel):
@@ -91,7 +83,7 @@ class ResourceFigure(_Row):
 
     @property
     def occupancy(self) -> float | None:
-        return occupancy_estimate(self.registers, self.threads, self.smem_bytes)  # sm_100's limits are sm_90's
+        return occupancy_estimate(self.registers, self.threads, self.smem_bytes, self.arch)
 
 
 def pr_from_subject(subject: str) -> int | None:
@@ -102,21 +94,16 @@ def pr_from_subject(subject: str) -> int | None:
     return None
 
 
-def occupancy_estimate(registers: int, threads: int | None, smem_bytes: int) -> float | None:
-    """Theoretical occupancy on sm_90 (resident warps ÷ 64) from registers per thread, threads per block and
-    static shared memory; None when the block size is unknown. An estimate: dynamic shared memory is not
-    in ptxas' figures, and register allocation is simplified to 256-register units per warp."""
-    if not threads or threads <= 0:
+def occupancy_estimate(registers: int, threads: int | None, smem_bytes: int, arch: str = "sm_90a") -> float | None:
+    """Theoretical occupancy on `arch` (resident warps ÷ the SM's maximum) from registers per thread, threads per
+    block and static shared memory, by bot/verdict/occupancy.py; None when the block size is unknown or opgate has
+    no table for `arch`. An estimate: dynamic shared memory is not in ptxas' figures (taken as none), and the
+    block barriers as the runtime assumes them (one)."""
+    sm = table(arch)
+    if not threads or threads <= 0 or sm is None or registers < 0 or smem_bytes < 0:
         return None
-    warps = math.ceil(threads / 32)
-    regs_per_warp = math.ceil(max(registers, 1) * 32 / REGISTER_UNIT) * REGISTER_UNIT
-    limits = [
-        SM90_MAX_BLOCKS,
-        SM90_REGISTERS // (regs_per_warp * warps),
-        SM90_MAX_WARPS // warps,
-        SM90_SMEM_BYTES // (smem_bytes + SM90_SMEM_RESERVED) if smem_bytes else SM90_MAX_BLOCKS,
-    ]
-    return min(limits) * warps / SM90_MAX_WARPS
+    occ = occupancy(registers, threads, smem_bytes, arch=sm)
+    return occ.warps_per_sm / occ.max_warps_per_sm
 
 
 def _device_name(report: Report, case: CaseReport) -> str:

@@ -32,6 +32,16 @@ class PullInfo(_Result):
     base_ref: str
     head_repo: str | None  # "owner/name" of the head; None when the fork was deleted
     base_repo: str
+    commits: int  # how many commits the pull request has (GitHub's `commits`; its commit list stops at 250)
+
+
+class CommitPeople(_Result):
+    """One commit of a pull request and who GitHub says wrote and committed it: the accounts GitHub maps the
+    commit's author and committer e-mail to (None where it maps that e-mail to no account)."""
+
+    sha: str
+    author: str | None
+    committer: str | None
 
 
 BASE_ROLES = ("none", "read", "triage", "write", "maintain", "admin")  # GitHub's base roles, lowest first

@@ -115,6 +115,10 @@ class JudgeJob(BaseModel):
     )
     positional: list[str] = Field(default_factory=list, description="case params passed after the tensors, in order")
     keywords: list[str] = Field(default_factory=list, description="case params passed by name")
+    arguments: list[str] = Field(
+        default_factory=list,
+        description="the entry's positional arguments in order, when it writes into some (each case's `buffers`)",
+    )
     measure: MeasureSettings
     timeout_s: float
     time: bool = True

@@ -39,7 +39,11 @@ class Occupancy(_Model):
         default_factory=dict, description="blocks per SM each resource alone allows; null: no limit"
     )
     registers_per_block: int = Field(0, description="allocated: per warp rounded up to 256, times warps")
-    smem_per_block: int = Field(0, description="allocated: static + dynamic + 1 KiB reserve, rounded up to 128 B")
+    smem_per_block: int = Field(
+        0,
+        description="allocated: static + dynamic + the architecture's reserve (1 KiB from sm_80, none on sm_75), "
+        "rounded up to its granule (128 B; 256 B on sm_75)",
+    )
 
 
 class Resource(_Model):
@@ -57,6 +61,13 @@ class Resource(_Model):
     threads: int | None = Field(None, description="threads per block: kernel.toml [launch], else __launch_bounds__")
     dynamic_smem_bytes: int | None = Field(None, description="dynamic shared memory per block; null: not described")
     occupancy: Occupancy | None = None
+    launch_from: Literal["declared", "read back"] = Field(
+        "declared",
+        description="where threads and dynamic_smem_bytes come from: kernel.toml [launch] (declared) or the code's "
+        "launches folded by the compiler, per instantiation (read back)",
+    )
+    declared_threads: int | None = Field(None, description="kernel.toml [launch]'s threads, shown beside a read-back")
+    declared_dynamic_smem_bytes: int | None = Field(None, description="kernel.toml [launch]'s dynamic_smem, likewise")
 
 
 class Build(_Model):
@@ -89,6 +100,17 @@ class ResourceCheckReport(_Model):
     )
     launch_notes: list[str] = Field(
         default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
+    )
+    launch_undecided: list[str] = Field(
+        default_factory=list,
+        description="launches a changed file can move whose figures are declared, not measured or read back: their "
+        "shared memory and occupancy are undecided",
+    )
+    launch_sites: list[str] = Field(
+        default_factory=list, description="the changed files that hold a launch or what its size is computed from"
+    )
+    launch_unmeasured: list[str] = Field(
+        default_factory=list, description="the launches (`path:line kernel<<<…>>>`) left undecided, for the status"
     )
     seconds: float = 0.0
     cached: bool = False
@@ -148,6 +170,9 @@ class Violation(_Model):
     got: float | None = Field(None, description="the output's element at `index` (not for cos_diff)")
     expected: float | None = Field(None, description="the reference's element at `index` (not for cos_diff)")
     probe: str | None = Field(None, description="the boundary probe whose inputs showed it; None: the random inputs")
+    unwritten: bool = Field(
+        False, description="an output argument's element that still holds the judge's poison: the kernel never wrote it"
+    )
 
 
 class ProbeReport(_Model):
@@ -288,7 +313,7 @@ class KernelReport(_Model):
     accept_needed: list[str] = Field(
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
-    notes: list[str] = Field(default_factory=list, description="reported, never fatal (rollback size…)")
+    notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")

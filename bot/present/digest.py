@@ -168,6 +168,9 @@ def undecided_summary(k: KernelReport) -> str:
     latency = [c for c in k.cases if c.verdict == "inconclusive"]
     of_latency = {case_reason(c.name, r) for c in latency for r in c.reasons}
     parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    if launches := list(dict.fromkeys(s for c in k.resource_checks() for s in c.launch_unmeasured)):
+        more = f" and {len(launches) - 1} more" if len(launches) > 1 else ""  # first: the status keeps 140 characters
+        parts.insert(0, f"launch figures declared, not measured: {launches[0]}{more}")
     if any(u not in of_latency for u in k.undecided):
         parts.append("not everything it changes was run")
     return "; ".join(parts)

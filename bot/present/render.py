@@ -34,7 +34,7 @@ from bot.present.comment_md import (
 from bot.present.digest import Digest, digest, short_names
 from bot.templates import TEMPLATES
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
-from bot.verdict.gate import match_base
+from bot.verdict.gate import is_rename, match_base, removed_in_head
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
@@ -88,6 +88,16 @@ def abbreviated(short: dict[str, str]) -> list[tuple[str, str]]:
 def base_for(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
     """Head function name -> its base counterpart (to put base beside head in the table)."""
     return match_base(head, base)
+
+
+def renamed(head: Resource, base: Resource | None) -> bool:
+    """The table names base's function beside head's when it had another name (not merely other numbers)."""
+    return base is not None and is_rename(head.function, base.function)
+
+
+def removed(head: list[Resource], base: list[Resource]) -> list[Resource]:
+    """Base's functions no head function stands beside: the table lists them as removed."""
+    return removed_in_head(head, base) if head else []
 
 
 def smem(r: Resource) -> str:
@@ -179,6 +189,8 @@ def jinja_env() -> jinja2.Environment:
         share=share,
         size=size,
         base_for=base_for,
+        removed=removed,
+        renamed=renamed,
         smem=smem,
         blocks=blocks,
         occupancy=occupancy,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from bot.config.includes import include_paths
 from bot.config.manifest import Case, Constraints, Kernel
@@ -171,6 +171,7 @@ class KernelCases:
             ),
             positional=entry_scalars(rules, device)[0],
             keywords=entry_scalars(rules, device)[1],
+            arguments=entry_arguments(rules, device),
             measure=self.settings.measure,
             timeout_s=self.settings.case_timeout_s or rules.manifest.timeout_s,
             time=not identical,
@@ -181,7 +182,8 @@ class KernelCases:
         by_name = {c.name: c for c in cases}
         secrets = self.settings.secrets()
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
-            runs = run_cases(job.model_copy(update={"cases": [case_job(c, constraints) for c in cases]}), launch)
+            jobs = [case_job(c, constraints, rules.manifest.written(c)) for c in cases]
+            runs = run_cases(job.model_copy(update={"cases": jobs}), launch)
         reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
         if device == "cpu" and BASE in sides and self.settings.simulate != "off":
             self._simulate(rules, job, reports, launch)
@@ -206,7 +208,7 @@ class KernelCases:
         if not wanted:
             return
         with self.steps.step(f"simulate {rules.name}: {', '.join(wanted)} under callgrind"):
-            cases = [case_job(by_name[name], constraints) for name in wanted]
+            cases = [case_job(by_name[name], constraints, rules.manifest.written(by_name[name])) for name in wanted]
             costs = run_costs(job.model_copy(update={"cases": cases, "probes": False}), launch)
         for name in wanted:
             simulated_verdict(reports[name], costs[name], constraints.max_regression_pct)
@@ -243,16 +245,25 @@ def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:
     return {label: SideEntry(module=b.module, entry=b.entry) for label, b in builds.items()}
 
 
+def entry_arguments(rules: Kernel, device: str) -> list[str]:
+    """The entry's positional arguments in order when it writes into some (base's manifest: the contract), else []."""
+    spec = rules.manifest.build.get(device)  # type: ignore[call-overload]
+    return list(spec.arguments) if spec is not None else []
+
+
 def entry_scalars(rules: Kernel, device: str) -> tuple[list[str], list[str]]:
     """The case params the entry takes after its tensors, as base's manifest (the contract) says."""
     spec = rules.manifest.build.get(device)  # type: ignore[call-overload]
     return (list(spec.args), list(spec.kwargs)) if spec is not None else ([], [])
 
 
-def case_job(case: Case, constraints: Constraints) -> dict[str, object]:
+def case_job(case: Case, constraints: Constraints, buffers: list[dict[str, Any]] | None = None) -> dict[str, object]:
+    """The case as the judge reads it: its limits resolved and, for an entry that writes into its arguments, the
+    buffers to allocate (name, role, shape, dtype: `KernelManifest.written`)."""
     limits = case.limits(constraints)
     return {
         **case.model_dump(),
+        "buffers": buffers or [],
         "tolerance": limits.max_abs_err,
         "limits": limits.model_dump(),
         "max_regression_pct": constraints.max_regression_pct,

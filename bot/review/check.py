@@ -1,48 +1,110 @@
-"""`opgate check`'s flow for one kernel of the working tree: static checks, the build (cached), and the sandboxed dry
-run (the reference imported, every case's inputs drawn, the smallest case run once on entry and reference, compared).
+"""`opgate check`'s flow for one kernel of the working tree: static checks, the review's compile-only resource step
+for every architecture the kernel ships, the build (cached), and the sandboxed dry run (the reference imported, every
+case's inputs drawn, the smallest case run once on entry and reference, compared).
 
-Nothing is timed; the first problem stops the kernel's check and names its file and line.
+Nothing is timed. Each step is one line: passed, failed (naming file and line), or not checked on this runner (no
+nvcc, no GPU); a failed step stops the steps that need it, never the independent ones.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import BaseModel, Field, computed_field
+
+from bot.config.includes import include_paths
 from bot.config.manifest import Case, Kernel
 from bot.config.settings import Settings
 from bot.edges.machine import detect
-from bot.models.judging import JudgeJob, ReferenceSource
-from bot.models.report import Machine
-from bot.review.cases import case_job, entry_scalars
-from bot.review.resource_check import flag_findings
+from bot.errors import InputError
+from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
+from bot.models.report import Machine, ResourceCheckReport
+from bot.review.cases import case_job, entry_arguments, entry_scalars
+from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
 from bot.untrusted.runner.judge import REFERENCE_LABEL
 from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
-from bot.verdict.gate import case_verdict
+from bot.verdict.gate import case_verdict, resource_reasons
+from bot.verdict.launch import base_name, instances
+from bot.verdict.occupancy import no_table
 from bot.verdict.static import check_tunables
 
-_COMPILER_ERROR = re.compile(r"^(?P<where>\S+?):(?P<line>\d+)(?::\d+)?: (?:fatal )?error: (?P<what>.*)$", re.M)
+# gcc/clang (`x.cu:3:10: fatal error: …`) and nvcc's front end (`x.cu(12): error: …`).
+_COMPILER_ERROR = re.compile(
+    r"^(?P<where>[^\s:()]+?)(?::(?P<line>\d+)(?::\d+)?|\((?P<line2>\d+)\)): (?:fatal |catastrophic )?error: "
+    r"(?P<what>.*)$",
+    re.M,
+)
+NOT_CHECKED = "not checked on this runner"
+
+# not_checked: this runner cannot (no nvcc, no GPU); incomplete: the manifest leaves it undescribed (a kernel
+# function's threads per block), which the review notes without judging. Neither is "ready".
+StepStatus = Literal["ok", "failed", "not_checked", "incomplete"]
 
 
-@dataclass
-class KernelCheck:
-    """What `opgate check` found for one kernel: the steps that passed, and the first problem."""
+class CheckStep(BaseModel):
+    """One step of `opgate check` for one kernel: what it checked and how that went."""
+
+    step: str = Field(description="manifest, resources sm_90a, build cpu, cases cpu, reference, …")
+    status: StepStatus
+    detail: str
+
+
+class KernelCheck(BaseModel):
+    """What `opgate check` found for one kernel: one line per step."""
 
     name: str
     folder: str
-    steps: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    problem: str | None = None
+    steps: list[CheckStep] = Field(default_factory=list)
     seconds: float = 0.0
 
+    def passed(self, step: str, detail: str) -> None:
+        self.steps.append(CheckStep(step=step, status="ok", detail=detail))
+
+    def failed(self, step: str, detail: str) -> None:
+        self.steps.append(CheckStep(step=step, status="failed", detail=detail))
+
+    def unchecked(self, step: str, detail: str) -> None:
+        self.steps.append(CheckStep(step=step, status="not_checked", detail=detail))
+
+    def incomplete(self, step: str, detail: str) -> None:
+        self.steps.append(CheckStep(step=step, status="incomplete", detail=detail))
+
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
+        """No step failed (steps this runner could not check may remain: see `not_checked`)."""
         return self.problem is None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def problem(self) -> str | None:
+        """The first failed step's line, or None."""
+        return next((s.detail for s in self.steps if s.status == "failed"), None)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def not_checked(self) -> list[str]:
+        """The steps left open, each with why: what this runner cannot check, what the manifest leaves undescribed."""
+        return [s.detail for s in self.steps if s.status in ("not_checked", "incomplete")]
+
+
+class CheckReport(BaseModel):
+    """`opgate check --json`: every kernel's steps, and whether this machine sandboxes what it runs."""
+
+    kernels: list[KernelCheck]
+    seconds: float
+    unsandboxed: str | None = Field(None, description="why nothing ran sandboxed here, or null")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ready(self) -> bool:
+        """Every step of every kernel checked and passed: nothing left for another runner."""
+        return all(k.ok and not k.not_checked for k in self.kernels)
 
 
 def first_compile_error(log: str, kernel: Kernel) -> str | None:
@@ -55,7 +117,16 @@ def first_compile_error(log: str, kernel: Kernel) -> str | None:
         if where.startswith(prefix):
             where = f"{kernel.path}/{where.removeprefix(prefix)}"
             break
-    return f"{where} line {m['line']}: {m['what'].strip()}"
+    return f"{where} line {m['line'] or m['line2']}: {m['what'].strip()}"
+
+
+def _first_line(log: str) -> str:
+    """A log's first line that says something (a manifest mistake, a refused source), its sandbox paths dropped."""
+    for line in log.splitlines():
+        text = line.strip().removeprefix("head: ")
+        if text and not text.startswith("=="):
+            return text
+    return "no output"
 
 
 def _devices(env: Machine) -> list[Literal["cpu", "cuda"]]:
@@ -89,47 +160,124 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
     findings = check_tunables(kernel.config, kernel.manifest.tunables, f"{kernel.path}/{kernel.manifest.config}")
     findings += check_defines(kernel.config, f"{kernel.path}/{kernel.manifest.config}") + flag_findings(kernel)
     if findings:
-        result.problem = findings[0].replace("kernel.toml [build", f"{manifest} [build")
+        result.failed("manifest", findings[0].replace("kernel.toml [build", f"{manifest} [build"))
         return
-    result.steps.append(f"manifest {manifest}: valid; tunables and flags allowed")
+    result.passed("manifest", f"manifest {manifest}: valid; tunables and flags allowed")
+    arches = kernel.manifest.constraints.architectures
+    for arch in arches:
+        if (missing := no_table(arch)) is not None:
+            result.incomplete(f"occupancy {arch}", missing)
+    for check in resource_checks(kernel, None, arches, settings.build_dir / "resources", sandbox):
+        resource_step(kernel, check, result)
     builds: dict[str, Built] = {}
-    for device in _devices(env):
+    for device in ("cpu", "cuda"):
         spec = kernel.manifest.build.get(device)
         if spec is None:
             continue
-        built = build(kernel.name, kernel.folder, spec, kernel.config, device, settings.build_dir, sandbox)
+        if device not in _devices(env):
+            result.unchecked(f"build {device}", f"build {device}: [build.{device}] (needs a CUDA GPU)")
+            continue
+        try:
+            built = build(
+                kernel.name,
+                kernel.folder,
+                spec,
+                kernel.config,
+                device,
+                settings.build_dir,
+                sandbox,
+                include_paths(kernel, device),
+            )
+        except InputError as exc:
+            built = Built(ok=False, device=device, key="", log_tail=str(exc))
         if not built.ok:
             first = first_compile_error(built.log_tail, kernel)
             last = built.log_tail.strip().splitlines()[-1:] or ["no output"]
-            result.problem = first or f"{manifest} [build.{device}] does not build: {last[0]}"
-            return
+            result.failed(f"build {device}", first or f"{manifest} [build.{device}] does not build: {last[0]}")
+            continue
         how = "cached" if built.cached else f"compiled {', '.join(built.compiled) or 'nothing new'}"
-        result.steps.append(f"build {device}: {how} ({built.seconds:.1f} s)")
+        result.passed(f"build {device}", f"build {device}: {how} ({built.seconds:.1f} s)")
         builds[device] = built
     by_device: dict[Literal["cpu", "cuda"], list[Case]] = {}
+    elsewhere: list[Case] = []
     for case in kernel.manifest.cases:
-        if case.device not in builds and case.device in _devices(env):
-            result.problem = (
-                f"{manifest}: case {case.name} runs on {case.device}, but there is no [build.{case.device}]"
+        if case.device not in kernel.manifest.build:
+            result.failed(
+                "cases", f"{manifest}: case {case.name} runs on {case.device}, but there is no [build.{case.device}]"
             )
             return
-        if case.device not in builds:
-            result.skipped.append(f"{case.name}: not drawn or run here (needs a CUDA GPU)")
-            continue
-        by_device.setdefault(case.device, []).append(case)
+        if case.device not in _devices(env):
+            elsewhere.append(case)
+        elif case.device in builds:
+            by_device.setdefault(case.device, []).append(case)
+    ran_reference = False
     for dev, cases in by_device.items():
-        if not _dry_run(kernel, cases, builds[dev], dev, settings, result):
-            return
+        ran_reference |= _dry_run(kernel, cases, builds[dev], dev, settings, result)
+    if elsewhere:
+        names = ", ".join(c.name for c in elsewhere)
+        result.unchecked("cases cuda", f"cases {names}: the entry against the reference (needs a CUDA GPU)")
+    if not ran_reference and kernel.manifest.cases:
+        _reference_only(kernel, kernel.manifest.cases, settings, result)
 
 
-def _dry_run(
-    kernel: Kernel, cases: list[Case], built: Built, device: str, settings: Settings, result: KernelCheck
-) -> bool:
-    """The sandboxed dry run of one device's cases; False after naming the problem."""
+def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelCheck) -> None:
+    """One architecture's compile-only resource step, judged as the review's gate judges head's figures alone."""
+    step, on = f"resources {check.arch}", f"resources on {check.arch}"
+    if check.status == "no_nvcc":
+        result.unchecked(step, f"{on}: nvcc is not on the PATH (install the CUDA toolkit)")
+        return
+    if check.status == "unsupported_arch":
+        result.unchecked(step, f"{on}: {check.log_tail}")
+        return
+    if check.status == "compile_fail":
+        if (where := first_compile_error(check.log_tail, kernel)) is not None:
+            result.failed(step, f"{on}: does not compile: {where}")
+        elif check.log_tail.startswith("head: "):  # the units could not even be planned: a manifest mistake
+            result.failed(step, f"{on}: {kernel.path}/kernel.toml [build.cuda]: {_first_line(check.log_tail)}")
+        else:
+            result.failed(step, f"{on}: does not compile: {_first_line(check.log_tail)}")
+        return
+    failures = [f"{on}: {e}" for e in check.launch_errors]
+    reasons, _ = resource_reasons(check.head, [], kernel.manifest.constraints, check.threads, check.arch)
+    failures += [f"{on}: {r.removeprefix('resource: ')}" for r in reasons]
+    for failure in failures:
+        result.failed(step, failure)
+    unknown = _without_threads(kernel, check)
+    for line in unknown:
+        result.incomplete(step, f"occupancy on {check.arch}: {line}")
+    if not failures and not unknown:
+        how = "cached" if check.cached else f"compiled in {check.seconds:.1f} s"
+        n = len(check.head)
+        result.passed(step, f"{on}: {n} kernel function(s) ({how}), each with its threads and dynamic shared memory")
+
+
+def _without_threads(kernel: Kernel, check: ResourceCheckReport) -> list[str]:
+    """One line per kernel function (all its template instantiations together) whose threads per block neither
+    the code (`__launch_bounds__`) nor kernel.toml [launch] gives: the review cannot compute its occupancy."""
+    by_name: dict[str, list[str]] = {}
+    for r in check.head:
+        if r.threads is None:
+            by_name.setdefault(base_name(r.function), []).append(r.function)
+    manifest = f"{kernel.path}/kernel.toml"
+    return [
+        f"{instances(functions)}: threads per block unknown, so the review computes no occupancy: give "
+        f"__launch_bounds__ in the code or [launch.functions.{name}] threads in {manifest}"
+        for name, functions in by_name.items()
+    ]
+
+
+def _job(
+    kernel: Kernel,
+    cases: list[dict[str, object]],
+    sides: dict[str, dict[str, str]],
+    built: Built | None,
+    device: str,
+    settings: Settings,
+) -> JudgeJob:
+    """The dry run's job: `cases` against the `sides` built (none: the reference alone)."""
     ref = kernel.manifest.reference
     positional, keywords = entry_scalars(kernel, device)
-    constraints = kernel.manifest.constraints
-    job = JudgeJob(
+    return JudgeJob(
         kernel=kernel.name,
         reference=ReferenceSource(
             path=str(kernel.folder / ref.module),
@@ -138,12 +286,13 @@ def _dry_run(
             function=ref.function,
             probes=ref.probes,
         ),
-        cases=[case_job(c, constraints) for c in cases],
-        sides={"head": {device: str(verify(built))}},
-        module=built.module,
-        entry=built.entry,
+        cases=cases,
+        sides=sides,
+        module=built.module if built is not None else "",
+        entry=built.entry if built is not None else "",
         positional=positional,
         keywords=keywords,
+        arguments=entry_arguments(kernel, device),
         measure=settings.measure,
         timeout_s=settings.case_timeout_s or kernel.manifest.timeout_s,
         time=False,
@@ -151,26 +300,56 @@ def _dry_run(
         noise_limit_cores=settings.noise_limit_cores,
         secret=new_secret(),
     )
+
+
+def _dry_run(
+    kernel: Kernel, cases: list[Case], built: Built, device: str, settings: Settings, result: KernelCheck
+) -> bool:
+    """The sandboxed dry run of one device's cases; True when it got as far as running the reference."""
+    constraints = kernel.manifest.constraints
+    jobs = [case_job(c, constraints, kernel.manifest.written(c)) for c in cases]
+    job = _job(kernel, jobs, {"head": {device: str(verify(built))}}, built, device, settings)
     runs = run_cases(job, "sandboxed", runner=DRY_RUN)
+    step = f"cases {device}"
     for case in cases:
         run = runs.get(case.name)
         if run is None:
             continue  # the dry run stopped at an earlier case's problem
         if run.failed_label == REFERENCE_LABEL or (run.status == "crashed" and not run.checks):
-            result.problem = _located(run.detail, kernel)
-            return False
+            result.failed(step, _located(run.detail, kernel))
+            return run.failed_label == REFERENCE_LABEL
         if run.status == "skipped":
-            result.steps.append(f"{case.name}: {run.detail}")
+            result.passed(step, f"{case.name}: {run.detail}")
             continue
         report = case_verdict(case, constraints, run)
         if report.verdict in ("fail", "error"):
-            result.problem = f"{case.name}: {'; '.join(report.reasons)}"
-            return False
+            result.failed(step, f"{case.name}: {'; '.join(report.reasons)}")
+            return True
         err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
-        result.steps.append(
-            f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"
+        result.passed(
+            step, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"
         )
-    return True
+        return True
+    return False
+
+
+def _reference_only(kernel: Kernel, cases: list[Case], settings: Settings, result: KernelCheck) -> None:
+    """No case could run its entry here: draw every case's inputs on the CPU and run the reference once on the
+    smallest, so a reference that raises (`NotImplementedError`, a typo) is found before a review."""
+    constraints = kernel.manifest.constraints
+    jobs = [case_job(c, constraints, kernel.manifest.written(c)) | {"device": "cpu"} for c in cases]
+    runs = run_cases(_job(kernel, jobs, {}, None, "cpu", settings), "sandboxed", runner=DRY_RUN)
+    on_cpu = " (on the CPU: this runner has no GPU)" if any(c.device == "cuda" for c in cases) else ""
+    for case in cases:
+        run: CaseRun | None = runs.get(case.name)
+        if run is None:
+            continue
+        if run.status != "skipped":
+            result.failed("reference", _located(run.detail, kernel) + on_cpu)
+            return
+        if run.detail.startswith("reference ran"):
+            result.passed("reference", f"{case.name} (the smallest): {run.detail}{on_cpu}")
+            return
 
 
 def _located(detail: str, kernel: Kernel) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.config.includes import include_dirs, watched_globs
-from bot.config.manifest import Kernel, find_manifests, load_kernel
+from bot.config.manifest import ROOT, Kernel, find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.errors import InputError
@@ -58,7 +58,7 @@ def missing_submodule(kernel: Kernel, side: Checkout, label: str) -> str | None:
     in them) is not in the checkout; None when every one it reads is there."""
     reads = [kernel.path, *include_dirs(kernel)]
     for path, why in sorted(side.missing.items()):
-        if any(r == path or r.startswith(f"{path}/") or path.startswith(f"{r}/") for r in reads):
+        if any(r in (path, ROOT) or r.startswith(f"{path}/") or path.startswith(f"{r}/") for r in reads):
             return (
                 f"{kernel.path}: submodule {path} of {label} ({side.sha[:12]}) is {why}: check the repository out "
                 "with its submodules and their history (git submodule update --init --recursive; actions/checkout: "
@@ -74,7 +74,7 @@ def folder_of(name: str, base: Checkout, head: Checkout) -> str:
 def kernel_globs(name: str, base: Checkout, head: Checkout) -> list[str]:
     """A kernel's globs on both sides (one without a loadable manifest: its folder)."""
     known = [watched_globs(k) for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
-    return [g for gs in known for g in gs] or [f"{folder_of(name, base, head)}/**"]
+    return [g for gs in known for g in gs] or [folder_glob(folder_of(name, base, head))]
 
 
 def no_manifest(config: RepoConfig) -> InputError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from bot.config.manifest import in_folder
 from bot.config.repo import KERNEL_SOURCES
 from bot.models.diff import FileChange
 from bot.models.report import Coverage, Listed
@@ -76,7 +77,7 @@ def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str
     for path in dict.fromkeys(paths):
         if not path.endswith(COMPILED_SUFFIXES):
             continue
-        rel = path.removeprefix(f"{folder}/") if path.startswith(f"{folder}/") else None
+        rel = in_folder(folder, path)
         devices = [d for d, files in compiled.items() if rel is not None and rel in files]
         if any(d in ran for d in devices):
             continue
@@ -89,3 +90,21 @@ def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str
                 f"which needs a CUDA GPU): {NOT_JUDGED}"
             )
     return lines
+
+
+RESOURCES_READ = (
+    "this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu files and what they "
+    "include"
+)
+
+
+def not_read(paths: Iterable[str], read: set[str]) -> list[str]:
+    """One line per changed file of a resource-only kernel (`paths`, from the repository root) that its resource
+    check does not read (`read`: `resource_reads`): its binding .cpp, a Python wrapper, a host-side header. Such a
+    change is never a pass, and never "unchanged from base"."""
+    folders = {f"{'/'.join(r.split('/')[:i])}/" for r in read for i in range(1, r.count("/") + 1)}
+    return [
+        f"{path}: changed, {RESOURCES_READ}: {NOT_JUDGED}"
+        for path in dict.fromkeys(paths)
+        if path not in read and f"{path}/" not in folders  # a submodule's gitlink: read where its files are
+    ]

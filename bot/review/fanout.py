@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
 from bot.config.includes import watched_globs
-from bot.config.manifest import find_manifests, load_kernel
+from bot.config.manifest import find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.edges.machine import detect
@@ -97,7 +97,7 @@ def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> 
         if not NAME.fullmatch(name):
             raise InputError(f"{folder}: a kernel folder name must match {NAME.pattern}")
         b, h = at_base.get(name, (folder, None))[1], at_head.get(name, (folder, None))[1]
-        globs = [g for side in (b, h) if side for g in side[0]] or [f"{folder}/**"]
+        globs = [g for side in (b, h) if side for g in side[0]] or [folder_glob(folder)]
         every_glob += globs
         broken = name in at_head and h is None
         if broken or touching(changes, globs):

@@ -13,7 +13,7 @@ import requests
 
 from bot import __version__
 from bot.agent.run import AgentFailed, ask
-from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
 from bot.config.settings import Settings
 from bot.edges import gitio
 from bot.edges.machine import detect
@@ -37,9 +37,9 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged, not_read, unclaimed_reason, with_coverage
 from bot.review.lineage import Origin, origins, renamed_to
-from bot.review.resource_check import flag_findings, resource_checks
+from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
@@ -201,14 +201,25 @@ class Reviewer:
         if self.request.agent_only:
             report.notes.append("agent only: built, run and gated in another job")
             return report
-        report.undecided.extend(self._not_judged(touched, head_k, base_k))
-        report = self._gate_kernel(report, rules, head_k, base_k)
+        unread = self._not_judged(touched, head_k, base_k)
+        report.undecided.extend(unread)
+        report = self._gate_kernel(report, rules, head_k, base_k, touched, unread=bool(unread))
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
         return report
 
-    def _gate_kernel(self, report: KernelReport, rules: Kernel, head_k: Kernel, base_k: Kernel | None) -> KernelReport:
-        """Static checks, resource check, builds and cases of one changed kernel."""
+    def _gate_kernel(
+        self,
+        report: KernelReport,
+        rules: Kernel,
+        head_k: Kernel,
+        base_k: Kernel | None,
+        touched: list[FileChange] | None = None,
+        *,
+        unread: bool = False,
+    ) -> KernelReport:
+        """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files;
+        `unread`: changed files no gate reads, already listed as not judged)."""
         name = head_k.name
         findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
@@ -218,7 +229,10 @@ class Reviewer:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
             with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
                 cache = self.settings.build_dir / "resources"
-                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox)
+                changed = [p for c in touched or [] for p in c.paths]
+                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox, changed)
+            for check in checks if unread else []:
+                without_unchanged(check)
             report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
         runner = KernelCases(
             self.settings,
@@ -253,16 +267,18 @@ class Reviewer:
         return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
 
     def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
-        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's). A
-        kernel without cases is judged by its resource check alone, and its verdict already says so."""
+        """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a
+        kernel without cases, judged by its resource check alone, every changed file that check does not read."""
+        paths = [p for c in touched for p in c.paths]
         if not (base_k or head_k).manifest.cases:
-            return []
+            same = [base_k] if base_k is not None and base_k.path == head_k.path else []
+            return not_read(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
         compiled: dict[str, set[str]] = {}
         for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
             for device, spec in k.manifest.build.items():
                 compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
-        return not_judged([p for c in touched for p in c.paths], head_k.path, compiled, ran)
+        return not_judged(paths, head_k.path, compiled, ran)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
@@ -287,7 +303,10 @@ class Reviewer:
     ) -> None:
         added = sum(c.added for c in touched)
         removed = sum(c.removed for c in touched)
-        report.notes.append(f"rollback: {len(touched)} file(s), +{added}/-{removed} lines in this kernel")
+        report.notes.append(
+            f"change size: {len(touched)} file(s) of this kernel changed, +{added}/-{removed} lines (what reverting "
+            "this pull request undoes)"
+        )
         if base_k is None:  # a reference written in the same change proves nothing on its own: a person decides
             report.accept_needed.append("new kernel: judged by its own manifest and reference, which this change wrote")
             return
@@ -297,9 +316,8 @@ class Reviewer:
                 f"judged by {origin.base}'s manifest, reference and build from base"
             )
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
-        prefix = f"{head_k.path}/"
         for c in touched:
-            if c.path.removeprefix(prefix) in judged:
+            if in_folder(head_k.path, c.path) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
 
     def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:

@@ -150,7 +150,9 @@ def write(
     if pr is not None:
         rows = ledger.usage()
         domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
-        context = publish.pr_context(report, pr, rows, acceptances, publish.week_budgets(ledger, settings, domains))
+        budgets = publish.week_budgets(ledger, settings, domains)
+        self_accept = settings.repo_config.allow_self_accept
+        context = publish.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
     comment = publish.compose(report, unseen, context)
     comment_path.write_text(comment)
     return ReviewResult(report, report_path, comment_path, comment, acceptances=acceptances)

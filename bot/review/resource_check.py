@@ -4,22 +4,41 @@ the build compiles them (the build's own nvcc flags, torch's included, and inclu
 from __future__ import annotations
 
 import contextlib
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.config.includes import include_findings, include_paths
-from bot.config.manifest import Kernel
+from bot.config.includes import include_findings, include_paths, repo_root
+from bot.config.launch_sites import SOURCE_SUFFIXES, scan, touches
+from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
 from bot.models.report import Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
-from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate
-from bot.untrusted.resources import NO_NVCC, CompileJob, ResourceCheck, ResourceStatus, compile_sides, nvcc_path
+from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate, fold_sites, markers
+from bot.untrusted.resources import (
+    NO_NVCC,
+    CompileJob,
+    ResourceCheck,
+    ResourceStatus,
+    compile_sides,
+    demangle,
+    demangler,
+    nvcc_path,
+)
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.targets import unsupported
 from bot.untrusted.toolchain import Toolchain, toolchain
 from bot.verdict.flags import check_flags, without_arch
 from bot.verdict.gate import BASE, HEAD
-from bot.verdict.launch import describe_kernel
+from bot.verdict.launch import (
+    ReadBack,
+    SiteTouch,
+    describe_kernel,
+    marked_function,
+    read_back,
+    shared_keys,
+    undecided_launches,
+)
 
 
 def flag_findings(k: Kernel) -> list[str]:
@@ -52,28 +71,80 @@ def compile_jobs(k: Kernel, tc: Toolchain) -> tuple[list[CompileJob], CompileJob
     return jobs, fold
 
 
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
+
+
+def _at(folder: str, name: str) -> str:
+    return name if folder == ROOT else f"{folder}/{name}"
+
+
+def resource_reads(k: Kernel) -> set[str]:
+    """The files (from the repository root) a kernel's resource check reads: kernel.toml, its tunable config, each
+    .cu of [build.cuda] and every file of the repository those #include, transitively (found beside the including
+    file, in the kernel folder or an include directory). A resource-only kernel's gate reads nothing else."""
+    root = repo_root(k).resolve()
+    reads = {_at(k.path, MANIFEST_NAME), _at(k.path, k.manifest.config)}
+    spec = k.manifest.build.get("cuda")
+    if spec is None:
+        return reads
+    try:
+        units = [k.folder / u.source for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
+        dirs = [k.folder, *include_paths(k, "cuda")]
+    except (InputError, BuildError):
+        return reads
+    headers = [k.folder / h for h in k.manifest.launch.headers]  # the fold of C++ launch expressions reads them
+    todo, seen = [p.resolve() for p in (*units, *headers)], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_relative_to(root) or not path.is_file():
+            continue
+        seen.add(path)
+        for name in _INCLUDE.findall(path.read_bytes()):
+            text = name.decode(errors="replace")
+            found = next((d / text for d in (path.parent, *dirs) if (d / text).is_file()), None)
+            if found is not None:
+                todo.append(found.resolve())
+    return reads | {p.relative_to(root).as_posix() for p in seen}
+
+
 def _cu_sources(k: Kernel | None) -> bool:
     spec = k.manifest.build.get("cuda") if k is not None else None
     return spec is not None and any(s.endswith(".cu") for s in spec.sources)
 
 
 def resource_checks(
-    head_k: Kernel, base_k: Kernel | None, architectures: list[str], cache_dir: Path, sandbox: Sandbox
+    head_k: Kernel,
+    base_k: Kernel | None,
+    architectures: list[str],
+    cache_dir: Path,
+    sandbox: Sandbox,
+    changed: list[str] | None = None,
 ) -> list[ResourceCheckReport]:
     """`resource_check` once per architecture the kernel ships for (the rules' `architectures`), the first
-    first; the architectures compile side by side. Empty for a kernel without .cu sources."""
+    first; the architectures compile side by side. Empty for a kernel without .cu sources. `changed`: the
+    repository paths the change touches (a launch they can move is read back or undecided)."""
     if not _cu_sources(head_k):
         return []
     if nvcc_path() is not None and len(architectures) > 1:
         with contextlib.suppress(BuildError):  # compiled once, before the threads share its cache file
             toolchain("cuda", cache_dir.parent / "toolchain")
     with ThreadPoolExecutor(max_workers=len(architectures)) as pool:
-        found = list(pool.map(lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a), architectures))
+        found = list(
+            pool.map(
+                lambda a: resource_check(head_k, base_k, cache_dir, sandbox, arch=a, changed=changed), architectures
+            )
+        )
     return [c for c in found if c is not None]
 
 
 def resource_check(
-    head_k: Kernel, base_k: Kernel | None, cache_dir: Path, sandbox: Sandbox, *, arch: str = "sm_90a"
+    head_k: Kernel,
+    base_k: Kernel | None,
+    cache_dir: Path,
+    sandbox: Sandbox,
+    *,
+    arch: str = "sm_90a",
+    changed: list[str] | None = None,
 ) -> ResourceCheckReport | None:
     """Every .cu of head's and base's CUDA build compiled for `arch` exactly as the build compiles it, plus
     `ptxas -v`; each side described by its own kernel.toml [launch] (threads from the code, C++ launch expressions
@@ -92,11 +163,21 @@ def resource_check(
         cxx = folds[BASE].values if BASE in folds else None
         base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
     notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
-    if head.status == "ok" and base_d is not None and _same(head_d.resources, base_d.resources):
-        notes.append(
-            f"resource check: unchanged from base: {len(head_d.resources)} function(s) with the same registers, "
-            "spills, stack, shared memory and occupancy"
-        )
+    touched = launch_touches(head_k, base_k, changed or [])
+    undecided: list[str] = []
+    unmeasured: list[str] = []
+    if touched and head.status == "ok":
+        values, unfolded = read_launches(head_k, cache_dir, sandbox, arch)
+        head_d.resources, read_notes = read_back(head_d.resources, values, arch)
+        notes += read_notes
+        undecided = undecided_launches(head_d.resources, touched, unfolded)
+        unmeasured = [t.sites[-1] for t in touched if undecided_launches(head_d.resources, [t], unfolded)]
+        if base_d is not None:
+            base_values, _ = read_launches(base_k, cache_dir, sandbox, arch) if base_k is not None else ([], {})
+            base_d.resources, _ = read_back(base_d.resources, base_values, arch)
+    notes += shared_keys(head_d.resources, head_k.manifest.launch, f"{head_k.path}/kernel.toml")
+    if head.status == "ok" and base_d is not None and not undecided and _same(head_d.resources, base_d.resources):
+        notes.append(unchanged_note(len(head_d.resources)))
     errors = list(head_d.errors)
     for side, fold in folds.items():
         if not fold.ok and side == HEAD:
@@ -110,6 +191,9 @@ def resource_check(
         threads=head.threads,
         launch_errors=errors,
         launch_notes=head_d.notes + notes,
+        launch_undecided=undecided,
+        launch_unmeasured=list(dict.fromkeys(unmeasured)),
+        launch_sites=list(dict.fromkeys(t.text for t in touched)),
         seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,
         log_tail=head.log if head.status != "ok" else "",
@@ -158,6 +242,27 @@ def _compile(
     return {**checks, **failed}, folds
 
 
+def unchanged_note(functions: int) -> str:
+    """The note of a check whose every function compiled as in base."""
+    return (
+        f"resource check: unchanged from base: {functions} function(s) with the same registers, spills, stack, shared "
+        "memory and occupancy"
+    )
+
+
+def without_unchanged(check: ResourceCheckReport) -> None:
+    """Where changed files went unread (listed as not judged), the check's note says what it compared, never that
+    the change leaves the kernel "unchanged from base"."""
+    same = unchanged_note(len(check.head))
+    check.launch_notes = [
+        f"resource check: the {len(check.head)} compiled function(s) have base's registers, spills, stack, shared "
+        "memory and occupancy; the changed files it does not read are not judged"
+        if note == same
+        else note
+        for note in check.launch_notes
+    ]
+
+
 def _figures(r: Resource) -> tuple[object, ...]:
     occ = r.occupancy.warps_per_sm if r.occupancy else None
     return (r.registers, r.spill_bytes, r.stack_bytes, r.smem_bytes, r.dynamic_smem_bytes, r.threads, occ)
@@ -166,3 +271,71 @@ def _figures(r: Resource) -> tuple[object, ...]:
 def _same(head: list[Resource], base: list[Resource]) -> bool:
     ours, theirs = {r.function: _figures(r) for r in head}, {r.function: _figures(r) for r in base}
     return len(ours) == len(head) and len(theirs) == len(base) and ours == theirs
+
+
+def _sources(k: Kernel) -> dict[str, str]:
+    """The kernel folder's C++/CUDA sources, by path relative to the folder (symlinks and unreadable files left out)."""
+    found = {}
+    for p in sorted(k.folder.rglob("*")):
+        if p.suffix in SOURCE_SUFFIXES and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found[p.relative_to(k.folder).as_posix()] = p.read_text()
+    return found
+
+
+def launch_touches(head_k: Kernel, base_k: Kernel | None, changed: list[str]) -> list[SiteTouch]:
+    """The changed files that hold one of the kernel's launches, an explicit instantiation of its kernels or a
+    constant a launch's size is computed from: one per changed file and launched kernel, naming its launches as head
+    has them (base's only for a file head no longer has)."""
+    found = [t for t in touches(changed, _repo_sources(head_k), _config(head_k))]
+    if base_k is not None:
+        gone = [p for p in changed if not (head_k.folder / p.removeprefix(f"{head_k.path}/")).is_file()]
+        found += touches(gone, _repo_sources(base_k), _config(base_k))
+    grouped: dict[tuple[str, str, str], list[str]] = {}
+    for t in found:
+        grouped.setdefault((t.path, t.why, t.site.function), []).append(t.site.describe())
+    return [
+        SiteTouch(f"{path} {why}: {'; '.join(dict.fromkeys(sites))}", tuple(dict.fromkeys(sites)), function)
+        for (path, why, function), sites in grouped.items()
+    ]
+
+
+def _repo_sources(k: Kernel) -> dict[str, str]:
+    return {f"{k.path}/{rel}": text for rel, text in _sources(k).items()}
+
+
+def _config(k: Kernel) -> str | None:
+    return f"{k.path}/{k.manifest.config}" if k.manifest.config else None
+
+
+def read_launches(
+    k: Kernel, cache_dir: Path, sandbox: Sandbox, arch: str
+) -> tuple[list[ReadBack], dict[str, list[str]]]:
+    """Every launch of the kernel's CUDA build read back by the fold (bot/untrusted/fold.py: compiled, never run),
+    each value with the instantiation it launches (`plain`, from the marker's demangled symbol); and the launches it
+    could not read, with why."""
+    files = _sources(k)
+    sites = [s for rel, text in files.items() for s in scan(rel, text)]
+    shown = {m.n: (f"{k.path}/{m.site.describe()}", m.what) for m in markers(sites)}
+    nvcc = nvcc_path()
+    if nvcc is None or not shown:
+        return [], {site: [NO_NVCC if nvcc is None else "no launch to read back"] for site, _ in shown.values()}
+    try:
+        tc = toolchain("cuda", cache_dir.parent / "toolchain")
+        jobs, _ = compile_jobs(k, tc)
+    except (InputError, BuildError) as exc:
+        return [], {site: [str(exc)] for site, _ in shown.values()}
+    fold = fold_sites(nvcc, jobs, files, sites, arch=arch, cache_dir=cache_dir, sandbox=sandbox)
+    readable = demangle(sorted({v.function for v in fold.values if v.function}), demangler(nvcc))
+    values = [
+        ReadBack(*shown[v.marker], marked_function(readable.get(v.function, "")), v.value)
+        for v in fold.values
+        if v.marker in shown
+    ]
+    unfolded: dict[str, list[str]] = {}
+    for n, why in fold.unfolded.items():
+        site, what = shown[n]
+        unfolded.setdefault(site, []).append(
+            f"its {'block size' if what == 'threads' else 'dynamic shared memory'}: {why}"
+        )
+    return values, unfolded

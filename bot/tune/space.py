@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.agent.review import PatchError, validate_patch
-from bot.config.manifest import KERNELS_DIR, Kernel
+from bot.config.manifest import KERNELS_DIR, ROOT, Kernel, repo_file
 from bot.edges import gitio
 from bot.review.candidates import CandidateError
 
@@ -40,7 +40,7 @@ def kernel_folder(kernel: Kernel) -> str:
 
 
 def config_path(kernel: Kernel) -> str:
-    return f"{kernel_folder(kernel)}/{kernel.manifest.config}"
+    return repo_file(kernel_folder(kernel), kernel.manifest.config)
 
 
 def config_text(config: dict[str, Any], like: str) -> str:
@@ -114,5 +114,5 @@ def inspect(repo: Path, base_sha: str, patch: str, kernel: Kernel) -> Inspected:
             return Inspected(key=config_key(kernel.config), config=config, is_base=True, paths=paths, patch=text)
         if only_config and config:
             return Inspected(key=config_key(config), config=config, is_base=False, paths=paths, patch=text)
-        tree_sha = _git(tree, "write-tree", f"--prefix={folder}/").strip()
+        tree_sha = _git(tree, "write-tree", *([] if folder == ROOT else [f"--prefix={folder}/"])).strip()
         return Inspected(key=f"tree:{tree_sha}", config=config, is_base=False, paths=paths, patch=text)

@@ -14,11 +14,13 @@ import logging
 import re
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, CompileJob, job_spec, nvcc_version, unit_headers
+from bot.config.launch_sites import CHEVRON, LaunchSite
+from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, SRC, CompileJob, job_spec, nvcc_version, unit_headers
 from bot.untrusted.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -99,3 +101,204 @@ def evaluate(
         entry.parent.mkdir(parents=True, exist_ok=True)
         entry.write_text(result.model_dump_json(indent=2))
     return result
+
+
+# -- the launches themselves: each launch's block size and dynamic shared memory read back per instantiation ----------
+
+SITE_KEY_VERSION = "opgate.fold-sites/1"
+SITE_PRELUDE = (
+    "namespace opgate_fold {\n"
+    "template <int Site, auto F, unsigned long long V> __global__ void site_value() {}\n"
+    "template <int Site, unsigned long long V> __global__ void site_any() {}\n"
+    "template <int Site, auto F, unsigned long long V> inline unsigned long long value() {"
+    " (void)&site_value<Site, F, V>; return V; }\n"
+    "template <int Site, unsigned long long V> inline unsigned long long any() {"
+    " (void)&site_any<Site, V>; return V; }\n"
+    "}\n"
+)
+FOLDED_KINDS = (
+    CHEVRON,
+    "cudaLaunchKernel",
+    "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel",
+    "cuLaunchCooperativeKernel",
+)
+_SITE_VALUE = re.compile(r"\b(_ZN11opgate_fold10site_valueILi(\d{1,4})EXadL_Z\w+?EELy(\d{1,19})EEEvv)\b")
+_SITE_ANY = re.compile(r"_ZN11opgate_fold8site_anyILi(\d{1,4})ELy(\d{1,19})EEEvv\b")
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One argument of one launch the fold reads back: `threads` (the block) or `smem` (dynamic shared memory)."""
+
+    n: int
+    site: LaunchSite
+    what: str  # "threads" | "smem"
+
+
+class SiteValue(BaseModel):
+    """A value the compiler gave one marked argument, for one instantiation of the launch (function: the marker's
+    mangled symbol, which names the launched instantiation once demangled; "" when the launch names no function the
+    fold could take the address of)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    marker: int
+    function: str = ""
+    value: int
+
+
+class SiteFold(BaseModel):
+    """What the fold of a side's launches read back: per marker the values, and the markers the compiler could not
+    fold (not a compile-time constant, or the unit did not compile)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    values: list[SiteValue] = Field(default_factory=list)
+    unfolded: dict[int, str] = Field(default_factory=dict, description="marker -> why it has no value")
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def markers(sites: list[LaunchSite]) -> list[Marker]:
+    """The arguments to read back: the block and dynamic shared memory of every launch that passes them (a `<<<…>>>`
+    without a shared-memory argument is read back too: it launches with 0, and the fold says for which function)."""
+    found: list[Marker] = []
+    for site in sites:
+        if site.kind not in FOLDED_KINDS:
+            continue
+        if site.block is not None:
+            found.append(Marker(len(found), site, "threads"))
+        if site.smem is not None or (site.kind == CHEVRON and site.close is not None):
+            found.append(Marker(len(found), site, "smem"))
+    return found
+
+
+def _marked(text: str, marker: Marker, *, with_function: bool) -> tuple[int, int, str]:
+    """(start, end, replacement) for one marker in its file's text."""
+    site = marker.site
+    arg = site.block if marker.what == "threads" else site.smem
+    inner = f"(unsigned long long)({arg.text})" if arg is not None else "0ull"
+    if with_function and site.target:
+        call = f"::opgate_fold::value<{marker.n}, &{site.target}, {inner}>()"
+    else:
+        call = f"::opgate_fold::any<{marker.n}, {inner}>()"
+    if marker.what == "threads":
+        call = f"(unsigned)({call})"
+    if arg is None:
+        assert site.close is not None
+        return site.close, site.close, f", {call}"
+    return arg.start, arg.end, call
+
+
+def mark_sources(files: dict[str, str], chosen: list[Marker], *, with_function: bool = True) -> dict[str, str]:
+    """The files holding `chosen` markers, rewritten: the prelude, a `#line 1` back to the original, each marked
+    argument wrapped so that its value becomes a template argument (nvcc must fold it; a runtime value is an error)."""
+    out: dict[str, str] = {}
+    for path in dict.fromkeys(m.site.path for m in chosen):
+        text = files[path]
+        edits = sorted(
+            (_marked(text, m, with_function=with_function) for m in chosen if m.site.path == path), reverse=True
+        )
+        for start, end, replacement in edits:
+            text = text[:start] + replacement + text[end:]
+        out[path] = f'{SITE_PRELUDE}#line 1 "{path}"\n{text}'
+    return out
+
+
+def parse_site_values(ptx: str) -> list[SiteValue]:
+    """Every marker instantiation in the PTX: marker, its symbol (naming the launched function) and the value."""
+    found = [SiteValue(marker=int(n), function=f, value=int(v)) for f, n, v in _SITE_VALUE.findall(ptx)]
+    found += [SiteValue(marker=int(n), value=int(v)) for n, v in _SITE_ANY.findall(ptx)]
+    return sorted({(s.marker, s.function, s.value): s for s in found}.values(), key=lambda s: (s.marker, s.function))
+
+
+def _compile_marked(
+    nvcc: str, job: CompileJob, unit: str, rewritten: dict[str, str], arch: str, sandbox: Sandbox
+) -> tuple[bool, str, str]:
+    """(compiled, output, ptx) of one unit compiled from a copy of the kernel folder's sources with the marked ones
+    rewritten (OUT first on the include path, and a relative `#include "../x.cuh"` stays inside the copy)."""
+    with tempfile.TemporaryDirectory(prefix="opgate-fold-") as tmp:
+        for path, text in rewritten.items():  # every source of the folder, the marked ones rewritten
+            target = Path(tmp) / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        source = f"{OUT}/{unit}" if unit in rewritten else f"{SRC}/{unit}"
+        cmd = [nvcc, f"-I{OUT}", *job.flags, f"-arch={arch}", "--ptx", source, "-o", f"{OUT}/opgate-sites.ptx"]
+        code, output = sandbox.run(job_spec(job, Path(tmp)), cmd, timeout=COMPILE_TIMEOUT_S)
+        ptx = Path(tmp) / "opgate-sites.ptx"
+        text = ptx.read_text(errors="replace") if code == 0 and ptx.is_file() and not ptx.is_symlink() else ""
+    return code == 0 and bool(text), output.strip()[-1500:], text
+
+
+def fold_sites(
+    nvcc: str,
+    jobs: list[CompileJob],
+    files: dict[str, str],
+    sites: list[LaunchSite],
+    *,
+    arch: str,
+    cache_dir: Path | None,
+    sandbox: Sandbox,
+    limit: int = 16,
+) -> SiteFold:
+    """Read back every launch's block size and dynamic shared memory, per instantiation, by compiling each body unit
+    (`jobs`, the build's flags) with the launches' arguments turned into template arguments of marker kernels. All
+    markers at once first; when that does not compile, each marker alone (at most `limit`), without the function
+    when needed, so one runtime value leaves only its own launch unfolded. `files`: path (relative to the kernel
+    folder) -> text of every C++/CUDA source of the kernel folder (the copy the units compile from); nothing runs."""
+    started = time.perf_counter()
+    chosen = markers(sites)
+    if not chosen or not jobs:
+        return SiteFold(unfolded={m.n: "no unit of the CUDA build compiles it" for m in chosen})
+    h = hashlib.sha256(SITE_KEY_VERSION.encode() + b"\0")
+    h.update(json.dumps([sorted(files.items()), [(m.n, m.site.path, m.site.line, m.what) for m in chosen]]).encode())
+    h.update("".join(_key(j, "", arch, nvcc) for j in jobs).encode())
+    entry = cache_dir / f"sites-{h.hexdigest()[:32]}.json" if cache_dir is not None else None
+    if entry is not None:
+        try:
+            return SiteFold.model_validate_json(entry.read_text()).model_copy(update={"cached": True})
+        except (OSError, ValidationError):
+            pass
+    result = SiteFold()
+    attempts = [(chosen, True)]
+    tried = 0
+    while attempts:
+        group, with_function = attempts.pop(0)
+        rewritten = {**files, **mark_sources(files, group, with_function=with_function)}
+        values: list[SiteValue] = []
+        why = ""
+        all_ok = True
+        for job in jobs:
+            ok, output, ptx = _compile_marked(nvcc, job, job.relative, rewritten, arch, sandbox)
+            all_ok = all_ok and ok
+            why = why or ("" if ok else output or "the unit did not compile")
+            values += parse_site_values(ptx)
+        tried += 1
+        if all_ok:
+            result.values += values
+            result.unfolded.update({m.n: "no instantiation of it was compiled" for m in group if not _has(values, m)})
+            for m in group:
+                if _has(values, m):
+                    result.unfolded.pop(m.n, None)
+        elif len(group) > 1 and tried + len(group) <= limit + 1:
+            attempts += [([m], True) for m in group]
+        elif with_function and group[0].site.target and tried < limit:
+            attempts.append((group, False))
+        else:
+            result.unfolded.update({m.n: f"not a compile-time constant ({_first_error(why)})" for m in group})
+    result.seconds = round(time.perf_counter() - started, 3)
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(result.model_dump_json(indent=2))
+    return result
+
+
+def _first_error(output: str) -> str:
+    """The compiler's first error line (`gemm_cuda.cu(406): error: expression must have a constant value`)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line), lines[-1] if lines else "no PTX")[:300]
+
+
+def _has(values: list[SiteValue], marker: Marker) -> bool:
+    return any(v.marker == marker.n for v in values)

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
@@ -387,7 +388,7 @@ def compile_sides(
         else:
             todo.append(key)
     if todo:
-        log.info("compiling %d .cu file(s) for %s with ptxas -v", len(todo), arch)
+        log.info("compiling %s for %s with ptxas -v", compile_count(unique[k] for k in todo), arch)
     workers = max(1, min(len(todo), os.cpu_count() or 1))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         done = pool.map(lambda k: _compile_one(nvcc, unique[k], arch, sandbox), todo)
@@ -397,6 +398,18 @@ def compile_sides(
                 _store(cache_dir / f"resources-unit-{key[:32]}.json", result)
     seconds = time.perf_counter() - started
     return {side: _assemble([results[k] for k in keys[side]], tool, _combined(keys[side]), seconds) for side in sides}
+
+
+def compile_count(jobs: Iterable[CompileJob]) -> str:
+    """`2 .cu file(s)`: translation units, not sides; `1 .cu file(s) (2 compiles: head's and base's versions of 1
+    differ)` when a file differs between the sides and is compiled once for each."""
+    every = list(jobs)
+    versions: dict[str, int] = {}
+    for j in every:
+        versions[j.relative] = versions.get(j.relative, 0) + 1
+    differ = sum(1 for n in versions.values() if n > 1)
+    extra = f" ({len(every)} compiles: head's and base's versions of {differ} differ)" if differ else ""
+    return f"{len(versions)} .cu file(s){extra}"
 
 
 def _combined(keys: list[str]) -> str:

@@ -58,6 +58,7 @@ PASS_THROUGH = (
 )
 GPU_DEVICE_GLOBS = ("nvidia*", "nvidia-caps/*", "dri/*")
 TMP_SIZE_BYTES = 2 << 30
+HIDDEN_FILE = re.compile(r"\.env(\..*)?")  # local .env files, hidden in every folder bound read-only
 
 
 @dataclass(frozen=True)
@@ -199,8 +200,25 @@ def command(bwrap: str, spec: Spec, argv: Sequence[str]) -> list[str]:
         args += ["--ro-bind-try", "/sys", "/sys"]
     for bind in spec.binds:
         args += ["--bind" if bind.writable else "--ro-bind", str(bind.source), bind.target]
+        args += [] if bind.writable else hidden(bind)
     args += ["--chdir", spec.cwd, "--", *argv]
     return args
+
+
+def hidden(bind: Bind) -> list[str]:
+    """bwrap options that hide, in a read-only folder the sandbox is given, what is no source: git's own folder
+    (a working tree's .git/config may hold a checkout's token) and local .env files. A kernel at the repository
+    root binds the whole checkout; a worktree's .git file names a folder the sandbox never sees."""
+    out: list[str] = []
+    source = Path(bind.source)
+    if not source.is_dir():
+        return out
+    for entry in sorted(source.iterdir()):
+        target = f"{bind.target}/{entry.name}"
+        if entry.is_symlink() or not (entry.name == ".git" or HIDDEN_FILE.fullmatch(entry.name)):
+            continue  # hidden by name: a link is left as it is (bwrap would bind over its target)
+        out += ["--tmpfs", target] if entry.is_dir() else ["--ro-bind", "/dev/null", target]
+    return out
 
 
 class Sandbox:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.github import PullInfo, Role, StatusState
+from bot.models.github import CommitPeople, PullInfo, Role, StatusState
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
 from bot.verdict.slash import (
@@ -16,6 +18,7 @@ from bot.verdict.slash import (
     command_word,
     first_line,
     ignore_reason,
+    role_names,
     role_refusal,
 )
 
@@ -23,6 +26,13 @@ COMMAND = "/accept"
 USAGE = '`/accept`, `/accept KERNEL` or `/accept [KERNEL] --override "REASON"`, alone on the first line'
 ACCEPT_ROLES = WRITE_ROLES
 OVERRIDE_ROLES = ("maintain", "admin")
+LISTED_COMMITS = 250  # GitHub's list of a pull request's commits stops here ("Lists a maximum of 250 commits")
+WEB_FLOW = "web-flow"  # GitHub's own committer of commits made on github.com (an edit, "Update branch"): nobody
+SELF_ACCEPT_KEY = "allow_self_accept"  # the configuration key that lets authors and pushers accept (a weakening)
+WHO_MAY_ACCEPT = (
+    f"`/accept` needs a collaborator with {role_names(ACCEPT_ROLES)}, and `--override` one with "
+    f"{role_names(OVERRIDE_ROLES)}, who neither opened this pull request nor pushed a commit to it"
+)
 
 
 __all__ = ["REVIEW_ACTION", "UNKNOWN_ROLE", "ignore_reason"]  # the slash commands' shared rules, as /accept's own names
@@ -54,6 +64,76 @@ class Decision(BaseModel):
     override: bool = False
     override_reason: str = ""
     overridden: list[str] = []  # kernels whose failed gates this acceptance overrides
+    self_accept: Literal["", "author", "pusher"] = ""  # granted to its own author or a pusher: allow_self_accept
+    self_commit: str = ""  # the pusher's first commit of the pull request (self_accept "pusher")
+
+
+class Pushers(BaseModel):
+    """Who pushed commits to a pull request, as far as GitHub's commit list tells: the logins of its commits'
+    authors and committers (first seen first). `unknown` says why the list cannot be trusted to be complete."""
+
+    model_config = ConfigDict(frozen=True)
+
+    logins: list[str] = []
+    commits: dict[str, str] = {}  # lower login -> the first commit (SHA) it wrote or committed
+    unknown: str = ""
+
+
+def pushers_of(pull: PullInfo, commits: Sequence[CommitPeople]) -> Pushers:
+    """The pushers of `pull` from its listed commits (pure). The list is unknown, not short, when GitHub listed
+    fewer commits than the pull request has (it lists at most 250) or the head is not among them (a push landed
+    while it was read): then nobody can be told apart from a pusher."""
+    logins: list[str] = []
+    first: dict[str, str] = {}
+    for c in commits:
+        for login in (c.author, c.committer):
+            if login and login.lower() != WEB_FLOW and login.lower() not in first:
+                first[login.lower()] = c.sha
+                logins.append(login)
+    unknown = ""
+    if len(commits) < pull.commits:
+        unknown = (
+            f"GitHub lists {len(commits)} of this pull request's {pull.commits} commits (at most {LISTED_COMMITS}), "
+            "so opgate cannot tell who pushed to it (squash or split the change)"
+        )
+    elif pull.head_sha not in {c.sha for c in commits}:
+        unknown = (
+            f"the pull request moved while opgate read it (its head `{pull.head_sha[:10]}` is not among the commits "
+            "GitHub listed; `/accept` again)"
+        )
+    return Pushers(logins=logins, commits=first, unknown=unknown)
+
+
+def self_refusal(login: str, pull: PullInfo, pushers: Pushers) -> str | None:
+    """The rule that acceptance stays with other people: why `login` may not accept `pull`, or None.
+
+    The author of the pull request and anyone GitHub names as the author or committer of one of its commits may
+    not `/accept` it, nor `--override` its gates; a commit list that is not known whole refuses everyone."""
+    if pushers.unknown:
+        return f"{pushers.unknown}; {WHO_MAY_ACCEPT}"
+    why = self_accept_reason(login, pull, pushers)
+    if why is None:
+        return None
+    return f"{why}, and nobody accepts their own change: {WHO_MAY_ACCEPT}"
+
+
+def own_change(login: str, pull: PullInfo, pushers: Pushers) -> tuple[Literal["author", "pusher"], str] | None:
+    """How `login` is the change's own: ("author", "") when they opened it, ("pusher", SHA) for the first commit
+    GitHub names them the author or committer of; None when neither (logins compare as GitHub's do, any case)."""
+    if login.lower() == pull.author.lower():
+        return "author", ""
+    sha = pushers.commits.get(login.lower())
+    return ("pusher", sha) if sha is not None else None
+
+
+def self_accept_reason(login: str, pull: PullInfo, pushers: Pushers) -> str | None:
+    """The same in words ("@alice opened pull request #42"), or None."""
+    own = own_change(login, pull, pushers)
+    if own is None:
+        return None
+    if own[0] == "author":
+        return f"@{login} opened pull request #{pull.number}"
+    return f"@{login} wrote or committed commit `{own[1][:10]}` of pull request #{pull.number}"
 
 
 def parse_command(body: str) -> AcceptCommand | None:
@@ -102,10 +182,15 @@ def decide(
     is_pull_request: bool,
     pull: PullInfo | None,
     report: Report | None,
+    pushers: Pushers | None,
+    allow_self_accept: bool = False,
 ) -> Decision:
-    """Grant or refuse, in the order a person would check: the command, the PR, the role, the evidence.
+    """Grant or refuse, in the order a person would check: the command, the PR, the role, whose change it is,
+    the evidence.
 
-    The base role decides (`role.level`); the role's own name is what the reply and the ledger show."""
+    The base role decides (`role.level`); the role's own name is what the reply and the ledger show. The pull
+    request's author (`pull.author`) and its `pushers` may not accept it unless `allow_self_accept` (the
+    repository's configuration) says so; `pushers` None (not read) refuses like a commit list not known whole."""
     shown = role.shown
 
     def refuse(reason: str) -> Decision:
@@ -120,6 +205,10 @@ def decide(
     if pull.merged or pull.state != "open":
         return refuse(f"pull request #{pull.number} is {'merged' if pull.merged else pull.state}")
     if (why := role_refusal(COMMAND, login, role, ACCEPT_ROLES)) is not None:
+        return refuse(why)
+    pushers = pushers if pushers is not None else Pushers(unknown="opgate did not read who pushed to it")
+    own = own_change(login, pull, pushers)
+    if not allow_self_accept and (why := self_refusal(login, pull, pushers)) is not None:
         return refuse(why)
     short = pull.head_sha[:10]
     if report is None:
@@ -153,9 +242,12 @@ def decide(
     what = "override" if failed else "accept"
     if not failed and (open_ := [k.name for k in selected if k.verdict in ("needs_accept", "undecided")]):
         what = f"accept ({', '.join(open_)}: nothing failed, a person's call)"
+    told = ""
+    if own is not None:
+        told = f"; self-acceptance ({self_accept_reason(login, pull, pushers)}), allowed by {SELF_ACCEPT_KEY}"
     return Decision(
         granted=True,
-        reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({shown})",
+        reason=f"{what}: {', '.join(kernels)} at `{short}` by @{login} ({shown}){told}",
         login=login,
         role=role.name,
         head_sha=pull.head_sha,
@@ -163,6 +255,8 @@ def decide(
         override=bool(failed),
         override_reason=command.reason if failed else "",
         overridden=failed,
+        self_accept=own[0] if own else "",
+        self_commit=own[1] if own else "",
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Literal
 
@@ -22,7 +23,7 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict import stats
-from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, table
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
 from bot.verdict.plausible import implausible_speedups
 
 HEAD, BASE = "head", "base"
@@ -144,7 +145,11 @@ def check_reasons(check: Check, tol: float) -> list[str]:
         return [f"{check.label or HEAD} raised or returned a bad output{probe}: {check.error}"]
     reasons = []
     v = check.failure
-    if check.nan_inf:
+    if check.nan_inf and v is not None and v.metric == "nan_inf" and v.unwritten:  # the judge's NaN, left in place
+        reasons.append(
+            f"correctness: output {v.output} has elements the kernel never wrote, first at {_element(v)}{on}"
+        )
+    elif check.nan_inf:
         first = f", first at {_element(v)}" if v is not None and v.metric == "nan_inf" else ""
         reasons.append(f"stability: output has NaN/Inf where the reference has none (or misses them){first}{on}")
     if v is not None and v.metric != "nan_inf":
@@ -159,6 +164,9 @@ def _element(v: Violation) -> str:
     if v.metric == "cos_diff":
         return f"{v.output}[{', '.join([*map(str, v.index), ':'])}]"
     where = f"{v.output}[{', '.join(map(str, v.index))}]"
+    if v.unwritten:  # an output argument the judge poisoned before the call
+        got = "NaN" if v.got is not None and math.isnan(v.got) else _fmt(v.got)
+        return f"{where}: got {got} (never written), reference {_fmt(v.expected)}"
     return f"{where}: got {_fmt(v.got)}, reference {_fmt(v.expected)}" if v.got is not None else where
 
 
@@ -309,29 +317,96 @@ def simulated_verdict(report: CaseReport, sim: SimulatedCost, max_regression_pct
     report.reasons = [f"performance: {cost} > {max_regression_pct:g}% limit; on wall time alone {wall}"]
 
 
+_NUMBER = re.compile(r"\b\d+[uUlL]*\b")  # 128, and 128u, 64l, 8ull: a template argument's literal is a number too
+
+
 def _shape(function: str) -> str:
-    """A function name with its integer literals blanked: `k<128, 64, false>` and `k<256, 64, false>` match."""
-    return re.sub(r"\b\d+\b", "#", function)
+    """A function name with its integer literals blanked: `k<128, 64, false>` and `k<256u, 64, false>` match."""
+    return _NUMBER.sub("#", function)
+
+
+def _signature(function: str) -> str | None:
+    """The parameter list of a demangled name with its numbers blanked (`(float const*, float*, int)`); None for a
+    mangled name or one without parameters to read."""
+    if function.startswith("_Z"):
+        return None
+    name, depth = function.replace("(anonymous namespace)", ""), 0
+    for i, ch in enumerate(name):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            return _shape(name[i:]) if name[:i].strip() else None
+    return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def match_base(head: list[Resource], base: list[Resource]) -> dict[str, Resource]:
-    """Head function -> the same function in base: by name, else by a shape that is unique on both sides
-    (a tunable change renames template instantiations, and their growth should still be shown)."""
+    """Head function -> its function in base, so that base's figures stand beside head's:
+
+    1. the same name;
+    2. else the same name up to its numbers (`k<128, 64>` and `k<256u, 64>`: a tunable renames instantiations)
+       where that shape is unique on both sides;
+    3. else, a renamed function (`forward_kernel` → `forward_kernel_naive` and `forward_kernel_wmma`), the base
+       function of the same signature (demangled parameter list): the only one left, or the one whose name shares
+       the longest start with head's; several head functions may stand beside one base function;
+    4. else, when exactly one function is left on each side, those two.
+
+    A base function no head function matches is removed (`removed_in_head`), never silently dropped."""
     by_name = {r.function: r for r in base}
-    base_shapes: dict[str, list[Resource]] = {}
-    for r in base:
-        base_shapes.setdefault(_shape(r.function), []).append(r)
-    head_shapes: dict[str, int] = {}
-    for r in head:
-        head_shapes[_shape(r.function)] = head_shapes.get(_shape(r.function), 0) + 1
-    matched = {}
-    for r in head:
+    matched: dict[str, Resource] = {r.function: by_name[r.function] for r in head if r.function in by_name}
+    taken = {id(b) for b in matched.values()}
+    left = [r for r in head if r.function not in matched]
+    spare = [b for b in base if id(b) not in taken]
+    shapes_head: dict[str, int] = {}
+    for r in left:
+        shapes_head[_shape(r.function)] = shapes_head.get(_shape(r.function), 0) + 1
+    shapes_base: dict[str, list[Resource]] = {}
+    for b in spare:
+        shapes_base.setdefault(_shape(b.function), []).append(b)
+    for r in left:
         shape = _shape(r.function)
-        if r.function in by_name:
-            matched[r.function] = by_name[r.function]
-        elif head_shapes[shape] == 1 and len(base_shapes.get(shape, [])) == 1:
-            matched[r.function] = base_shapes[shape][0]
+        if shapes_head[shape] == 1 and len(shapes_base.get(shape, [])) == 1:
+            matched[r.function] = shapes_base[shape][0]
+    taken = {id(b) for b in matched.values()}
+    left = [r for r in head if r.function not in matched]
+    spare = [b for b in base if id(b) not in taken]
+    paired: dict[str, Resource] = {}
+    for r in left:
+        sig = _signature(r.function)
+        same = [b for b in spare if sig is not None and _signature(b.function) == sig]
+        if len(same) > 1:
+            best = max(_common_prefix(r.function, b.function) for b in same)
+            same = [b for b in same if _common_prefix(r.function, b.function) == best]
+        if len(same) == 1:
+            paired[r.function] = same[0]
+    matched.update(paired)
+    taken = {id(b) for b in matched.values()}
+    left = [r for r in head if r.function not in matched]
+    spare = [b for b in base if id(b) not in taken]
+    if len(left) == 1 and len(spare) == 1:
+        matched[left[0].function] = spare[0]
     return matched
+
+
+def is_rename(head: str, base: str) -> bool:
+    """A head function that stands beside a base function of another name (not merely other numbers)."""
+    return _shape(head) != _shape(base)
+
+
+def removed_in_head(head: list[Resource], base: list[Resource]) -> list[Resource]:
+    """Base's functions that no head function stands beside (`match_base`): removed, or renamed past matching."""
+    kept = {id(b) for b in match_base(head, base).values()}
+    return [b for b in base if id(b) not in kept]
 
 
 def _occupancy_of(r: Resource, threads: dict[str, int] | None, sm: Arch | None = SM90) -> Occupancy | None:
@@ -349,9 +424,9 @@ def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None
     """Why one resource allows only so many blocks, in the kernel author's numbers."""
     block = threads or r.threads or 0
     if factor == "registers":
-        return f"{r.registers} registers x {block} threads = {occ.registers_per_block:,} allocated per block"
+        return register_arithmetic(r.registers, block, occ)
     if factor == "shared memory":
-        return f"{occ.smem_per_block:,} B shared memory per block (static + dynamic + 1 KiB reserve)"
+        return smem_arithmetic(occ)
     if factor == "threads":
         return f"{block} threads per block"
     if factor == "barriers":
@@ -415,10 +490,11 @@ def resource_reasons(
                 if change:
                     (failures if fatal else notes).append(change)
         if b is not None:
+            named = f"{r.function} (in base {b.function})" if is_rename(r.function, b.function) else r.function
             for field in ("registers", "smem_bytes", "dynamic_smem_bytes", "stack_bytes"):
                 new, old = getattr(r, field), getattr(b, field)
                 if new is not None and old is not None and new > old:
-                    notes.append(f"{r.function}: {field} {old} -> {new}")
+                    notes.append(f"{named}: {field} {old} -> {new}")
     return failures, notes
 
 
@@ -485,6 +561,7 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
     if check.base_status == "compile_fail":
         kernel.notes.append(f"resource check: base's CUDA sources do not compile for {check.arch} (see the base log)")
     kernel.reasons.extend(f"resource: {e}{on}" for e in check.launch_errors)
+    kernel.undecided.extend(f"resource: {u}{on}" for u in check.launch_undecided)
     for note in check.launch_notes:
         _once(kernel.notes, note)
     failures, notes = resource_reasons(check.head, check.base, constraints, check.threads, check.arch)

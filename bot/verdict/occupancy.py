@@ -1,4 +1,5 @@
-"""Theoretical occupancy on sm_90 (H100/H200) and sm_100 (B200): resident blocks and warps per SM (cuda_occupancy.h)."""
+"""Theoretical occupancy on every architecture opgate has a table for, sm_75 to sm_120: resident blocks and warps
+per SM (as cuda_occupancy.h computes them)."""
 
 from __future__ import annotations
 
@@ -12,38 +13,110 @@ THREADS = "threads"
 BLOCKS = "blocks"
 BARRIERS = "barriers"
 
+KIB = 1024
+
 
 @dataclass(frozen=True)
 class Arch:
-    """What one SM offers (cudaDeviceProp of an H100/H200, and cuda_occupancy.h's tables for compute 9.x)."""
+    """What one SM offers, from two sources (tests/test_occupancy.py checks every table against the first):
 
-    name: str = "sm_90"
-    compute: tuple[int, int] = (9, 0)
+    - the CUDA toolkit's `include/cuda_occupancy.h`, whose tables are per compute capability: register allocation
+      granularity (256 per warp) and maximum per thread (256), 4 sub-partitions, blocks per SM, the shared-memory
+      allocation granularity, the carve-outs (the shared-memory sizes an SM can be configured to) and block
+      barriers per block slot;
+    - the CUDA C++ Programming Guide's "Technical Specifications per Compute Capability" table, which is what
+      cudaGetDeviceProperties reports and cuda_occupancy.h takes as input (cudaOccDeviceProp): resident warps per
+      SM, registers per SM and per block, shared memory per SM, per block by default and opted in, and the
+      driver's reserve per block.
+    """
+
+    name: str
+    compute: tuple[int, int]
+    parts: str  # the GPUs of this compute capability (for the reader)
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    smem_per_sm: int  # the largest carve-out (the default preference: cudaDevAttrMaxSharedMemoryPerMultiprocessor)
+    smem_per_block_optin: int  # with cudaFuncAttributeMaxDynamicSharedMemorySize
+    smem_reserved_per_block: int  # the driver's reserve, counted against every block (0 before sm_80)
+    carveouts_kib: tuple[int, ...]  # the shared-memory configurations of an SM, smallest first
+    smem_granularity: int = 128  # bytes; 256 before sm_80
+    barrier_slots_per_block: int | None = None  # named barriers per block slot; None: no barrier limit (before 9.x)
     warp_size: int = 32
     max_threads_per_block: int = 1024
-    max_warps_per_sm: int = 64  # 2048 threads
-    max_blocks_per_sm: int = 32
     registers_per_sm: int = 65_536
     registers_per_block: int = 65_536
-    max_registers_per_thread: int = 256
+    max_registers_per_thread: int = 256  # cuda_occupancy.h's limit; ptxas allocates at most 255
     register_granularity: int = 256  # registers are allocated per warp, in units of 256
     sub_partitions: int = 4  # a warp's registers come from one of the SM's 4 quarters
-    smem_per_sm: int = 233_472  # 228 KiB, the largest carveout (the default preference)
-    smem_per_block: int = 49_152  # without opting in
-    smem_per_block_optin: int = 232_448  # 227 KiB with cudaFuncAttributeMaxDynamicSharedMemorySize
-    smem_reserved_per_block: int = 1_024  # the driver's reserve, counted against every block
-    smem_granularity: int = 128
-    barriers_per_sm: int = 64  # 2 per block slot
+    smem_per_block: int = 48 * KIB  # without opting in
+
+    @property
+    def barriers_per_sm(self) -> int | None:
+        """Named block barriers per SM (cuda_occupancy.h: 1 or 2 per block slot, from compute 9.x); None: no limit."""
+        if self.barrier_slots_per_block is None:
+            return None
+        return self.barrier_slots_per_block * self.max_blocks_per_sm
+
+    def carveout(self, nbytes: int) -> int | None:
+        """The smallest shared-memory configuration holding `nbytes` per SM, in bytes; None when none does."""
+        return next((kib * KIB for kib in self.carveouts_kib if kib * KIB >= nbytes), None)
+
+    def allocated_registers(self, registers: int) -> int:
+        """Registers a thread holds after the per-warp allocation granularity (130 -> 136 on every table here)."""
+        return _round_up(registers * self.warp_size, self.register_granularity) // self.warp_size
 
 
-SM90 = Arch()
-# Compute capability 10.0 (B200): the CUDA C++ Programming Guide's "Technical Specifications per Compute
-# Capability" give it sm_90's per-SM limits (64 warps, 32 blocks, 64K registers, 228 KiB shared memory per SM,
-# 227 KiB per block opted in, 1 KiB reserved per block), and cuda_occupancy.h treats compute 10.0 as 9.x in every
-# table (granules, 2 barriers per block slot). Its one addition, 128 virtual resources per SM, limits nothing
-# here: ptxas reports no virtual-resource count, and cudaFuncGetAttributes gives 0 for these kernels.
-SM100 = Arch(name="sm_100", compute=(10, 0))
-TABLES = {a.name: a for a in (SM90, SM100)}
+_VOLTA_AMPERE_CARVEOUTS = (0, 8, 16, 32, 64, 100)  # KiB, cuda_occupancy.h's list for compute 8.6, 8.9 and 12.x
+_A100_CARVEOUTS = (*_VOLTA_AMPERE_CARVEOUTS, 132, 164)  # compute 8.0 and 8.7
+_HOPPER_CARVEOUTS = (*_A100_CARVEOUTS, 196, 228)  # compute 9.0, 10.0 and 10.3
+
+SM75 = Arch(
+    name="sm_75", compute=(7, 5), parts="T4, RTX 20xx, Quadro RTX", max_warps_per_sm=32, max_blocks_per_sm=16,
+    smem_per_sm=64 * KIB, smem_per_block_optin=64 * KIB, smem_reserved_per_block=0, carveouts_kib=(32, 64),
+    smem_granularity=256,
+)  # fmt: skip
+SM80 = Arch(
+    name="sm_80", compute=(8, 0), parts="A100, A30", max_warps_per_sm=64, max_blocks_per_sm=32,
+    smem_per_sm=164 * KIB, smem_per_block_optin=163 * KIB, smem_reserved_per_block=KIB, carveouts_kib=_A100_CARVEOUTS,
+)  # fmt: skip
+SM86 = Arch(
+    name="sm_86", compute=(8, 6), parts="A10, A40, RTX 3090, RTX A6000", max_warps_per_sm=48, max_blocks_per_sm=16,
+    smem_per_sm=100 * KIB, smem_per_block_optin=99 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_VOLTA_AMPERE_CARVEOUTS,
+)  # fmt: skip
+SM87 = Arch(
+    name="sm_87", compute=(8, 7), parts="Jetson AGX Orin, Orin NX", max_warps_per_sm=48, max_blocks_per_sm=16,
+    smem_per_sm=164 * KIB, smem_per_block_optin=163 * KIB, smem_reserved_per_block=KIB, carveouts_kib=_A100_CARVEOUTS,
+)  # fmt: skip
+SM89 = Arch(
+    name="sm_89", compute=(8, 9), parts="L4, L40S, RTX 4090, RTX 6000 Ada", max_warps_per_sm=48, max_blocks_per_sm=24,
+    smem_per_sm=100 * KIB, smem_per_block_optin=99 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_VOLTA_AMPERE_CARVEOUTS,
+)  # fmt: skip
+SM90 = Arch(
+    name="sm_90", compute=(9, 0), parts="H100, H200, GH200", max_warps_per_sm=64, max_blocks_per_sm=32,
+    smem_per_sm=228 * KIB, smem_per_block_optin=227 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_HOPPER_CARVEOUTS, barrier_slots_per_block=2,
+)  # fmt: skip
+# Compute capability 10.x gets sm_90's per-SM limits and cuda_occupancy.h treats 10.0 and 10.3 as 9.x in every
+# table. Its one addition, 128 virtual resources per SM, limits nothing here: ptxas reports no virtual-resource
+# count, and cudaFuncGetAttributes gives 0 for these kernels.
+SM100 = Arch(
+    name="sm_100", compute=(10, 0), parts="B200, GB200", max_warps_per_sm=64, max_blocks_per_sm=32,
+    smem_per_sm=228 * KIB, smem_per_block_optin=227 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_HOPPER_CARVEOUTS, barrier_slots_per_block=2,
+)  # fmt: skip
+SM103 = Arch(
+    name="sm_103", compute=(10, 3), parts="B300, GB300", max_warps_per_sm=64, max_blocks_per_sm=32,
+    smem_per_sm=228 * KIB, smem_per_block_optin=227 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_HOPPER_CARVEOUTS, barrier_slots_per_block=2,
+)  # fmt: skip
+SM120 = Arch(
+    name="sm_120", compute=(12, 0), parts="RTX 5090, RTX PRO 6000 Blackwell", max_warps_per_sm=48,
+    max_blocks_per_sm=24, smem_per_sm=100 * KIB, smem_per_block_optin=99 * KIB, smem_reserved_per_block=KIB,
+    carveouts_kib=_VOLTA_AMPERE_CARVEOUTS, barrier_slots_per_block=1,
+)  # fmt: skip
+TABLES = {a.name: a for a in (SM75, SM80, SM86, SM87, SM89, SM90, SM100, SM103, SM120)}
 
 
 def family(arch: str) -> str:
@@ -52,8 +125,16 @@ def family(arch: str) -> str:
 
 
 def table(arch: str) -> Arch | None:
-    """The occupancy table of a target architecture (`sm_90a`, `sm_100a` …), None for one opgate has none of."""
+    """The occupancy table of a target architecture (`sm_90a`, `sm_100a`, `sm_86` …), None for one opgate has none
+    of (`no_table` says so in words)."""
     return TABLES.get(family(arch))
+
+
+def no_table(arch: str) -> str | None:
+    """What a review, lint and check say for an architecture without a table; None when it has one."""
+    if table(arch) is not None:
+        return None
+    return f"occupancy not computed for {arch}: no table (opgate has {', '.join(TABLES)})"
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -76,31 +157,47 @@ def _register_limit(registers: int, warps: int, arch: Arch) -> tuple[int | None,
     return warps_per_quarter * arch.sub_partitions // warps, per_block
 
 
-def _smem_limit(static: int, dynamic: int, arch: Arch) -> tuple[int | None, int]:
-    """Blocks per SM shared memory allows (the launcher opts in to exactly `dynamic`), and bytes allocated."""
+def _smem_limit(static: int, dynamic: int, arch: Arch, carveout_pct: int | None) -> tuple[int | None, int]:
+    """Blocks per SM shared memory allows (the launcher opts in to exactly `dynamic`), and bytes allocated.
+
+    The SM is configured to the carve-out the function prefers (`carveout_pct` of the largest; None: no preference,
+    the largest), or to the smallest that holds one block when the preferred one is too small."""
     used = static + arch.smem_reserved_per_block + dynamic
     allocated = _round_up(used, arch.smem_granularity)
     per_block = arch.smem_per_block_optin if used > arch.smem_per_block else arch.smem_per_block
     if allocated > per_block + arch.smem_reserved_per_block:
         return 0, allocated
-    return (arch.smem_per_sm // allocated if allocated else None), allocated
+    preferred = arch.smem_per_sm if carveout_pct is None else carveout_pct * arch.smem_per_sm // 100
+    per_sm = arch.carveout(preferred)
+    if per_sm is None or per_sm < allocated:  # the largest carve-out holds any block that fits the per-block limit
+        per_sm = arch.carveout(allocated) or arch.smem_per_sm
+    return (per_sm // allocated if allocated else None), allocated
 
 
 def occupancy(
-    registers: int, threads: int, static_smem: int = 0, dynamic_smem: int = 0, barriers: int = 1, arch: Arch = SM90
+    registers: int,
+    threads: int,
+    static_smem: int = 0,
+    dynamic_smem: int = 0,
+    barriers: int = 1,
+    arch: Arch = SM90,
+    carveout_pct: int | None = None,
 ) -> Occupancy:
     """Resident blocks and warps per SM for one launch, and which resource limits them.
 
     `registers` per thread (ptxas), `threads` per block, shared memory per block in bytes (static from
     ptxas, dynamic from the launch), named `barriers` (ptxas; 1 when unknown, as the CUDA runtime assumes).
     Each resource alone allows some number of blocks; the smallest wins and every resource at that
-    number is named, as cudaOccMaxActiveBlocksPerMultiprocessor reports its limiting factors.
+    number is named, as cudaOccMaxActiveBlocksPerMultiprocessor reports its limiting factors. `carveout_pct`:
+    the function's cudaFuncAttributePreferredSharedMemoryCarveout (0 to 100), None for none (the default).
     """
     if threads <= 0 or registers < 0 or static_smem < 0 or dynamic_smem < 0 or barriers < 0:
         raise ValueError(f"occupancy of impossible inputs: {registers=} {threads=} {static_smem=} {dynamic_smem=}")
+    if carveout_pct is not None and not 0 <= carveout_pct <= 100:
+        raise ValueError(f"a shared-memory carve-out is 0 to 100 %, not {carveout_pct}")
     warps = -(-threads // arch.warp_size)
     regs, regs_per_block = _register_limit(registers, warps, arch)
-    smem, smem_per_block = _smem_limit(static_smem, dynamic_smem, arch)
+    smem, smem_per_block = _smem_limit(static_smem, dynamic_smem, arch, carveout_pct)
     limits: dict[str, int | None] = {
         REGISTERS: regs,
         SHARED_MEMORY: smem,
@@ -108,9 +205,9 @@ def occupancy(
         BLOCKS: arch.max_blocks_per_sm,
     }
     blocks = min(v for v in limits.values() if v is not None)
-    if barriers > 0:  # checked after the others, as in cuda_occupancy.h (compute 9.x)
-        limits[BARRIERS] = arch.barriers_per_sm // barriers
-        blocks = min(blocks, arch.barriers_per_sm // barriers)
+    if barriers > 0 and arch.barriers_per_sm is not None:  # checked after the others (compute 9.x and later)
+        bars = limits[BARRIERS] = arch.barriers_per_sm // barriers
+        blocks = min(blocks, bars)
     return Occupancy(
         arch=arch.name,
         blocks_per_sm=blocks,
@@ -122,6 +219,32 @@ def occupancy(
         registers_per_block=regs_per_block,
         smem_per_block=smem_per_block,
     )
+
+
+def register_arithmetic(registers: int, threads: int, occ: Occupancy) -> str:
+    """The registers a block is allocated, in numbers that add up: each thread's count after the per-warp granularity
+    ("130 -> 136 registers allocated per thread") times the threads of its whole warps."""
+    arch = table(occ.arch) or SM90
+    allocated = arch.allocated_registers(registers)
+    per_thread = (
+        f"{registers} registers"
+        if allocated == registers
+        else (f"{registers} -> {allocated} registers allocated per thread")
+    )
+    warps = -(-threads // arch.warp_size)
+    slots = (
+        f"{threads} threads"
+        if threads == warps * arch.warp_size
+        else (f"{warps * arch.warp_size} threads ({threads} rounded up to {warps} warps)")
+    )
+    return f"{per_thread} x {slots} = {occ.registers_per_block:,} allocated per block"
+
+
+def smem_arithmetic(occ: Occupancy) -> str:
+    """The shared memory a block is allocated, naming the driver's reserve where the architecture has one."""
+    reserve = (table(occ.arch) or SM90).smem_reserved_per_block
+    parts = "static + dynamic" + (f" + {reserve // KIB} KiB reserve" if reserve else "")
+    return f"{occ.smem_per_block:,} B shared memory per block ({parts})"
 
 
 def drop_pct(base: Occupancy, head: Occupancy) -> float:

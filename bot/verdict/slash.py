@@ -57,10 +57,10 @@ def role_refusal(command: str, login: str, role: Role, roles: tuple[str, ...] = 
     """The role rule every command shares: the base role decides, the role's own name is what the reply shows."""
     if role.level in roles:
         return None
-    return f"@{login} has the role `{role.shown}` here; `{command}` needs {_names(roles)}"
+    return f"@{login} has the role `{role.shown}` here; `{command}` needs {role_names(roles)}"
 
 
-def _names(roles: tuple[str, ...]) -> str:
+def role_names(roles: tuple[str, ...]) -> str:
     return roles[0] if len(roles) == 1 else f"{', '.join(roles[:-1])} or {roles[-1]}"
 
 
@@ -89,7 +89,7 @@ def decide_ok_to_test(*, login: str, role: Role, number: int, head_sha: str) -> 
     if role.level not in WRITE_ROLES:
         return OkToTestDecision(
             granted=False,
-            reply=f"👎 `{OK_TO_TEST}` refused: it needs {_names(WRITE_ROLES)}; @{login} has `{role.shown}`.",
+            reply=f"👎 `{OK_TO_TEST}` refused: it needs {role_names(WRITE_ROLES)}; @{login} has `{role.shown}`.",
         )
     return OkToTestDecision(
         granted=True,

@@ -11,10 +11,25 @@ from bot.models.report import CaseReport, Throughput
 
 IMPLAUSIBLE = "implausible"  # the gate a case above the hardware limit fails (bot/verdict/gate.py CASE_GATES)
 
-# NVIDIA's data sheets give tensor-core figures "with sparsity"; the dense rate is half of it. Bandwidth is HBM's.
+# NVIDIA's data sheets give tensor-core figures "with sparsity"; the dense rate is half of it. Bandwidth is the
+# memory's (HBM, GDDR or LPDDR). Where a sheet gives several FP16 rates (GeForce: FP32 accumulate at half the FP16
+# accumulate rate), the peak is the highest: it is the ceiling above which a measured rate cannot be real.
 H100_SHEET = "NVIDIA H100 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/h100): BF16 Tensor Core, sparse"
 H200_SHEET = "NVIDIA H200 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/h200): BF16 Tensor Core, sparse"
+GH200_SHEET = "NVIDIA GH200 Grace Hopper Superchip data sheet (nvidia.com/en-us/data-center/grace-hopper-superchip)"
 B200_SHEET = "NVIDIA HGX B200 / DGX B200 data sheets (nvidia.com/en-us/data-center/hgx, /dgx-b200): per-GPU FP16/BF16"
+B300_SHEET = "NVIDIA HGX B300 data sheet (nvidia.com/en-us/data-center/hgx): 8 GPUs' FP16/BF16 Tensor Core, sparse"
+NVL72_SHEET = "NVIDIA GB200 NVL72 / GB300 NVL72 data sheets (nvidia.com/en-us/data-center/gb200-nvl72, /gb300-nvl72)"
+A100_SHEET = "NVIDIA A100 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/a100): BF16 Tensor Core 312 TFLOPS"
+A10_SHEET = "NVIDIA A10 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/products/a10-gpu)"
+L40_SHEET = "NVIDIA L40 GPU data sheet (nvidia.com/en-us/data-center/l40)"
+L4_SHEET = "NVIDIA L4 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/l4)"
+L40S_SHEET = "NVIDIA L40S GPU data sheet (nvidia.com/en-us/data-center/l40s)"
+T4_SHEET = "NVIDIA T4 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/tesla-t4): no BF16 on Turing"
+GA102_PAPER = "NVIDIA Ampere GA102 GPU Architecture whitepaper, appendix A (RTX 3090): FP16 Tensor, FP16 accumulate"
+ADA_PAPER = "NVIDIA Ada GPU Architecture whitepaper, appendix A (RTX 4090): FP16 Tensor, FP16 accumulate"
+GB202_PAPER = "NVIDIA RTX Blackwell GPU Architecture whitepaper, appendix A (RTX 5090): FP16 Tensor, FP16 accumulate"
+ORIN_BRIEF = "NVIDIA Jetson AGX Orin Series Technical Brief (AGX Orin 64GB): the GPU's INT8 Tensor, sparse"
 
 
 @dataclass(frozen=True)
@@ -29,14 +44,32 @@ class Device:
     source: str
 
 
-# The most specific name first: "NVIDIA H100 NVL" is not an SXM H100.
+# The most specific name first: "NVIDIA H100 NVL" is not an SXM H100, and "NVIDIA GB200" holds "b200". A name
+# that leaves the model open (an A100 without its memory) gets the highest figure of the models it may be.
 DEVICES: tuple[Device, ...] = (
     Device("h100 nvl", "NVIDIA H100 NVL", 1_671 / 2, 3_900, f"{H100_SHEET} 1,671 TFLOPS; 3.9 TB/s"),
     Device("h100 pcie", "NVIDIA H100 PCIe", 1_513 / 2, 2_000, f"{H100_SHEET} 1,513 TFLOPS; 2 TB/s"),
     Device("h100", "NVIDIA H100 SXM", 1_979 / 2, 3_350, f"{H100_SHEET} 1,979 TFLOPS; 3.35 TB/s"),
+    Device("gh200", "NVIDIA GH200", 1_979 / 2, 4_900, f"{GH200_SHEET}: BF16 1,979 TFLOPS sparse; up to 4.9 TB/s"),
     Device("h200 nvl", "NVIDIA H200 NVL", 1_671 / 2, 4_800, f"{H200_SHEET} 1,671 TFLOPS; 4.8 TB/s"),
     Device("h200", "NVIDIA H200 SXM", 1_979 / 2, 4_800, f"{H200_SHEET} 1,979 TFLOPS; 4.8 TB/s"),
+    Device("gb200", "NVIDIA GB200", 360_000 / 72 / 2, 8_000, f"{NVL72_SHEET}: 360 PFLOPS sparse and 576 TB/s, of 72"),
     Device("b200", "NVIDIA B200", 4_500 / 2, 8_000, f"{B200_SHEET} 4.5 PFLOPS with sparsity; 8 TB/s HBM3e"),
+    Device("gb300", "NVIDIA GB300", 360_000 / 72 / 2, 8_000, f"{NVL72_SHEET}: 360 PFLOPS sparse and 576 TB/s, of 72"),
+    Device("b300", "NVIDIA B300", 36_000 / 8 / 2, 8_000, f"{B300_SHEET} 36 PFLOPS and 64 TB/s HBM3e, of 8"),
+    Device("a100-sxm4-40gb", "NVIDIA A100 40GB SXM", 312, 1_555, f"{A100_SHEET}; 1,555 GB/s"),
+    Device("a100-pcie-40gb", "NVIDIA A100 40GB PCIe", 312, 1_555, f"{A100_SHEET}; 1,555 GB/s"),
+    Device("a100 80gb pcie", "NVIDIA A100 80GB PCIe", 312, 1_935, f"{A100_SHEET}; 1,935 GB/s"),
+    Device("a100", "NVIDIA A100 80GB SXM", 312, 2_039, f"{A100_SHEET}; 2,039 GB/s"),
+    Device("a10", "NVIDIA A10", 250 / 2, 600, f"{A10_SHEET}: BF16 Tensor Core 250 TFLOPS sparse; 600 GB/s"),
+    Device("rtx 3090", "NVIDIA GeForce RTX 3090", 142, 936, f"{GA102_PAPER} 142 TFLOPS dense; 936 GB/s"),
+    Device("orin", "NVIDIA Jetson AGX Orin", 170 / 2 / 2, 204.8, f"{ORIN_BRIEF} 170 TOPS, FP16 half; 204.8 GB/s"),
+    Device("l40s", "NVIDIA L40S", 733 / 2, 864, f"{L40S_SHEET}: BF16 Tensor Core 733 TFLOPS sparse; 864 GB/s"),
+    Device("l40", "NVIDIA L40", 362.1 / 2, 864, f"{L40_SHEET}: BF16 Tensor Core 362.1 TFLOPS sparse; 864 GB/s"),
+    Device("l4", "NVIDIA L4", 242 / 2, 300, f"{L4_SHEET}: BF16 Tensor Core 242 TFLOPS sparse; 300 GB/s"),
+    Device("rtx 4090", "NVIDIA GeForce RTX 4090", 330.3, 1_008, f"{ADA_PAPER} 330.3 TFLOPS dense; 1,008 GB/s"),
+    Device("rtx 5090", "NVIDIA GeForce RTX 5090", 419, 1_792, f"{GB202_PAPER} 419 TFLOPS dense; 1,792 GB/s"),
+    Device(" t4", "NVIDIA T4", 65, 320, f"{T4_SHEET}: mixed-precision FP16/FP32 65 TFLOPS; 320+ GB/s"),
 )
 
 

@@ -36,11 +36,10 @@ from bot.models.report import Isolation, SideCost, SimulatedCost
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
 from bot.untrusted.runner.case import compare
-from bot.untrusted.runner.judge import Judge, scalars
+from bot.untrusted.runner.judge import Judge
 from bot.untrusted.runner.spawn import JUDGE_SLACK_S, run_trusted
 from bot.untrusted.runner.zygote import EXT, IN, OUT, RUN
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
-from bot.verdict import metrics
 
 COST_FILES = ("costrun.py", "entry.py", "protocol.py")  # what the sandbox under callgrind holds of runner/
 CALLS = 3  # counted calls per case and side (after one uncounted)
@@ -142,13 +141,14 @@ class Costs:
         shim = self._shim()
         cases, refs = [], []
         for case in self.job.cases:
-            self.judge.case_name, self.judge.scalars = case["name"], scalars(self.job, case)  # the entry's params
+            self.judge.prepare(case)  # the entry's params and, with output arguments, its call layout
             inputs = self.judge.inputs(case, self.judge.seed(case["name"], "check"))
             refs.append(self.judge.expected(inputs))
             file, sets, size = self.judge.write_sets([inputs])
             args, kwargs = self.judge.scalars
+            lay = self.judge.layout.message() if self.judge.layout is not None else {}
             cases.append({"file": f"{IN}/{file}", "tensors": sets[0], "max_bytes": size, "calls": CALLS,
-                          "args": args, "kwargs": kwargs})  # fmt: skip
+                          "args": args, "kwargs": kwargs, **lay})  # fmt: skip
         procs = {label: self._start(label, sos["cpu"], shim, cases) for label, sos in self.job.sides.items()}
         deadline = time.monotonic() + START_S + sum(self.job.timeout_s for _ in cases) * 2
         return {label: self._finish(proc, out, refs, deadline) for label, (proc, out) in procs.items()}
@@ -210,8 +210,10 @@ class Costs:
         except (OSError, ValueError, protocol.ProtocolError) as exc:
             return f"unreadable output: {exc}"[:200]
         case = self.job.cases[i]
-        check = compare(outs, refs, metrics.output_names(len(refs), self.judge.declared_outputs))
-        if check.error or check.nan_inf or (check.max_abs_err or 0.0) > case["tolerance"]:
+        check = compare(outs, refs, self.judge.output_names(refs))
+        if check.nan_inf and not check.error:  # an output argument left unwritten holds the judge's NaN
+            return "NaN/Inf where the reference has none"
+        if check.error or (check.max_abs_err or 0.0) > case["tolerance"]:
             return check.error or f"max_abs_err {check.max_abs_err:.3g} > tolerance {case['tolerance']:g}"
         return None
 

@@ -3,15 +3,19 @@
 Runs as `python -m bot.untrusted.runner.dry JOB.json` (in the sandbox: the reference is the working tree's,
 untrusted) and prints one JSON line per case, like the judge: the smallest case's CaseRun from the judge's own
 check, the others "skipped" once their inputs were drawn, and the first reference failure, naming its file, line
-and case, as a crashed run of "the reference" (nothing after it runs).
+and case, as a crashed run of "the reference" (nothing after it runs). A job without sides (nothing built that
+this machine runs) runs the reference alone once on the smallest case: a "skipped" run whose detail starts with
+"reference ran".
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,6 +49,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     try:
         sizes: dict[str, int] = {}
         for case in job.cases:
+            judge.prepare(case)  # its scalars and, for an entry that writes into its arguments, the inputs it names
             try:
                 inputs = judge.inputs(case, judge.seed(case["name"], "check"))
             except ReferenceFailed as exc:
@@ -61,9 +66,25 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
             note = f"inputs drawn in {judge.draw_seconds:.2f} s: {shapes}"
             _emit(emit, case["name"], CaseRun(status=CaseStatus.skipped, detail=note))
         smallest = min(job.cases, key=lambda c: sizes[c["name"]])
-        _emit(emit, smallest["name"], judge.run_case(smallest))
+        _emit(emit, smallest["name"], judge.run_case(smallest) if job.sides else _reference(judge, smallest))
     finally:
         judge.close()
+
+
+def _reference(judge: Judge, case: dict[str, Any]) -> CaseRun:
+    """The reference alone, once, on the case's inputs: what it returns, or where it raised."""
+    judge.prepare(case)
+    try:
+        started = time.perf_counter()
+        outputs = judge.expected(judge.inputs(case, judge.seed(case["name"], "check")))
+    except ReferenceFailed as exc:
+        return _failed(str(exc))
+    if odd := [f"{i} ({type(t).__name__})" for i, t in enumerate(outputs) if not isinstance(t, torch.Tensor)]:
+        ref = judge.job.reference.shown or judge.job.reference.path
+        return _failed(f"{ref}: {judge.job.reference.function}() returned a non-tensor output {', '.join(odd)}")
+    shapes = ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in outputs)
+    seconds = time.perf_counter() - started
+    return CaseRun(status=CaseStatus.skipped, detail=f"reference ran once in {seconds:.2f} s: {shapes}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from bot.config.manifest import Limits
 from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource
 from bot.models.report import CaseStatus, Isolation
 from bot.phases import Phases
-from bot.untrusted.runner import confine, protocol
+from bot.untrusted.runner import buffers, confine, protocol
 from bot.untrusted.runner.blame import ReferenceFailed, blame
 from bot.untrusted.runner.case import CaseState, compare, right
 from bot.untrusted.runner.sampler import Sampler
@@ -107,6 +107,13 @@ class Judge:
         self.draw_seconds = 0.0
         self.case_name = ""
         self.scalars: Scalars = ([], {})
+        self.layout: buffers.Layout | None = None  # the case's call when the entry writes into its arguments
+        self.device = "cpu"
+
+    def prepare(self, case: dict[str, Any]) -> None:
+        """The case's name, scalars and call layout (the buffers the judge allocates), for everything that follows."""
+        self.case_name, self.scalars, self.device = case["name"], scalars(self.job, case), case["device"]
+        self.layout = buffers.layout(self.job.arguments, self.job.positional, case.get("buffers") or [])
 
     def close(self) -> None:
         for side in self.sides.values():
@@ -123,6 +130,9 @@ class Judge:
     def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]:
         started = time.perf_counter()
         made = _as_list(self._call(self.make_inputs, case, case, case["device"], seed))
+        if self.layout is not None and (why := buffers.input_mismatch(self.layout, len(made))) is not None:
+            ref = self.job.reference
+            raise ReferenceFailed(f"{ref.shown or ref.path}: {ref.inputs}() {why} (case {case['name']})")
         self.draw_seconds = time.perf_counter() - started  # what one set costs (the last one drawn)
         self.phases.add("draw", self.draw_seconds)
         return made
@@ -133,6 +143,9 @@ class Judge:
         args, kwargs = self.scalars
         refs = _as_list(self._call(self.reference, None, *inputs, *args, **kwargs))
         self.phases.add("reference", time.perf_counter() - started)
+        if self.layout is not None and (why := buffers.reference_mismatch(self.layout, refs)) is not None:
+            ref = self.job.reference
+            raise ReferenceFailed(f"{ref.shown or ref.path}: {ref.function}() {why} (case {self.case_name})")
         return refs
 
     def _call(self, function: Callable[..., Any], case: dict[str, Any] | None, *args: Any, **kwargs: Any) -> Any:
@@ -156,7 +169,10 @@ class Judge:
                 raise blame(exc, ref.path, ref.shown or ref.path, case["name"]) from exc
 
     def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
-        """One input file for the block (read-only to both sides); its header and size."""
+        """One input file for the block (read-only to both sides); its header and size. With output arguments, every
+        set carries fresh buffers after its inputs: outputs poisoned, scratch zeroed (runner/buffers.py)."""
+        if self.layout is not None:
+            sets = [[*s, *buffers.allocate(self.layout, self.device)] for s in sets]
         self.seq += 1
         name = f"in-{self.seq}.bin"
         entries = protocol.write_tensors(str(self.root / "in" / name), [t for s in sets for t in s])
@@ -176,7 +192,7 @@ class Judge:
         state = CaseState(case["name"])
         self.phases.clear()
         state.phases = self.phases
-        self.case_name, self.scalars = case["name"], scalars(self.job, case)
+        self.prepare(case)
         try:
             self._case(case, deadline, state)
         except ReferenceFailed as exc:  # the reference's fault, not a side's: named by file, line and case
@@ -221,7 +237,7 @@ class Judge:
             with side.phases.timed("start"):
                 side.start(deadline)
         placement = self.seed(case["name"], label, process, "placement")
-        return Worker(side, case["device"], placement, deadline, self.scalars)
+        return Worker(side, case["device"], placement, deadline, self.scalars, self.layout)
 
     def _case(self, case: dict[str, Any], deadline: float, state: CaseState) -> None:
         labels: list[str] = [label for label in ("base", "head") if label in self.sides]
@@ -266,8 +282,8 @@ class Judge:
         """Run the loaded input set once and compare it with `refs` under `limits` (never timed)."""
         try:
             w.go(1, deadline)
-            names = metrics.output_names(len(refs), self.declared_outputs)
-            return compare(w.outputs(0, refs, deadline), refs, names, limits)
+            check = compare(w.outputs(0, refs, deadline), refs, self.output_names(refs), limits)
+            return _marked(check, self.layout) if self.layout is not None else check
         except Raised as exc:
             return Check(error=f"raised or returned a bad output: {exc}")
 
@@ -290,6 +306,11 @@ class Judge:
             if not probed:
                 continue
             inputs = _as_list(probe)
+            if self.layout is not None and (why := buffers.input_mismatch(self.layout, len(inputs))) is not None:
+                ref = self.job.reference
+                raise ReferenceFailed(
+                    f"{ref.shown or ref.path}: probe {name} of {ref.probes}() {why} (case {case['name']})"
+                )
             refs = self.expected(inputs)
             file, sets, size = self.write_sets([inputs])
             state.files.append(file)
@@ -300,9 +321,24 @@ class Judge:
                 state.probes.setdefault(label, []).append(check.model_copy(update={"label": label, "probe": name}))
             self.drop(file)
 
+    def output_names(self, refs: list[torch.Tensor]) -> list[str]:
+        """The outputs' names: the output arguments kernel.toml names, else OUTPUTS, else out, out0, out1 …"""
+        if self.layout is not None:
+            return [b["name"] for b in self.layout.outputs]
+        return metrics.output_names(len(refs), self.declared_outputs)
+
     def _correct(self, label: str, state: CaseState) -> bool:
         """Right on the random inputs and on every probe, within every limit: only a correct side is timed."""
         return all(right(c) for c in [state.checks[label], *state.probes.get(label, [])])
+
+
+def _marked(check: Check, lay: buffers.Layout) -> Check:
+    """The failure marked `unwritten` when its element of an output argument still holds the judge's poison."""
+    v = check.failure
+    dtypes = {b["name"]: b["dtype"] for b in lay.outputs}
+    if v is None or v.output not in dtypes or not buffers.unwritten(v.got, dtypes[v.output]):
+        return check
+    return check.model_copy(update={"failure": v.model_copy(update={"unwritten": True})})
 
 
 def scalars(job: JudgeJob, case: dict[str, Any]) -> Scalars:

@@ -79,8 +79,20 @@ def worker(request: dict[str, Any]) -> None:
         unconfined = str(exc)
     entry = load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
-    protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
+    call, writes = request.get("call"), list(request.get("writes") or [])  # an entry that writes into arguments
     sets: list[list[Any]] = []
+    named: list[list[Any]] = []  # per set, its output arguments as loaded: other tensors over the same memory
+
+    def run(j: int) -> list[Any]:
+        """One call on set `j`; its outputs: what the entry returned, or (with `call`) the output buffers it was given
+        (a kernel that points its argument at other memory, or returns a tensor, does not change which)."""
+        tensors = sets[j]
+        if call is None:
+            return _as_tensors(entry(*tensors, *args, **kwargs))
+        entry(*[tensors[i] if kind == "t" else args[i] for kind, i in call], **kwargs)
+        return named[j]
+
+    protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
     outputs: dict[int, list[Any]] = {}
     while True:
         msg = protocol.recv(CMD_FD)
@@ -96,12 +108,15 @@ def worker(request: dict[str, Any]) -> None:
             for s in entries:
                 sets.append(flat[i : i + len(s)])
                 i += len(s)
-            protocol.send(REPLY_FD, {"event": "loaded", "sets": len(sets)})
+            # Output arguments: where each set's buffers lie, before any call (on the CPU the judge reads them there)
+            named = [[s[i].view(s[i].shape) for i in writes] for s in sets]
+            addresses = {"written": _where(dict(enumerate(named)), len(sets))} if writes and device != "cuda" else {}
+            protocol.send(REPLY_FD, {"event": "loaded", "sets": len(sets), **addresses})
         elif op == "go":
             try:
-                for call in range(int(msg["calls"])):
-                    j = call % len(sets)
-                    outputs[j] = _as_tensors(entry(*sets[j], *args, **kwargs))
+                for n in range(int(msg["calls"])):
+                    j = n % len(sets)
+                    outputs[j] = run(j)
                 if device == "cuda":
                     torch.cuda.synchronize()
                 else:  # committed: where the judge reads them, in this process's memory, before the clock stops

@@ -23,6 +23,7 @@ from bot.models.judging import JudgeJob
 from bot.phases import Phases
 from bot.text.safe import log_safe
 from bot.untrusted.runner import confine, protocol
+from bot.untrusted.runner.buffers import Layout, as_named, named_header
 from bot.untrusted.runner.freeze import Unfrozen, frozen, host_pid, read_outputs, seccomp_mode
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
 
@@ -186,9 +187,16 @@ class Worker:
     """One fresh worker process of a side (forked by its zygote)."""
 
     def __init__(
-        self, side: Zygote, device: str, placement_seed: int, deadline: float, scalars: Scalars | None = None
+        self,
+        side: Zygote,
+        device: str,
+        placement_seed: int,
+        deadline: float,
+        scalars: Scalars | None = None,
+        layout: Layout | None = None,
     ) -> None:
-        self.side, self.scalars = side, scalars or ([], {})
+        self.side, self.scalars, self.layout = side, scalars or ([], {}), layout
+        self.addresses: Any = None  # CPU, output arguments: where each loaded set's outputs lie, reported at `loaded`
         self.gpu = device == "cuda"
         self.pid = 0  # the worker's pid on this machine (its memory is read from /proc)
         self.done: dict[str, Any] = {}  # the last batch's reply
@@ -210,6 +218,7 @@ class Worker:
                 "args": self.scalars[0],
                 "kwargs": self.scalars[1],
                 "placement_seed": placement_seed,
+                **(self.layout.message() if self.layout is not None else {}),
             }
         )
         ready = side.expect("ready", deadline)
@@ -225,7 +234,7 @@ class Worker:
     def load(self, file: str, sets: list[list[dict[str, Any]]], max_bytes: int, deadline: float) -> None:
         with self.side.phases.timed("load"):
             self.side.send({"op": "load", "file": file, "sets": sets, "max_bytes": max_bytes})
-            self.side.expect("loaded", deadline)
+            self.addresses = self.side.expect("loaded", deadline).get("written")
 
     def go(self, calls: int, deadline: float) -> None:
         self.side.send({"op": "go", "calls": calls})
@@ -236,6 +245,13 @@ class Worker:
         """CPU: freeze the side's sandbox and copy set `j`'s outputs out of the worker's memory, as `done` left them."""
         where = self.done.get("outputs")
         header = where[j] if isinstance(where, list) and 0 <= j < len(where) else None
+        if self.layout is not None and self.layout.writes:
+            # The buffers the judge named: its own dtypes and shapes at the addresses the worker reported when the
+            # set was loaded, before any call ran (what `done` says about outputs is not read).
+            try:
+                header = named_header(self.layout, self.addresses, j)
+            except ValueError as exc:
+                raise WorkerGone(f"protocol broken: {exc}") from exc
         if header is None:
             raise WorkerGone(f"protocol broken: no outputs of input set {j} in the reply to the batch")
         proc = self.side.proc
@@ -251,7 +267,10 @@ class Worker:
     def outputs(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         """Set `j`'s outputs of the last batch: captured at `done` on the CPU, fetched as a file on a GPU."""
         if self.gpu:
-            return self.fetch(j, refs, deadline)
+            outs = self.fetch(j, refs, deadline)
+            if self.layout is not None and (why := as_named(self.layout, outs)) is not None:
+                raise Raised(f"bad output: {why}")
+            return outs
         if j not in self.captured:
             self.capture(j, refs)
         return self.captured[j]

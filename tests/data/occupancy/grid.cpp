@@ -1,10 +1,12 @@
-// NVIDIA's own occupancy calculator (cuda_occupancy.h, header-only, shipped with nvcc) over a grid of
+// NVIDIA's own occupancy calculator (cuda_occupancy.h, header-only, shipped with the CUDA toolkit) over a grid of
 // launches read from stdin, one per line: registers threads static_smem dynamic_smem barriers.
 // Prints one line per launch: active_blocks limiting_factors regs_limit smem_limit warps_limit
 // blocks_limit barriers_limit allocated_registers allocated_smem (INT_MAX printed as -1).
-// Host-only: nothing runs on a GPU. The device is an H100/H200 (sm_90) as cudaGetDeviceProperties
-// reports it, or with arguments `10 0` a B200 (sm_100: the same per-SM limits, 148 SMs);
-// tests/test_occupancy.py compares every line with bot/verdict/occupancy.py.
+// Host-only (g++ is enough): nothing runs on a GPU. Arguments: the compute capability (`8 6`) and optionally the
+// function's preferred shared-memory carve-out in % (cudaFuncAttributePreferredSharedMemoryCarveout; -1 for none).
+// The device is described as cudaGetDeviceProperties reports it, from the CUDA C++ Programming Guide's
+// "Technical Specifications per Compute Capability" (this file's own statement of those figures, independent of
+// bot/verdict/occupancy.py); tests/test_occupancy.py compares every line with bot/verdict/occupancy.py.
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -13,21 +15,47 @@
 
 static long long shown(int x) { return x == INT_MAX ? -1 : x; }
 
+struct Device {
+  int major, minor, threads_per_sm, smem_per_sm_kib, smem_optin_kib, reserved;
+};
+
+// compute capability, resident threads per SM, shared memory per SM and per block opted in (KiB), the reserve per
+// block (B); every one has 64K registers per SM and per block, 1024 threads and 48 KiB per block by default
+static const Device DEVICES[] = {
+    {7, 5, 1024, 64, 64, 0},      {8, 0, 2048, 164, 163, 1024}, {8, 6, 1536, 100, 99, 1024},
+    {8, 7, 1536, 164, 163, 1024}, {8, 9, 1536, 100, 99, 1024},  {9, 0, 2048, 228, 227, 1024},
+    {10, 0, 2048, 228, 227, 1024}, {10, 3, 2048, 228, 227, 1024}, {12, 0, 1536, 100, 99, 1024},
+};
+
 int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: grid MAJOR MINOR [CARVEOUT_PCT] < cells\n");
+    return 2;
+  }
+  const int major = std::atoi(argv[1]), minor = std::atoi(argv[2]);
+  const Device* d = nullptr;
+  for (const Device& candidate : DEVICES) {
+    if (candidate.major == major && candidate.minor == minor) d = &candidate;
+  }
+  if (d == nullptr) {
+    std::fprintf(stderr, "no device of compute capability %d.%d\n", major, minor);
+    return 2;
+  }
   cudaOccDeviceProp prop;
-  prop.computeMajor = argc > 2 ? std::atoi(argv[1]) : 9;
-  prop.computeMinor = argc > 2 ? std::atoi(argv[2]) : 0;
+  prop.computeMajor = major;
+  prop.computeMinor = minor;
   prop.maxThreadsPerBlock = 1024;
-  prop.maxThreadsPerMultiprocessor = 2048;
+  prop.maxThreadsPerMultiprocessor = d->threads_per_sm;
   prop.regsPerBlock = 65536;
   prop.regsPerMultiprocessor = 65536;
   prop.warpSize = 32;
   prop.sharedMemPerBlock = 49152;
-  prop.sharedMemPerMultiprocessor = 233472;
-  prop.numSms = prop.computeMajor == 10 ? 148 : 132;
-  prop.sharedMemPerBlockOptin = 232448;
-  prop.reservedSharedMemPerBlock = 1024;
-  cudaOccDeviceState state;  // default carveout and cache preference
+  prop.sharedMemPerMultiprocessor = static_cast<size_t>(d->smem_per_sm_kib) * 1024;
+  prop.numSms = 1;  // must be positive; no per-SM figure depends on it
+  prop.sharedMemPerBlockOptin = static_cast<size_t>(d->smem_optin_kib) * 1024;
+  prop.reservedSharedMemPerBlock = d->reserved;
+  cudaOccDeviceState state;  // default cache preference
+  if (argc > 3) state.carveoutConfig = std::atoi(argv[3]);
 
   int regs, threads, barriers;
   size_t static_smem, dynamic_smem;

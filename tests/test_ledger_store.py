@@ -1,44 +1,16 @@
-"""The ledger on SQLite and on a real PostgreSQL server: migrations, idempotent inserts, acceptances, cache."""
+"""The ledger (bot/ledger/store.py) on SQLite and on a real PostgreSQL server: idempotent inserts, acceptances,
+cache (the migrations are in test_ledger_schema.py, the connections in test_ledger_db.py)."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import pytest
 
-from bot.errors import InputError, ServiceError
-from bot.ledger import MIGRATIONS, Ledger, open_ledger, sqlite_path
-from bot.ledger.db import TYPES, redact_url
+from bot.ledger import open_ledger
 from bot.models.ledger import AcceptanceRow, CachedReply, UsageRow
+from tests import ledger_world
 from tests.pg import Cluster, pg_cluster, pg_url  # noqa: F401  (fixtures)
 
-USERS_COLUMNS = {"task_id", "model_name", "prompt_tokens", "completion_tokens", "total_tokens", "created_at"}
-AUDIT_COLUMNS = {
-    "request_id",
-    "call_id",
-    "attempt",
-    "domain",
-    "key_fingerprint",
-    "pr",
-    "head_sha",
-    "status_code",
-    "error_type",
-    "latency_ms",
-    "cached",
-    "cached_tokens",
-    "reasoning_tokens",
-    "usage_source",
-    "estimated_prompt_tokens",
-    "estimate_ratio",
-}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "l.sqlite")
-    return str(request.getfixturevalue("pg_url"))
+url = ledger_world.url  # the fixture
 
 
 def _usage(request_id: str, **overrides: object) -> UsageRow:
@@ -57,43 +29,6 @@ def _usage(request_id: str, **overrides: object) -> UsageRow:
     }
     data.update(overrides)
     return UsageRow.model_validate(data)
-
-
-def _columns(ledger: Ledger) -> set[str]:
-    if ledger.dialect == "sqlite":
-        return {r["name"] for r in ledger.db.rows("PRAGMA table_info(operator_agent_usage)")}
-    rows = ledger.db.rows(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'operator_agent_usage'"
-    )
-    return {r["column_name"] for r in rows}
-
-
-def test_migrations_run_once_in_order_and_every_column_exists(url):
-    open_ledger(url).close()
-    with open_ledger(url) as ledger:  # reopening does not migrate twice
-        versions = [r["version"] for r in ledger.db.rows("SELECT version FROM schema_migrations ORDER BY version")]
-        assert versions == [v for v, _ in MIGRATIONS]
-        assert _columns(ledger) >= USERS_COLUMNS | AUDIT_COLUMNS
-
-
-def test_a_sqlite_ledger_from_before_migration_2_is_upgraded_in_place(tmp_path):
-    path = tmp_path / "old.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)")
-    for statement in filter(str.strip, MIGRATIONS[0][1].format(**TYPES["sqlite"]).split(";")):
-        db.execute(statement)
-    db.execute("INSERT INTO schema_migrations VALUES (1, 'then')")
-    db.execute(
-        "INSERT INTO operator_agent_usage (task_id, model_name, prompt_tokens, completion_tokens, total_tokens,"
-        " created_at, request_id, domain, key_fingerprint, pr, head_sha, status, usage_source)"
-        " VALUES ('t', 'm', 1, 2, 3, '2026-01-01T00:00:00+00:00', 'old-1', 'deepgemm', 'sha256:x', NULL, 'h', 'ok',"
-        " 'reported')"
-    )
-    db.commit()
-    db.close()
-    with Ledger(path) as ledger:
-        (row,) = ledger.usage()
-        assert (row.request_id, row.attempt, row.cached, row.total_tokens) == ("old-1", 1, False, 3)
 
 
 def test_a_repeated_request_id_is_not_counted_twice(url):
@@ -182,23 +117,6 @@ def test_a_failed_transaction_leaves_nothing_behind(url):
             tx.execute("INSERT INTO agent_budgets (domain, week, limit_tokens, updated_at) VALUES ('d', 'w', 1, 't')")
             raise RuntimeError("boom")
         assert ledger.db.rows("SELECT * FROM agent_budgets") == []
-
-
-def test_database_urls_are_parsed_and_never_print_a_password():
-    assert sqlite_path("sqlite:///tmp/x.sqlite") == Path("tmp/x.sqlite")
-    assert sqlite_path("reports/opgate.sqlite") == Path("reports/opgate.sqlite")
-    with pytest.raises(InputError, match="mysql://"):
-        sqlite_path("mysql://u:p@h/db")
-    assert (
-        redact_url("postgresql://bot:s3cret-pw@db.internal:5432/ledger")
-        == "postgresql://bot:***@db.internal:5432/ledger"
-    )
-
-
-def test_an_unreachable_postgresql_is_a_service_error_without_the_password():
-    with pytest.raises(ServiceError) as err:
-        open_ledger("postgresql://bot:s3cret-pw@127.0.0.1:9/ledger?connect_timeout=2")
-    assert "s3cret-pw" not in str(err.value) and "127.0.0.1:9" in str(err.value)
 
 
 def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  # noqa: F811

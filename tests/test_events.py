@@ -1,21 +1,24 @@
-"""GitHub's own recorded webhook payloads (octokit/webhooks, tests/fixtures/github/octokit/SOURCE.md) where they
-differ from ours: a pull request whose fork was deleted (`head.repo: null`), a bot's comment, edited and deleted
-comments, a comment on an issue, a pull request without a body."""
+"""Webhook events as opgate reads them (bot/edges/events.py): our fixtures, and GitHub's own recorded payloads
+(octokit/webhooks, tests/fixtures/github/octokit/SOURCE.md) where they differ from ours: a pull request whose fork
+was deleted (`head.repo: null`), a bot's comment, edited and deleted comments, a comment on an issue, a pull request
+without a body."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from bot.edges.events import parse_issue_comment_event, parse_pull_request_event
-from bot.edges.github import GitHubEdge
+from bot.edges.events import load_pull_request_event, parse_issue_comment_event, parse_pull_request_event
 from bot.edges.publish import skip_reason
-from tests.github_server import FIXTURES, FakeGitHub
+from tests.github_server import FIXTURES, iter_fixture_names, load_fixture, write_event
 from tests.test_workflows import PULL_EVENT, TRUST, fake_gh, run_script, script  # noqa: F401  (fake_gh: fixture)
 
 RECORDED = FIXTURES / "octokit"
+
+HEAD, BASE = "a1" * 20, "b2" * 20
 
 
 def recorded(name: str) -> bytes:
@@ -48,16 +51,6 @@ def test_a_pull_request_whose_fork_was_deleted_is_read_and_held_back_as_a_fork(f
     assert code == 0 and out == {"run": "false"} and "comes from a fork" in log
 
 
-def test_the_edge_reads_a_pull_request_whose_head_repository_is_gone() -> None:
-    token, repo = "ghs_recordedEvents0123456789", "octo-org/kernels"
-    with FakeGitHub(token) as gh:
-        gh.add_repo(repo)
-        n = gh.add_pull(repo, head_sha="a1" * 20, base_sha="b2" * 20, head_repo_deleted=True)
-        with GitHubEdge(gh.base_url, token, repo, seconds_between_requests=None) as edge:
-            info = edge.pull_request(n)
-    assert info.head_repo is None and info.base_repo == "octo-org/kernels" and info.head_sha == "a1" * 20
-
-
 @pytest.mark.parametrize(
     ("name", "says"),
     [
@@ -84,3 +77,36 @@ def test_a_recorded_bot_sender_is_a_bot_and_a_pull_request_without_a_body_is_rev
     assert opened.action == "opened" and skip_reason(opened) is None
     edited = json.loads(recorded("issue_comment.edited.json"))
     assert edited["changes"]["body"]["from"] != edited["comment"]["body"]  # the shape GitHub records an edit in
+
+
+def test_event_fixtures(tmp_path: Path) -> None:
+    names = list(iter_fixture_names())
+    assert set(names) >= {
+        "pull_request.opened.json",
+        "pull_request.synchronize.json",
+        "pull_request.draft.json",
+        "issue_comment.created.json",
+        "issue_comment.edited.json",
+        "issue_comment.on_issue.json",
+        "schedule.json",
+    }
+    subs = {"head_sha": HEAD, "base_sha": BASE, "before_sha": "c3" * 20}
+    for name in names:
+        assert not re.search(r"@[A-Z_]+@", json.dumps(load_fixture(name, **subs))), name
+
+    for name, draft in [
+        ("pull_request.opened.json", False),
+        ("pull_request.synchronize.json", False),
+        ("pull_request.draft.json", True),
+    ]:
+        event = load_pull_request_event(write_event(tmp_path, name, **subs))
+        assert (event.number, event.head_sha, event.base_sha, event.pull_request.draft) == (42, HEAD, BASE, draft)
+    assert load_fixture("pull_request.synchronize.json", **subs)["before"] == "c3" * 20
+
+    created = load_fixture("issue_comment.created.json")
+    edited = load_fixture("issue_comment.edited.json")
+    on_issue = load_fixture("issue_comment.on_issue.json")
+    assert "pull_request" in created["issue"] and "pull_request" in edited["issue"]
+    assert "pull_request" not in on_issue["issue"]
+    assert edited["changes"]["body"]["from"] != edited["comment"]["body"]
+    assert load_fixture("schedule.json")["schedule"]

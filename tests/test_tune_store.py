@@ -1,5 +1,5 @@
-"""Tuning in the ledger (migration 5) on SQLite and PostgreSQL: runs resume, trials are stored once, tokens add up,
-and the weekly summary shows tuning spend apart from review spend."""
+"""Tuning in the ledger (bot/tune/store.py, migration 5) on SQLite and PostgreSQL: runs resume, trials are stored
+once, tokens add up, and the weekly summary shows tuning spend apart from review spend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The repository's own configuration: layout, domains with their keys and budgets, thresholds, ledger."""
+"""The repository's own configuration (bot/config/repo.py): layout, domains with their keys and budgets,
+thresholds, ledger."""
 
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ def test_the_environment_overrides_a_configured_domains_budgets_and_refuses_an_u
         ("[thresholds]\nmax_regresion_pct = 3\n", "max_regresion_pct: Extra inputs are not permitted"),
         ('[thresholds]\ninconclusive = "maybe"\n', "inconclusive must be neutral or fail"),
         ("kernels = 3\n", "kernels: Extra inputs are not permitted"),
+        ('allow_self_accept = "yes"\n', "allow_self_accept: Input should be a valid boolean"),  # a weakening: said
     ],
 )
 def test_a_bad_configuration_is_one_line_naming_the_file_and_the_key(tmp_path, text, why):
@@ -107,6 +109,13 @@ def test_a_bad_configuration_is_one_line_naming_the_file_and_the_key(tmp_path, t
     with pytest.raises(InputError, match=r"opgate\.toml: ") as caught:
         load_config(tmp_path)
     assert why in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_self_acceptance_is_allowed_only_where_the_configuration_says_true(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.opgate]\nallow_self_accept = true\n")
+    assert load_config(tmp_path).allow_self_accept is True
+    write(tmp_path / "pyproject.toml", "[tool.opgate]\nallow_self_accept = false\n")
+    assert load_config(tmp_path).allow_self_accept is False
 
 
 def test_two_configurations_in_one_repository_are_refused(tmp_path):
@@ -120,6 +129,7 @@ def test_without_a_configuration_the_defaults_apply_and_no_domain_exists(tmp_pat
     (tmp_path / ".git").mkdir()
     config = load_config(tmp_path)
     assert (config.source, config.manifests, config.domains) == ("built-in defaults", ["kernels/*/kernel.toml"], {})
+    assert config.allow_self_accept is False  # nobody accepts their own change unless the repository says so
     settings = load_settings({}, config)
     assert settings.create_ledger and settings.database_url == "reports/opgate.sqlite"
 
@@ -151,3 +161,86 @@ def test_two_kernels_with_one_name_are_refused(tmp_path):
     write(tmp_path / "more" / "gemm" / "kernel.toml", "")
     with pytest.raises(InputError, match="two kernels named gemm: more/gemm/ and ops/gemm/; rename one"):
         discover(tmp_path, load_config(tmp_path))
+
+
+MUL = """name = "mul"
+domain = "moe"
+globs = ["ops/mul/**"]
+config = "none.json"
+
+[build.cpu]
+sources = ["mul.cpp", "binding.cpp"]
+entry = "mul"
+arguments = ["A", "B", "C", "s", "workspace"]
+outputs = ["C"]
+scratch = ["workspace"]
+
+[buffers.C]
+shape = ["m", "n"]
+
+[buffers.workspace]
+shape = ["max(1, n // 64)"]
+dtype = "int32"
+
+[[cases]]
+name = "small"
+dtype = "float32"
+shape = { m = 200, n = 328, k = 16 }
+"""
+
+
+def test_output_and_scratch_arguments_take_their_shapes_from_each_case(tmp_path):
+    kernel = write(tmp_path / "ops" / "mul" / "kernel.toml", MUL).parent
+    manifest = load_kernel(kernel).manifest
+    assert manifest.build["cpu"].inputs() == ["A", "B", "s"]
+    assert manifest.written(manifest.cases[0]) == [
+        {"name": "C", "role": "output", "shape": [200, 328], "dtype": "float32"},  # the case's dtype by default
+        {"name": "workspace", "role": "scratch", "shape": [5], "dtype": "int32"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ('outputs = ["C"]', 'outputs = ["D"]', r"build\.cpu: outputs: 'D' is not an argument of the entry"),
+        ('[buffers.C]\nshape = ["m", "n"]\n', "", r"build\.cpu\.outputs names 'C', but no \[buffers\.C\] gives"),
+        ('shape = ["m", "n"]', 'dtype = "float32"', r"buffers\.C\.shape: Field required"),
+        ('shape = ["m", "n"]', 'shape = ["m", "q"]', r"buffers\.C\.shape over case small's shape: 'q': "),
+        ('arguments = ["A", "B", "C", "s", "workspace"]\n', "", r"outputs/scratch need `arguments`"),
+        ('scratch = ["workspace"]', 'scratch = ["workspace", "C"]', r"C is both an output and scratch"),
+        ('outputs = ["C"]\n', "", r"arguments/scratch need `outputs`"),
+        ('dtype = "int32"', 'dtype = "int4"', r"buffers\.workspace\.dtype: Input should be 'float64', "),
+    ],
+)
+def test_a_bad_output_or_scratch_argument_is_one_line_naming_the_key(tmp_path, old, new, why):
+    assert old in MUL
+    kernel = write(tmp_path / "ops" / "mul" / "kernel.toml", MUL.replace(old, new, 1)).parent
+    with pytest.raises(InputError, match=why):
+        load_kernel(kernel)
+
+
+ROOT_MANIFEST = """
+name = "flash"
+domain = "moe"
+globs = [GLOBS]
+[build.cuda]
+sources = ["flash.cu"]
+"""
+
+
+def test_a_kernel_toml_at_the_repository_root_is_a_kernel_whose_globs_alone_name_its_files(tmp_path):
+    from bot.config.manifest import ROOT as AT_ROOT
+    from bot.config.manifest import find_manifests
+
+    write(tmp_path / "opgate.toml", MOE.replace('"ops/*/kernel.toml"', '"kernel.toml"'))
+    write(tmp_path / "flash.cu", "__global__ void k() {}\n")
+    write(tmp_path / "kernel.toml", ROOT_MANIFEST.replace("GLOBS", '"*.cu", "kernel.toml"'))
+    assert find_manifests(tmp_path, ["kernel.toml"]) == {"flash": AT_ROOT}
+    kernel = discover(tmp_path, load_config(tmp_path))["flash"]
+    assert kernel.path == "." and kernel.folder == tmp_path and kernel.globs == ["*.cu", "kernel.toml"]
+    for wide in ('"**"', '"*"', '"**/*.cu"'):
+        write(tmp_path / "kernel.toml", ROOT_MANIFEST.replace("GLOBS", wide))
+        with pytest.raises(InputError, match=r"kernel.toml: globs .*a kernel at the repository root names its own"):
+            discover(tmp_path, load_config(tmp_path))
+    write(tmp_path / "kernel.toml", "not toml [")  # a root manifest that does not parse: named root, not the folder
+    assert find_manifests(tmp_path, ["kernel.toml"]) == {"root": AT_ROOT}

@@ -1,8 +1,7 @@
-"""bot.github against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
+"""bot/edges/github.py against a local GitHub REST API: PyGithub really talks HTTP to tests/github_server.py."""
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterator
@@ -11,12 +10,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.edges.events import load_pull_request_event
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
 from bot.models.github import Role
 from bot.present.render import REVIEW_MARKER
-from tests.github_server import FakeGitHub, iter_fixture_names, load_fixture, write_event
+from tests.conftest import git
+from tests.github_server import FakeGitHub
 
 REPO = "octo-org/kernels"
 TOKEN = "ghs_edgeTestToken0123456789abcdef"
@@ -104,6 +103,102 @@ def test_unknown_pull_request_is_a_service_error_without_retry(edge: GitHubEdge,
         edge.pull_request(999)
     assert err.value.exit_code == 3
     assert len(server.requests_to("GET", f"/repos/{REPO}/pulls/999")) == 1
+
+
+def numbered(i: int) -> str:
+    return f"{i + 1:040x}"
+
+
+def test_pull_commits_reads_every_page_with_the_logins_github_maps(edge: GitHubEdge, server: FakeGitHub) -> None:
+    commits = [{"author": "alice-dev", "sha": numbered(i)} for i in range(228)]
+    commits += [{"author": None, "committer": "carol-coauthor", "sha": numbered(228)}, {"author": "alice-dev"}]
+    n = server.add_pull(REPO, head_sha=HEAD, base_sha=BASE, author="alice-dev", commits=commits)
+    assert edge.pull_request(n).commits == 230
+    listed = edge.pull_commits(n)
+    assert [c.sha for c in listed] == [*map(numbered, range(229)), HEAD]  # oldest first, the head last
+    assert (listed[228].author, listed[228].committer) == (None, "carol-coauthor")
+    assert {(c.author, c.committer) for c in listed[:228]} == {("alice-dev", "alice-dev")}
+    pages = server.requests_to("GET", f"/repos/{REPO}/pulls/{n}/commits")
+    assert [r.query.get("page", ["1"]) for r in pages] == [["1"], ["2"], ["3"]]  # followed by the Link header
+    assert {r.query["per_page"][0] for r in pages} == {"100"}
+
+
+def test_pull_commits_stop_at_githubs_250_while_the_pull_request_counts_all(edge: GitHubEdge, server) -> None:
+    commits = [{"author": "alice-dev"} for _ in range(260)]
+    n = server.add_pull(REPO, head_sha=HEAD, base_sha=BASE, commits=commits)
+    assert edge.pull_request(n).commits == 260
+    listed = edge.pull_commits(n)
+    assert len(listed) == 250 and HEAD not in {c.sha for c in listed}
+
+
+def test_server_lists_pull_commits_as_github_documents(server: FakeGitHub) -> None:
+    commits = [{"author": "alice-dev", "sha": numbered(i)} for i in range(260)]
+    commits[1] = {"author": None, "email": "ghost@example.invalid", "committer": "web-flow", "sha": numbered(1)}
+    n = server.add_pull(REPO, head_sha=HEAD, base_sha=BASE, commits=commits)
+    url, auth = f"{server.base_url}/repos/{REPO}/pulls/{n}/commits", {"Authorization": f"token {TOKEN}"}
+    with requests.Session() as http:
+        first = http.get(url, params={"per_page": 100}, headers=auth, timeout=5)
+        assert first.links["next"]["url"].endswith("per_page=100&page=2")
+        assert first.links["last"]["url"].endswith("per_page=100&page=3")  # 250 listed, not 260
+        last = http.get(first.links["last"]["url"], headers=auth, timeout=5)
+        assert len(last.json()) == 50 and "next" not in last.links and "first" in last.links
+        assert len(http.get(url, headers=auth, timeout=5).json()) == 30  # GitHub's default page
+        pull = http.get(f"{server.base_url}/repos/{REPO}/pulls/{n}", headers=auth, timeout=5).json()
+    assert pull["commits"] == 260  # the pull request counts them all
+    item, ghost = first.json()[:2]
+    assert set(item) == {
+        "url",
+        "sha",
+        "node_id",
+        "html_url",
+        "comments_url",
+        "commit",
+        "author",
+        "committer",
+        "parents",
+    }
+    assert item["sha"] == numbered(0) and item["parents"][0]["sha"] == BASE
+    assert item["author"]["login"] == "alice-dev" and item["author"]["type"] == "User"
+    assert item["commit"]["author"]["email"] == server.noreply("alice-dev")
+    assert set(item["commit"]) >= {"url", "author", "committer", "message", "tree", "comment_count", "verification"}
+    assert ghost["author"] is None and ghost["commit"]["author"]["email"] == "ghost@example.invalid"
+    assert ghost["committer"]["login"] == "web-flow" and ghost["parents"][0]["sha"] == numbered(0)
+
+
+def test_pull_commits_of_a_pushed_branch_map_each_email_to_its_account(
+    edge: GitHubEdge, server: FakeGitHub, tmp_path: Path
+) -> None:
+    """A pull request on the server's git store: its commits are base..head as git holds them, and GitHub names
+    the account whose verified or no-reply e-mail a commit carries (null for an e-mail of nobody)."""
+    server.user("alice-dev", email="alice@example.com")
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+
+    def commit_as(name: str, email: str, message: str, committer: tuple[str, str] | None = None) -> str:
+        (work / "kernel.cu").write_text(message)
+        env = [
+            "-c",
+            f"user.name={committer[0] if committer else name}",
+            "-c",
+            f"user.email={(committer or (name, email))[1]}",
+        ]
+        git(work, *env, "add", "kernel.cu")
+        git(work, *env, "commit", "-q", "--author", f"{name} <{email}>", "-m", message)
+        return git(work, "rev-parse", "HEAD")
+
+    base = commit_as("Maintainer", "maint@example.com", "base")
+    git(work, "push", "-q", str(server.git(REPO).path), "main")
+    git(work, "checkout", "-q", "-b", "feature")
+    first = commit_as("Alice", "alice@example.com", "one")
+    second = commit_as("Carol", server.noreply("carol-coauthor"), "two", committer=("Ghost", "ghost@example.invalid"))
+    git(work, "push", "-q", str(server.git(REPO).path), "feature")
+    n = server.add_pull(REPO, head_sha=second, base_sha=base, head_ref="feature", author="alice-dev")
+    assert [(c.sha, c.author, c.committer) for c in edge.pull_commits(n)] == [
+        (first, "alice-dev", "alice-dev"),
+        (second, "carol-coauthor", None),
+    ]
+    assert edge.pull_request(n).commits == 2
 
 
 # ---------------------------------------------------------------------------- comments
@@ -410,34 +505,11 @@ def test_server_diff_media_type_and_pagination_links(server: FakeGitHub, pr: int
 # ---------------------------------------------------------------------------- event fixtures
 
 
-def test_event_fixtures(tmp_path: Path) -> None:
-    names = list(iter_fixture_names())
-    assert set(names) >= {
-        "pull_request.opened.json",
-        "pull_request.synchronize.json",
-        "pull_request.draft.json",
-        "issue_comment.created.json",
-        "issue_comment.edited.json",
-        "issue_comment.on_issue.json",
-        "schedule.json",
-    }
-    subs = {"head_sha": HEAD, "base_sha": BASE, "before_sha": "c3" * 20}
-    for name in names:
-        assert not re.search(r"@[A-Z_]+@", json.dumps(load_fixture(name, **subs))), name
-
-    for name, draft in [
-        ("pull_request.opened.json", False),
-        ("pull_request.synchronize.json", False),
-        ("pull_request.draft.json", True),
-    ]:
-        event = load_pull_request_event(write_event(tmp_path, name, **subs))
-        assert (event.number, event.head_sha, event.base_sha, event.pull_request.draft) == (42, HEAD, BASE, draft)
-    assert load_fixture("pull_request.synchronize.json", **subs)["before"] == "c3" * 20
-
-    created = load_fixture("issue_comment.created.json")
-    edited = load_fixture("issue_comment.edited.json")
-    on_issue = load_fixture("issue_comment.on_issue.json")
-    assert "pull_request" in created["issue"] and "pull_request" in edited["issue"]
-    assert "pull_request" not in on_issue["issue"]
-    assert edited["changes"]["body"]["from"] != edited["comment"]["body"]
-    assert load_fixture("schedule.json")["schedule"]
+def test_the_edge_reads_a_pull_request_whose_head_repository_is_gone() -> None:
+    token, repo = "ghs_recordedEvents0123456789", "octo-org/kernels"
+    with FakeGitHub(token) as gh:
+        gh.add_repo(repo)
+        n = gh.add_pull(repo, head_sha="a1" * 20, base_sha="b2" * 20, head_repo_deleted=True)
+        with GitHubEdge(gh.base_url, token, repo, seconds_between_requests=None) as edge:
+            info = edge.pull_request(n)
+    assert info.head_repo is None and info.base_repo == "octo-org/kernels" and info.head_sha == "a1" * 20

@@ -1,4 +1,5 @@
-"""Build keys: what changes a build, what does not, and what is compiled again (no kernel is built here)."""
+"""Build keys (bot/untrusted/build.py): what changes a build, what does not, and what is compiled again (no kernel
+is built here)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""scripts/gpu-check.sh on a machine without a GPU: its arguments, its step runner, its summary and output folder.
+"""scripts/gpu-check.sh on a machine without a GPU: its arguments, its plan and its output folder
+(python -m bot.gpucheck); the step runner and the summaries are in test_gpucheck_steps.py and test_gpucheck_render.py.
 
 What needs a GPU (the steps' own work) is not run here; the runner is driven with small real commands.
 """
@@ -10,35 +11,18 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
-from pathlib import Path
 
 import pytest
 
 from bot.gpucheck.__main__ import collect, plan, select
-from bot.gpucheck.render import render_json, render_markdown
-from bot.gpucheck.steps import Result, Runner, Step
+from tests.gpucheck_world import PY, ROOT, results
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
-PY = sys.executable
 
 
 def gpu_check(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHON": PY, "HOME": "/tmp"}
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
-
-
-def py(code: str) -> tuple[str, ...]:
-    return (PY, "-c", code)
-
-
-def step(name: str, code: str, estimate: float = 0, limit: float = 30, needs: tuple[str, ...] = ()) -> Step:
-    return Step(name, f"what {name} proves", py(code), estimate, limit, needs)
-
-
-def runner(tmp_path: Path, budget: float = 300) -> Runner:
-    return Runner(ROOT, tmp_path / "work", budget, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
 
 
 # -- arguments -----------------------------------------------------------------------------------------
@@ -118,70 +102,6 @@ def test_without_a_gpu_the_machine_step_fails_and_the_gpu_steps_say_so(tmp_path)
 # -- the step runner -----------------------------------------------------------------------------------
 
 
-def test_a_failing_step_does_not_stop_the_next_one(tmp_path):
-    r = runner(tmp_path)
-    first = r.run(step("first", "import sys; print('compiling'); print('nvcc fatal: bad flag'); sys.exit(3)"))
-    second = r.run(step("second", "print('ok')"))
-    assert (first.status, first.exit_code) == ("failed", 3)
-    assert first.reason == "exit 3: nvcc fatal: bad flag"
-    assert second.status == "passed" and second.reason == ""
-    assert (tmp_path / "work" / first.log).read_text() == "compiling\nnvcc fatal: bad flag\n"
-
-
-def test_a_step_whose_need_did_not_pass_is_skipped_with_the_reason(tmp_path):
-    r = runner(tmp_path)
-    r.run(step("setup", "raise SystemExit(1)"))
-    r.skip(step("ncu", ""), "not part of --quick")
-    assert r.run(step("build", "", needs=("setup",))).reason == "needs setup, which failed"
-    assert r.run(step("profile", "", needs=("ncu",))).reason == "needs ncu, which was skipped"
-    assert r.run(step("other", "", needs=("nothing",))).reason == "needs nothing, which was not run"
-
-
-def test_a_step_that_does_not_fit_the_budget_is_skipped_and_names_its_rerun(tmp_path):
-    r = runner(tmp_path, budget=60)
-    result = r.run(step("pytest", "print('never')", estimate=240))
-    assert result.status == "skipped"
-    assert result.reason.startswith("out of time: needs about 240 s, ")
-    assert result.reason.endswith("(run it alone: --steps pytest)")
-    assert not (tmp_path / "work" / "logs" / "pytest.log").exists()
-
-
-def test_a_step_past_its_limit_is_stopped_with_its_whole_process_group(tmp_path):
-    marker = tmp_path / "grandchild-alive"
-    (tmp_path / "late.py").write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w')\n")
-    code = (
-        f"import subprocess, sys, time; subprocess.Popen([sys.executable, {str(tmp_path / 'late.py')!r}]); "
-        "print('building gemm_cuda.cu', flush=True); time.sleep(60)"
-    )
-    r = runner(tmp_path)
-    started = time.monotonic()
-    result = r.run(step("build", code, limit=1.5))
-    assert time.monotonic() - started < 10
-    assert result.status == "failed"
-    assert result.reason == "stopped at its time limit of 2 s; last output: building gemm_cuda.cu"
-    time.sleep(3.5)
-    assert not marker.exists()  # the step's children went with it
-
-
-def test_a_step_reports_its_own_status_reason_details_and_lines(tmp_path):
-    code = (
-        "from bot.gpucheck.steps import write_step_json; "
-        "write_step_json('skipped', 'ncu is not on the PATH', {'ncu': None}, ['| a | b |'])"
-    )
-    result = runner(tmp_path).run(step("ncu", code))
-    assert (result.status, result.reason) == ("skipped", "ncu is not on the PATH")
-    assert result.details == {"ncu": None} and result.markdown == ["| a | b |"]
-
-
-def test_a_step_that_crashes_is_failed_even_if_it_had_written_passed(tmp_path):
-    code = (
-        "import os; from bot.gpucheck.steps import write_step_json; write_step_json('passed', 'so far so good'); "
-        "os.abort()"
-    )
-    result = runner(tmp_path).run(step("cases", code))
-    assert result.status == "failed" and result.exit_code is not None and result.exit_code < 0
-
-
 def test_without_a_gpu_the_pytest_step_is_skipped_with_pytests_own_reason(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GPU_CHECK_WORK": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env["GPU_CHECK_STEP_JSON"] = str(tmp_path / "step.json")
@@ -193,48 +113,6 @@ def test_without_a_gpu_the_pytest_step_is_skipped_with_pytests_own_reason(tmp_pa
 
 
 # -- the summary and the output folder -----------------------------------------------------------------
-
-
-def results() -> list[Result]:
-    return [
-        Result("machine", "a GPU", "passed", "NVIDIA H200 (sm_90)", 3.2, 0, "logs/machine.log", {"gpu": "NVIDIA H200"}),
-        Result("build", "extensions build", "failed", "did not build: flashmla_decode (cuda) | nvcc\nerror", 88.0, 1),
-        Result("pytest", "pytest -m gpu", "skipped", "out of time: needs about 240 s, 12 s left"),
-        Result("bench", "kernels vs torch", "passed", "gemm_4096 71% of torch.matmul", 120.0, 0, None, {}, ["| x |"]),
-    ]
-
-
-META = {
-    "started": "2026-12-01 10:00 UTC",
-    "commit": "abc1234",
-    "mode": "full",
-    "budget_s": 450,
-    "elapsed_s": 231.4,
-    "machine": {"gpu": "NVIDIA H200", "driver": "580.159.04", "torch": "2.11.0+cu130", "nvcc": "13.0.48"},
-}
-
-
-def test_the_summary_has_one_row_per_step_with_status_seconds_and_reason():
-    md = render_markdown(results(), META)
-    assert "Commit `abc1234` · mode full · budget 450 s, 231 s used · 2 passed, 1 failed, 1 skipped" in md
-    assert "Machine: GPU NVIDIA H200 · driver 580.159.04 · torch 2.11.0+cu130 · nvcc 13.0.48" in md
-    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| step")]
-    assert rows[0] == "| machine | passed | 3.2 | a GPU | NVIDIA H200 (sm_90) |"
-    # a reason with a pipe and a newline stays inside its cell
-    assert (
-        rows[1]
-        == "| build | **failed** | 88.0 | extensions build | did not build: flashmla_decode (cuda) \\| nvcc error |"
-    )
-    assert rows[2] == "| pytest | skipped | — | pytest -m gpu | out of time: needs about 240 s, 12 s left |"
-    assert "## bench\n\n| x |" in md
-
-
-def test_the_json_summary_has_its_schema_counts_and_every_step():
-    data = json.loads(render_json(results(), META))
-    assert data["schema"] == "opgate.gpu-check/1"
-    assert data["counts"] == {"passed": 2, "failed": 1, "skipped": 1}
-    assert [s["name"] for s in data["steps"]] == ["machine", "build", "pytest", "bench"]
-    assert data["steps"][0]["details"] == {"gpu": "NVIDIA H200"} and data["machine"]["torch"] == "2.11.0+cu130"
 
 
 def test_the_output_folder_gets_the_summaries_and_one_tarball_of_every_log(tmp_path):

@@ -1,0 +1,191 @@
+"""What a repository's own build says about a kernel: the GPU architectures and include folders its setup.py,
+CMakeLists.txt and cpp_extension.load scripts name (plain text, nothing run), for `opgate init` to draft."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.config.manifest import ARCH
+
+_GENCODE = re.compile(
+    r"arch\s*=\s*compute_(\d+[af]?)\s*,\s*code\s*=\s*\[?\s*((?:sm|compute)_\d+[af]?(?:\s*,\s*(?:sm|compute)_\d+[af]?)*)"
+)
+_ARCH_FLAG = re.compile(r"(?:-arch|--gpu-architecture)(?:\s*=\s*|\s+|['\"]\s*,\s*['\"])(sm|compute)_(\d+[af]?)\b")
+_TORCH_LIST = re.compile(r"TORCH_CUDA_ARCH_LIST['\"]?\s*\]?\s*(?:=|,|:)\s*['\"]([^'\"]+)['\"]")
+_TORCH_ARCH = re.compile(r"(\d+)\.(\d+)([af]?)(?:\+PTX)?")
+_CMAKE_ARCHS = re.compile(r"(?:CMAKE_)?CUDA_ARCHITECTURES\s+([^)\n]+)")
+_CMAKE_ARCH = re.compile(r"(\d+)([af]?)(?:-real|-virtual)?")
+_PY_INCLUDES = re.compile(r"include_dirs\s*=\s*\[(.*?)\]", re.S)
+_I_FLAG = re.compile(r"['\"]-I\s*([^'\"\s{}]+)['\"]")
+_CMAKE_INCLUDES = re.compile(r"\b(?:target_)?include_directories\s*\(([^)]*)\)", re.S)
+_CMAKE_KEYWORDS = frozenset({"PUBLIC", "PRIVATE", "INTERFACE", "SYSTEM", "BEFORE", "AFTER"})
+_CMAKE_HERE = re.compile(r"\$\{(?:CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR|PROJECT_SOURCE_DIR)\}/?")
+_STRING = re.compile(r"['\"]([^'\"]*)['\"]")
+_SUBMODULE = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.M)
+BUILD_FILES = ("setup.py", "CMakeLists.txt")
+
+
+@dataclass
+class BuildFacts:
+    """The architectures and include folders a kernel's build files name, where they came from, and what init
+    could not use."""
+
+    architectures: list[str] = field(default_factory=list)
+    found_in: list[str] = field(default_factory=list)  # "setup.py (-gencode)", "CMakeLists.txt (CUDA_ARCHITECTURES)"
+    include_dirs: list[str] = field(default_factory=list)  # from the repository root
+    notes: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)  # the build files read, from the repository root
+
+
+def _sm(number: str) -> str:
+    return f"sm_{number}"
+
+
+def python_architectures(text: str) -> dict[str, list[str]]:
+    """How each kind of declaration in a setup.py or a cpp_extension.load script names architectures."""
+    found: dict[str, list[str]] = {}
+    for _arch, codes in _GENCODE.findall(text):
+        found.setdefault("-gencode", []).extend(_sm(c.split("_", 1)[1]) for c in re.split(r"\s*,\s*", codes))
+    for _kind, number in _ARCH_FLAG.findall(text):
+        found.setdefault("-arch", []).append(_sm(number))
+    for value in _TORCH_LIST.findall(text):
+        for major, minor, suffix in _TORCH_ARCH.findall(value):
+            found.setdefault("TORCH_CUDA_ARCH_LIST", []).append(f"sm_{major}{minor}{suffix}")
+    return found
+
+
+def cmake_architectures(text: str) -> tuple[list[str], list[str]]:
+    """(architectures, values init cannot turn into one: native, all, a ${VARIABLE}) of CUDA_ARCHITECTURES."""
+    archs, unknown = [], []
+    for value in _CMAKE_ARCHS.findall(re.sub(r"#[^\n]*", "", text)):
+        for token in re.split(r"[;\s\"]+", value.strip()):
+            if not token or token in ("PROPERTIES",):
+                continue
+            if (m := _CMAKE_ARCH.fullmatch(token)) is not None:
+                archs.append(_sm(m.group(1) + m.group(2)))
+            else:
+                unknown.append(token)
+    return archs, unknown
+
+
+def _python_dirs(text: str) -> list[str]:
+    """Folders a setup.py's include_dirs lists and its -I flags name (each item's string literals joined: a
+    os.path.join(here, "csrc", "cutlass", "include") is csrc/cutlass/include, from the setup.py's folder)."""
+    dirs = []
+    for body in _PY_INCLUDES.findall(text):
+        depth, item, items = 0, "", []
+        for ch in body:
+            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+            if ch == "," and depth == 0:
+                items.append(item)
+                item = ""
+            else:
+                item += ch
+        for raw in [*items, item]:
+            parts = [re.sub(r"\{[^}]*\}/?", "", s) for s in _STRING.findall(raw)]
+            joined = "/".join(p.strip("/") for p in parts if p.strip("/"))
+            if joined:
+                dirs.append(joined)
+    return dirs + _I_FLAG.findall(text)
+
+
+def _cmake_dirs(text: str) -> list[str]:
+    """Folders include_directories / target_include_directories name, from the CMakeLists.txt's folder (a
+    ${VARIABLE} other than the source folder's is left out)."""
+    dirs = []
+    for m in _CMAKE_INCLUDES.finditer(re.sub(r"#[^\n]*", "", text)):
+        tokens = [t.strip('"') for t in m.group(1).split()]
+        if m.group(0).startswith("target_"):
+            tokens = tokens[1:]  # the target's name
+        for token in tokens:
+            token = _CMAKE_HERE.sub("", token)
+            if token and token not in _CMAKE_KEYWORDS and "${" not in token and "$<" not in token:
+                dirs.append(token)
+    return dirs
+
+
+def submodules(root: Path) -> list[str]:
+    """The paths .gitmodules lists."""
+    path = root / ".gitmodules"
+    return _SUBMODULE.findall(path.read_text(errors="replace")) if path.is_file() else []
+
+
+def _build_files(root: Path, folder: Path) -> list[Path]:
+    """setup.py and CMakeLists.txt from the kernel folder up to the repository root, and the folder's Python
+    scripts that call cpp_extension.load."""
+    files, here = [], folder
+    while True:
+        files += [here / name for name in BUILD_FILES if (here / name).is_file()]
+        if here == root or root not in here.parents:
+            break
+        here = here.parent
+    for script in sorted(folder.glob("*.py")):
+        if script.name != "setup.py" and "cpp_extension" in script.read_text(errors="replace"):
+            files.append(script)
+    return files
+
+
+def read_build_files(root: Path, folder: Path) -> BuildFacts:
+    """What the build files of the kernel in `folder` (inside the repository `root`) declare."""
+    facts = BuildFacts()
+    gencode_in_code = []
+    candidates: list[tuple[str, str]] = []  # (folder from the root, where it was named)
+    for path in _build_files(root, folder):
+        rel = path.relative_to(root).as_posix()
+        facts.read.append(rel)
+        text = path.read_text(errors="replace")
+        here = path.parent.relative_to(root).as_posix()
+        if path.name == "CMakeLists.txt":
+            archs, unknown = cmake_architectures(text)
+            if archs:
+                facts.architectures += archs
+                facts.found_in.append(f"{rel} (CUDA_ARCHITECTURES)")
+            if unknown:
+                facts.notes.append(
+                    f"{rel}: CUDA_ARCHITECTURES {' '.join(unknown)} names no architecture init can read: "
+                    "set [constraints] architectures"
+                )
+            dirs = _cmake_dirs(text)
+        else:
+            found = python_architectures(text)
+            for kind, archs in found.items():
+                facts.architectures += archs
+                facts.found_in.append(f"{rel} ({kind})")
+            if not found and "-gencode" in text:
+                gencode_in_code.append(rel)
+            dirs = _python_dirs(text)
+        candidates += [(os.path.normpath(os.path.join(here, d)), rel) for d in dirs if not os.path.isabs(d)]
+    if gencode_in_code:
+        facts.notes.append(
+            f"{', '.join(gencode_in_code)}: -gencode flags built in code (a loop or an f-string): name the "
+            "architectures in [constraints] architectures"
+        )
+    named = dict.fromkeys(a for a in facts.architectures if ARCH.fullmatch(a))
+    facts.architectures = sorted(named, key=lambda a: (int(a[3:].rstrip("af")), a))
+    _include_dirs(root, folder, candidates, facts)
+    return facts
+
+
+def _include_dirs(root: Path, folder: Path, candidates: list[tuple[str, str]], facts: BuildFacts) -> None:
+    """Keep the named folders that are inside the repository and not the kernel folder itself; name a missing
+    one that lies in a submodule that is not checked out."""
+    modules = submodules(root)
+    kernel = folder.relative_to(root).as_posix()
+    for rel, where in dict.fromkeys(candidates):
+        if rel.startswith("..") or rel in (".", kernel) or rel in facts.include_dirs:
+            continue
+        path = root / rel
+        module = next((m for m in modules if rel == m or rel.startswith(f"{m}/")), None)
+        if path.is_dir() and any(path.iterdir()):
+            facts.include_dirs.append(rel)
+        elif module is not None and not any((root / module).iterdir() if (root / module).is_dir() else []):
+            facts.include_dirs.append(rel)
+            facts.notes.append(
+                f"include folder {rel} (named in {where}) lies in the git submodule {module}, which is not checked "
+                f"out here: git submodule update --init {module} (a review checks out the commit base and head pin)"
+            )
+        else:
+            facts.notes.append(f"include folder {rel} (named in {where}) is not in the repository: left out")

@@ -1,0 +1,62 @@
+"""One agent run (bot/agent/run.py) against the local gateway: invalid replies, a quota 429, keys of another domain."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.agent.run import AgentFailed, ask, sanitise
+from bot.config.settings import load_settings
+from tests import agent_world
+from tests.agent_world import CONFIG_DIFF, KERNEL, KEY, VARIABLE, change, run_ask
+from tests.conftest import REPO_CONFIG
+from tests.gateway import QUOTA_429, Step, completion
+
+gateway = agent_world.gateway  # the fixture
+ledger = agent_world.ledger  # the fixture
+sqlite_ledger = agent_world.sqlite_ledger  # the fixture
+
+
+def test_a_second_invalid_reply_is_an_error_with_both_replies_kept_sanitised(gateway, sqlite_ledger, tmp_path):
+    gateway.push(completion(f"\x1b[31mno JSON\x1b[0m, your key is {KEY}"), completion("still no JSON"))
+    report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
+    assert report.status == "error" and "after one repair request" in report.reason
+    kept = tmp_path / "agent_candidates"
+    first = (kept / f"{'f' * 12}_deepgemm_tile.rejected.txt").read_text()
+    assert first == "no JSON, your key is ***"
+    assert (kept / f"{'f' * 12}_deepgemm_tile.rejected-repair.txt").read_text() == "still no JSON"
+    assert sanitise(f"a\x07b{KEY}", [KEY]) == "ab***"
+
+
+def test_a_quota_429_fails_the_agent_fast_and_releases_its_reservation(gateway, sqlite_ledger, tmp_path):
+    gateway.push(Step(status=429, body=QUOTA_429))
+    with pytest.raises(AgentFailed) as err:
+        run_ask(gateway, sqlite_ledger, tmp_path)
+    assert err.value.report.status == "error" and VARIABLE in err.value.report.reason
+    assert len(gateway.requests) == 1
+    (reservation,) = sqlite_ledger.reservations(week=datetime.now(UTC).strftime("%G-W%V"))
+    assert reservation.state == "released"
+    assert [r.error_type for r in sqlite_ledger.usage()] == ["quota"]
+
+
+def test_a_task_file_naming_another_domains_key_is_not_sent(gateway, sqlite_ledger, tmp_path):
+    assert KERNEL.task is not None
+    provider = KERNEL.task.provider.model_copy(update={"api_key_env": "TAOTOKEN_API_KEY_FLASHMLA_AGENT"})
+    stray = KERNEL.model_copy(update={"task": KERNEL.task.model_copy(update={"provider": provider})})
+    settings = load_settings({"TAOTOKEN_API_KEY_FLASHMLA_AGENT": KEY, "TAOTOKEN_BASE_URL": gateway.url}, REPO_CONFIG)
+    report, _ = ask(
+        stray,
+        [change("kernels/deepgemm_tile/tile_config.json", CONFIG_DIFF)],
+        settings=settings,
+        ledger=sqlite_ledger,
+        head_sha="f" * 40,
+        pr=12,
+        offline=False,
+        candidates_dir=tmp_path / "agent_candidates",
+    )
+    assert report.status == "offline" and gateway.requests == []
+    assert report.reason == (
+        "the task file names TAOTOKEN_API_KEY_FLASHMLA_AGENT, but the deepgemm domain's key is "
+        "TAOTOKEN_API_KEY_DEEPGEMM_AGENT ([tool.opgate.domains.deepgemm] key): the agent was not asked"
+    )

@@ -1,0 +1,75 @@
+"""bot/config/buildfiles.py: the architectures and include folders a repository's setup.py, CMakeLists.txt and
+cpp_extension.load scripts name, as `opgate init` drafts them."""
+
+from __future__ import annotations
+
+from bot.config.buildfiles import cmake_architectures, python_architectures, read_build_files
+from tests.layout_repos import header_only_layout, setup_py_layout, write
+
+
+def test_gencode_pairs_arch_flags_and_torch_cuda_arch_list_each_name_their_architectures():
+    text = """
+cc_flag.append("-gencode")
+cc_flag.append("arch=compute_80,code=sm_80")
+nvcc = ["-gencode=arch=compute_90a,code=[sm_90a,compute_90a]", "-arch=sm_86"]
+os.environ["TORCH_CUDA_ARCH_LIST"] = "8.0 8.9;9.0+PTX 10.0a"
+"""
+    assert python_architectures(text) == {
+        "-gencode": ["sm_80", "sm_90a", "sm_90a"],
+        "-arch": ["sm_86"],
+        "TORCH_CUDA_ARCH_LIST": ["sm_80", "sm_89", "sm_90", "sm_100a"],
+    }
+    assert python_architectures("extra_cuda_cflags=['-O3']") == {}
+
+
+def test_cuda_architectures_in_cmake_and_the_values_init_cannot_read():
+    text = 'set(CMAKE_CUDA_ARCHITECTURES "80;90a")  # Ampere, Hopper\n'
+    text += "set_target_properties(k PROPERTIES CUDA_ARCHITECTURES 100a-real native)\n"
+    assert cmake_architectures(text) == (["sm_80", "sm_90a", "sm_100a"], ["native"])
+
+
+def test_setup_py_gives_sorted_architectures_its_include_folders_and_names_an_unchecked_out_submodule(tmp_path):
+    root = setup_py_layout(tmp_path / "matmul")
+    facts = read_build_files(root, root / "csrc")
+    assert facts.architectures == ["sm_80", "sm_86", "sm_90a"]
+    assert facts.found_in == ["setup.py (-gencode)", "setup.py (TORCH_CUDA_ARCH_LIST)"]
+    assert facts.include_dirs == ["csrc/common", "third_party/cutlass/include"]
+    assert facts.notes == [
+        "include folder third_party/cutlass/include (named in setup.py) lies in the git submodule third_party/cutlass, "
+        "which is not checked out here: git submodule update --init third_party/cutlass (a review checks out the "
+        "commit base and head pin)"
+    ]
+
+
+def test_a_missing_include_folder_outside_any_submodule_is_left_out_and_said(tmp_path):
+    root = setup_py_layout(tmp_path / "matmul", submodule=False)
+    facts = read_build_files(root, root / "csrc")
+    assert facts.include_dirs == ["csrc/common"]
+    assert facts.notes == [
+        "include folder third_party/cutlass/include (named in setup.py) is not in the repository: left out"
+    ]
+
+
+def test_cmake_above_the_kernel_folder_names_architectures_and_include_directories(tmp_path):
+    root = header_only_layout(tmp_path / "fp8lib")
+    facts = read_build_files(root, root / "opgate" / "instantiations")
+    assert facts.read == ["CMakeLists.txt"]
+    assert facts.architectures == ["sm_90a", "sm_100a"] and facts.found_in == ["CMakeLists.txt (CUDA_ARCHITECTURES)"]
+    assert facts.include_dirs == ["include"]
+
+
+def test_a_load_script_at_the_root_is_read_and_flags_built_in_code_are_named_not_guessed(tmp_path):
+    root = write(
+        tmp_path,
+        {
+            "bench.py": "from torch.utils.cpp_extension import load\n"
+            "load(name='m', sources=['main.cpp', 'flash.cu'], extra_cuda_cflags=['-arch=sm_89'])\n",
+            "setup.py": "flags = []\nfor a in ARCHS:\n    flags += ['-gencode', f'arch=compute_{a},code=sm_{a}']\n",
+        },
+    )
+    facts = read_build_files(root, root)
+    assert facts.architectures == ["sm_89"] and facts.found_in == ["bench.py (-arch)"]
+    assert facts.notes == [
+        "setup.py: -gencode flags built in code (a loop or an f-string): name the architectures in [constraints] "
+        "architectures"
+    ]

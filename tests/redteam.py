@@ -322,3 +322,62 @@ def _forge(value):
     return value
 _protocol.send = lambda fd, message: _send(fd, {k: _forge(v) for k, v in message.items()})
 """
+
+# Issue 37, 3: a quarter of the rows on a helper std::thread, which computes them twice (the copy thrown away) —
+# 25 % more work, all of it beside the main thread — joined before the call returns: on an idle machine the clock of
+# one call falls (~ -25 %) while its CPU time rises by well over 12 % (the issue's body, 12 % more on the main
+# thread, passed at -10.4 % on one try in three while the judge counted one thread's clock and 1.15 x wall + 0.15 s).
+TWO_THREADS = """
+  {
+    const int64_t quarter = m / 4, rest = m - quarter;
+    std::thread helper([=] {
+      gemm_tiled<TILE_M, TILE_N, TILE_K>(a + rest * k, b, c + rest * n, quarter, n, k);
+      std::vector<float> again(static_cast<size_t>(quarter * n));
+      gemm_tiled<TILE_M, TILE_N, TILE_K>(a + rest * k, b, again.data(), quarter, n, k);
+      static volatile float sink;
+      sink = again.empty() ? 0.0f : again[again.size() / 2];
+    });
+    gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, rest, n, k);
+    helper.join();
+  }
+"""
+
+# The issue's own body: 12 % more work (an eighth of the rows computed twice, on the main thread) with a quarter of
+# the rows on the helper (benchmarks/two_thread.py --body issue); its CPU time came out +5 … +16 % on a loaded runner.
+TWO_THREADS_ISSUE = """
+  {
+    const int64_t quarter = m / 4, extra = (m * 12 + 99) / 100;
+    std::thread helper([=] {
+      gemm_tiled<TILE_M, TILE_N, TILE_K>(a + (m - quarter) * k, b, c + (m - quarter) * n, quarter, n, k);
+    });
+    gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, c, m - quarter, n, k);
+    std::vector<float> again(static_cast<size_t>(extra * n));
+    gemm_tiled<TILE_M, TILE_N, TILE_K>(a, b, again.data(), extra, n, k);
+    static volatile float sink;
+    sink = again.empty() ? 0.0f : again[again.size() / 2];
+    helper.join();
+  }
+"""
+
+# Issue 37, 4: under valgrind the kernel shares its process with callgrind, unconfined. At exit it rewrites the dump
+# callgrind wrote for its first case, scaling every count by 0.9 (undoing the extra work it does) — callgrind itself
+# could not tell this file from its own.
+FORGED_DUMP = """
+import atexit, re
+def _forge():
+    path = "/opgate/dump/callgrind.out.1"
+    with open(path) as f:
+        text = f.read()
+    found = re.search(r"^summary: ([0-9 ]+)$", text, re.M)
+    if found:
+        lower = " ".join(str(int(int(v) * 0.9)) for v in found.group(1).split())
+        with open(path, "w") as f:
+            f.write(text.replace(found.group(0), "summary: " + lower))
+atexit.register(_forge)
+"""
+
+# The same forgery as a dump of its own beside callgrind's, written when the extension loads.
+EXTRA_DUMP = """
+with open("/opgate/dump/callgrind.out.7", "w") as f:
+    f.write("events: Ir\\nsummary: 1\\ndesc: Trigger: Client Request: opgate:0\\n")
+"""

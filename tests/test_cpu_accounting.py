@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 
 from bot.untrusted.runner.cpu_accounting import (
-    TIMED_CPU_RATIO,
-    TIMED_CPU_SLACK_S,
     UNTIMED_CPU_PER_BLOCK_S,
     UNTIMED_CPU_SHARE,
     UNTIMED_CPU_SLACK_S,
@@ -41,11 +39,11 @@ def test_cpu_burned_outside_the_timed_calls_beyond_the_allowance_is_tampering():
     assert why is not None and why.startswith("head: the sandbox used") and "outside its timed calls" in why
 
 
-def test_more_than_one_core_inside_the_timed_calls_is_tampering():
-    wall = 1.0
-    assert _account(base=(wall, TIMED_CPU_RATIO * wall + TIMED_CPU_SLACK_S - 0.01, 0.0)).tampered() is None
-    why = _account(base=(wall, 2.5 * wall, 0.0)).tampered()
-    assert why is not None and why.startswith("base: 2.50 s of CPU in 1.00 s") and "more than one thread" in why
+def test_more_than_one_core_inside_the_timed_calls_is_a_cost_not_tampering():
+    """Issue 37, 3: the CPU time of every thread in the timed calls is compared by the gate (bot/verdict/gate.py), so
+    a second core's work is counted, not excused by an allowance or rejected as a measurement."""
+    assert _account(base=(1.0, 2.5, 0.0)).tampered() is None
+    assert _account(base=(1.0, 2.5, 0.0)).uses()["base"].timed_cpu_s == 2.5
 
 
 def test_input_bytes_loaded_buy_untimed_cpu():
@@ -56,7 +54,7 @@ def test_input_bytes_loaded_buy_untimed_cpu():
 
 
 def test_the_last_side_flagged_is_named():
-    why = _account(base=(1.0, 3.0, 0.0), head=(1.0, 3.0, 0.0)).tampered()
+    why = _account(base=(1.0, 1.0, 0.5), head=(1.0, 1.0, 0.5)).tampered()
     assert why is not None and why.startswith("head:")
 
 

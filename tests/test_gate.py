@@ -8,6 +8,7 @@ import numpy as np
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
+from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
 
 
@@ -186,6 +187,63 @@ def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
     }
     _, notes = resource_reasons(head, base, LIMITS)
     assert notes == ["k<256, 64, false>(int): registers 200 -> 230", "merge(int): registers 20 -> 22"]
+
+
+def _timed(wall: float, cpu: float | None, seed: int, pairs: int = 6, blocks: int = 5) -> Timing:
+    """A side timed in `pairs` processes of `blocks` blocks: wall ms and CPU ms per call (None: no CPU figures)."""
+    walls = [_samples(wall, blocks, seed * 100 + p) for p in range(pairs)]
+    cpus = [_samples(cpu, blocks, seed * 100 + p + 50, noise=0.005) for p in range(pairs)] if cpu else []
+    flat = [x for p in walls for x in p]
+    return Timing(label="", samples_ms=flat, processes=walls, cpu_processes=cpus)
+
+
+def _run(head: Timing, base: Timing) -> CaseRun:
+    return CaseRun(
+        status=CaseStatus.ok,
+        checks={"head": Check(label="head", max_abs_err=1e-4)},
+        timings={"head": head.model_copy(update={"label": "head"}), "base": base.model_copy(update={"label": "base"})},
+    )
+
+
+def test_a_head_faster_on_the_clock_but_decisively_dearer_in_cpu_time_fails():
+    """Issue 37, 3: a quarter of the work on a helper thread, 12 % more of it: wall -10 %, CPU time per call +12 %."""
+    report = case_verdict(CASE, LIMITS, _run(_timed(0.90, 1.12, 1), _timed(1.0, 1.0, 2)))
+    assert report.verdict == "fail" and report.ci95_pct is not None and report.ci95_pct[1] < 0  # faster on the clock
+    assert report.cpu_regression_pct is not None and 10.0 < report.cpu_regression_pct < 14.0
+    assert report.cpu_ci95_pct is not None and report.cpu_ci95_pct[0] > 3.0
+    assert report.base_cpu_ms is not None and report.cpu_ms is not None and report.cpu_ms / report.base_cpu_ms > 1.10
+    (reason,) = report.reasons
+    assert (
+        reason.startswith("performance: CPU time per call +1") and "every thread of the sandbox) > 3% limit" in reason
+    )
+    assert "; wall time p50 -" in reason
+    cell = delta_cell(report)
+    assert cell.startswith(f"{report.regression_pct:+.2f}% (") and " · **CPU +1" in cell and cell.endswith("❌ > 3%")
+
+
+def test_cpu_time_within_the_limit_or_straddling_it_decides_nothing():
+    same = case_verdict(CASE, LIMITS, _run(_timed(0.90, 1.01, 1), _timed(1.0, 1.0, 2)))
+    assert same.verdict == "pass" and same.reasons == [] and same.cpu_ci95_pct is not None
+    assert same.cpu_ci95_pct[1] < 3.0 and delta_cell(same).endswith(
+        f" · CPU {same.cpu_regression_pct:+.2f}% ({same.cpu_ci95_pct[0]:+.2f}..{same.cpu_ci95_pct[1]:+.2f})"
+    )
+    noisy = _timed(0.9, 1.0, 1)  # processes alternately 2 % below and 8 % above: the CPU interval straddles +3 %
+    noisy.cpu_processes = [[x * (1.08 if p % 2 else 0.98) for x in row] for p, row in enumerate(noisy.cpu_processes)]
+    straddling = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    assert straddling.cpu_ci95_pct is not None and straddling.cpu_ci95_pct[0] < 3.0 < straddling.cpu_ci95_pct[1]
+    assert straddling.verdict == "pass", straddling.reasons
+
+
+def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_has_none():
+    both = case_verdict(CASE, LIMITS, _run(_timed(1.2, 1.2, 1), _timed(1.0, 1.0, 2)))
+    assert both.verdict == "fail" and [r.split(" ")[1] for r in both.reasons] == ["p50", "CPU"]
+    assert delta_cell(both).startswith(f"**{both.regression_pct:+.2f}%**")
+    gpu = case_verdict(CASE, LIMITS, _run(_timed(0.9, None, 1), _timed(1.0, None, 2)))  # no CPU time: a GPU case
+    assert gpu.verdict == "pass" and gpu.cpu_regression_pct is None and gpu.cpu_ci95_pct is None
+    assert "CPU" not in delta_cell(gpu)
+    undecided = case_verdict(CASE, LIMITS, _run(_timed(1.03, 1.15, 1), _timed(1.0, 1.0, 2)))  # the clock straddles
+    assert undecided.verdict == "fail" and undecided.reasons[0].startswith("performance: CPU time per call")
+    assert not any(r.startswith("performance inconclusive") for r in undecided.reasons)
 
 
 def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():

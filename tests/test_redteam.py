@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 import socket
 import threading
 from pathlib import Path
@@ -19,10 +20,11 @@ import pytest
 from bot.config.manifest import Case, Constraints
 from bot.edges.publish import acceptance_status
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
-from bot.models.report import CaseReport, CaseStatus, Report
+from bot.models.report import CaseReport, CaseStatus, Report, SideCost, SimulatedCost
+from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.gate import case_verdict
+from bot.verdict.gate import case_verdict, simulated_verdict
 from tests import redteam
 from tests.conftest import git
 from tests.redteam import GEMM
@@ -94,7 +96,7 @@ def test_work_left_running_after_the_timed_calls_is_caught(opgate, kernel_repo):
     hostile(kernel_repo, replace=redteam.ASYNC)
     run = review(opgate, kernel_repo)
     assert run.code == 1
-    caught = ("differ from the reference", "outside its timed calls", "more than one thread", "crashed")
+    caught = ("differ from the reference", "outside its timed calls", "crashed")
     for case in cpu_cases(run):
         # A checked call's output was not there yet, or the CPU spent outside the timed region shows, or the
         # thread wrote into an output the harness had already freed (this attack corrupts its own heap).
@@ -375,6 +377,52 @@ def test_a_build_cache_written_by_sandboxed_reviews_serves_an_unsandboxed_one(op
     kernel = second.kernel("deepgemm_tile")
     assert kernel["build"]["ok"] and not kernel["build"]["cached"], kernel
     assert all(c["status"] == "ok" for c in cpu_cases(second)), cpu_cases(second)
+
+
+# -- round three (issue 37) -----------------------------------------------------------------------------------------
+
+
+def test_work_hidden_on_a_second_thread_fails_on_cpu_time(opgate, kernel_repo):
+    """Issue 37, 3: a quarter of the rows on a helper std::thread that computes them twice (25 % more work): faster on
+    the clock of one call on an idle machine, more CPU time per call counted over every thread of the sandbox (the
+    kernel's accounting). It fails on CPU time and never passes, idle or loaded (on a loaded runner the helper waits
+    for a core and the wall time fails too; a case whose CPU interval a heavy load widens past the limit is
+    undecided, never a pass)."""
+    hostile(kernel_repo, replace=redteam.TWO_THREADS)
+    run = review(opgate, kernel_repo, env={"OPGATE_MEASURE_MAX_SECONDS": "3"})
+    cases = cpu_cases(run)
+    seen = [(c["name"], c["verdict"], c["cpu_ci95_pct"], c["reasons"]) for c in cases]
+    assert run.code == 1 and run.kernel("deepgemm_tile")["verdict"] == "fail", seen
+    assert all(c["verdict"] in ("fail", "inconclusive") and c["cpu_regression_pct"] > 3.0 for c in cases), seen
+    on_cpu = [c for c in cases if any(r.startswith("performance: CPU time per call") for r in c["reasons"])]
+    assert on_cpu and all(c["verdict"] == "fail" and c["cpu_ci95_pct"][0] > 3.0 for c in on_cpu), seen
+    assert "**CPU +" in run.comment  # the comment shows the CPU time that failed it beside the wall time
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_a_forged_callgrind_dump_decides_nothing(fake):
+    """Issue 37, 4: a guest under callgrind rewrites its own dump (counts x0.9) or adds one: the added dump refuses
+    the side's count; the rewritten one cannot be told from callgrind's, so a count within the limit passes no head."""
+    from tests.test_judge import job
+
+    base = fake("cost_base", spin_us=0, defines=("WORK=100000",))
+    head = fake("cost_forger", onload=redteam.FORGED_DUMP, spin_us=0, defines=("WORK=110000",))
+    extra = fake("cost_extra", onload=redteam.EXTRA_DUMP, spin_us=0, defines=("WORK=110000",))
+    costs = Costs(job({"base": base, "head": head, "extra": extra}), Sandbox.detect())
+    try:
+        got = costs.sides()
+    finally:
+        costs.close()
+    b, forged, added = got["base"][0], got["head"][0], got["extra"][0]
+    assert isinstance(b, SideCost) and isinstance(forged, SideCost), got
+    assert forged.instructions < b.instructions  # 10 % more work, counted 1 % less: the forgery went unnoticed …
+    assert isinstance(added, str) and "unexpected file 'callgrind.out.7'" in added, added  # … an added dump did not
+    span = "p50 +2.00% (95% CI -6.00%..+6.00%)"  # a wall-time interval the forged ratio lies inside
+    report = CaseReport(name="tiny", tolerance=0.01, verdict="inconclusive", regression_pct=2.0, ci95_pct=[-6.0, 6.0],
+                        reasons=[f"performance inconclusive: {span} straddles the 3% limit"])  # fmt: skip
+    simulated_verdict(report, SimulatedCost(head=forged, base=b), 3.0)
+    assert report.verdict == "inconclusive" and report.simulated and not report.simulated.decided, report.reasons
+    assert report.reasons[0].endswith("could have lowered its own count, so it decides nothing"), report.reasons
 
 
 # -- round three: acceptance stays in other people's hands (issue 37) -----------------------------------------------

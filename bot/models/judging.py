@@ -54,6 +54,11 @@ class Timing(BaseModel):
         default_factory=list, description="per process and sample: this side ran first in its block (A B or B A)"
     )
     calls_per_sample: int = 1
+    cpu_processes: list[list[float]] = Field(
+        default_factory=list,
+        description="CPU case: per process and block, the CPU ms per call of every thread of the side's sandbox "
+        "(the kernel's accounting, read by the judge), the blocks of `processes`",
+    )
 
 
 class CaseRun(BaseModel):

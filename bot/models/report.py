@@ -260,6 +260,12 @@ class CaseReport(_Model):
     regression_pct: float | None = None
     ci95_pct: list[float] | None = None
     max_regression_pct: float | None = Field(None, description="the latency limit the case was judged against, in %")
+    cpu_ms: float | None = Field(
+        None, description="CPU case: head's CPU ms per call, every thread of its sandbox (base's × the paired ratio)"
+    )
+    base_cpu_ms: float | None = Field(None, description="CPU case: the median of base's CPU ms per call per block")
+    cpu_regression_pct: float | None = Field(None, description="CPU case: Δ CPU time per call, head / base − 1, in %")
+    cpu_ci95_pct: list[float] | None = Field(None, description="the 95 % interval of cpu_regression_pct")
     samples: int = 0
     base_samples: int = 0
     stop_reason: str | None = None

@@ -121,15 +121,32 @@ def delta_cell(c: CaseReport) -> Safe:
             return Safe("no base to compare")
         return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
     limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
+    cpu = cpu_part(c)
     sim = c.simulated
-    if sim is not None and sim.decided and sim.ratio is not None:  # the wall time straddled; the count decided
-        mark = f"**simulated x{sim.ratio:.3f}** ❌{limit}" if c.verdict == "fail" else f"simulated x{sim.ratio:.3f} ✅"
-        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔ · {mark}")
-    beside = f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else ""
-    if c.verdict == "fail" and c.status == CaseStatus.ok and any(r.startswith("performance:") for r in c.reasons):
+    if sim is not None and sim.decided and sim.ratio is not None:  # the wall time straddled; the count failed it
+        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔{cpu} · **simulated x{sim.ratio:.3f}** ❌{limit}")
+    beside = cpu + (f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else "")
+    wall_failed = c.max_regression_pct is not None and c.ci95_pct[0] > c.max_regression_pct
+    if (
+        c.verdict == "fail"
+        and c.status == CaseStatus.ok
+        and wall_failed
+        and any(r.startswith("performance:") for r in c.reasons)
+    ):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
     return Safe(f"{c.regression_pct:+.2f}% {_ci(c)}{mark}{beside}")
+
+
+def cpu_part(c: CaseReport) -> str:
+    """ " · CPU +12.10% (+10.90..+13.30)": a CPU case's Δ CPU time per call beside Δ p50, in bold with ❌ and the
+    limit where it failed the case (every thread of the sandbox counted, bot/verdict/gate.py)."""
+    if c.cpu_regression_pct is None or not c.cpu_ci95_pct:
+        return ""
+    low, high = c.cpu_ci95_pct
+    if c.verdict == "fail" and c.max_regression_pct is not None and low > c.max_regression_pct:
+        return f" · **CPU {c.cpu_regression_pct:+.2f}%** ({low:+.2f}..{high:+.2f}) ❌ > {c.max_regression_pct:g}%"
+    return f" · CPU {c.cpu_regression_pct:+.2f}% ({low:+.2f}..{high:+.2f})"
 
 
 def stop(c: CaseReport) -> str:

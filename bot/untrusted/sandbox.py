@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -308,20 +309,49 @@ def tree_pids(root_pid: int) -> list[int]:
     return found
 
 
-def tree_cpu_seconds(root_pid: int) -> float:
-    """CPU seconds used by `root_pid` and every process below it, reaped children included.
+def process_cpu_ns(pid: int) -> int | None:
+    """CPU nanoseconds of every thread process `pid` ever ran, those that already exited included; None when gone.
 
-    utime + stime (+ cutime + cstime of reaped children) of each live process in the tree, from /proc;
-    the sandbox's pid 1 reaps orphans, so work done by short-lived helpers or threads is counted too (a
-    child that reaps itself, SIGCHLD ignored, would take its time with it: the workers' seccomp filter
-    refuses every new process, runner/confine.py).
+    The kernel's own accounting: per task its run time (`se.sum_exec_runtime`, the first field of
+    /proc/PID/task/TID/schedstat), and for the threads that exited the sum the kernel keeps for their process — both
+    read at once through the process's CPU clock (CLOCK_PROCESS_CPUTIME_ID of another process: clock id
+    `~pid << 3 | 2`, as glibc's clock_getcpuclockid makes it). /proc/PID/schedstat is the main thread's alone, and
+    the task files lose a thread the moment it exits; /proc/PID/stat keeps exited threads but counts 10 ms ticks.
+    Where the clock cannot be read the live tasks' schedstat are summed (the exited threads' time is then missed).
     """
+    try:
+        return time.clock_gettime_ns((~pid << 3) | 2)
+    except OSError:
+        pass
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
     total = 0
+    for tid in tids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+    return total
+
+
+def tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds used by `root_pid` and every process below it, every thread and reaped child included.
+
+    Per live process of the tree its CPU clock (`process_cpu_ns`: every thread, exited ones too, in ns), plus the
+    cutime + cstime of the children it reaped (/proc/PID/stat, in ticks); the sandbox's pid 1 reaps orphans, so work
+    done by short-lived helpers is counted too (a child that reaps itself, SIGCHLD ignored, would take its time with
+    it: the workers' seccomp filter refuses every new process, runner/confine.py).
+    """
+    total_ns, ticks = 0, 0
     for pid in tree_pids(root_pid):
         try:
             text = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             continue  # gone meanwhile: its time moved to its parent's cutime
+        own = process_cpu_ns(pid)
+        if own is None:
+            continue
         fields = text[text.rfind(")") + 2 :].split()
-        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
-    return total / os.sysconf("SC_CLK_TCK")
+        total_ns += own
+        ticks += int(fields[13]) + int(fields[14])  # cutime cstime: the children it reaped
+    return total_ns / 1e9 + ticks / os.sysconf("SC_CLK_TCK")

@@ -8,13 +8,22 @@ client requests are simulated (callgrind 3.19 has client requests; cachegrind ga
 counts and the simulated caches do not depend on the machine's load: the same build counts the same on every run.
 Every file a side leaves (its dumps, its output) is untrusted data: sizes are bounded, the output is compared with the
 reference, and the gate uses the ratio only inside the wall-time interval (`bot.verdict.gate.simulated_verdict`).
+
+The counts cannot be made unforgeable by the side they count: under valgrind the kernel shares one address space with
+callgrind and runs unconfined (valgrind refuses a guest's seccomp filter), so it can issue callgrind's client requests
+itself (zero the counters, stop collecting), write callgrind's counters in memory, and open any path valgrind writes
+its dumps to. So a side's dump folder must hold exactly one dump per case at the name callgrind gives it (and the
+end-of-run dump), any other entry refuses the side's every count, and a count that is accepted can fail a head but
+never pass one (`simulated_verdict`): a head can only lower its own count, and a lower count decides nothing.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -36,6 +45,7 @@ COST_FILES = ("costrun.py", "entry.py", "protocol.py")  # what the sandbox under
 CALLS = 3  # counted calls per case and side (after one uncounted)
 START_S = 300.0  # python and torch starting under valgrind, per side, on a busy 2-core runner
 DUMP_MAX_BYTES = 4 << 20  # a dump file is read only this far
+DUMP = "/opgate/dump"  # the side's dump folder (callgrind writes callgrind.out.1, .2, … and callgrind.out at exit)
 # Pinned cache geometry, so the estimate is the same on every runner (valgrind otherwise reads the host's).
 CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 SHIM_C = """#include <valgrind/callgrind.h>
@@ -145,10 +155,13 @@ class Costs:
 
     def _start(self, label: str, so: str, shim: Path, cases: list[dict[str, Any]]) -> tuple[subprocess.Popen, Path]:
         out = Path(tempfile.mkdtemp(prefix=f"cost-{label}-", dir=self.root))
+        (out / "out").mkdir()
+        (out / "dump").mkdir()  # created by the judge, apart from the outputs: only callgrind's dumps belong here
         here = Path(__file__).resolve().parent
         binds = [Bind(here / name, f"{RUN}/{name}") for name in COST_FILES]
         binds += [Bind(shim, f"{RUN}/shim.so"), Bind(Path(so), f"{EXT}/cpu.so")]
-        binds += [Bind(self.root / "in", IN), Bind(out, OUT, writable=True)]
+        binds += [Bind(self.root / "in", IN), Bind(out / "out", OUT, writable=True)]
+        binds += [Bind(out / "dump", DUMP, writable=True)]
         spec = Spec(binds=binds, env={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
         own = self.job.entries.get(label)  # each side runs the entry its own build names (a renamed kernel)
         module, entry = (own.module, own.entry) if own is not None else (self.job.module, self.job.entry)
@@ -156,7 +169,7 @@ class Costs:
         plan_file = self.root / "in" / f"cost-{label}.json"
         plan_file.write_text(self.sandbox.localize(spec, json.dumps({**plan, "cases": cases})))
         argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--cache-sim=yes", *CACHES]
-        argv += [f"--callgrind-out-file={OUT}/callgrind.out", f"--log-file={OUT}/valgrind.log"]
+        argv += [f"--callgrind-out-file={DUMP}/callgrind.out", f"--log-file={OUT}/valgrind.log"]
         argv += [sys.executable, f"{RUN}/costrun.py", f"{IN}/{plan_file.name}", IN, OUT]
         proc = self.sandbox.popen(spec, argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return proc, out
@@ -171,20 +184,16 @@ class Costs:
             kill(proc)
             proc.wait()
             return ["timed out under valgrind"] * len(refs)
-        dumps: dict[int, dict[str, int]] = {}
-        for path in out.glob("callgrind.out*"):
-            if path.is_file() and not path.is_symlink():
-                with path.open(errors="replace") as f:
-                    parsed = parse_dump(f.read(DUMP_MAX_BYTES))
-                if parsed is not None:
-                    dumps.setdefault(parsed[0], parsed[1])
+        dumps, refused = read_dumps(out / "dump", len(refs))
+        if refused is not None:
+            return [f"no count: {refused}"] * len(refs)
         results: list[SideCost | str] = []
         for i, ref in enumerate(refs):
             if i not in dumps:
-                tail = _last_line(out / "valgrind.log")
+                tail = _last_line(out / "out" / "valgrind.log")
                 results.append(f"no count (exit {proc.returncode}{f': {tail}' if tail else ''})")
                 continue
-            wrong = self._wrong(out, i, ref)
+            wrong = self._wrong(out / "out", i, ref)
             results.append(f"wrong output under valgrind ({wrong})" if wrong else side_cost(dumps[i], CALLS))
         return results
 
@@ -207,6 +216,40 @@ class Costs:
         if check.error or (check.max_abs_err or 0.0) > case["tolerance"]:
             return check.error or f"max_abs_err {check.max_abs_err:.3g} > tolerance {case['tolerance']:g}"
         return None
+
+
+def read_dumps(folder: Path, cases: int) -> tuple[dict[int, dict[str, int]], str | None]:
+    """(case index -> events, None) from a side's dump folder, or ({}, why) when it holds anything callgrind would not
+    have written: an entry other than callgrind.out.1 … callgrind.out.<cases> and callgrind.out, a link, a file with a
+    second name, or a dump whose trigger is not its own case's (dump k is written for case k − 1, in order)."""
+    expected = {f"callgrind.out.{k}": k - 1 for k in range(1, cases + 1)}
+    dumps: dict[int, dict[str, int]] = {}
+    try:
+        names = []
+        with os.scandir(folder) as entries:  # stops at the first stranger: a side may have written thousands
+            for entry in entries:
+                if entry.name != "callgrind.out" and entry.name not in expected:
+                    stranger = log_safe(entry.name)[:60]
+                    return {}, f"an unexpected file {stranger!r} in the dump folder: a side wrote its own"
+                names.append(entry.name)
+    except OSError as exc:
+        return {}, f"the dump folder is unreadable ({exc.strerror})"
+    for name in sorted(names):
+        try:
+            fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return {}, f"{name!r} in the dump folder is a link or vanished"
+        with os.fdopen(fd, errors="replace") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                return {}, f"{name!r} in the dump folder is not a plain file of its own"
+            if name == "callgrind.out":
+                continue  # the end-of-run dump ("Program termination"): no case's count
+            parsed = parse_dump(f.read(DUMP_MAX_BYTES))
+        if parsed is None or parsed[0] != expected[name]:
+            return {}, f"{name!r} is not the dump callgrind writes for case {expected[name]}"
+        dumps[parsed[0]] = parsed[1]
+    return dumps, None
 
 
 def _last_line(path: Path) -> str:

@@ -1,8 +1,10 @@
 """The Sampler's CPU accounting: what a side's sandbox burned inside and outside its timed calls, and how many cores
 the machine's other processes kept busy meanwhile.
 
-A CPU case is timed as one thread's wall time, so a sandbox that works outside its timed calls (precomputing,
-caching across calls) or on more than one core inside them is flagged as tampered; a GPU case is not accounted.
+A sandbox that works outside its timed calls (precomputing, caching across calls) is flagged as tampered. Work on
+more than one core inside them is no longer flagged here: every block's CPU time, every thread of the sandbox
+counted, is a cost the gate compares like the wall time (bot/verdict/gate.py; issue 37, 3: a body that hid 12 % more
+work on a helper thread passed the old allowance of 1.15 x wall + 0.15 s). A GPU case is not accounted.
 """
 
 from __future__ import annotations
@@ -14,11 +16,8 @@ from collections.abc import Callable
 from bot.models.report import CpuUse
 from bot.untrusted.runner.health import busy_ticks
 
-# The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies; the
-# counters tick every 10 ms) …
+# The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies).
 UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_SHARE = 0.05, 0.002, 0.004, 0.10
-# … and inside them at most one core's worth (the CPU runner measures single-threaded kernels).
-TIMED_CPU_RATIO, TIMED_CPU_SLACK_S = 1.15, 0.15
 
 
 class CpuAccount:
@@ -45,22 +44,16 @@ class CpuAccount:
         }
 
     def tampered(self) -> str | None:
-        """Why a side's sandbox burned CPU outside its timed calls, or more than one core inside them (the last side
-        flagged); None when neither did."""
+        """Why a side's sandbox burned CPU outside its timed calls (the last side flagged); None when none did."""
         why = None
         for label in self.labels:
-            timed_cpu, timed_wall, untimed = self.timed_cpu[label], self.timed_wall[label], self.untimed_cpu[label]
+            timed_wall, untimed = self.timed_wall[label], self.untimed_cpu[label]
             allowed = UNTIMED_CPU_SLACK_S + UNTIMED_CPU_PER_BLOCK_S * self.blocks + UNTIMED_CPU_SHARE * timed_wall
             allowed += UNTIMED_CPU_PER_MB_S * self.bytes_in / 1e6
             if untimed > allowed:
                 why = (
                     f"{label}: the sandbox used {untimed:.2f} s of CPU outside its timed calls "
                     f"(allowed {allowed:.2f} s): work done outside the timed region"
-                )
-            elif timed_cpu > TIMED_CPU_RATIO * timed_wall + TIMED_CPU_SLACK_S:
-                why = (
-                    f"{label}: {timed_cpu:.2f} s of CPU in {timed_wall:.2f} s of timed calls: more than one thread "
-                    "(the CPU runner measures single-threaded kernels)"
                 )
         return why
 

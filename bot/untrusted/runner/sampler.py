@@ -1,5 +1,9 @@
 """The judge's timing loop: the correct sides timed in interleaved blocks over fresh process pairs until the
-sequential rule stops (docs/review.md), with spot checks of the outputs and the CPU accounting (cpu_accounting.py)."""
+sequential rule stops (docs/review.md), with spot checks of the outputs and the CPU accounting (cpu_accounting.py).
+
+On the CPU every block is measured twice: its wall time (the judge's clock, request to reply) and the CPU time
+of every thread of the side's sandbox in it (the kernel's accounting, read by the judge before and after the
+block, bot/untrusted/sandbox.py `process_cpu_ns`); the gate compares both (bot/verdict/gate.py)."""
 
 from __future__ import annotations
 
@@ -72,6 +76,7 @@ class Sampler:
         self.m = judge.job.measure
         self.labels = list(workers)
         self.processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}
+        self.cpu_processes: dict[str, list[list[float]]] = {label: [] for label in self.labels}  # CPU ms per call
         self.firsts: dict[str, list[list[bool]]] = {label: [] for label in self.labels}  # ran first in its block
         self.busy: str | None = None  # why the runner is busy, as far as measured so far
         self.account = CpuAccount(self.labels)
@@ -83,9 +88,12 @@ class Sampler:
         self.gpu = case["device"] == "cuda"
         self.refs_of, self.refs = "", dict[int, list[torch.Tensor]]()
 
-    def _timed(self, label: str, calls: int, capture: tuple[int, list[torch.Tensor]] | None = None) -> float:
+    def _timed(
+        self, label: str, calls: int, capture: tuple[int, list[torch.Tensor]] | None = None
+    ) -> tuple[float, float]:
         """One batch of `calls`, timed by the judge from request to reply (and the GPU idle again); on the CPU,
-        `capture` (set, its reference) copies that set's outputs out of the frozen sandbox right at `done`."""
+        `capture` (set, its reference) copies that set's outputs out of the frozen sandbox right at `done`.
+        (wall ms, CPU ms of every thread of the side's sandbox) per call; the CPU figure is 0 on a GPU."""
         w = self.workers[label]
         self.state.enter(label, "timing")
         cpu0 = w.side.cpu() if not self.gpu else 0.0
@@ -101,12 +109,12 @@ class Sampler:
         t1 = time.perf_counter_ns()
         if capture is not None and not self.gpu:
             w.capture(*capture)  # first thing after the clock: nothing of the sandbox runs until it is copied
-        if not self.gpu:
-            self.account.timed_cpu[label] += w.side.cpu() - cpu0
+        cpu = w.side.cpu() - cpu0 if not self.gpu else 0.0  # the sandbox is idle again: it waits for the next request
+        self.account.timed_cpu[label] += cpu
         wall = (t1 - t0) / 1e6
         self.account.timed_wall[label] += wall / 1e3
         self.judge.phases.add("timed", wall / 1e3)
-        return wall / calls
+        return wall / calls, cpu * 1e3 / calls
 
     def run(self) -> None:
         labels = self.labels
@@ -132,6 +140,7 @@ class Sampler:
                 processes=self.processes[label],
                 first=self.firsts[label],
                 calls_per_sample=self.calls,
+                cpu_processes=self.cpu_processes[label] if not self.gpu else [],
             )
         self.state.stop_reason = stop
         if self.throttled:
@@ -163,6 +172,7 @@ class Sampler:
         cpu_start = {label: self.workers[label].side.cpu() for label in labels}
         timed_start = dict(self.account.timed_cpu)
         samples: dict[str, list[float]] = {label: [] for label in labels}
+        cpu_samples: dict[str, list[float]] = {label: [] for label in labels}
         firsts: dict[str, list[bool]] = {label: [] for label in labels}
         forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
         for b in range(m.min_blocks):
@@ -179,7 +189,7 @@ class Sampler:
             spot = not self.gpu or b == forced or self.rng.random() < SPOT_PROBABILITY
             j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
             refs = self._expected(file, j, inputs) if spot else []
-            block = {}
+            block: dict[str, tuple[float, float]] = {}
             for label in order:
                 block[label] = self._timed(label, calls, (j, refs) if spot else None)
                 if spot:  # at once, before the other side runs
@@ -192,7 +202,8 @@ class Sampler:
                 self.throttled += 1
             else:
                 for label in labels:
-                    samples[label].append(block[label])
+                    samples[label].append(block[label][0])
+                    cpu_samples[label].append(block[label][1])
                     firsts[label].append(order[0] == label)
         for label in labels:
             total = self.workers[label].side.cpu() - cpu_start[label]
@@ -201,6 +212,7 @@ class Sampler:
             self.state.enter(label, "exit")
             self.workers[label].exit(self.deadline)
             self.processes[label].append(samples[label])
+            self.cpu_processes[label].append(cpu_samples[label])
             self.firsts[label].append(firsts[label])
 
     def _inputs(self, pair: int, block: int, n_sets: int) -> tuple[str, list[list[dict[str, Any]]], int, list]:
@@ -242,14 +254,19 @@ class Sampler:
             return cap
         precise = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0 <= m.target_pct
         last = cap is not None or precise
-        if decide(stats, self.case["max_regression_pct"], last=last) != "inconclusive" and not last:
+        limit = self.case["max_regression_pct"]
+        # An early stop needs the CPU time decided too (it fails a head whose threads cost more, gate.py).
+        cpu = self._paired(self.cpu_processes) if not self.gpu and _positive(self.cpu_processes) else None
+        cpu_decided = cpu is None or decide(cpu, limit, last=False) != "inconclusive"
+        if decide(stats, limit, last=last) != "inconclusive" and cpu_decided and not last:
             return "decided"
         return cap or ("precision" if precise else None)
 
-    def _paired(self) -> Paired | None:
-        """The paired statistic over the pairs with two or more blocks on both sides so far; None below two pairs."""
+    def _paired(self, of: dict[str, list[list[float]]] | None = None) -> Paired | None:
+        """The paired statistic of the wall times (or of `of`, the CPU times) over the pairs with two or more blocks
+        on both sides so far; None below two pairs."""
         head, base = self.labels.index("head"), self.labels.index("base")
-        sides = [self.processes[label] for label in self.labels]
+        sides = [(of or self.processes)[label] for label in self.labels]
         full = [i for i, p in enumerate(zip(*sides, strict=True)) if min(map(len, p)) >= 2]
         if len(full) < 2:
             return None
@@ -264,7 +281,7 @@ class Sampler:
         wall, cpu = self.account.timed_wall[label], self.account.timed_cpu[label]
         started = time.perf_counter()
         while len(times) < self.m.warmup_calls or (time.perf_counter() - started) * 1e3 < self.m.warmup_ms:
-            times.append(self._timed(label, 1))
+            times.append(self._timed(label, 1)[0])
         self.account.timed_wall[label], self.account.timed_cpu[label] = wall, cpu  # the accounting leaves warm-ups out
         spent = time.perf_counter() - started
         self.judge.phases["timed"] -= sum(times) / 1e3
@@ -301,6 +318,11 @@ class Sampler:
         self.state.cpu.update(self.account.uses())
         if (why := self.account.tampered()) is not None:
             self.state.tampered = why
+
+
+def _positive(processes: dict[str, list[list[float]]]) -> bool:
+    """Whether every block of every side has a CPU time (a sandbox whose accounting could not be read has none)."""
+    return all(x > 0 for side in processes.values() for p in side for x in p)
 
 
 def block_order(index: int, labels: list[str]) -> list[str]:

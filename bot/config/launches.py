@@ -10,18 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+from bot.config import launch_sites
+
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
 _CONST = re.compile(
     r"\b(?:static\s+)?(?:constexpr|const)\s+(?:static\s+)?(?:unsigned\s+|signed\s+)?"
     r"(?:int|long|long\s+long|short|size_t|u?int(?:32|64)_t|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);"
 )
 _DIM3 = re.compile(r"\bdim3\s+([A-Za-z_]\w*)\s*[({]([^;(){}]*)[)}]\s*;")
-_LAUNCH = re.compile(r"\b([A-Za-z_]\w*)\s*(?:<[^;<>]*(?:<[^;<>]*>[^;<>]*)*>)?\s*<<<(.*?)>>>", re.S)
-_SET_SMEM = re.compile(
-    r"cudaFuncSetAttribute\s*\(\s*(?:\(\s*(?:const\s+)?void\s*\*\s*\)\s*)?&?\s*([A-Za-z_]\w*)[^,;]*,\s*"
-    r"cudaFuncAttributeMaxDynamicSharedMemorySize\s*,\s*([^;]+?)\)\s*;"
-)
 _SUFFIX = re.compile(r"\b(\d+)[uUlL]+\b")
 _OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
 _OPS |= {ast.Mod: int.__mod__, ast.LShift: int.__lshift__, ast.RShift: int.__rshift__}
@@ -74,7 +70,7 @@ def _value(node: ast.expr, known: dict[str, int]) -> int | None:
 def constants(text: str, known: dict[str, int] | None = None) -> dict[str, int]:
     """Every #define and constexpr/const integer of `text` whose value is a constant expression, in order."""
     found = dict(known or {})
-    text = _COMMENT.sub("", text)
+    text = launch_sites.blank(text)
     declared = [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(text)]
     declared += [(m.start(), m.group(1), m.group(2)) for m in _CONST.finditer(text)]
     for _at, name, value in sorted(declared):
@@ -83,29 +79,18 @@ def constants(text: str, known: dict[str, int] | None = None) -> dict[str, int]:
     return found
 
 
-def _split(args: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in args:
-        depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    return [*parts, current.strip()]
-
-
 def _threads(text: str, known: dict[str, int], blocks: dict[str, str]) -> int | None:
     """Threads per block of a launch's second argument: a constant, dim3(x, y, z) of constants, or a dim3 variable."""
     text = blocks.get(text.strip(), text.strip())
     if (m := re.fullmatch(r"dim3\s*[({](.*)[)}]", text, re.S)) is not None:
         text = m.group(1)
-    product = 1
-    for part in _split(text):
-        if (value := constant(part, known)) is None or value <= 0:
+    parts = launch_sites.split_args(text, 0, len(text))
+    product = 1 if parts else 0
+    for part in parts:
+        if (value := constant(part.text, known)) is None or value <= 0:
             return None
         product *= value
-    return product
+    return product or None
 
 
 def read_launches(folder: Path, sources: list[str], headers: Sequence[str] = ()) -> tuple[list[LaunchDraft], list[str]]:
@@ -118,21 +103,24 @@ def read_launches(folder: Path, sources: list[str], headers: Sequence[str] = ())
     differ: set[str] = set()
     for source in sources:
         raw = (folder / source).read_text(errors="replace")
-        text = _COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), raw)
+        text = launch_sites.blank(raw)
         here = constants(text, known)
         blocks = {m.group(1): f"dim3({m.group(2)})" for m in _DIM3.finditer(text)}
-        smem_set = {m.group(1): constant(m.group(2), here) for m in _SET_SMEM.finditer(text)}
-        for m in _LAUNCH.finditer(text):
-            args = _split(m.group(2))
-            if len(args) < 2:
+        sites = launch_sites.scan(source, raw)
+        smem_set = {
+            s.function: constant(s.smem.text, here)
+            for s in sites
+            if s.kind == "cudaFuncSetAttribute" and s.smem is not None
+        }
+        for site in sites:
+            if site.kind != launch_sites.CHEVRON or site.block is None:
                 continue
-            function = m.group(1)
-            threads = _threads(args[1], here, blocks)
-            smem = constant(args[2], here) if len(args) > 2 else 0
+            function = site.function
+            threads = _threads(site.block.text, here, blocks)
+            smem = constant(site.smem.text, here) if site.smem is not None else 0
             if smem is None:
                 smem = smem_set.get(function)
-            line = text.count("\n", 0, m.start()) + 1
-            draft = LaunchDraft(function, threads, smem, f"{source}:{line}")
+            draft = LaunchDraft(function, threads, smem, f"{source}:{site.line}")
             if threads is None and smem is None:
                 continue
             old = seen.get(function)

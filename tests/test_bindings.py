@@ -21,9 +21,10 @@ PYBIND = 'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  m.def("gemm", &gemm);\n 
 def test_a_schema_gives_the_ops_name_its_arguments_and_what_it_returns():
     name, arguments, returns = parse_schema("myadd_out(Tensor a, Tensor(a!) out, int[] dims, int? n=None) -> ()")
     assert (name, returns) == ("myadd_out", "()")
-    assert arguments == (Argument("a", "Tensor"), Argument("out", "Tensor"), Argument("dims", "int[]"),
+    assert arguments == (Argument("a", "Tensor"), Argument("out", "Tensor", mutable=True), Argument("dims", "int[]"),
                          Argument("n", "int?"))  # fmt: skip
     assert [a.scalar for a in arguments] == [None, None, None, "int"] and arguments[1].tensor
+    assert [a.mutable for a in arguments] == [False, True, False, False]  # `Tensor(a!)`: the op writes it
     assert parse_schema("not a schema") is None
 
 

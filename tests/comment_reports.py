@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.edges.publish import PrContext, pr_context
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
     AgentReport,
@@ -30,6 +29,7 @@ from bot.models.report import (
     SimulatedCost,
 )
 from bot.spend.budget import BudgetState
+from bot.spend.pull_request import PrContext, pr_context
 from bot.verdict.gate import case_reason
 from bot.verdict.throughput import Peak, judge_throughput
 

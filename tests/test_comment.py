@@ -14,6 +14,7 @@ from bot.models.ledger import AcceptanceRow
 from bot.models.report import CaseReport, KernelReport, Report
 from bot.present import digest
 from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
+from bot.present.status import acceptance_status
 from bot.review import fanout
 from bot.text.safe import one_line
 from bot.verdict.gate import Policy, case_reason, kernel_verdict
@@ -229,7 +230,7 @@ def test_even_far_beyond_the_biggest_review_the_comment_is_cut_under_the_limit()
 
 def test_the_step_summary_is_the_comment_without_its_marker(tmp_path: Path):
     report = cr.fail_latency()
-    text = publish.compose(report, [], cr.pr_for(report))
+    text = render_comment(report, unseen_files=[], pr=cr.pr_for(report))
     path = tmp_path / "summary.md"
     publish.write_step_summary(path, text)
     summary = path.read_text()
@@ -238,12 +239,12 @@ def test_the_step_summary_is_the_comment_without_its_marker(tmp_path: Path):
 
 
 def test_the_status_names_gate_case_value_and_limit():
-    state, description = publish.acceptance_status(cr.fail_latency())
+    state, description = acceptance_status(cr.fail_latency())
     assert (state, description) == (
         "failure",
         "gate failed: deepgemm_tile — performance: ragged_200x328x264 p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
     )
-    _, resource = publish.acceptance_status(cr.resource_fail())
+    _, resource = acceptance_status(cr.resource_fail())
     assert resource.startswith("gate failed: deepgemm_tile — resource: deepgemm_tile::gemm_bf16_kernel<128, 256, 64, ")
 
 
@@ -284,7 +285,7 @@ def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
     for name, (headline, state, description) in expected.items():
         report = cr.REPORTS[name]()
         assert comment(name).split("\n")[1].startswith(f"## {headline}"), name
-        got_state, got_description = publish.acceptance_status(report)
+        got_state, got_description = acceptance_status(report)
         assert got_state == state and got_description.startswith(description), (name, got_description)
     gpu = comment("gpu_skipped")
     assert "❔ no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)" in gpu
@@ -295,10 +296,10 @@ def test_a_new_kernel_turns_green_only_after_a_persons_accept_for_this_head():
     row = AcceptanceRow(
         pr=7, head_sha=report.head_sha, login="maint", role="write", kernels=["deepgemm_fast"], comment_id=1
     )
-    state, description = publish.acceptance_status(report, [row])
+    state, description = acceptance_status(report, [row])
     assert state == "success" and description.startswith("accepted by @maint: nothing failed")
     old = row.model_copy(update={"head_sha": "0" * 40})
-    assert publish.acceptance_status(report, [old])[0] == "pending"  # an acceptance of another commit counts nothing
+    assert acceptance_status(report, [old])[0] == "pending"  # an acceptance of another commit counts nothing
 
 
 # -- the gate states each reason once ----------------------------------------------------------------------
@@ -420,12 +421,12 @@ def test_a_launch_declared_not_measured_is_named_first_in_the_headline_and_the_s
         f"{site} (…)"
     )
     k.resource_check = ResourceCheckReport(status="ok", launch_unmeasured=[site])
-    state, description = publish.acceptance_status(report)
+    state, description = acceptance_status(report)
     assert state == "success"
     assert description.startswith(
         "undecided, not blocking: deepgemm_tile (launch figures declared, not measured: "
         "kernels/deepgemm_tile/gemm_cuda.cu:406 "
     )
     assert len(description[: description.index(":406") + 4]) <= 140  # GitHub keeps 140 characters: the line stays
-    headline = publish.compose(report, [], None).split("\n")[1]
+    headline = render_comment(report, unseen_files=[], pr=None).split("\n")[1]
     assert "undecided: launch figures declared, not measured: kernels/deepgemm_tile/gemm_cuda.cu:406 kernel" in headline

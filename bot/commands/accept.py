@@ -15,6 +15,7 @@ from bot.edges.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.models.github import PullInfo
 from bot.present.render import render_accept_reply
+from bot.present.status import acceptance_status
 from bot.text.safe import one_line
 from bot.verdict import accept
 from bot.verdict.slash import SlashCommand
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         state, description = accept.accepted_status(report, rows)
         edge.set_status(pull.head_sha, publish.ACCEPTED_CONTEXT, state, description)
         if decision.override or set(decision.kernels) & set(accept.needs_accept(report)):
-            gate_state, gate_description = publish.acceptance_status(report, rows)
+            gate_state, gate_description = acceptance_status(report, rows)
             edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
         if decision.override or decision.self_accept:  # what a person should see on the pull request itself
             edge.reply(pull.number, SLASH.reply(decision, command.line))

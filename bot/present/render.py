@@ -278,7 +278,7 @@ CUT = "\n\n[… cut here to fit GitHub's 65,536 characters; `report.json` has ev
 def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
     """The review comment (what `--post` would post, and `comment.md`), under GitHub's 65,536 characters.
 
-    `pr` (a bot.publish.PrContext) adds what the pull request's history says: "updated for <head>",
+    `pr` (a bot.spend.pull_request.PrContext) adds what the pull request's history says: "updated for <head>",
     acceptances still valid or voided by a push, and the token spend of the whole pull request. A report
     too big for one comment loses detail in steps (logs and patches, statistics, resources and charts, then
     rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.

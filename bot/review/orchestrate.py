@@ -18,7 +18,9 @@ from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import KernelReport, Report, aggregate_agents
+from bot.present.render import render_comment
 from bot.review import ci_summary, fanout
+from bot.spend import pull_request
 from bot.text.safe import one_line
 
 if TYPE_CHECKING:
@@ -149,11 +151,10 @@ def write(
     context = None
     if pr is not None:
         rows = ledger.usage()
-        domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
-        budgets = publish.week_budgets(ledger, settings, domains)
+        budgets = pull_request.week_budgets(ledger, settings, pull_request.pr_domains(report, pr, rows))
         self_accept = settings.repo_config.allow_self_accept
-        context = publish.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
-    comment = publish.compose(report, unseen, context)
+        context = pull_request.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
+    comment = render_comment(report, unseen_files=unseen, pr=context)  # the comment as posted, with the PR's history
     comment_path.write_text(comment)
     return ReviewResult(report, report_path, comment_path, comment, acceptances=acceptances)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from bot.models.evidence import Peak
 from bot.models.report import CaseReport, Throughput
 
 IMPLAUSIBLE = "implausible"  # the gate a case above the hardware limit fails (bot/verdict/gate.py CASE_GATES)
@@ -71,16 +70,6 @@ DEVICES: tuple[Device, ...] = (
     Device("rtx 5090", "NVIDIA GeForce RTX 5090", 419, 1_792, f"{GB202_PAPER} 419 TFLOPS dense; 1,792 GB/s"),
     Device(" t4", "NVIDIA T4", 65, 320, f"{T4_SHEET}: mixed-precision FP16/FP32 65 TFLOPS; 320+ GB/s"),
 )
-
-
-class Peak(BaseModel):
-    """What one device can do at most: compute in TFLOP/s and memory traffic in GB/s, and whose figures."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tflops: float = Field(gt=0)
-    gbps: float = Field(gt=0)
-    of: str = Field(description="a data-sheet row (a GPU), or how this CPU runner measured itself")
 
 
 def device_peak(gpu: str | None) -> Peak | None:

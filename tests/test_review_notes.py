@@ -144,6 +144,12 @@ def test_no_note_on_a_line_and_no_earlier_review_writes_nothing(server, edge):
     assert server.writes() == []
 
 
+def test_a_review_no_agent_answered_makes_no_call(server, edge):
+    offline = cr.fail_latency().model_copy(update={"pr": 7})  # the agent offline: status "offline"
+    assert post_notes(edge, 7, offline) is None
+    assert server.requests == []
+
+
 def test_a_line_github_refuses_is_a_warning_not_a_failed_publish(server, edge, caplog):
     r = _report([])
     bad = AgentReport.model_validate(

@@ -198,7 +198,9 @@ def open_edge(settings: Settings) -> GitHubEdge:
 class Published(BaseModel):
     comment: CommentRef
     status: StatusRef
-    review: ReviewRef | None = None  # opgate's review with the agent's notes on diff lines (None: it failed)
+    review: ReviewRef | None = (
+        None  # opgate's review with the agent's notes on diff lines (None: no agent answered, or GitHub refused it)
+    )
 
 
 def post(
@@ -215,7 +217,10 @@ def post(
 
 def post_notes(edge: GitHubEdge, pr: int, report: Report) -> ReviewRef | None:
     """The agent's risk notes on the diff lines they name, as opgate's review of the head (None, with a warning, when
-    GitHub refused it: the notes stay listed by place in the comment)."""
+    GitHub refused it: the notes stay listed by place in the comment). No agent answered in this review: no call, an
+    earlier review of the head keeps its notes."""
+    if not any(a.status == "ok" for a in report.agents):
+        return None
     notes = review_notes(report)
     sha = report.head_sha
     try:

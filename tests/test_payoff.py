@@ -16,6 +16,10 @@ from bot.spend.payoff import STOP_TEXT, Rate, improving, payoff
 from bot.tune.model import RoundEvent, Trial
 from bot.tune.store import TuningStore
 from tests import comment_reports as cr
+from tests import ledger_world
+from tests.pg import Cluster, pg_cluster, pg_url  # noqa: F401  (fixtures)
+
+url = ledger_world.url  # the fixture: SQLite and PostgreSQL
 
 NOW = datetime.now(UTC)
 WEEK = iso_week(NOW)
@@ -118,7 +122,7 @@ def _tune_trial(ledger: Ledger, n: int, verdict: str, at: str, source: str = "ag
     ledger.db.execute("UPDATE tuning_trials SET created_at = ? WHERE candidate_key = ?", (at, trial.key))
 
 
-def seed(path: Path) -> None:
+def seed(path: Path | str) -> None:
     """Two weeks of deepgemm: the week before under budget with candidates passing half the time; this week over
     its 10,000 tokens with fewer passes (a failed candidate, an agent tune candidate failed, one passed, one from the
     policy that does not count)."""
@@ -133,9 +137,9 @@ def seed(path: Path) -> None:
         _tune_trial(ledger, 3, "pass", THIS, source="policy")
 
 
-def test_the_ledger_gives_the_proposals_of_reviews_and_of_tune(tmp_path):
-    seed(tmp_path / "ledger.sqlite")
-    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+def test_the_ledger_gives_the_proposals_of_reviews_and_of_tune(url):
+    seed(url)
+    with Ledger(url) as ledger:
         got = [(p.kind, p.verdict, p.passed, p.created_at) for p in ledger.proposals()]
         assert got == [
             ("candidate", "pass", True, BEFORE),

@@ -37,6 +37,13 @@ def test_a_name_that_names_a_case_is_held_against_that_case_only():
     assert [(c.subject, c.outcome, c.expected_value) for c in checks] == [("square_512", "outside", -8.0)]
 
 
+def test_the_case_a_name_names_does_not_decide_the_quantity():
+    k = cr.fail_latency().kernels[0]
+    k = k.model_copy(update={"cases": [k.cases[0].model_copy(update={"name": "spill_time"}), *k.cases[1:]]})
+    (check,) = check_kernel(k, {"max_abs_err[spill_time]": 1e-3})
+    assert (check.quantity, check.subject, check.outcome) == ("max_abs_err", "spill_time", "inside")
+
+
 def test_a_speedup_is_read_as_the_p50_change_it_means():
     (check,) = check_kernel(cr.fail_latency().kernels[0], {"speedup@square_512": 1.01})
     assert check.quantity == "p50 change"

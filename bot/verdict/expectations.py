@@ -84,8 +84,20 @@ def _not_measured(metric: str, value: float | str, note: str, quantity: str = ""
     return ExpectationCheck(metric=metric, expected=value, quantity=quantity, outcome="not_measured", note=note)
 
 
+def _without_subjects(kernel: KernelReport, metric: str) -> str:
+    """The name with the case, function and architecture it names taken out (a case called `long_time` names no
+    latency)."""
+    names = [c.name for c in kernel.cases] + [
+        x for check in kernel.resource_checks() for x in [check.arch, *(r.function for r in check.head)]
+    ]
+    rest = metric
+    while (named := _subject(rest, names)) is not None:
+        rest = re.sub(rf"(?<![a-z0-9]){re.escape(named.lower())}(?![a-z0-9])", " ", rest.lower())
+    return rest
+
+
 def _check(kernel: KernelReport, metric: str, value: float | str) -> list[ExpectationCheck]:
-    quantity = _quantity(metric)
+    quantity = _quantity(_without_subjects(kernel, metric))
     if quantity is None:
         return [_not_measured(metric, value, "no measured quantity has this name")]
     number = _number(value)

@@ -40,6 +40,13 @@ Supported endpoints (paths relative to the API root):
     POST   /repos/{o}/{r}/git/refs
     PATCH  /repos/{o}/{r}/git/refs/{ref}               (force)
     POST   /repos/{o}/{r}/actions/workflows/{id}/dispatches   (recorded in `server.dispatches`; 204)
+    GET    /repos/{o}/{r}/pulls/{n}/reviews            (paginated, oldest first)
+    POST   /repos/{o}/{r}/pulls/{n}/reviews            (commit_id, body, event, comments[path, line, side]: a RIGHT line
+                                                         must be one the pull request's diff shows, else 422)
+    PUT    /repos/{o}/{r}/pulls/{n}/reviews/{id}       (body)
+    GET    /repos/{o}/{r}/pulls/{n}/reviews/{id}/comments   (paginated)
+    PATCH  /repos/{o}/{r}/pulls/comments/{id}          (body)
+    DELETE /repos/{o}/{r}/pulls/comments/{id}          (204)
 
 The git data endpoints are backed by a real bare repository per repository (tests/github_git.py): push a local
 branch into `server.git(full_name).path` to seed it, fetch from it to see what a client pushed.
@@ -221,6 +228,7 @@ class FakeGitHub:
         self._forks: dict[str, _Repo] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
+        self._review_comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
         self._faults: list[Fault] = []
         self.dispatches: list[dict[str, Any]] = []  # workflow_dispatch events: workflow, ref, inputs
         self._scratch = Path(tempfile.mkdtemp(prefix="fake-github-"))
@@ -376,6 +384,7 @@ class FakeGitHub:
                 "files": [self._file_record(f) for f in files],
                 "diff": diff,
                 "commits": [],
+                "reviews": [],
             }
             git = repo.git
             if commits is None and git is not None and git.kind(head_sha) == git.kind(base_sha) == "commit":
@@ -491,6 +500,35 @@ class FakeGitHub:
             repo = self._repo(full_name)
             issue = self._issue(repo, number)
             return [self._comment_payload(repo, c) for c in issue["comments"]]
+
+    def reviews(self, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The reviews of a pull request, oldest first, as API payloads, each with its live `comments` (payloads)."""
+        with self._lock:
+            repo = self._repo(full_name)
+            issue = self._issue(repo, number)
+            return [
+                {
+                    **self._review_payload(repo, issue, r),
+                    "comments": [self._review_comment_payload(repo, issue, c) for c in self._live_comments(r)],
+                }
+                for r in issue["pull"]["reviews"]
+            ]
+
+    def add_review(
+        self,
+        full_name: str,
+        number: int,
+        body: str,
+        *,
+        author: str = "reviewer",
+        comments: Iterable[dict[str, Any]] = (),
+    ) -> int:
+        """A person's review of the pull request's head (a COMMENT review) with inline `comments` (path, line, body)."""
+        with self._lock:
+            repo = self._repo(full_name)
+            issue = self._issue(repo, number)
+            review = self._new_review(repo, issue, body, issue["pull"]["head"]["sha"], self.user(author), comments)
+            return int(review["id"])
 
     def issues(self, full_name: str, *, include_pulls: bool = False) -> list[dict[str, Any]]:
         with self._lock:
@@ -872,6 +910,111 @@ class FakeGitHub:
             "reactions": {"url": api + "/reactions", "total_count": len(comment["reactions"]), **counts},
         }
 
+    def _new_review(
+        self,
+        repo: _Repo,
+        issue: dict[str, Any],
+        body: str,
+        commit_id: str,
+        user: dict[str, Any],
+        comments: Iterable[dict[str, Any]],
+        event: str = "COMMENT",
+    ) -> dict[str, Any]:
+        now = self._now()
+        review: dict[str, Any] = {
+            "id": self._new_id(),
+            "user": user,
+            "body": body,
+            "commit_id": commit_id,
+            "state": {"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}[event],
+            "submitted_at": now,
+            "comments": [],
+        }
+        for c in comments:
+            record = {
+                "id": self._new_id(),
+                "review_id": review["id"],
+                "path": c["path"],
+                "line": int(c["line"]),
+                "side": c.get("side", "RIGHT"),
+                "body": c["body"],
+                "user": user,
+                "commit_id": commit_id,
+                "created_at": now,
+                "updated_at": now,
+                "deleted": False,
+            }
+            review["comments"].append(record)
+            self._review_comments[record["id"]] = (repo.full_name.lower(), issue["number"], record)
+        issue["pull"]["reviews"].append(review)
+        return review
+
+    @staticmethod
+    def _live_comments(review: dict[str, Any]) -> list[dict[str, Any]]:
+        return [c for c in review["comments"] if not c["deleted"]]
+
+    def _review_payload(self, repo: _Repo, issue: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
+        n = issue["number"]
+        pull_api = self._api(f"/repos/{repo.full_name}/pulls/{n}")
+        return {
+            "id": review["id"],
+            "node_id": _node_id("PRR", review["id"]),
+            "user": self._user_payload(review["user"]),
+            "body": review["body"],
+            "state": review["state"],
+            "html_url": self._html(f"/{repo.full_name}/pull/{n}#pullrequestreview-{review['id']}"),
+            "pull_request_url": pull_api,
+            "author_association": "MEMBER" if review["user"]["type"] == "Bot" else "CONTRIBUTOR",
+            "submitted_at": review["submitted_at"],
+            "commit_id": review["commit_id"],
+        }
+
+    def _review_comment_payload(self, repo: _Repo, issue: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+        n = issue["number"]
+        api = self._api(f"/repos/{repo.full_name}/pulls/comments/{c['id']}")
+        return {
+            "url": api,
+            "id": c["id"],
+            "node_id": _node_id("PRRC", c["id"]),
+            "pull_request_review_id": c["review_id"],
+            "diff_hunk": "",
+            "path": c["path"],
+            "commit_id": c["commit_id"],
+            "original_commit_id": c["commit_id"],
+            "user": self._user_payload(c["user"]),
+            "body": c["body"],
+            "created_at": c["created_at"],
+            "updated_at": c["updated_at"],
+            "html_url": self._html(f"/{repo.full_name}/pull/{n}#discussion_r{c['id']}"),
+            "pull_request_url": self._api(f"/repos/{repo.full_name}/pulls/{n}"),
+            "author_association": "MEMBER" if c["user"]["type"] == "Bot" else "CONTRIBUTOR",
+            "line": c["line"],
+            "original_line": c["line"],
+            "side": c["side"],
+            "start_line": None,
+            "original_start_line": None,
+            "start_side": None,
+            "subject_type": "line",
+        }
+
+    def _diff_lines(self, pull: dict[str, Any]) -> dict[str, set[int]]:
+        """Per path, the lines of head's file the pull request's diff shows (added or context): where GitHub lets a
+        RIGHT-side review comment sit."""
+        lines: dict[str, set[int]] = {}
+        path = ""
+        new = 0
+        for text in self._diff_text(pull).split("\n"):
+            if text.startswith("+++ "):
+                path = text[4:].removeprefix("b/")
+                lines.setdefault(path, set())
+            elif text.startswith("@@"):
+                match = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", text)
+                new = int(match.group(1)) if match else 0
+            elif path and new and text[:1] in (" ", "+"):
+                lines[path].add(new)
+                new += 1
+        return lines
+
     def _reaction_payload(self, reaction: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": reaction["id"],
@@ -1010,6 +1153,16 @@ class FakeGitHub:
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs", "create_ref"),
             ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs/(?P<ref>.+)", "update_ref"),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/workflows/(?P<wf>[^/]+)/dispatches", "dispatch"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews", "list_reviews"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews", "create_review"),
+            ("PUT", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews/(?P<id>\d+)", "update_review"),
+            (
+                "GET",
+                r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews/(?P<id>\d+)/comments",
+                "list_review_comments",
+            ),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/comments/(?P<id>\d+)", "edit_review_comment"),
+            ("DELETE", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/comments/(?P<id>\d+)", "delete_review_comment"),
         )
     )
 
@@ -1629,6 +1782,82 @@ class FakeGitHub:
             issue["closed_at"] = self._now() if body["state"] == "closed" else None
         issue["updated_at"] = self._now()
         return self._json(200, self._pull_payload(repo, issue))
+
+    def _review_of(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any], dict[str, Any]]:
+        repo, issue = self._pull_record(params)
+        for review in issue["pull"]["reviews"]:
+            if review["id"] == int(params["id"]):
+                return repo, issue, review
+        raise _not_found()
+
+    def _h_list_reviews(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        items = [self._review_payload(repo, issue, r) for r in issue["pull"]["reviews"]]
+        return self._paged(path, query, items)
+
+    def _h_create_review(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        pull = issue["pull"]
+        if not isinstance(body, dict):
+            raise ApiError(400, "Problems parsing JSON")
+        event = body.get("event", "PENDING")
+        if event not in ("COMMENT", "APPROVE", "REQUEST_CHANGES"):
+            raise _invalid("PullRequestReview", "event", "custom", "this server records submitted reviews only")
+        commit_id = body.get("commit_id") or pull["head"]["sha"]
+        comments = body.get("comments") or []
+        if event == "COMMENT" and not body.get("body") and not comments:
+            raise ApiError(422, "Unprocessable Entity", [{"message": "Review body or comments are required"}])
+        shown = self._diff_lines(pull)
+        for c in comments:
+            if not isinstance(c, dict) or not c.get("path") or not isinstance(c.get("line"), int) or not c.get("body"):
+                raise _invalid("PullRequestReviewComment", "comments", "missing_field")
+            if c.get("side", "RIGHT") != "RIGHT" or c["line"] not in shown.get(c["path"], set()):
+                raise ApiError(
+                    422,
+                    "Unprocessable Entity",
+                    [{"message": f"Line could not be resolved: {c['path']}:{c['line']} is not in the diff"}],
+                )
+        user = self.user(self.bot_login, self.bot_type)
+        review = self._new_review(repo, issue, body.get("body") or "", commit_id, user, comments, event)
+        return self._json(200, self._review_payload(repo, issue, review))
+
+    def _h_update_review(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue, review = self._review_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            raise _invalid("PullRequestReview", "body", "missing_field")
+        if review["user"]["login"].lower() != self.bot_login.lower():
+            raise ApiError(403, "Resource not accessible by integration")
+        review["body"] = body["body"]
+        return self._json(200, self._review_payload(repo, issue, review))
+
+    def _h_list_review_comments(
+        self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any
+    ) -> _Response:
+        repo, issue, review = self._review_of(params)
+        items = [self._review_comment_payload(repo, issue, c) for c in self._live_comments(review)]
+        return self._paged(path, query, items)
+
+    def _review_comment(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any], dict[str, Any]]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        found = self._review_comments.get(int(params["id"]))
+        if found is None or found[0] != repo.full_name.lower() or found[2]["deleted"]:
+            raise _not_found()
+        if found[2]["user"]["login"].lower() != self.bot_login.lower():
+            raise ApiError(403, "Resource not accessible by integration")
+        return repo, self._issue(repo, found[1]), found[2]
+
+    def _h_edit_review_comment(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue, comment = self._review_comment(params)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str) or not body["body"]:
+            raise _invalid("PullRequestReviewComment", "body", "missing_field")
+        comment["body"] = body["body"]
+        comment["updated_at"] = self._now()
+        return self._json(200, self._review_comment_payload(repo, issue, comment))
+
+    def _h_delete_review_comment(self, params: dict[str, str], **_: Any) -> _Response:
+        _repo, _issue, comment = self._review_comment(params)
+        comment["deleted"] = True
+        return _Response(204, b"", {})
 
     def _h_dispatch(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
         repo = self._repo(f"{params['o']}/{params['r']}")

@@ -181,3 +181,31 @@ def test_require_isolation_refuses_to_run_pr_code_without_a_sandbox(opgate, kern
     assert run.code == 2 and "Traceback" not in run.stderr
     assert "--require-isolation: OPGATE_SANDBOX=none" in run.stderr
     assert not (run.out / "report.json").exists()
+
+
+def test_a_note_on_a_diff_line_is_placed_and_expectations_are_held_against_the_review(
+    opgate, kernel_repo, httpserver, tmp_path
+):
+    """The agent's note naming tile_config.json line 1 (the changed line) is placed there; a note naming no line
+    stays in the comment; expected metrics the review could not measure (a static failure: nothing built or run)
+    say "not measured", in report.json, the comment and the ledger."""
+    reply = dict(
+        REVIEW_JSON,
+        risk_notes=[f"{CONFIG}:1: tile_m 96 is off the allowed grid", "the rest of the change looks fine"],
+        expected_metrics={"latency_p50_regression": "-2%"},
+    )
+    run, _, _head = run_with_agent(opgate, kernel_repo, httpserver, completion(json.dumps(reply)))
+    assert run.code == 1, run.stderr
+    (agent,) = run.report["agents"]
+    assert agent["inline_notes"] == [{"path": CONFIG, "line": 1, "note": reply["risk_notes"][0]}]
+    assert "risk: the rest of the change looks fine" in run.comment
+    assert "tile_m 96 is off the allowed grid" not in run.comment
+    assert f"`{CONFIG}:1`" in run.comment
+    (check,) = agent["expectations"]
+    assert (check["metric"], check["outcome"]) == ("latency_p50_regression", "not_measured")
+    assert "`latency_p50_regression`: expected -2%, not measured (no case's p50 was timed against base)" in run.comment
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert db.execute("SELECT metric, outcome FROM agent_expectations").fetchall() == [
+        ("latency_p50_regression", "not_measured")
+    ]
+    db.close()

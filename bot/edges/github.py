@@ -23,12 +23,13 @@ import base64
 import logging
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import requests
 from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
+from github.Commit import Commit
 from github.GithubException import BadAttributeException, IncompletableObject
 from github.IssueComment import IssueComment
 
@@ -46,6 +47,8 @@ from bot.models.github import (
     PullInfo,
     PullRef,
     Reaction,
+    ReviewNote,
+    ReviewRef,
     Role,
     StatusRef,
     StatusState,
@@ -489,6 +492,78 @@ class GitHubEdge:
             self._repo.get_workflow(workflow).create_dispatch(ref, inputs, throw=True)
 
         self._call(f"dispatch {workflow} on {ref}", op)
+
+    # ------------------------------------------------------------------ pull-request reviews (inline notes)
+
+    def upsert_review_notes(
+        self, number: int, head_sha: str, marker: str, body: str, notes: Sequence[ReviewNote], replaced_body: str
+    ) -> ReviewRef:
+        """opgate's one pull-request review of `head_sha` with `notes` as inline comments (side RIGHT, GitHub's
+        "create a review" with `comments`), found again by `marker` and opgate's login: a re-run whose notes sit on
+        the same lines edits their text and removes the comments no longer wanted; notes on other lines make a new
+        review, and the earlier one loses opgate's comments and gets `replaced_body` (a submitted review cannot be
+        deleted). Nothing to place and nothing to clear: no write. A person's review or comment is never touched."""
+        self.login()
+        wanted = {(n.path, n.line): n.body for n in notes}
+
+        def op() -> ReviewRef:
+            pull = self._repo.get_pull(number)
+            marked = [
+                r
+                for r in pull.get_reviews()
+                if self._mine(r.user) and r.commit_id == head_sha and (r.body or "").lstrip().startswith(marker)
+            ]
+            current = marked[-1] if marked else None
+            if current is not None:
+                comments = [c for c in pull.get_single_review_comments(current.id) if self._mine(c.user)]
+                have = {(c.path, c.line if c.line is not None else c.original_line): c for c in comments}
+                if wanted and set(wanted) <= set(have):
+                    edited = self._keep_review(current, have, wanted, body)
+                    self._clear_reviews(pull, marked[:-1], replaced_body)
+                    return ReviewRef(id=current.id, updated=edited, comments=len(wanted), url=current.html_url or "")
+            if not wanted:
+                self._clear_reviews(pull, marked, replaced_body)
+                return ReviewRef(id=None, replaced=current.id if current is not None else None)
+            commit = Commit(self._repo.requester, {}, {"sha": head_sha, "url": f"{self._repo.url}/commits/{head_sha}"})
+            comments_in = [{"path": p, "line": ln, "side": "RIGHT", "body": text} for (p, ln), text in wanted.items()]
+            created = pull.create_review(commit=commit, body=body, event="COMMENT", comments=comments_in)  # type: ignore[arg-type]
+            self._check_author(created.user, f"review {created.id} on #{number}")
+            self._clear_reviews(pull, marked, replaced_body)
+            return ReviewRef(
+                id=created.id,
+                created=True,
+                replaced=current.id if current is not None else None,
+                comments=len(wanted),
+                url=created.html_url or "",
+            )
+
+        return self._call(f"post opgate's review of {head_sha[:12]} on #{number}", op)
+
+    def _keep_review(
+        self, review: Any, have: dict[tuple[str, int], Any], wanted: dict[tuple[str, int], str], body: str
+    ) -> bool:
+        """Edit our review in place: each wanted comment's text, our other comments removed, the body. Whether
+        anything changed."""
+        edited = False
+        for place, comment in have.items():
+            if place not in wanted:
+                comment.delete()
+                edited = True
+            elif comment.body != wanted[place]:
+                comment.edit(wanted[place])
+                edited = True
+        if (review.body or "") != body:
+            review.edit(body)
+            edited = True
+        return edited
+
+    def _clear_reviews(self, pull: Any, reviews: Iterable[Any], replaced_body: str) -> None:
+        """Remove opgate's comments from its earlier reviews of this head and mark each replaced."""
+        for review in reviews:
+            for comment in pull.get_single_review_comments(review.id):
+                if self._mine(comment.user):
+                    comment.delete()
+            review.edit(replaced_body)
 
     # ------------------------------------------------------------------ retries and errors
 

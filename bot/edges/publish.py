@@ -13,10 +13,11 @@ from pydantic import BaseModel
 from bot.config.settings import Settings
 from bot.edges.events import PullRequestEvent
 from bot.edges.github import GitHubEdge
-from bot.errors import InputError
-from bot.models.github import CommentRef, StatusRef
+from bot.errors import InputError, ServiceError
+from bot.models.github import CommentRef, ReviewRef, StatusRef
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
+from bot.present.notes import notes_marker, replaced_body, review_body, review_notes
 from bot.present.render import REVIEW_MARKER
 from bot.present.status import acceptance_status
 
@@ -72,6 +73,9 @@ def open_edge(settings: Settings) -> GitHubEdge:
 class Published(BaseModel):
     comment: CommentRef
     status: StatusRef
+    review: ReviewRef | None = (
+        None  # opgate's review with the agent's notes on diff lines (None: no agent answered, or GitHub refused it)
+    )
 
 
 def post(
@@ -83,7 +87,27 @@ def post(
     state, description = acceptance_status(report, acceptances)
     status = edge.set_status(report.head_sha, ACCEPTANCE_CONTEXT, state, description, target_url=ref.url or None)
     log.info("status %s=%s on %s", ACCEPTANCE_CONTEXT, state, report.head_sha[:12])
-    return Published(comment=ref, status=status)
+    return Published(comment=ref, status=status, review=post_notes(edge, pr, report))
+
+
+def post_notes(edge: GitHubEdge, pr: int, report: Report) -> ReviewRef | None:
+    """The agent's risk notes on the diff lines they name, as opgate's review of the head (None, with a warning, when
+    GitHub refused it: the notes stay listed by place in the comment). No agent answered in this review: no call, an
+    earlier review of the head keeps its notes."""
+    if not any(a.status == "ok" for a in report.agents):
+        return None
+    notes = review_notes(report)
+    sha = report.head_sha
+    try:
+        ref = edge.upsert_review_notes(
+            pr, sha, notes_marker(sha), review_body(sha, len(notes)), notes, replaced_body(sha)
+        )
+    except ServiceError as exc:
+        log.warning("the agent's inline notes on #%s were not posted: %s", pr, exc)
+        return None
+    if ref.id is not None:
+        log.info("review %s on #%s: %d inline note(s)", "posted" if ref.created else "kept", pr, ref.comments)
+    return ref
 
 
 __all__ = [
@@ -92,6 +116,7 @@ __all__ = [
     "Published",
     "open_edge",
     "post",
+    "post_notes",
     "skip_reason",
     "write_step_summary",
 ]

@@ -104,3 +104,22 @@ class FileBlob(_Result):
     path: str
     content: bytes | None
     mode: Literal["100644", "100755"] = "100644"
+
+
+class ReviewNote(_Result):
+    """One inline comment of a pull-request review: a line of head's file (GitHub's side RIGHT) and its text."""
+
+    path: str
+    line: int
+    body: str
+
+
+class ReviewRef(_Result):
+    """opgate's pull-request review of one head commit: created, edited in place, or replaced by a new one."""
+
+    id: int | None  # None: no review (no note to place and none to clear)
+    created: bool = False
+    updated: bool = False  # comments or the body edited in place
+    replaced: int | None = None  # the earlier review for this head whose comments were removed
+    comments: int = 0
+    url: str = ""

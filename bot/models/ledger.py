@@ -1,10 +1,11 @@
-"""The ledger's rows as pydantic models: agent usage, acceptances, verdicts, reservations, cached replies."""
+"""The ledger's rows as pydantic models: agent usage, acceptances, verdicts, reservations, cached replies, the
+agent's expectations and proposals."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 UsageStatus = Literal["ok", "error", "cached", "over_budget"]
 UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
@@ -107,3 +108,43 @@ class CachedReply(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     created_at: str
+
+
+class ExpectationRow(BaseModel):
+    """One row of `agent_expectations`: an agent's expected metric beside what the review measured (a report's
+    ExpectationCheck, with the review, kernel and domain it belongs to)."""
+
+    review_id: int = 0
+    created_at: str = ""
+    head_sha: str = ""
+    pr: int | None = None
+    kernel: str
+    domain: str
+    metric: str
+    expected: str = Field(description="the agent's value as JSON (a number or a string)")
+    quantity: str = ""
+    subject: str = ""
+    expected_value: float | None = None
+    measured: float | None = None
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    outcome: Literal["inside", "outside", "not_measured"]
+    note: str = ""
+
+
+ProposalKind = Literal["candidate", "tune", "agent_case"]
+
+
+class ProposalRow(BaseModel):
+    """Something the agent proposed and the local runner judged: a candidate patch (`--try-candidates`), an
+    `opgate tune` candidate the agent proposed, a case of its test matrix. `passed`: the candidate passed its gates,
+    or the agent's case found a bug (head fails where base passes)."""
+
+    created_at: str
+    domain: str
+    kernel: str
+    kind: ProposalKind
+    name: str = ""
+    verdict: str
+    passed: bool

@@ -348,6 +348,36 @@ class KernelReport(_Model):
         return ([self.resource_check] if self.resource_check is not None else []) + list(self.arch_checks)
 
 
+class ExpectationCheck(_Model):
+    """One `expected_metrics` entry of the agent held against what the review measured (bot/verdict/expectations.py).
+
+    inside: the expected value lies in the measured 95 % interval (a p50 change), equals the exact figure ptxas or the
+    occupancy table gives (registers, spills, shared memory, occupancy), or bounds the measured error from above
+    (max_abs_err); outside: it does not; not_measured: no measurement of this review matches the name (or the value
+    is not a number)."""
+
+    metric: str = Field(description="the agent's name for it (untrusted text)")
+    expected: float | str = Field(description="the agent's value, as it sent it")
+    quantity: str = Field("", description="what it was matched to: p50 change, p50, max_abs_err, registers, …")
+    subject: str = Field("", description="the case, or the function (and architecture), whose figure it is")
+    expected_value: float | None = Field(None, description="the expected value in the measured figure's unit")
+    measured: float | None = None
+    low: float | None = Field(None, description="the measured 95 % interval's low end (a p50 change or p50)")
+    high: float | None = None
+    unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
+    outcome: Literal["inside", "outside", "not_measured"]
+    note: str = Field("", description="why it was not measured, or how the value was read")
+
+
+class InlineNote(_Model):
+    """A risk note that names a file and a line of the diff (head's side): posted on that line, in opgate's pull-request
+    review of the head commit (bot/review/notes.py places it; the note's text is the agent's, untrusted)."""
+
+    path: str = Field(description="the repository path the diff names")
+    line: int = Field(description="the line in head's file, inside a hunk of the diff")
+    note: str = Field(description="the risk note as the agent wrote it")
+
+
 class AgentReport(_Model):
     status: Literal["ok", "offline", "skipped", "over_budget", "error"]
     domain: str | None = None
@@ -366,6 +396,12 @@ class AgentReport(_Model):
     candidate_patch: str | None = None
     local_commands: list[str] = Field(default_factory=list)
     expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+    inline_notes: list[InlineNote] = Field(
+        default_factory=list, description="the risk notes that name a line inside the diff (posted on that line)"
+    )
+    expectations: list[ExpectationCheck] = Field(
+        default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

@@ -32,6 +32,7 @@ from bot.present.comment_md import (
     verdict_words,
 )
 from bot.present.digest import Digest, digest, short_names
+from bot.present.expectations import expected_line
 from bot.templates import TEMPLATES
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
 from bot.verdict.gate import is_rename, match_base, removed_in_head
@@ -220,6 +221,7 @@ def jinja_env() -> jinja2.Environment:
         achieved=achieved,
         peak_share=peak_share,
         peaks=peaks,
+        expected_line=expected_line,
     )
     return env
 

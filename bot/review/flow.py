@@ -40,6 +40,7 @@ from bot.review.checkout import (
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, not_judged, not_read, unclaimed_reason, with_coverage
 from bot.review.lineage import Origin, origins, renamed_to
+from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
@@ -349,6 +350,7 @@ class Reviewer:
         except AgentFailed as exc:
             agent, unseen = exc.report, exc.unseen
             self.service_errors.append(agent.reason)
+        agent.inline_notes = place_notes(agent.risk_notes, touched)
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent

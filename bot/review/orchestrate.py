@@ -22,6 +22,7 @@ from bot.present.render import render_comment
 from bot.review import ci_summary, fanout
 from bot.spend import pull_request
 from bot.text.safe import one_line
+from bot.verdict import expectations
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -140,7 +141,9 @@ def write(
     pr: int | None,
 ) -> ReviewResult:
     """report.json, the agent's unseen files and comment.md (what --post posts) into `out`; the review in the
-    ledger when `record`. With a pull request the comment carries its history (acceptances, token spend)."""
+    ledger when `record`. With a pull request the comment carries its history (acceptances, token spend). The
+    agents' expected metrics are held against the measurements here, where every part has been merged."""
+    report = expectations.attach(report)
     out.mkdir(parents=True, exist_ok=True)
     report_path, comment_path = out / "report.json", out / "comment.md"
     report_path.write_text(report.to_json())

@@ -249,6 +249,12 @@ class KernelCases:
         )
 
 
+def agent_rules(rules: Kernel, cases: list[Case]) -> Kernel:
+    """`rules` with the agent's admitted cases in place of the manifest's (its reference, builds, constraints and
+    buffers unchanged): `KernelCases.run` judges them after the manifest's, the same way, on both sides."""
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update={"cases": cases})})
+
+
 def shared_failure(head: Built, base: Built | None) -> bool:
     """Head's build fails with first errors base's failed build has too (the runner's or the manifest's)."""
     return base is not None and not base.ok and bool(head.errors) and not new_errors(head.errors, base.errors)

@@ -13,18 +13,27 @@ import requests
 
 from bot import __version__
 from bot.agent.run import AgentFailed, ask
-from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
+from bot.config.manifest import MANIFEST_NAME, Case, Kernel, in_folder
 from bot.config.settings import Settings
 from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.report import AgentReport, Coverage, KernelReport, Machine, Report, aggregate_agents
+from bot.models.report import (
+    AgentCaseReport,
+    AgentReport,
+    Coverage,
+    KernelReport,
+    Machine,
+    ProposedCase,
+    Report,
+    aggregate_agents,
+)
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, to_build
+from bot.review.cases import Builds, KernelCases, agent_rules, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
     INVALID,
@@ -44,6 +53,7 @@ from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict import agent_cases
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
 from bot.verdict.static import check_tunables
@@ -71,6 +81,9 @@ class ReviewRequest:
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
     held_out: frozenset[str] = frozenset()  # cases not run (the tuning search leaves its held-out shapes out)
     arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
+    # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
+    agent_cases: tuple[ProposedCase, ...] = ()
+    agent_name: str = ""
 
 
 class Reviewer:
@@ -203,7 +216,12 @@ class Reviewer:
             return report
         unread = self._not_judged(touched, head_k, base_k)
         report.undecided.extend(unread)
-        report = self._gate_kernel(report, rules, head_k, base_k, touched, unread=bool(unread))
+        matrix, proposer = list(self.request.agent_cases), self.request.agent_name
+        if agent is not None and agent.status == "ok":
+            matrix, proposer = agent.test_matrix, agent.model or (rules.task.model if rules.task else "the agent")
+        report = self._gate_kernel(
+            report, rules, head_k, base_k, touched, unread=bool(unread), matrix=matrix, proposer=proposer
+        )
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
         return report
@@ -217,9 +235,12 @@ class Reviewer:
         touched: list[FileChange] | None = None,
         *,
         unread: bool = False,
+        matrix: list[ProposedCase] | None = None,
+        proposer: str = "",
     ) -> KernelReport:
         """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files;
-        `unread`: changed files no gate reads, already listed as not judged)."""
+        `unread`: changed files no gate reads, already listed as not judged; `matrix`: the agent's test matrix,
+        judged after the manifest's cases within base's [agent_cases])."""
         name = head_k.name
         findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
@@ -264,7 +285,23 @@ class Reviewer:
                     " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
                     " so the verdict stands"
                 )
-        return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
+        if matrix:
+            admitted = agent_cases.admit(matrix, rules.manifest if base_k is not None else None)
+            with self.phases.timed("run"):
+                judged = self._agent_cases(runner, rules, builds, admitted.cases)
+            report.agent_cases = agent_cases.report(proposer or "the agent", len(matrix), admitted, judged)
+        report = kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
+        return agent_cases.fold(report)
+
+    def _agent_cases(
+        self, runner: KernelCases, rules: Kernel, builds: Builds, cases: list[Case]
+    ) -> list[AgentCaseReport]:
+        """The admitted agent cases through the judge, after the manifest's: both sides, base's reference."""
+        if not cases:
+            return []
+        reports = runner.run(agent_rules(rules, cases), builds, trusted_reference=True)
+        base_built = any(b.ok for b in builds.get(BASE, {}).values())
+        return [agent_cases.judged(c, r, base_built=base_built) for c, r in zip(cases, reports, strict=True)]
 
     def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
         """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a

@@ -242,9 +242,14 @@ class Reviewer:
         `unread`: changed files no gate reads, already listed as not judged; `matrix`: the agent's test matrix,
         judged after the manifest's cases within base's [agent_cases])."""
         name = head_k.name
+        admitted = agent_cases.admit(matrix or [], rules.manifest if base_k is not None else None)
+        if matrix:
+            report.agent_cases = agent_cases.report(proposer or "the agent", len(matrix), admitted, [])
         findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
         findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
         if findings:
+            if report.agent_cases is not None and admitted.cases:
+                report.agent_cases.note = agent_cases.NOT_BUILT
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
         if self.request.resource_check:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
@@ -285,11 +290,9 @@ class Reviewer:
                     " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
                     " so the verdict stands"
                 )
-        if matrix:
-            admitted = agent_cases.admit(matrix, rules.manifest if base_k is not None else None)
+        if report.agent_cases is not None and admitted.cases:
             with self.phases.timed("run"):
-                judged = self._agent_cases(runner, rules, builds, admitted.cases)
-            report.agent_cases = agent_cases.report(proposer or "the agent", len(matrix), admitted, judged)
+                report.agent_cases.cases = self._agent_cases(runner, rules, builds, admitted.cases)
         report = kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
         return agent_cases.fold(report)
 

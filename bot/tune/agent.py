@@ -249,7 +249,8 @@ class TuneAgent:
                 completion_tokens=sum(r.completion_tokens for r in self.call.answered[before:]), created_at=now(),
             )
         )  # fmt: skip
-        return _proposal(review, tokens=self._tokens(before), proposer=task.model)
+        model = self.call.answered[-1].model if self.call.answered else task.model
+        return _proposal(review, tokens=self._tokens(before), proposer=model)
 
     def _tokens(self, before: int) -> int:
         return sum(r.total_tokens for r in self.call.answered[before:])

@@ -22,6 +22,7 @@ from bot.verdict.gate import split_reason
 NO_TABLE = "base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run"
 NEW_KERNEL = "a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run"
 BASE_FAILS = "base fails too"
+NOT_BUILT = "not run: the change fails its static checks before anything is built"
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEYS = {"name", "shape", "params"}
 

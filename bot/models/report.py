@@ -326,7 +326,7 @@ class ProposedCase(BaseModel):
 
     model_config = ConfigDict(extra="allow")  # an unknown key is refused with its reason, never dropped unseen
 
-    name: str = Field(max_length=100)
+    name: str  # any text: the reply's size bounds it, a refusal shows its first 64 characters
     shape: dict[str, Any] = Field(default_factory=dict, max_length=16)
     params: dict[str, Any] = Field(default_factory=dict, max_length=16)
 

@@ -63,6 +63,11 @@ def test_an_entry_outside_the_bounds_is_refused_with_its_reason(fields, reason):
     assert refused(entry(**fields)) == [("tail_15", reason)]
 
 
+def test_a_refusal_quotes_the_replys_text_in_one_short_line():
+    [(name, reason)] = refused(ProposedCase.model_validate({"name": "x" * 500, "k" * 300: 1, "b": 2, "c": 3, "d": 4}))
+    assert len(name) <= 64 and reason.endswith("… (an agent case has name, shape and params)") and len(reason) < 300
+
+
 def test_a_name_in_use_and_entries_over_max_cases_are_refused():
     entries = [entry("rows_64"), entry("a"), entry("a"), entry("b"), entry("c"), entry("d"), entry("bad name!")]
     admission = agent_cases.admit(entries, manifest())

@@ -37,13 +37,15 @@ class Admission:
 
 
 def _shown(name: object) -> str:
+    """Untrusted text of the reply as a refusal quotes it: one line, at most 64 characters."""
     return one_line(str(name), 64)
 
 
 def entry_problem(entry: ProposedCase, bounds: AgentCases, taken: set[str]) -> str | None:
     """Why one entry may not run (a key no manifest case has, a value outside its bound, a name in use), or None."""
     if unknown := sorted(set(entry.model_extra or {}) - _KEYS):
-        return f"unknown key {', '.join(map(repr, unknown))} (an agent case has name, shape and params)"
+        named = ", ".join(repr(_shown(k)) for k in unknown[:3]) + (" …" if len(unknown) > 3 else "")
+        return f"unknown key {named} (an agent case has name, shape and params)"
     if not _NAME.fullmatch(entry.name):
         return "the name must be 1 to 64 letters, digits, _ . or -"
     if entry.name in taken:

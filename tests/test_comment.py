@@ -437,7 +437,7 @@ def test_agent_cases_are_listed_under_the_agents_name_and_only_the_one_base_pass
     assert "**Agent cases** proposed by `deepseek-v4` (5 proposed, 3 run, 2 refused)" in text
     assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in text
     assert "| `tail_31` | `m=31, n=16` | ⚠️ base fails too |" in text and "base fails too (base is wrong on it)" in text
-    assert "| `rows_1` | `m=1, n=8` | ✅ pass |" in text  # +9 % is shown, not gated
+    assert "| `rows_1` | `m=1, n=8` | ✅ pass | 1.9e-05 ≤ 0.01 | +9.00% (+6.00%..+12.00%) | — |" in text  # not gated
     assert "- refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in text
     block = text[text.index("**Agent cases**") : text.index("### Agent review")]
     assert problems(block) == []  # the refused name is inert code: no image, no link, no broken table

@@ -553,7 +553,41 @@ def biggest() -> Report:
     return report(kernels, agents=agents, agent=agents[0], coverage=coverage, pr=PR, health=GPU_HEALTH)
 
 
+def agent_cases() -> Report:
+    """The agent's test matrix: one case head breaks (base right), one base breaks too, one passing a slower
+    latency (reported, not gated), two entries refused; the kernel fails on the first one alone."""
+    from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentCasesReport
+    from bot.verdict.agent_cases import fold
+
+    wrong = "correctness: max_abs_err 1.5 > tolerance 1e-05 on out, first bad element out[46, 0]: got 0, reference 1.5"
+    tail = timed("tail_15", 0.0, 0.0, 0.0).model_copy(
+        update=dict(status=CaseStatus.incorrect, verdict="fail", reasons=[wrong], base_correct=True, p50_ms=None,
+                    base_p50_ms=None, regression_pct=None, ci95_pct=None)
+    )  # fmt: skip
+    shared = tail.model_copy(update=dict(name="tail_31", base_correct=False))
+    slower = timed("rows_1", 9.0, 6.0, 12.0).model_copy(update=dict(base_correct=True))
+    block = AgentCasesReport(
+        agent="deepseek-v4",
+        proposed=5,
+        cases=[
+            AgentCaseReport(name="tail_15", shape={"m": 47, "n": 16}, verdict="fail", reasons=[wrong], case=tail),
+            AgentCaseReport(
+                name="tail_31", shape={"m": 31, "n": 16}, verdict="base_fails", case=shared,
+                reasons=[wrong, "base fails too (base is wrong on it): not failed for it"],
+            ),
+            AgentCaseReport(name="rows_1", shape={"m": 1, "n": 8}, verdict="pass", case=slower),
+        ],
+        refused=[
+            AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]"),
+            AgentCaseRefusal(name="x|`![p](https://evil.example/p.png)", reason="the name must be 1 to 64 letters"),
+        ],
+    )  # fmt: skip
+    cases = demo_cases(timed("square_512", 0.2, -1.0, 1.4), timed("ragged_200x328x264", 0.41, -1.2, 1.9))
+    return report([fold(kernel("deepgemm_tile", cases, "pass", agent_cases=block))])
+
+
 REPORTS: dict[str, Callable[[], Report]] = {
+    "agent_cases": agent_cases,
     "pass": passing,
     "fail_latency": fail_latency,
     "fail_correctness": fail_correctness,

@@ -430,3 +430,21 @@ def test_a_launch_declared_not_measured_is_named_first_in_the_headline_and_the_s
     assert len(description[: description.index(":406") + 4]) <= 140  # GitHub keeps 140 characters: the line stays
     headline = render_comment(report, unseen_files=[], pr=None).split("\n")[1]
     assert "undecided: launch figures declared, not measured: kernels/deepgemm_tile/gemm_cuda.cu:406 kernel" in headline
+
+
+def test_agent_cases_are_listed_under_the_agents_name_and_only_the_one_base_passes_fails():
+    text = comment("agent_cases")
+    assert "## ❌ opgate: **fail** — `deepgemm_tile` fails a gate" in text
+    assert "**Agent cases** proposed by `deepseek-v4` (5 proposed, 3 run, 2 refused)" in text
+    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in text
+    assert "| `tail_31` | `m=31, n=16` | ⚠️ base fails too |" in text and "base fails too (base is wrong on it)" in text
+    assert "| `rows_1` | `m=1, n=8` | ✅ pass | 1.9e-05 ≤ 0.01 | +9.00% (+6.00%..+12.00%) | — |" in text  # not gated
+    assert "- refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in text
+    block = text[text.index("**Agent cases**") : text.index("### Agent review")]
+    assert problems(block) == []  # the refused name is inert code: no image, no link, no broken table
+    report = cr.agent_cases()
+    [k] = [k for k in report.kernels if k.agent_cases]
+    assert k.verdict == "fail" and [r for r in k.reasons if "agent case" in r] == [
+        "correctness: agent case tail_15 (proposed by deepseek-v4) max_abs_err 1.5 > tolerance 1e-05 on out, first "
+        "bad element out[46, 0]: got 0, reference 1.5"
+    ]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from werkzeug import Request, Response
 
-from tests.gateway import completion
+from tests.conftest import KernelRepo, make_repo
+from tests.gateway import Gateway, completion
 
 pytestmark = pytest.mark.slow
 
@@ -209,3 +212,72 @@ def test_a_note_on_a_diff_line_is_placed_and_expectations_are_held_against_the_r
         ("latency_p50_regression", "not_measured")
     ]
     db.close()
+
+
+ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
+BODY = "kernels/row_scale/row_scale_cpu.cpp"
+RIGHT_TAIL = "  for (; i < m; ++i) row(x, w, y, i, n);\n"
+# The head bug: the tail (at most 15 rows) unrolled in pairs, its odd last row only when the tail is under 15 rows.
+# m % 16 == 15 loses row m - 1; no manifest case (m = 64, 40) and no probe (the reference defines none) has that tail.
+BROKEN_TAIL = (
+    "  const int64_t tail = m - i;\n"
+    "  for (int64_t r = 0; r + 1 < tail; r += 2) {\n"
+    "    row(x, w, y, i + r, n);\n"
+    "    row(x, w, y, i + r + 1, n);\n"
+    "  }\n"
+    "  if (tail % 2 == 1 && tail < ROWS - 1) row(x, w, y, m - 1, n);\n"
+)
+MATRIX = {
+    **REVIEW_JSON,
+    "candidate_patch": None,
+    "test_matrix": [
+        {"name": "tail_15", "shape": {"m": 47, "n": 16}},  # 2 blocks and a 15-row tail
+        {"name": "huge", "shape": {"m": 5000, "n": 16}},  # outside [agent_cases.shape] m = [1, 256]
+    ],
+}
+
+
+def row_scale_repo(path: Path) -> KernelRepo:
+    """A scratch repository whose one kernel is tests/fixtures/row_scale (right on every tail) at `base`."""
+    repo = make_repo(path, [])
+    shutil.copytree(ROW_SCALE, path / "kernels" / "row_scale")
+    repo.base = repo.commit("row_scale")
+    return repo
+
+
+@pytest.mark.untimed  # what is asserted is correctness; the latency of agent cases is reported, never gated
+def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_spares_one_base_shares(
+    opgate, tmp_path, httpserver
+):
+    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(MATRIX))])
+    repo = row_scale_repo(tmp_path / "repo")
+    repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
+    broken = repo.commit("tail rows in pairs")
+    run = with_key(opgate, repo, broken, gateway.url)
+    assert run.code == 1, run.stdout + run.stderr
+    kernel = run.kernel("row_scale")
+    assert {c["name"]: c["status"] for c in kernel["cases"]} == {"rows_64": "ok", "rows_40": "ok"}  # right on them
+    block = kernel["agent_cases"]
+    assert block["agent"] == "deepseek-v4" and block["proposed"] == 2
+    [tail] = block["cases"]
+    assert tail["name"] == "tail_15" and tail["verdict"] == "fail" and tail["case"]["base_correct"] is True
+    assert tail["case"]["failure"]["index"][0] == 46  # the last row, never written
+    assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
+    reason = next(r for r in kernel["reasons"] if "agent case" in r)
+    assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
+    assert "**Agent cases** proposed by `deepseek-v4`" in run.comment
+    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in run.comment
+    assert "refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in run.comment
+    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
+    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+
+    # Base carries the same bug (head only touches a comment): the agent's case shows it, and does not fail the change.
+    repo.base = broken
+    repo.edit(BODY, "// The kernel body", "// The kernel body, unchanged")
+    run = with_key(opgate, repo, repo.commit("a comment"), gateway.url)
+    kernel = run.kernel("row_scale")
+    [tail] = kernel["agent_cases"]["cases"]
+    assert tail["verdict"] == "base_fails" and tail["case"]["base_correct"] is False
+    assert kernel["verdict"] != "fail" and not any("agent case" in r for r in kernel["reasons"]), kernel["reasons"]
+    assert run.code != 1, run.stdout + run.stderr
+    assert "⚠️ base fails too" in run.comment and "base fails too (base is wrong on it)" in run.comment

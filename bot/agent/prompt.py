@@ -67,10 +67,17 @@ def order(changes: list[FileChange], kernel: Kernel) -> list[FileChange]:
     return sorted(changes, key=lambda c: priority(c, kernel))
 
 
+def matrix_bounds(kernel: Kernel) -> dict[str, object]:
+    """What the prompt says of the test matrix: `[agent_cases]`'s bounds (None: no matrix asked) and the case names."""
+    return {"bounds": kernel.manifest.agent_cases, "cases": [c.name for c in kernel.manifest.cases]}
+
+
 def messages(kernel: Kernel, changes: list[FileChange], left_out: list[str]) -> list[dict[str, str]]:
     """System and user messages for the given diff (nothing trimmed here)."""
     assert kernel.task is not None
-    system = render_prompt("review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path)
+    system = render_prompt(
+        "review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path, **matrix_bounds(kernel)
+    )
     user = render_prompt(
         "review_user.md.j2",
         task=kernel.task,

@@ -443,6 +443,7 @@ def _ok(
     report.candidate_patch = review.candidate_patch
     report.local_commands = review.local_commands
     report.expected_metrics = review.expected_metrics
+    report.test_matrix = review.test_matrix
     return report
 
 

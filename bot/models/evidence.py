@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.judging import CaseRun
-from bot.models.report import Build, DiffStat, ResourceCheckReport, SimulatedCost
+from bot.models.report import Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
 
 
 class Peak(BaseModel):
@@ -77,6 +77,11 @@ class KernelEvidence(BaseModel):
     arch: str | None = Field(None, description="this machine's GPU architecture (sm_90)")
     gpu: str | None = Field(None, description="this machine's GPU model")
     cpu_peak: Peak | None = Field(None, description="this CPU runner's measured peak, when a CPU case declares work")
+    agent_matrix: list[ProposedCase] = Field(default_factory=list, description="the agent's test matrix, as proposed")
+    agent_proposer: str = Field("", description="who proposed it (the agent's model)")
+    agent_runs: list[CaseEvidence] = Field(
+        default_factory=list, description="the admitted agent cases' runs, after the manifest's (base's bounds)"
+    )
 
     def case(self, name: str) -> CaseEvidence | None:
         return next((c for c in self.cases if c.name == name), None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -296,6 +296,9 @@ class CaseReport(_Model):
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(default_factory=list)
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
+    base_correct: bool | None = Field(
+        None, description="base right on the same inputs and probes (None: base was not checked on them)"
+    )
 
 
 class DiffStat(_Model):
@@ -316,6 +319,45 @@ class DiffStat(_Model):
 KernelVerdict = Literal["pass", "fail", "error", "skipped", "undecided", "needs_accept"]
 ReportVerdict = Literal["pass", "fail", "error", "undecided", "needs_accept"]
 VERDICT_ORDER = ("error", "fail", "needs_accept", "undecided", "pass", "skipped")  # the worst first
+
+
+class ProposedCase(BaseModel):
+    """One entry of the agent's test matrix as its reply gives it (untrusted: base's [agent_cases] admits it or not)."""
+
+    model_config = ConfigDict(extra="allow")  # an unknown key is refused with its reason, never dropped unseen
+
+    name: str  # any text: the reply's size bounds it, a refusal shows its first 64 characters
+    shape: dict[str, Any] = Field(default_factory=dict, max_length=16)
+    params: dict[str, Any] = Field(default_factory=dict, max_length=16)
+
+
+AgentCaseVerdict = Literal["pass", "fail", "base_fails", "not_judged"]
+
+
+class AgentCaseReport(_Model):
+    """One agent case the judge ran: pass, fail (head wrong where base is right), base fails too, or not judged."""
+
+    name: str
+    shape: dict[str, int]
+    params: dict[str, Any] = Field(default_factory=dict)
+    verdict: AgentCaseVerdict
+    reasons: list[str] = Field(default_factory=list)
+    case: CaseReport = Field(description="the judge's evidence, as for any case (its latency reported, not gated)")
+
+
+class AgentCaseRefusal(_Model):
+    name: str
+    reason: str
+
+
+class AgentCasesReport(_Model):
+    """The agent's test matrix for one kernel: what base's [agent_cases] admitted and refused, and the verdicts."""
+
+    agent: str = Field(description="who proposed them (the task's model)")
+    proposed: int
+    cases: list[AgentCaseReport] = Field(default_factory=list)
+    refused: list[AgentCaseRefusal] = Field(default_factory=list)
+    note: str = Field("", description="why none ran (no [agent_cases] in base's manifest …)")
 
 
 class KernelReport(_Model):
@@ -342,6 +384,9 @@ class KernelReport(_Model):
         None, description="--try-candidates: the agent's patch on top of head, through the same gates"
     )
     diff: DiffStat | None = Field(None, description="the change to the kernel's files (the CI summary reads it)")
+    agent_cases: AgentCasesReport | None = Field(
+        None, description="the agent's test matrix, run after the manifest's cases (only adds evidence)"
+    )
 
     def resource_checks(self) -> list[ResourceCheckReport]:
         """The resource check of every architecture, the first one first."""
@@ -402,6 +447,7 @@ class AgentReport(_Model):
     expectations: list[ExpectationCheck] = Field(
         default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
     )
+    test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

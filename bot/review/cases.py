@@ -95,10 +95,11 @@ class KernelCases:
         *,
         trusted_reference: bool,
         held_out: frozenset[str] = frozenset(),
+        looks: bool = True,
     ) -> None:
         """Every case of `rules` (the manifest the change is held to) into `evidence`: the runnable ones go to one
-        judge run per device, the rest are recorded as not run and why (`held_out` ones too); then the second looks
-        the gate asks for (callgrind, the CPU peak measured again). Nothing here decides a verdict."""
+        judge run per device, the rest are recorded as not run and why (`held_out` ones too); then, unless `looks` is
+        off, the second looks the gate asks for (callgrind, the CPU peak measured again). Nothing here decides."""
         by_name: dict[str, CaseEvidence] = {}
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
@@ -129,10 +130,12 @@ class KernelCases:
         evidence.cases = [by_name[case.name] for case in rules.manifest.cases]
         if any(_timed_work(case, by_name[case.name]) for case in rules.manifest.cases if case.device == "cpu"):
             evidence.cpu_peak = cpu_peak(self.settings.build_dir / "peak")
-        looks = second_looks(evidence, rules, self.settings.simulate)
-        if looks.simulate and "cpu" in jobs:
-            self._simulate(rules, jobs["cpu"], evidence, looks.simulate, "plain" if trusted_reference else "sandboxed")
-        if looks.refresh_cpu_peak:  # a case above the measured peak: measured again, longer, before it may fail
+        if not looks:  # agent cases: their latency is reported, never gated, so no second look is bought for it
+            return
+        second = second_looks(evidence, rules, self.settings.simulate)
+        if second.simulate and "cpu" in jobs:
+            self._simulate(rules, jobs["cpu"], evidence, second.simulate, "plain" if trusted_reference else "sandboxed")
+        if second.refresh_cpu_peak:  # a case above the measured peak: measured again, longer, before it may fail
             evidence.cpu_peak = cpu_peak(self.settings.build_dir / "peak", refresh=True)
 
     def record_baselines(self, rules: Kernel, report: KernelReport) -> None:
@@ -256,6 +259,12 @@ def _timed_work(case: Case, ce: CaseEvidence) -> bool:
     """The judge timed head on a case that declares its work: its rate needs the device's peak."""
     flops, nbytes = case.work()
     return (flops is not None or nbytes is not None) and ce.run is not None and HEAD in ce.run.timings
+
+
+def agent_rules(rules: Kernel, cases: list[Case]) -> Kernel:
+    """`rules` with the agent's admitted cases in place of the manifest's (its reference, builds, constraints and
+    buffers unchanged): `KernelCases.run` judges them after the manifest's, the same way, on both sides."""
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update={"cases": cases})})
 
 
 def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:

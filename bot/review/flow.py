@@ -21,11 +21,11 @@ from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
 from bot.models.evidence import KernelEvidence
-from bot.models.report import AgentReport, Coverage, KernelReport, Machine, Report, aggregate_agents
+from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, to_build
+from bot.review.cases import KernelCases, agent_rules, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
     INVALID,
@@ -46,6 +46,7 @@ from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict import agent_cases
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, overall
 from bot.verdict.kernel import judge_kernel
@@ -72,6 +73,9 @@ class ReviewRequest:
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
     held_out: frozenset[str] = frozenset()  # cases not run (the tuning search leaves its held-out shapes out)
     arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
+    # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
+    agent_cases: tuple[ProposedCase, ...] = ()
+    agent_name: str = ""
 
 
 class Reviewer:
@@ -180,6 +184,10 @@ class Reviewer:
         if rules is not None and head_k is not None and touched and name not in head.broken and case is not None:
             rules = only_case(rules, case, self.request.latency_limit_pct)
         agent = self._gather(evidence, base, head, touched, origin, candidate_pass=candidate_pass)
+        evidence.agent_matrix, evidence.agent_proposer = list(self.request.agent_cases), self.request.agent_name
+        if agent is not None and agent.status == "ok":
+            task_model = rules.task.model if rules is not None and rules.task else "the agent"
+            evidence.agent_matrix, evidence.agent_proposer = list(agent.test_matrix), agent.model or task_model
         runner = None
         if evidence.gathered and rules is not None and head_k is not None:
             runner = self._gate_evidence(evidence, rules, head_k, base_k, touched)
@@ -277,6 +285,13 @@ class Reviewer:
         evidence.device, evidence.arch, evidence.gpu = self.env.device, self.env.arch, self.env.gpu
         with self.phases.timed("run"):
             runner.run(rules, builds, evidence, trusted_reference=base_k is not None, held_out=self.request.held_out)
+        admitted = agent_cases.admit(evidence.agent_matrix, rules.manifest if base_k is not None else None)
+        if admitted.cases:  # after the manifest's: both sides, base's reference, the judge's own inputs
+            agent_ev = KernelEvidence(name=evidence.name, domain=evidence.domain)
+            with self.phases.timed("run"):
+                runner.run(agent_rules(rules, admitted.cases), builds, agent_ev, trusted_reference=True, looks=False)
+            # a shape under a manifest-free name has no history: no drift figure against an earlier base
+            evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
         return runner
 
     def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:

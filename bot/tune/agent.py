@@ -12,10 +12,10 @@ from typing import Any
 import requests
 from pydantic import BaseModel
 
-from bot.agent import estimate
+from bot.agent import estimate, prompt
 from bot.agent.client import validate_base_url
 from bot.agent.prompt import render_prompt
-from bot.agent.review import AgentOutputError, parse_review
+from bot.agent.review import AgentOutputError, AgentReview, parse_review
 from bot.agent.run import Call, OverBudget, cache_key, converse
 from bot.config.manifest import Kernel
 from bot.config.settings import Settings
@@ -114,7 +114,9 @@ def messages(
     rows, left_out = list(view.rows), 0
     best_label = best_row_label(view.rows)
     while True:
-        system = render_prompt("tune_system.md.j2", task=task, config_path=config_path(kernel))
+        system = render_prompt(
+            "tune_system.md.j2", task=task, config_path=config_path(kernel), **prompt.matrix_bounds(kernel)
+        )
         user = render_prompt(
             "tune_user.md.j2",
             task=task,
@@ -231,7 +233,7 @@ class TuneAgent:
                                   usage_source="cache")
                 )  # fmt: skip
                 log.info("round %s: the same prompt was answered before (%s): 0 tokens", view.round, hit.created_at)
-                return _proposal(review.candidate_patch, tokens=0, cached=True)
+                return _proposal(review, tokens=0, cached=True, proposer=hit.model)
         before = len(self.call.answered)
         try:
             review, content = converse(self.call, self.kernel, messages, self.candidates_dir, stem)
@@ -247,18 +249,22 @@ class TuneAgent:
                 completion_tokens=sum(r.completion_tokens for r in self.call.answered[before:]), created_at=now(),
             )
         )  # fmt: skip
-        return _proposal(review.candidate_patch, tokens=self._tokens(before))
+        model = self.call.answered[-1].model if self.call.answered else task.model
+        return _proposal(review, tokens=self._tokens(before), proposer=model)
 
     def _tokens(self, before: int) -> int:
         return sum(r.total_tokens for r in self.call.answered[before:])
 
 
-def _proposal(patch: str | None, *, tokens: int, cached: bool = False) -> Proposal:
-    if patch is None:
+def _proposal(review: AgentReview, *, tokens: int, cached: bool = False, proposer: str = "") -> Proposal:
+    if review.candidate_patch is None:
         return Proposal(
             outcome="no_candidate", tokens=tokens, cached=cached, detail="the reply's candidate_patch is null"
         )
-    return Proposal(outcome="ok", patch=patch, tokens=tokens, cached=cached)
+    return Proposal(
+        outcome="ok", patch=review.candidate_patch, tokens=tokens, cached=cached, test_matrix=review.test_matrix,
+        proposer=proposer,
+    )  # fmt: skip
 
 
 def best_row_label(rows: Sequence[TableRow]) -> str | None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bot.config.settings import Settings
 from bot.ledger import Ledger
-from bot.models.report import KernelReport
+from bot.models.report import KernelReport, ProposedCase
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer, ReviewRequest
 from bot.review.orchestrate import write
@@ -95,6 +96,8 @@ def review_candidate(
     ledger: Ledger,
     out: Path,
     held_out: frozenset[str] = frozenset(),
+    agent_cases: Sequence[ProposedCase] = (),
+    agent_name: str = "",
 ) -> tuple[KernelReport, float]:
     """Review base...(base + patch) for `kernel` only, offline (the candidate is the agent's; nobody asks it
     again): static checks, resources, builds, cases, gates. Every call is a new Reviewer, so a new secret seed
@@ -102,8 +105,9 @@ def review_candidate(
     started = time.perf_counter()
     with applied(repo, base_sha, patch, kernel) as cand:
         request = ReviewRequest(
-            repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out
-        )
+            repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out,
+            agent_cases=tuple(agent_cases), agent_name=agent_name,
+        )  # fmt: skip
         reviewer = Reviewer(request, settings, ledger)
         report = reviewer.run()
         write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)

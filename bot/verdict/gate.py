@@ -80,6 +80,7 @@ def case_verdict(case: Case, constraints: Constraints, run: CaseRun | None, skip
     head = run.checks.get(HEAD)
     base = run.checks.get(BASE)
     probes = run.probes.get(HEAD, [])
+    report.base_correct = base_correct(run, tol)
     if head is not None:
         report.max_abs_err, report.nan_inf = head.max_abs_err, head.nan_inf
         report.outputs = list(head.outputs)
@@ -136,6 +137,18 @@ def case_verdict(case: Case, constraints: Constraints, run: CaseRun | None, skip
         report.reasons.append(f"base is itself incorrect on this case{on}; latency not compared")
     _judge_latency(report, run, constraints.max_regression_pct, with_base=comparable)
     return report
+
+
+def base_correct(run: CaseRun, tol: float) -> bool | None:
+    """Base right on the case's inputs and probes; False where it is wrong or crashed; None where it was not checked."""
+    if run.failed_label == BASE and run.status in (CaseStatus.timeout, CaseStatus.crashed):
+        return False
+    base = run.checks.get(BASE)
+    if base is None:
+        return None
+    spot = run.spots.get(BASE)
+    wrong = any(check_reasons(c, tol) for c in (base, *run.probes.get(BASE, [])))
+    return not (wrong or (spot is not None and spot.failed))
 
 
 def check_reasons(check: Check, tol: float) -> list[str]:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
+from bot.verdict import agent_cases
 from bot.verdict.compile_errors import new_errors
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
@@ -51,7 +52,7 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
         report.accept_needed.append(NEW_KERNEL)
     report.undecided.extend(ev.unread)
     if ev.static:
-        return kernel_verdict(report, list(ev.static), [], constraints, policy)
+        return with_agent_cases(kernel_verdict(report, list(ev.static), [], constraints, policy), ev, rules)
     checks = [c.model_copy(deep=True) for c in ev.resource_checks]
     report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
     device = "cuda" if ev.device == "cuda" and "cuda" in ev.builds.get(HEAD, {}) else "cpu"
@@ -65,7 +66,30 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
         report.base_build.resources = report.resource_check.base
     cases = [judge_case(case, _evidence_of(ev, case), ev, constraints) for case in rules.manifest.cases]
     report.notes.extend(drift_notes(cases))
-    return kernel_verdict(report, [], cases, constraints, policy)
+    return with_agent_cases(kernel_verdict(report, [], cases, constraints, policy), ev, rules)
+
+
+def with_agent_cases(report: KernelReport, ev: KernelEvidence, rules: Kernel) -> KernelReport:
+    """The agent's test matrix, admitted by base's [agent_cases] (the same pure rule the review ran them by), each
+    admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
+    passes fails the kernel (`agent_cases.fold`). Nothing an agent case shows passes or excuses anything."""
+    if not ev.agent_matrix:
+        return report
+    admitted = agent_cases.admit(ev.agent_matrix, None if ev.new_kernel else rules.manifest)
+    runs = {c.name: c for c in ev.agent_runs}
+    base_built = any(b.ok for b in ev.builds.get(BASE, {}).values())
+    judged = [
+        agent_cases.judged(
+            case, judge_case(case, runs[case.name], ev, rules.manifest.constraints), base_built=base_built
+        )
+        for case in admitted.cases
+        if case.name in runs
+    ]
+    proposer = ev.agent_proposer or "the agent"
+    report.agent_cases = agent_cases.report(proposer, len(ev.agent_matrix), admitted, judged)
+    if admitted.cases and ev.static:
+        report.agent_cases.note = agent_cases.NOT_BUILT
+    return agent_cases.fold(report)
 
 
 def judge_case(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints: Constraints) -> CaseReport:

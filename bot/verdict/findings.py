@@ -17,9 +17,11 @@ def add_case(report: CaseReport, finding: Finding) -> None:
 
 
 def rerender_case(report: CaseReport, findings: list[Finding]) -> None:
-    """Replace the case's findings (a later gate rewrote them); its reasons follow."""
-    report.findings = list(findings)
-    report.reasons = [render(f, case=False) for f in report.findings]
+    """Replace the case's findings (a later gate rewrote them); its reasons follow (a line made outside the gates
+    stays after them)."""
+    made = {render(f, case=False) for f in report.findings}
+    report.findings = [f.model_copy(update={"case": report.name}) for f in findings]
+    report.reasons = [render(f, case=False) for f in report.findings] + [r for r in report.reasons if r not in made]
 
 
 def add_kernel(kernel: KernelReport, finding: Finding, *, once: bool = False) -> None:

@@ -148,6 +148,7 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "resources.no_nvcc": (None, "resource check skipped: nvcc is not on the PATH"),
     "resources.unsupported_arch": ("resource", "{detail}"),
     "resources.launch": ("resource", "{detail}"),
+    "resources.compile_failed": ("resource", "{detail}"),
     "resources.base_compile_fail": (None, "resource check: base's CUDA sources do not compile for {arch}: {error}"),
     "resources.base_compile_fail_log": (
         None,

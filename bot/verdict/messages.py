@@ -162,6 +162,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     # what was not run
     "coverage.no_case_ran": (None, "no case ran: {summary}"),
     "coverage.no_cases": (None, "the manifest has no case"),
+    "coverage.not_compiled": (None, "{path}: changed, compiled by no build: not judged"),
+    "coverage.not_compiled_here": (
+        None,
+        "{path}: changed, compiled by no build that ran here (only {builds}, which needs a CUDA GPU): not judged",
+    ),
+    "coverage.not_read": (
+        None,
+        "{path}: changed, this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu "
+        "files and what they include: not judged",
+    ),
     "coverage.no_probes": (
         None,
         "no boundary probes: the reference defines no make_probes, so only random inputs checked correctness "

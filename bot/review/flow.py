@@ -47,7 +47,7 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict.findings import Finding, add_kernel
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
-from bot.verdict.static import check_tunables
+from bot.verdict.static import tunable_findings
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +223,12 @@ class Reviewer:
         """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files;
         `unread`: changed files no gate reads, already listed as not judged)."""
         name = head_k.name
-        findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
-        findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
+        config = head_k.manifest.config
+        findings: list[str | Finding] = [
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
+            *check_defines(head_k.config, config),
+            *flag_findings(head_k),
+        ]
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
         if self.request.resource_check:

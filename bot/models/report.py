@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.models.finding import Finding
 
 SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
-SCHEMAS = ("opgate.report/1", SCHEMA)  # what reads: a /1 report has no findings, its lines stay as they are
 
 
 class CaseStatus(StrEnum):

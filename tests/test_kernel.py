@@ -10,8 +10,10 @@ import numpy as np
 
 from bot.config.manifest import Case, Kernel, load_kernel
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.finding import Gate, Outcome
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import Build, CaseStatus, CompileError, Resource, ResourceCheckReport
+from bot.verdict.findings import verbatim
 from bot.verdict.gate import RESOURCES_ONLY, Policy
 from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NEW_KERNEL, NO_GPU, judge_kernel, second_looks
 from tests.conftest import ROOT
@@ -145,7 +147,11 @@ def test_what_the_review_found_before_building_decides_first():
     static = evidence(static=["tile_config.json: tile_m=96 not in {64,128,256}"])
     judged = judge_kernel(static, rules(CPU), Policy())
     assert (judged.verdict, judged.cases, judged.build) == ("fail", [], None)
-    new = evidence(CaseEvidence(name="square", run=timed(1.0)), new_kernel=True, unread=["kernels/x.cu: not compiled"])
+    new = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        new_kernel=True,
+        unread=[verbatim("kernels/x.cu: not compiled", Gate.coverage, Outcome.undecided)],
+    )
     asked = judge_kernel(new, rules(CPU), Policy())
     assert asked.verdict == "needs_accept" and asked.accept_needed == [NEW_KERNEL]
     assert asked.undecided == ["kernels/x.cu: not compiled"]

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.finding import Finding
 from bot.models.judging import CaseRun
 from bot.models.report import Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
 
@@ -64,10 +65,12 @@ class KernelEvidence(BaseModel):
     )
     invalid: str = Field("", description="head's kernel.toml could not be read: why")
     new_kernel: bool = Field(False, description="base has no such kernel: judged by the manifest this change wrote")
-    unread: list[str] = Field(default_factory=list, description="changed files no gate reads, each with its reason")
+    unread: list[Finding] = Field(default_factory=list, description="changed files no gate reads, each with its reason")
     notes: list[str] = Field(default_factory=list, description="facts the review states about the change")
     diff: DiffStat | None = None
-    static: list[str] = Field(default_factory=list, description="tunable and flag findings (nothing was built)")
+    static: list[str | Finding] = Field(
+        default_factory=list, description="tunable and flag findings (nothing was built)"
+    )
     builds: dict[str, dict[str, Build]] = Field(default_factory=dict, description="head/base -> device -> its build")
     resource_checks: list[ResourceCheckReport] = Field(
         default_factory=list, description="the compile-only check of every architecture, the first one first"

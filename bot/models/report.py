@@ -1,4 +1,4 @@
-"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+"""The `report.json` contract (schema opgate.report/2; /1 reports still read) as pydantic models."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = "opgate.report/1"
+from bot.models.finding import Finding
+
+SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
 
 
 class CaseStatus(StrEnum):
@@ -294,7 +296,10 @@ class CaseReport(_Model):
         None, description="judge wall time of the whole case, probes and a re-measurement included"
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(
+        default_factory=list, description="its findings, rendered in English (bot/verdict/messages.py)"
+    )
+    findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
     base_correct: bool | None = Field(
         None, description="base right on the same inputs and probes (None: base was not checked on them)"
@@ -373,6 +378,11 @@ class KernelReport(_Model):
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="what the gates found, as data: reasons, undecided, accept_needed and notes are rendered from "
+        "them (a line made outside the gates may have none)",
+    )
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")
@@ -549,7 +559,7 @@ class Isolation(_Model):
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
+    schema_: Literal["opgate.report/1", "opgate.report/2"] = Field(SCHEMA, alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

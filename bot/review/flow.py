@@ -21,6 +21,7 @@ from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
 from bot.models.evidence import KernelEvidence
+from bot.models.finding import Finding
 from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
 from bot.phases import Phases
 from bot.present.progress import Steps
@@ -38,7 +39,7 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged, not_read, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
@@ -50,7 +51,7 @@ from bot.verdict import agent_cases
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, overall
 from bot.verdict.kernel import judge_kernel
-from bot.verdict.static import check_tunables
+from bot.verdict.static import tunable_findings
 
 log = logging.getLogger(__name__)
 
@@ -256,8 +257,12 @@ class Reviewer:
         changed files); the kernel's builds and cases, or None when nothing was built. Static findings stop it
         before anything is built: refused flags never reach a compiler."""
         name = head_k.name
-        findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
-        evidence.static = findings + check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
+        config = head_k.manifest.config
+        evidence.static = [
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
+            *check_defines(head_k.config, config),
+            *flag_findings(head_k),
+        ]
         if evidence.static:
             return None
         if self.request.resource_check:
@@ -294,19 +299,19 @@ class Reviewer:
             evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
         return runner
 
-    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
+    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[Finding]:
         """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a
         kernel without cases, judged by its resource check alone, every changed file that check does not read."""
         paths = [p for c in touched for p in c.paths]
         if not (base_k or head_k).manifest.cases:
             same = [base_k] if base_k is not None and base_k.path == head_k.path else []
-            return not_read(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
+            return not_read_findings(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
         compiled: dict[str, set[str]] = {}
         for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
             for device, spec in k.manifest.build.items():
                 compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
-        return not_judged(paths, head_k.path, compiled, ran)
+        return not_judged_findings(paths, head_k.path, compiled, ran)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""

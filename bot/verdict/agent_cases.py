@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from bot.config.manifest import AgentCases, Case, KernelManifest
+from bot.models.finding import Gate, Outcome
 from bot.models.report import (
     AgentCaseRefusal,
     AgentCaseReport,
@@ -17,7 +18,7 @@ from bot.models.report import (
     ProposedCase,
 )
 from bot.text.safe import one_line
-from bot.verdict.gate import split_reason
+from bot.verdict.findings import add_kernel, verbatim
 
 NO_TABLE = "base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run"
 NEW_KERNEL = "a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run"
@@ -147,10 +148,13 @@ def fold(kernel: KernelReport) -> KernelReport:
     if block is None or not failed:
         return kernel
     for c in failed:
-        for r in c.reasons or [f"fail: {c.case.status.value}"]:
-            gate, rest = split_reason(r)
-            named = f"agent case {c.name} (proposed by {block.agent})"
-            kernel.reasons.append(f"{gate}: {named} {rest}" if gate else f"{named}: {rest}")
+        named = f"agent case {c.name} (proposed by {block.agent})"
+        # the case's own failing findings, named as the agent's case: "correctness: agent case tail_15 (…) …"
+        found = [f for f in c.case.findings if f.outcome in (Outcome.fail, Outcome.error)]
+        if not found:
+            found = [verbatim(r, Gate.correctness, Outcome.fail) for r in c.reasons or [f"fail: {c.case.status.value}"]]
+        for f in found:
+            add_kernel(kernel, f.model_copy(update={"case": named}))
     if kernel.verdict != "error":
         kernel.verdict = "fail"
     return kernel

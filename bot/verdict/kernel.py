@@ -11,6 +11,7 @@ from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
 from bot.verdict import agent_cases
 from bot.verdict.compile_errors import new_errors
+from bot.verdict.findings import add_kernel
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
@@ -50,7 +51,8 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
     constraints = rules.manifest.constraints
     if ev.new_kernel:  # a reference written in the same change proves nothing on its own: a person decides
         report.accept_needed.append(NEW_KERNEL)
-    report.undecided.extend(ev.unread)
+    for f in ev.unread:
+        add_kernel(report, f)
     if ev.static:
         return with_agent_cases(kernel_verdict(report, list(ev.static), [], constraints, policy), ev, rules)
     checks = [c.model_copy(deep=True) for c in ev.resource_checks]

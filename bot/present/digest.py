@@ -8,19 +8,20 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
+from bot.text.i18n import N_, _, ngettext
 from bot.verdict.gate import CASE_GATES, case_reason
 
 KERNEL_GATES = ("resource", *CASE_GATES)
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
-STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
-    "decided": "decided early: the 99.9% interval cleared the limit",
-    "precision": "precise: the 95% interval is narrow enough",
-    "max_processes": "cap: processes",
-    "max_samples": "cap: samples",
-    "max_seconds": "cap: time",
-    "no_base": "no base to compare",
-    "identical_build": "identical build: not timed",
+STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads (message ids: translated where shown)
+    "decided": N_("decided early: the 99.9%% interval cleared the limit"),
+    "precision": N_("precise: the 95%% interval is narrow enough"),
+    "max_processes": N_("cap: processes"),
+    "max_samples": N_("cap: samples"),
+    "max_seconds": N_("cap: time"),
+    "no_base": N_("no base to compare"),
+    "identical_build": N_("identical build: not timed"),
 }
 
 
@@ -167,13 +168,14 @@ def undecided_summary(k: KernelReport) -> str:
     """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
     latency = [c for c in k.cases if c.verdict == "inconclusive"]
     of_latency = {case_reason(c.name, r) for c in latency for r in c.reasons}
-    parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    parts = [ngettext("latency undecided on %(num)s case", "latency undecided on %(num)s cases", len(latency))]
+    parts = parts if latency else []
     if launches := list(dict.fromkeys(s for c in k.resource_checks() for s in c.launch_unmeasured)):
-        more = f" and {len(launches) - 1} more" if len(launches) > 1 else ""  # first: the status keeps 140 characters
-        parts.insert(0, f"launch figures declared, not measured: {launches[0]}{more}")
+        more = _(" and %(n)s more", n=len(launches) - 1) if len(launches) > 1 else ""  # the status keeps 140 chars
+        parts.insert(0, _("launch figures declared, not measured: %(first)s%(more)s", first=launches[0], more=more))
     if any(u not in of_latency for u in k.undecided):
-        parts.append("not everything it changes was run")
-    return "; ".join(parts)
+        parts.append(_("not everything it changes was run"))
+    return _("; ").join(parts)
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:

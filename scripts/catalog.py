@@ -44,6 +44,14 @@ def _sources() -> Iterator[tuple[Path, str]]:
         yield path, "python"
 
 
+def findings() -> list[str]:
+    """The findings' messages (bot/verdict/messages.py: labels and texts with `{name}` parameters, str.format)."""
+    sys.path.insert(0, str(ROOT))
+    from bot.verdict.messages import LABELS, MESSAGES
+
+    return [*LABELS.values(), *(text for _label, text in MESSAGES.values())]
+
+
 def extracted() -> Catalog:
     """Every message id the templates and bot/ use, with where each is used."""
     catalog = Catalog(
@@ -56,6 +64,9 @@ def extracted() -> Catalog:
             for line, message, comments, context in extract(method, f, KEYWORDS, options=options):
                 where = (path.relative_to(ROOT).as_posix(), line)
                 catalog.add(message, locations=[where], auto_comments=comments, context=context)
+    for message in findings():
+        if message != "{text}":  # a line made elsewhere, shown as it was written
+            catalog.add(message, locations=[("bot/verdict/messages.py", 0)], flags=["python-brace-format"])
     return catalog
 
 

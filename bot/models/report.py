@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.finding import Finding
+
 SCHEMA = "opgate.report/1"
 
 
@@ -294,7 +296,10 @@ class CaseReport(_Model):
         None, description="judge wall time of the whole case, probes and a re-measurement included"
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(
+        default_factory=list, description="its findings, rendered in English (bot/verdict/messages.py)"
+    )
+    findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
 
 
@@ -331,6 +336,11 @@ class KernelReport(_Model):
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="what the gates found, as data: reasons, undecided, accept_needed and notes are rendered from "
+        "them (a line made outside the gates may have none)",
+    )
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")

@@ -39,25 +39,10 @@ VERDICT_LABELS = {
     "undecided": N_("undecided"),
     "needs_accept": N_("needs accept"),
 }
-# The gates as the users' acceptance checklist names them (正确性, 性能, 资源, 稳定性 in zh-CN).
-GATE_NAMES = {
-    "correctness": N_("correctness"),
-    "stability": N_("stability"),
-    "performance": N_("performance"),
-    "performance inconclusive": N_("performance inconclusive"),
-    "performance not judged": N_("performance not judged"),
-    "measurement rejected": N_("measurement rejected"),
-    "implausible": N_("implausible"),
-    "resource": N_("resources"),
-}
 
 
 def verdict_label(verdict: str) -> Safe:
     return Safe(_(VERDICT_LABELS[verdict]) if verdict in VERDICT_LABELS else untrusted(verdict))
-
-
-def gate_name(gate: str) -> Safe:
-    return Safe(_(GATE_NAMES[gate]) if gate in GATE_NAMES else untrusted(gate))
 
 
 def verdict_words(k: KernelReport) -> Safe:
@@ -77,7 +62,7 @@ def evidence(ln: Line, single: bool = False) -> Safe:
     """A headline line (failing, needs /accept, undecided): icon, kernel (when there are several), **gate**, `case`,
     the measured value and the limit."""
     kernel = "" if single else f"`{code(ln.kernel)}` · "
-    gate = f"**{gate_name(ln.gate)}** " if ln.gate else ""
+    gate = f"**{untrusted(ln.gate)}** " if ln.gate else ""
     case = (f"`{code(ln.case)}`" + ("" if ln.gate else ":") + " ") if ln.case else ""
     return Safe(f"{ICONS[ln.verdict]} {kernel}{gate}{case}{untrusted(ln.text)}")
 
@@ -168,7 +153,7 @@ def delta_cell(c: CaseReport) -> Safe:
         c.verdict == "fail"
         and c.status == CaseStatus.ok
         and wall_failed
-        and any(r.startswith("performance:") for r in c.reasons)
+        and any(f.key == "performance.regression" for f in c.findings)
     ):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""

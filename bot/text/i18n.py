@@ -74,6 +74,11 @@ def current() -> str:
     return _speaking.get()
 
 
+def translate(locale: str, message: str) -> str:
+    """`message` (an English message id) in `locale`, unformatted (bot.verdict.messages fills its `{name}`s)."""
+    return translations(locale).gettext(message)
+
+
 def _(message: str, **params: Any) -> str:
     """`message` in the current locale, its `%(name)s` parameters filled in (plain text: the caller escapes). Like
     Jinja's new-style gettext, a message is always a format string: a literal percent sign is written `%%`."""

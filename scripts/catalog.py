@@ -95,7 +95,7 @@ def locales() -> list[Path]:
 def updated(po: Path, template: Catalog) -> bytes:
     with po.open("rb") as f:
         catalog = read_po(f, locale=po.parent.parent.name, domain="opgate")
-    catalog.update(template, no_fuzzy_matching=False)
+    catalog.update(template, no_fuzzy_matching=True)
     catalog.obsolete.clear()
     catalog.revision_date, catalog.fuzzy = DATE, False
     catalog.header_comment = HEADER.replace("English message ids", f"{catalog.locale_identifier} translations")

@@ -8,7 +8,8 @@ from typing import Any
 
 from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, KernelReport, RunnerHealth
 from bot.present.digest import STOP_REASONS, Counts, KernelView, Line, undecided_summary
-from bot.text.i18n import N_, _, ngettext
+from bot.text.i18n import N_
+from bot.text.i18n import gettext as _
 from bot.text.safe import Safe, code, untrusted
 
 ICONS = {
@@ -86,7 +87,8 @@ def tally(t: dict[str, int], total: int) -> Safe:
     for verdict, first_one, first_many, one, many in _TALLY:
         if t.get(verdict):
             n = t[verdict]
-            parts.append(ngettext(first_one, first_many, n, total=total) if not parts else ngettext(one, many, n))
+            first = first_one if n == 1 else first_many  # each form its own message: the parts read as a list
+            parts.append(_(first, num=n, total=total) if not parts else _(one if n == 1 else many, num=n))
     return Safe(_(", ").join(parts))
 
 
@@ -108,7 +110,8 @@ def built(b: Build | None, label: str) -> Safe:
     if b is None:
         return Safe("")
     took = _("(cached)") if b.cached else f"{b.seconds:.1f} s"
-    return Safe(f"{label} {b.device} {'ok' if b.ok else _('**failed**')} {took}")
+    outcome = _("ok") if b.ok else _("**failed**")
+    return Safe(f"{label} {b.device} {outcome} {took}")
 
 
 # -- the case table: one cell per gate, the failing one marked ---------------------------------------------

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.finding import Finding, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
-from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, _, current, ngettext, translate
+from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import gettext as _
 from bot.verdict.messages import label, register_locale, render, text
 
 for _locale in LOCALES:  # the findings' messages read through the same catalogs as the templates

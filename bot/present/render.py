@@ -119,8 +119,17 @@ def occupancy(o: Occupancy | None) -> str:
     return "—" if o is None else f"{o.occupancy_pct:g}%"
 
 
+# What limits occupancy (bot/verdict/occupancy.py's names), as the table shows it.
+LIMITS = {"registers": N_("registers"), "shared memory": N_("shared memory"), "threads": N_("threads"),
+          "blocks": N_("blocks"), "barriers": N_("barriers")}  # fmt: skip
+
+
 def limited(o: Occupancy | None) -> str:
-    return "—" if o is None else ", ".join(o.limited_by)
+    return (
+        "—"
+        if o is None
+        else i18n.gettext(", ").join(i18n.gettext(LIMITS[f]) if f in LIMITS else f for f in o.limited_by)
+    )
 
 
 _GITHUB_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~/#?=&%-]*")
@@ -331,7 +340,7 @@ def render_comment(
         if len(text) <= COMMENT_TARGET:
             return text
     with i18n.speaking(locale):
-        cut = f"\n\n{i18n._(CUT)}\n"
+        cut = f"\n\n{i18n.gettext(CUT)}\n"
     return text[: text.rfind("\n", 0, COMMENT_TARGET - len(cut))] + cut
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bot.edges.publish import PrContext, pr_context
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
     AgentReport,
@@ -31,6 +32,7 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.verdict.gate import case_reason
+from bot.verdict.messages import render
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -64,12 +66,15 @@ def cpu_use(timed: float = 0.09, untimed: float = 0.02) -> dict[str, CpuUse]:
 def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **update: object) -> CaseReport:
     """A case measured on both sides: correct, Δp50 `delta` with its CI, judged like bot.gate does at 3%."""
     verdict = "fail" if low > 3.0 else "pass" if high <= 3.0 else "inconclusive"
-    reasons = []
-    span = f"p50 {delta:+.2f}% (95% CI {low:+.2f}%..{high:+.2f}%)"
+    findings = []  # as bot/verdict/gate.py makes them; the case's reasons are their lines
+    params = {"delta": f"{delta:+.2f}%", "low": f"{low:+.2f}%", "high": f"{high:+.2f}%", "limit": "3"}
     if verdict == "fail":
-        reasons.append(f"performance: {span} > 3% limit")
+        findings.append(Finding(gate=Gate.performance, outcome=Outcome.fail, key="performance.regression",
+                                params=params, case=name, value=delta, limit=3.0, unit="%"))  # fmt: skip
     elif verdict == "inconclusive":
-        reasons.append(f"performance inconclusive: {span} straddles the 3% limit")
+        findings.append(Finding(gate=Gate.performance, outcome=Outcome.undecided, key="performance.inconclusive",
+                                params=params, case=name, value=delta, limit=3.0, unit="%"))  # fmt: skip
+    reasons = [render(f, case=False) for f in findings]
     case = CaseReport(
         name=name,
         device="cpu",
@@ -90,6 +95,7 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
         other_cores=0.08,
         verdict=verdict,
         reasons=reasons,
+        findings=findings,
     )
     return case.model_copy(update=update)
 
@@ -140,7 +146,12 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] 
     from bot.verdict.gate import case_reason
 
     found = list(reasons or [])
-    found += [case_reason(c.name, r) for c in cases if c.verdict in ("fail", "error") for r in c.reasons]
+    of_cases = [f.model_copy(update={"kernel": name}) for c in cases for f in c.findings if c.verdict == "fail"]
+    made = {render(f, case=False) for f in of_cases}  # a finding's line on its kernel names the case after the gate
+    found += [render(f) for f in of_cases]
+    found += [
+        case_reason(c.name, r) for c in cases if c.verdict in ("fail", "error") for r in c.reasons if r not in made
+    ]
     k = KernelReport(
         name=name,
         domain=kw.pop("domain", "deepgemm"),
@@ -149,6 +160,7 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] 
         reasons=found,
         cases=cases,
         notes=["change size: 1 file(s) of this kernel changed, +1/-1 lines (what reverting this pull request undoes)"],
+        findings=of_cases,
         **kw,
     )
     return builds(k)

@@ -334,12 +334,11 @@ def render_comment(
     rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.
     """
     text = ""
-    locale = locale or i18n.current()
-    for room in ROOMS:
-        text = _comment(report, unseen_files or [], pr, room, locale)
-        if len(text) <= COMMENT_TARGET:
-            return text
-    with i18n.speaking(locale):
+    with i18n.speaking(locale or i18n.current()):  # the digest's lines as well as the template's words
+        for room in ROOMS:
+            text = _comment(report, unseen_files or [], pr, room, i18n.current())
+            if len(text) <= COMMENT_TARGET:
+                return text
         cut = f"\n\n{i18n.gettext(CUT)}\n"
     return text[: text.rfind("\n", 0, COMMENT_TARGET - len(cut))] + cut
 

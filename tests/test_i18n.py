@@ -114,8 +114,9 @@ def test_every_finding_message_reads_as_chinese_with_its_numbers_and_names_as_th
 
 
 def _data_texts(report: Report) -> set[str]:
-    """Text the report holds as data made outside the catalog (a fixture's reason string, an agent's reason, a
-    runner's skip reason, a note without a message): shown as written, in whatever language it was written."""
+    """Text the report holds as data made outside the catalog (an agent's reason, a runner's skip reason, a worker's
+    crash detail as a finding's parameter, a verbatim finding): shown as written, in whatever language it was
+    written. The comment's own words, and every finding's message around its parameters, are the catalog's."""
     found: set[str] = set()
 
     def walk(value: Any) -> None:
@@ -128,12 +129,10 @@ def _data_texts(report: Report) -> set[str]:
         elif isinstance(value, str) and len(value.split()) >= 3:
             found.add(value)
 
-    dump = report.model_dump(mode="json")
-    for k in dump["kernels"]:
-        for c in k["cases"]:
-            c.pop("findings", None)
-        k.pop("findings", None)
-    walk(dump)
+    walk(report.model_dump(mode="json"))  # a finding's message is the catalog's; a parameter's text is data
+    findings = [f for k in report.kernels for f in (*k.findings, *(f for c in k.cases for f in c.findings))]
+    params = {str(v) for f in findings for v in f.params.values()}  # "{reason}": the line is its parameter
+    found -= {catalog.render(f, case=case) for f in findings for case in (True, False)} - params  # English lines
     functions = sorted({r.function for k in report.kernels for b in (k.build, k.base_build) if b for r in b.resources})
     short = short_names(functions)
     return found | {shorten(text, short) for text in found}

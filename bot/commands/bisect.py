@@ -22,6 +22,7 @@ from bot.mainline import bisect, bisect_run, commits
 from bot.mainline import drift as drift_core
 from bot.mainline.bisect import BisectReport
 from bot.mainline.store import History
+from bot.models.output import BisectSummary
 from bot.present.render import commit_url, render
 from bot.text.safe import one_line
 
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         result = _bisect(req, settings, ledger, say)
     _, path = write(result, args.out, settings)
     if args.json:
-        print(json.dumps(summary(result, path)))
+        print(BisectSummary.model_validate(summary(result, path)).text())
     else:
         print(f"opgate: {headline(result)} -> {path}")
         print(f"opgate: reproduce: {result.reproduce}")

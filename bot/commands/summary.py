@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.mainline.drift import DriftCheck
 from bot.mainline.store import History
+from bot.models.output import Issue, SummaryOutput
 from bot.present.render import render
 from bot.spend import budget, tokens
 from bot.text.safe import Safe, one_line
@@ -95,15 +95,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
         lines.append(f"opgate: issue #{issue.number} {verb}: {issue.url}")
     if args.json:
-        data = {
-            "week": week,
-            "path": str(path),
-            "domains": [d.model_dump(mode="json", exclude={"weekly", "daily"}) for d in summary.domains],
-            "anomalies": [d.domain for d in summary.anomalies],
-            "drift": [c.model_dump(mode="json") for c in flagged],
-            "issue": None if issue is None else {"number": issue.number, "url": issue.url},
-        }
-        print(json.dumps(data))
+        out = SummaryOutput(
+            week=week,
+            path=str(path),
+            domains=[d.model_dump(mode="json", exclude={"weekly", "daily"}) for d in summary.domains],
+            anomalies=[d.domain for d in summary.anomalies],
+            drift=[c.model_dump(mode="json") for c in flagged],
+            issue=None if issue is None else Issue(number=issue.number, url=issue.url),
+        )
+        print(out.text())
     else:
         print("\n".join(lines))
     return 0

@@ -1,4 +1,4 @@
-"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+"""The `report.json` contract (schema opgate.report/2; /1 reports still read) as pydantic models."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.finding import Finding
 
-SCHEMA = "opgate.report/1"
+SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
 
 
 class CaseStatus(StrEnum):
@@ -477,7 +477,7 @@ class Isolation(_Model):
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
+    schema_: Literal["opgate.report/1", "opgate.report/2"] = Field(SCHEMA, alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

@@ -37,16 +37,17 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged, not_read, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict.findings import Finding, add_kernel
 from bot.verdict.flags import check_defines
 from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
-from bot.verdict.static import check_tunables
+from bot.verdict.static import tunable_findings
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +203,8 @@ class Reviewer:
             report.notes.append("agent only: built, run and gated in another job")
             return report
         unread = self._not_judged(touched, head_k, base_k)
-        report.undecided.extend(unread)
+        for f in unread:
+            add_kernel(report, f)
         report = self._gate_kernel(report, rules, head_k, base_k, touched, unread=bool(unread))
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
             self._try_candidate(report, agent.candidate_patch, base, head)
@@ -221,8 +223,12 @@ class Reviewer:
         """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files;
         `unread`: changed files no gate reads, already listed as not judged)."""
         name = head_k.name
-        findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
-        findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
+        config = head_k.manifest.config
+        findings: list[str | Finding] = [
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
+            *check_defines(head_k.config, config),
+            *flag_findings(head_k),
+        ]
         if findings:
             return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
         if self.request.resource_check:
@@ -266,19 +272,19 @@ class Reviewer:
                 )
         return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
 
-    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
+    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[Finding]:
         """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a
         kernel without cases, judged by its resource check alone, every changed file that check does not read."""
         paths = [p for c in touched for p in c.paths]
         if not (base_k or head_k).manifest.cases:
             same = [base_k] if base_k is not None and base_k.path == head_k.path else []
-            return not_read(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
+            return not_read_findings(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
         compiled: dict[str, set[str]] = {}
         for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
             for device, spec in k.manifest.build.items():
                 compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
-        return not_judged(paths, head_k.path, compiled, ran)
+        return not_judged_findings(paths, head_k.path, compiled, ran)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""

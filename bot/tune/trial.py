@@ -51,7 +51,7 @@ def trial_from(
         CaseResult(
             name=c.name,
             # above the hardware's peak: no speed to trust, whatever the interval says (as the review fails it)
-            status=IMPLAUSIBLE if any(r.startswith(f"{IMPLAUSIBLE}:") for r in c.reasons) else c.status.value,
+            status=IMPLAUSIBLE if any(f.key == "plausibility.over_peak" for f in c.findings) else c.status.value,
             verdict=c.verdict,
             regression_pct=c.regression_pct,
             ci95_pct=(c.ci95_pct[0], c.ci95_pct[1]) if c.ci95_pct and len(c.ci95_pct) == 2 else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -816,7 +817,7 @@ def _of_case(c: CaseReport, outcome: Outcome) -> list[Finding]:
 
 def kernel_verdict(
     kernel: KernelReport,
-    static_findings: list[str] | list[Finding],
+    static_findings: Sequence[str | Finding],
     cases: list[CaseReport],
     constraints: Constraints,
     policy: Policy,

@@ -162,6 +162,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     # what was not run
     "coverage.no_case_ran": (None, "no case ran: {summary}"),
     "coverage.no_cases": (None, "the manifest has no case"),
+    "coverage.not_compiled": (None, "{path}: changed, compiled by no build: not judged"),
+    "coverage.not_compiled_here": (
+        None,
+        "{path}: changed, compiled by no build that ran here (only {builds}, which needs a CUDA GPU): not judged",
+    ),
+    "coverage.not_read": (
+        None,
+        "{path}: changed, this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu "
+        "files and what they include: not judged",
+    ),
     "coverage.no_probes": (
         None,
         "no boundary probes: the reference defines no make_probes, so only random inputs checked correctness "
@@ -220,23 +230,41 @@ def message(key: str) -> tuple[str | None, str]:
     return MESSAGES[key]
 
 
+class _Args(dict[str, object]):
+    """A message's parameters; one the finding lacks stays `{name}` in the text instead of raising."""
+
+    def __missing__(self, name: str) -> str:
+        return "{" + name + "}"
+
+
+def _fill(key: str, args: dict[str, object], locale: str) -> str:
+    """The message's text in `locale` with its parameters; an id the catalog lacks (a report from another opgate,
+    or a forged part) is shown as it is, never formatted."""
+    gettext = _gettext(locale)
+    if key not in MESSAGES:
+        return key
+    try:
+        return gettext(MESSAGES[key][1]).format_map(_Args(args))
+    except (ValueError, IndexError, AttributeError):  # a translation with a broken placeholder: the English text
+        return MESSAGES[key][1].format_map(_Args(args))
+
+
 def phrase(p: Phrase, locale: str = "en") -> str:
     """One phrase in `locale`."""
-    return _gettext(locale)(message(p.key)[1]).format(**p.params)
+    return _fill(p.key, dict(p.params), locale)
 
 
 def label(finding: Finding, locale: str = "en") -> str | None:
     """The finding's label as the reader sees it ("performance inconclusive"); None for a message without one."""
-    lab = message(finding.key)[0]
+    lab = MESSAGES.get(finding.key, (None, ""))[0]
     return None if lab is None else _gettext(locale)(LABELS[lab])
 
 
 def text(finding: Finding, locale: str = "en") -> str:
     """The finding's sentence without its label and case: "p50 +10.53% (95% CI …) > 3% limit"."""
-    gettext = _gettext(locale)
     args: dict[str, object] = dict(finding.params)
     args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in finding.phrases.items()})
-    return gettext(message(finding.key)[1]).format(**args) + "".join(phrase(t, locale) for t in finding.tail)
+    return _fill(finding.key, args, locale) + "".join(phrase(t, locale) for t in finding.tail)
 
 
 def render(finding: Finding, locale: str = "en", *, case: bool = True) -> str:

@@ -17,8 +17,11 @@ def check_tunables(config: dict[str, Any], allowed: dict[str, list[Any]], config
     return [render(f) for f in tunable_findings(config, allowed, config_name)]
 
 
-def tunable_findings(config: dict[str, Any], allowed: dict[str, list[Any]], config_name: str) -> list[Finding]:
-    """Every key allowed, every allowed key present, every value in its set; each finding at the config file."""
+def tunable_findings(
+    config: dict[str, Any], allowed: dict[str, list[Any]], config_name: str, path: str | None = None
+) -> list[Finding]:
+    """Every key allowed, every allowed key present, every value in its set; each finding at the config file (`path`
+    from the repository root, else `config_name`)."""
 
     def found(message: str, **params: str) -> Finding:
         return Finding(
@@ -26,7 +29,7 @@ def tunable_findings(config: dict[str, Any], allowed: dict[str, list[Any]], conf
             outcome=Outcome.fail,
             key=message,
             params={"config": config_name, **params},
-            file=config_name,
+            file=path or config_name,
         )
 
     findings = []

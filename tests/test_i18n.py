@@ -253,3 +253,19 @@ def test_is_chinese_allows_names_numbers_units_and_code_only():
     assert not is_chinese("p50 is slower than base on every case")
     assert not is_chinese("square_512 10.53% 3 ms")  # no Chinese at all
     assert english_runs("needs a CUDA GPU; this machine has none") == ["this machine has none"]
+
+
+def test_the_weekly_token_summary_is_written_in_the_locale_the_environment_names(opgate, tmp_path):
+    """The real CLI: OPGATE_LOCALE (what the reusable workflows' `locale` input sets) over the configuration."""
+    from tests.test_summary import WEEK, seed
+
+    seed(tmp_path / "ledger.sqlite")
+    run = opgate("summary", "--out-dir", str(tmp_path / "reports"), env={"OPGATE_LOCALE": ZH})
+    assert run.code == 0, run.stderr
+    text = (tmp_path / "reports" / f"summary-{WEEK}.md").read_text()
+    assert f"## opgate token 汇总 — {WEEK}" in text
+    assert "| 任务 | 请求数 | 平均输入 | 平均输出 | 合计 | 预算 | 已用 % | 异常 | 本地动作 |" in text
+    assert "| DeepGEMM | 1 | 8,000 | 1,000 | 9,000 | 500,000 | 1.8% |" in text  # numbers as in English
+    # The anomaly and local-action cells are bot/spend's own text, still English (not yet in the catalog).
+    spend_cells = {cell for line in text.splitlines() if line.startswith("| ") for cell in line.split(" | ")[7:9]}
+    assert english_runs(_without(text, spend_cells)) == []

@@ -41,3 +41,13 @@ def test_rewriting_a_cases_findings_keeps_the_lines_made_outside_the_gates():
     add_case(c, Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
     rerender_case(c, [verbatim("replaced", Gate.run, Outcome.fail)])
     assert c.reasons == ["replaced", "artifact refused: too large"] and c.findings[0].case == "sq"
+
+
+def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_it_replaced():
+    from bot.config.manifest import Case, Constraints
+    from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+
+    c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed
+    c.verdict, c.reasons = "fail", ["head does not build"]
+    k = kernel_verdict(_k(), [], [c], Constraints(), Policy())
+    assert k.reasons == ["sq: head does not build"] and k.findings[-1].params == {"text": "head does not build"}

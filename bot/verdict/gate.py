@@ -802,17 +802,15 @@ _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
 def _of_case(c: CaseReport, outcome: Outcome) -> list[Finding]:
-    """The case's findings as its kernel states them (a case made outside the gate: its lines, verbatim)."""
-    if c.findings:
-        return [f.model_copy(update={"outcome": outcome, "case": c.name}) for f in c.findings]
-    if c.reasons:
-        return [verbatim(r, Gate.run, outcome, case=c.name) for r in c.reasons]
-    if c.verdict == "inconclusive":
-        return [
-            _finding(Gate.performance, "performance.latency_undecided", outcome).model_copy(update={"case": c.name})
-        ]
-    found = _finding(Gate.run, "run.verdict_status", outcome, verdict=c.verdict, status=c.status.value)
-    return [found.model_copy(update={"case": c.name})]
+    """The case's findings as its kernel states them, one per line of its reasons (a line set outside the gate, with
+    no finding rendered to it, verbatim)."""
+    rendered = {render(f, case=False): f for f in c.findings}
+    found = [rendered[r] if r in rendered else verbatim(r, Gate.run, outcome) for r in c.reasons]
+    if not found and c.verdict == "inconclusive":
+        found = [_finding(Gate.performance, "performance.latency_undecided", outcome)]
+    elif not found:
+        found = [_finding(Gate.run, "run.verdict_status", outcome, verdict=c.verdict, status=c.status.value)]
+    return [f.model_copy(update={"outcome": outcome, "case": c.name}) for f in found]
 
 
 def kernel_verdict(

@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "phases": set(),
     "templates": set(),
-    "text": {"errors"},
+    "text": {"errors", "templates"},
     "models": {"errors"},
     "config": {"errors", "text", "models"},
     "verdict": FOUNDATION,

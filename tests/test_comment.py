@@ -403,7 +403,8 @@ def test_the_comment_reads_the_same_from_report_json():
 
 
 def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
-    """Each ```mermaid block parses and draws one bar per case (three overlapping series: CI high, Δp50, mask)."""
+    """Each ```mermaid block parses and draws one bar per case (three overlapping series: CI high, Δp50, mask), in
+    every comment in English and in Chinese (zh-CN: its titles and labels in Han characters)."""
     from tests import browser, comment_page
 
     mermaid = comment_page.mermaid_path()
@@ -413,7 +414,8 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
     comments = []
     for make in cr.REPORTS.values():
         report = make()
-        comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000)))
+        for locale in ("en", "zh-CN"):
+            comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000), locale=locale))
     every = "\n\n".join(comments)  # one page: each chart in the order the comments hold them
     expected = [
         len(re.search(r"x-axis \[(.*)\]", block).group(1).split('", "')) for block in every.split("```mermaid\n")[1:]
@@ -426,7 +428,9 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
             "[...document.querySelectorAll('.mermaid svg')].map(s => s.querySelectorAll('g.bar-plot-0 rect').length)",
         )
         assert not chromium.evaluate(loaded, "document.body.innerText.includes('Syntax error')")
-    assert bars == expected and len(bars) >= 10
+        titles = chromium.evaluate(loaded, "[...document.querySelectorAll('.mermaid svg')].map(s => s.textContent)")
+    assert bars == expected and len(bars) >= 20
+    assert any("颜色在测得值处变化" in t for t in titles) and any("shade changes" in t for t in titles)
 
 
 def test_every_resource_column_reads_base_to_head_threads_and_stack_included():

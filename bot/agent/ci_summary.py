@@ -26,6 +26,7 @@ from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts
 from bot.models.report import AgentReport, CiSummary, CiSummaryCause
+from bot.text.i18n import LANGUAGES
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -92,10 +93,10 @@ def facts_json(facts: CiSummaryFacts, secrets: list[str]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def messages(task: AgentTask, facts: CiSummaryFacts, secrets: list[str]) -> list[dict[str, str]]:
-    """System and user messages for these facts (nothing shortened here)."""
+def messages(task: AgentTask, facts: CiSummaryFacts, secrets: list[str], locale: str = "en") -> list[dict[str, str]]:
+    """System and user messages for these facts (nothing shortened here), asking for an answer in `locale`."""
     kernels = [(k.name, k.verdict) for k in facts.kernels]
-    system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels)
+    system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels, language=LANGUAGES.get(locale))
     user = render_prompt(
         "ci_summary_user.md.j2",
         task=task,
@@ -149,12 +150,12 @@ class Prompt(BaseModel):
     tokens: int
 
 
-def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str]) -> Prompt:
+def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str], locale: str = "en") -> Prompt:
     """The first level whose prompt fits `budget` tokens; the smallest one when none fits (the caller refuses it)."""
     prompt = None
     for level in LEVELS:
         used = shaped(facts, level)
-        msgs = messages(task, used, secrets)
+        msgs = messages(task, used, secrets, locale)
         prompt = Prompt(messages=msgs, facts=used, tokens=estimate.count_messages(msgs))
         if prompt.tokens <= budget:
             break
@@ -219,7 +220,7 @@ def ask(
         return out
     secrets = settings.secrets()
     limit = settings.budget_request.get(CI_SUMMARY_DOMAIN)
-    prompt = trim(task, facts, limit, secrets)
+    prompt = trim(task, facts, limit, secrets, settings.locale)
     out.prompt_estimate, out.left_out = prompt.tokens, prompt.facts.left_out
     if prompt.tokens > limit:
         agent.status = "over_budget"
@@ -234,7 +235,7 @@ def ask(
         sleep=sleep,
     )  # fmt: skip
     hit = ledger.cached_reply(key_of_prompt)
-    if hit is not None and (reply := _reparse(hit.content, facts)) is not None:
+    if hit is not None and (reply := _reparse(hit.content, facts, settings.locale)) is not None:
         call.record(
             call.row(
                 f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
@@ -245,7 +246,7 @@ def ask(
         return _filled(out, reply, facts)
     stem = f"{facts.head_sha[:12]}_{CI_SUMMARY_DOMAIN}"
     try:
-        reply, content = converse(call, prompt.messages, facts, candidates_dir, stem)
+        reply, content = converse(call, prompt.messages, facts, candidates_dir, stem, settings.locale)
     except OverBudget as exc:
         _spent(agent, call)
         agent.status, agent.reason = "over_budget", exc.reason
@@ -270,23 +271,30 @@ def ask(
 
 
 def converse(
-    call: Call, msgs: list[dict[str, str]], facts: CiSummaryFacts, candidates_dir: Path, stem: str
+    call: Call,
+    msgs: list[dict[str, str]],
+    facts: CiSummaryFacts,
+    candidates_dir: Path,
+    stem: str,
+    locale: str = "en",
 ) -> tuple[CiSummaryReply, str]:
-    """The CI summary's request, with one repair, as the review's (run.with_repair)."""
+    """The CI summary's request, with one repair, as the review's (run.with_repair); a reply not in `locale` is
+    repaired like any other the checks refuse."""
     kernels = [k.name for k in facts.kernels]
+    language = LANGUAGES.get(locale)
     return with_repair(
         call,
         msgs,
-        lambda content: parse_ci_summary(content, facts),
-        lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels),
+        lambda content: parse_ci_summary(content, facts, locale),
+        lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels, language=language),
         candidates_dir / stem,
         f"{CI_SUMMARY_DOMAIN} reply",
     )
 
 
-def _reparse(content: str, facts: CiSummaryFacts) -> CiSummaryReply | None:
+def _reparse(content: str, facts: CiSummaryFacts, locale: str) -> CiSummaryReply | None:
     try:
-        return parse_ci_summary(content, facts)
+        return parse_ci_summary(content, facts, locale)
     except AgentOutputError:
         return None  # stored under older rules: ask again
 

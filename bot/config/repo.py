@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from bot.config.manifest import Constraints
 from bot.config.secrets import RESERVED_KEYS
 from bot.errors import InputError
+from bot.text.i18n import LOCALES
 
 CONFIG_FILE = "opgate.toml"
 PYPROJECT = "pyproject.toml"
@@ -83,6 +84,10 @@ class RepoConfig(_Strict):
         description="a weakening: the pull request's author and whoever pushed commits to it may /accept it (and "
         "--override its gates) themselves; every review comment says so while it is on",
     )
+    locale: str = Field(
+        "en",
+        description="the language of comments, replies and issues: en or zh-CN (OPGATE_LOCALE overrides it)",
+    )
     source: str = Field("built-in defaults", exclude=True)
     root: Path = Field(Path("."), exclude=True)
 
@@ -93,6 +98,13 @@ class RepoConfig(_Strict):
             if glob.startswith("/") or ".." in Path(glob).parts or not glob.endswith("kernel.toml"):
                 raise ValueError(f"{glob!r}: a glob of kernel.toml files inside the repository, e.g. ops/*/kernel.toml")
         return globs
+
+    @field_validator("locale")
+    @classmethod
+    def _a_locale(cls, locale: str) -> str:
+        if locale not in LOCALES:
+            raise ValueError(f"{locale!r} is not a locale opgate speaks: choose one of {', '.join(LOCALES)}")
+        return locale
 
     @field_validator("domains")
     @classmethod

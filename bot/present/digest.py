@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.finding import Finding, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
-from bot.verdict.messages import label, render, text
+from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import gettext as _
+from bot.verdict.messages import label, register_locale, render, text
 
+for _locale in LOCALES:  # the findings' messages read through the same catalogs as the templates
+    if _locale != SOURCE_LOCALE:
+        register_locale(_locale, partial(translate, _locale))
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
-STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
-    "decided": "decided early: the 99.9% interval cleared the limit",
-    "precision": "precise: the 95% interval is narrow enough",
-    "max_processes": "cap: processes",
-    "max_samples": "cap: samples",
-    "max_seconds": "cap: time",
-    "no_base": "no base to compare",
-    "identical_build": "identical build: not timed",
+STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads (message ids: translated where shown)
+    "decided": N_("decided early: the 99.9%% interval cleared the limit"),
+    "precision": N_("precise: the 95%% interval is narrow enough"),
+    "max_processes": N_("cap: processes"),
+    "max_samples": N_("cap: samples"),
+    "max_seconds": N_("cap: time"),
+    "no_base": N_("no base to compare"),
+    "identical_build": N_("identical build: not timed"),
 }
 
 
@@ -159,8 +165,8 @@ def kernel_lines(k: KernelReport) -> list[Line]:
                 lines.append(Line(kernel=k.name, text=shorten(reason, short), verdict=verdict))  # type: ignore[arg-type]
                 continue
             kind = verdict if f.case is None else _KIND.get(f.outcome, "fail")
-            body = text(f) if f.case else shorten(text(f), short)
-            lines.append(Line(kernel=k.name, case=f.case, gate=label(f), text=body, verdict=kind))  # type: ignore[arg-type]
+            body = text(f, current()) if f.case else shorten(text(f, current()), short)
+            lines.append(Line(kernel=k.name, case=f.case, gate=label(f, current()), text=body, verdict=kind))  # type: ignore[arg-type]
     return lines
 
 
@@ -168,13 +174,14 @@ def undecided_summary(k: KernelReport) -> str:
     """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
     latency = [c for c in k.cases if c.verdict == "inconclusive"]
     found, names = _findings_of(k), {c.name for c in latency}
-    parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    parts = [ngettext("latency undecided on %(num)s case", "latency undecided on %(num)s cases", len(latency))]
+    parts = parts if latency else []
     if launches := list(dict.fromkeys(s for c in k.resource_checks() for s in c.launch_unmeasured)):
-        more = f" and {len(launches) - 1} more" if len(launches) > 1 else ""  # first: the status keeps 140 characters
-        parts.insert(0, f"launch figures declared, not measured: {launches[0]}{more}")
+        more = _(" and %(n)s more", n=len(launches) - 1) if len(launches) > 1 else ""  # the status keeps 140 chars
+        parts.insert(0, _("launch figures declared, not measured: %(first)s%(more)s", first=launches[0], more=more))
     if any(u not in found or found[u].case not in names for u in k.undecided):
-        parts.append("not everything it changes was run")
-    return "; ".join(parts)
+        parts.append(_("not everything it changes was run"))
+    return _("; ").join(parts)
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
@@ -186,7 +193,9 @@ def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
         for f in c.findings:
             if render(f) in taken:
                 continue
-            lines.append(Line(kernel=k.name, case=c.name, gate=label(f), text=text(f), verdict="undecided"))
+            lines.append(
+                Line(kernel=k.name, case=c.name, gate=label(f, current()), text=text(f, current()), verdict="undecided")
+            )
         if not c.findings:  # a case made outside the gates (or an opgate.report/1 report): its lines as they are
             lines += [Line(kernel=k.name, case=c.name, text=r, verdict="undecided") for r in c.reasons]
     return lines

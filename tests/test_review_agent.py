@@ -181,3 +181,32 @@ def test_require_isolation_refuses_to_run_pr_code_without_a_sandbox(opgate, kern
     assert run.code == 2 and "Traceback" not in run.stderr
     assert "--require-isolation: OPGATE_SANDBOX=none" in run.stderr
     assert not (run.out / "report.json").exists()
+
+
+@pytest.mark.untimed
+def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgate, kernel_repo, httpserver, tmp_path):
+    """The review reads both checkouts for the enclosing function of a hunk; with no main history in the ledger the
+    prompt and the report say base's figures are not available."""
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return Response(json.dumps(completion(json.dumps(REVIEW_JSON))), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
+    source = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    kernel_repo.edit(source, "void gemm_tiled(", "// the tail rows, reviewed\nvoid gemm_tiled(")
+    kernel_repo.edit(source, "  for (int64_t", "  // head's own line\n  for (int64_t")
+    head = kernel_repo.commit()
+    url = httpserver.url_for("/").rstrip("/")
+    run = with_key(opgate, kernel_repo, head, url, "--agent-only", "--kernel", "deepgemm_tile")
+    assert run.code == 0, run.stderr
+    [request] = seen
+    user = json.loads(request.get_data(as_text=True))["messages"][1]["content"]
+    functions = user[user.index("<<<DATA: every function the diff changes") :]
+    assert f"head `{source}` lines" in functions and f"base `{source}` lines" in functions
+    assert functions.count("void gemm_tiled(") == 2 and functions.count("// head's own line") == 1
+    assert "base figures: not available — main's history in this ledger holds no figures of deepgemm_tile" in user
+    [agent] = run.report["agents"]
+    assert "2 changed function(s) whole" in agent["inputs"]
+    assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])

@@ -366,6 +366,10 @@ class AgentReport(_Model):
     candidate_patch: str | None = None
     local_commands: list[str] = Field(default_factory=list)
     expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+    inputs: list[str] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
+    inputs_missing: list[str] = Field(
+        default_factory=list, description="materials the domain asks for that were not available or left out for size"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

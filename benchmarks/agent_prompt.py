@@ -4,7 +4,8 @@ For the three kernels of this repository, two changes each (a tunable in the con
 kernel's main CUDA function, so its enclosing function goes in whole from base and head), the prompt as sent —
 trimmed to the domain's per-request budget in the domain's material order — with and without base's figures in
 main's history (a history of one main commit recorded into a scratch ledger: every case and a compiled function
-per architecture, figures made up for the size only), beside the users' average input per request.
+per architecture, figures made up for the size only), beside the prompt before the materials (task and diff only)
+and the users' average input per request.
 
     .venv/bin/python benchmarks/agent_prompt.py
 """
@@ -86,6 +87,11 @@ def record_history(ledger: Ledger, kernel: Kernel) -> None:
     History(ledger).record(commit, cases, resources)
 
 
+def before(kernel: Kernel, text: str, budget: int) -> int:
+    """The prompt before issue 39: the task, its constraints, the config and the diff, no material."""
+    return prompt.trim(kernel, parse_diff(text), budget, estimate.count_messages).prompt_tokens
+
+
 def sent(kernel: Kernel, text: str, sources: Sources, ledger: Ledger, budget: int) -> tuple[int, str]:
     settings = load_settings({"GITHUB_TOKEN": ""}, load_config(ROOT))
     changes = parse_diff(text)
@@ -97,7 +103,8 @@ def sent(kernel: Kernel, text: str, sources: Sources, ledger: Ledger, budget: in
 
 def main() -> int:
     config = load_config(ROOT)
-    print(f"{'domain':<14} {'change':<34} {'no history':>10} {'history':>8} {'users avg':>9} {'budget':>7}  left out")
+    head = f"{'domain':<14} {'change':<34} {'diff only':>9} {'no history':>10} {'history':>8} {'users avg':>9}"
+    print(f"{head} {'budget':>7}  left out (with history)")
     with tempfile.TemporaryDirectory() as scratch:
         for name, (update, (file, function)) in EXAMPLES.items():
             kernel = load_kernel(ROOT / "kernels" / name, config=config, path=f"kernels/{name}")
@@ -114,7 +121,9 @@ def main() -> int:
                     record_history(ledger, kernel)
                     full, cut = sent(kernel, text, sources, ledger, budget)
                 avg = USERS_AVERAGE[domain]
-                print(f"{domain:<14} {label[:34]:<34} {bare:>10,} {full:>8,} {avg:>9,} {budget:>7,}  {cut}")
+                old = before(kernel, text, budget)
+                row = f"{domain:<14} {label[:34]:<34} {old:>9,} {bare:>10,} {full:>8,} {avg:>9,}"
+                print(f"{row} {budget:>7,}  {cut}")
     return 0
 
 

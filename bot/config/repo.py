@@ -48,7 +48,9 @@ class DomainConfig(_Strict):
 
     key: str | None = Field(None, description="environment variable of the domain's key (default: the users' name)")
     weekly_budget: int = Field(gt=0, description="tokens per ISO week")
-    request_budget: int = Field(gt=0, description="prompt tokens per request (the diff is trimmed to it)")
+    request_budget: int = Field(
+        gt=0, description="prompt tokens per request (the diff and the materials are trimmed to it)"
+    )
     label: str = Field("", description="how summaries and the dashboard name the domain (default: its name)")
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens",

@@ -23,6 +23,14 @@ MATERIAL_TITLES: dict[str, str] = {
     "functions": "every changed function whole, from base and head",
 }
 _PROBE_LINE = re.compile(r"^\s*-\s*([A-Za-z0-9_.-]+):\s*(.+)$")
+# The prompt's DATA markers: head's code that holds one is changed so that it cannot end its data block.
+MARKERS = {"DATA>>>": "DATA> >>", "<<<DATA": "<< <DATA"}
+
+
+def inert(text: str) -> str:
+    for marker, harmless in MARKERS.items():
+        text = text.replace(marker, harmless)
+    return text
 
 
 class Piece(BaseModel):
@@ -169,12 +177,12 @@ def function_pieces(changes: list[FileChange], sources: Sources) -> list[Piece]:
             ("head", change.path, sources.head.get(change.path), new),
             ("base", old_path, sources.base.get(old_path), old),
         ):
-            for f, body in functions.touched(path, text, lines):
+            for f, body in functions.touched(path, inert(text) if text is not None else None, lines):
                 fence = "python" if functions.language(path) == "python" else "cpp"
                 pieces.append(
                     Piece(
                         material="functions",
-                        label=f"{f.name} ({side}, {path}:{f.start})",
+                        label=inert(f"{f.name} ({side}, {path}:{f.start})"),
                         text=f"{side} `{path}` lines {f.start}-{f.end}, `{f.name}`:\n```{fence}\n{body}\n```",
                     )
                 )

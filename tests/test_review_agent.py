@@ -281,3 +281,32 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
     assert kernel["verdict"] != "fail" and not any("agent case" in r for r in kernel["reasons"]), kernel["reasons"]
     assert run.code != 1, run.stdout + run.stderr
     assert "⚠️ base fails too" in run.comment and "base fails too (base is wrong on it)" in run.comment
+
+
+@pytest.mark.untimed
+def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgate, kernel_repo, httpserver, tmp_path):
+    """The review reads both checkouts for the enclosing function of a hunk; with no main history in the ledger the
+    prompt and the report say base's figures are not available."""
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return Response(json.dumps(completion(json.dumps(REVIEW_JSON))), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
+    source = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    kernel_repo.edit(source, "void gemm_tiled(", "// the tail rows, reviewed\nvoid gemm_tiled(")
+    kernel_repo.edit(source, "  for (int64_t", "  // head's own line\n  for (int64_t")
+    head = kernel_repo.commit()
+    url = httpserver.url_for("/").rstrip("/")
+    run = with_key(opgate, kernel_repo, head, url, "--agent-only", "--kernel", "deepgemm_tile")
+    assert run.code == 0, run.stderr
+    [request] = seen
+    user = json.loads(request.get_data(as_text=True))["messages"][1]["content"]
+    functions = user[user.index("<<<DATA: every function the diff changes") :]
+    assert f"head `{source}` lines" in functions and f"base `{source}` lines" in functions
+    assert functions.count("void gemm_tiled(") == 2 and functions.count("// head's own line") == 1
+    assert "base figures: not available — main's history in this ledger holds no figures of deepgemm_tile" in user
+    [agent] = run.report["agents"]
+    assert "2 changed function(s) whole" in agent["inputs"]
+    assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])

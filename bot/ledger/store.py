@@ -13,6 +13,8 @@ from bot.models.ledger import (
     BaselineRow,
     CachedReply,
     ExpectationRow,
+    MainCaseRow,
+    MainResourceRow,
     ProposalRow,
     ReservationRow,
     UsageRow,
@@ -258,6 +260,37 @@ class Ledger:
         """The earliest base measurement under this key (the reference the runner is compared with)."""
         row = self.db.one("SELECT * FROM baselines WHERE cache_key = ? ORDER BY id LIMIT 1", (cache_key,))
         return BaselineRow.model_validate({k: v for k, v in row.items() if k != "id"}) if row else None
+
+    # -- main's history, as the agent's prompt reads it ----------------------------------------
+
+    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainCaseRow]:
+        """One kernel's case figures at one main commit: `prefer_sha` when main's history holds it, else the latest
+        commit that has figures of the kernel; empty when none was recorded (bot/mainline writes them)."""
+        sha = self._main_sha("main_figures", kernel, prefer_sha)
+        if sha is None:
+            return []
+        rows = self.db.rows(
+            "SELECT * FROM main_figures WHERE kernel = ? AND sha = ? ORDER BY device_name, id", (kernel, sha)
+        )
+        return [MainCaseRow.model_validate(r) for r in rows]
+
+    def main_resource_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainResourceRow]:
+        """One kernel's compiled functions at one main commit (chosen as main_case_figures chooses), per arch."""
+        sha = self._main_sha("main_resources", kernel, prefer_sha)
+        if sha is None:
+            return []
+        rows = self.db.rows(
+            "SELECT * FROM main_resources WHERE kernel = ? AND sha = ? ORDER BY arch, function", (kernel, sha)
+        )
+        return [MainResourceRow.model_validate(r) for r in rows]
+
+    def _main_sha(self, table: str, kernel: str, prefer_sha: str | None) -> str | None:
+        if prefer_sha and self.db.one(f"SELECT 1 AS x FROM {table} WHERE kernel = ? AND sha = ?", (kernel, prefer_sha)):
+            return prefer_sha
+        row = self.db.one(
+            f"SELECT sha FROM {table} WHERE kernel = ? ORDER BY committed_at DESC, id DESC LIMIT 1", (kernel,)
+        )
+        return str(row["sha"]) if row else None
 
     # -- response cache -----------------------------------------------------------------------
 

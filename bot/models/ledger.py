@@ -148,3 +148,38 @@ class ProposalRow(BaseModel):
     name: str = ""
     verdict: str
     passed: bool
+
+
+class MainCaseRow(BaseModel):
+    """One case figure of main's history as the agent's prompt reads it (main_figures)."""
+
+    sha: str
+    case_name: str
+    device_name: str
+    p50_ms: float
+    base_p50_ms: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    max_abs_err: float | None = None
+    verdict: str
+    committed_at: str
+
+    @property
+    def band_ms(self) -> tuple[float, float] | None:
+        """The p50's 95 % interval in ms (its parent's p50 × (1 + the paired interval)); None without both."""
+        if self.base_p50_ms is None or self.ci_low_pct is None or self.ci_high_pct is None:
+            return None
+        return self.base_p50_ms * (1 + self.ci_low_pct / 100), self.base_p50_ms * (1 + self.ci_high_pct / 100)
+
+
+class MainResourceRow(BaseModel):
+    """One compiled function of main's history as the agent's prompt reads it (main_resources)."""
+
+    sha: str
+    function: str
+    arch: str
+    registers: int
+    spill_bytes: int = 0
+    smem_bytes: int = 0
+    stack_bytes: int = 0
+    threads: int | None = None

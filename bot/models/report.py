@@ -458,6 +458,10 @@ class AgentReport(_Model):
         default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
     )
     test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
+    inputs: list[str] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
+    inputs_missing: list[str] = Field(
+        default_factory=list, description="materials the domain asks for that were not available or left out for size"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

@@ -12,6 +12,8 @@ from pathlib import Path
 import requests
 
 from bot import __version__
+from bot.agent.functions import language
+from bot.agent.materials import Sources
 from bot.agent.run import AgentFailed, ask
 from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
 from bot.config.settings import Settings
@@ -237,7 +239,9 @@ class Reviewer:
             # The task file (which key variable, which gateway) comes from base too: a PR cannot pick the key.
             asked = head_k.model_copy(update={"task": rules.task}) if base_k is not None else head_k
             with self.phases.timed("agent"):
-                agent = self._ask_agent(asked, touched, head.sha)
+                agent = self._ask_agent(
+                    asked, touched, head.sha, rules=rules, sources=read_sources(touched, base, head)
+                )
         if self.request.agent_only:
             evidence.notes.append("agent only: built, run and gated in another job")
             return agent
@@ -353,7 +357,15 @@ class Reviewer:
             if in_folder(head_k.path, c.path) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
 
-    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:
+    def _ask_agent(
+        self,
+        kernel: Kernel,
+        touched: list[FileChange],
+        head_sha: str,
+        *,
+        rules: Kernel | None = None,
+        sources: Sources | None = None,
+    ) -> AgentReport:
         candidates = self.request.out / "agent_candidates"
         try:
             agent, unseen = ask(
@@ -366,6 +378,9 @@ class Reviewer:
                 offline=self.request.offline,
                 candidates_dir=candidates,
                 session=self.session,
+                rules=rules,
+                sources=sources,
+                base_sha=self.base_sha,
             )
         except AgentFailed as exc:
             agent, unseen = exc.report, exc.unseen
@@ -374,6 +389,25 @@ class Reviewer:
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent
+
+
+MAX_SOURCE_BYTES = 1 << 20  # a changed file larger than this is not read for its functions
+
+
+def read_sources(touched: list[FileChange], base: Checkout, head: Checkout) -> Sources:
+    """The text of every changed C/C++/CUDA or Python file on each side that has it (for the agent's changed
+    functions); a file a side lacks, a link, one that resolves outside its checkout or one over MAX_SOURCE_BYTES
+    is absent (a pull request's link to a file of the runner never reaches the gateway)."""
+    texts: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    for change in touched:
+        for out, side, path in ((texts[0], base, change.old_path or change.path), (texts[1], head, change.path)):
+            file = side.tree / path
+            if language(path) is None or file.is_symlink() or not file.is_file():
+                continue
+            if not file.resolve().is_relative_to(side.tree.resolve()) or file.stat().st_size > MAX_SOURCE_BYTES:
+                continue
+            out[path] = file.read_text(encoding="utf-8", errors="replace")
+    return Sources(base=texts[0], head=texts[1])
 
 
 def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) -> Kernel:

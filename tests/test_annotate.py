@@ -28,14 +28,17 @@ from tests.github_server import FakeGitHub
 REPO = "octo-org/kernels"
 TOKEN = "ghs_annotateTestToken0123456789"
 CU = "kernels/deepgemm_tile/gemm_cuda.cu"
+MANIFEST = "kernels/deepgemm_tile/kernel.toml"
 FN = "void deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>(unsigned short const*, float*, int)"
 
 
 def change(repo: KernelRepo) -> str:
-    """Head: a line in the CUDA kernel's body, the CPU binding's entry reworded, a file outside every kernel."""
+    """Head: a line in the CUDA kernel's body, the CPU binding's entry reworded, a compiler flag lint refuses, a file
+    outside every kernel."""
     smem = "  extern __shared__ __align__(128) unsigned char smem[];"
     repo.edit(CU, smem, f"{smem}\n  // head: one more pipeline stage")
     repo.edit("kernels/deepgemm_tile/binding_cpu.cpp", 'm.def("gemm"', 'm.def( "gemm"')
+    repo.edit(MANIFEST, 'cflags = ["-O3"]\nentry = "gemm"', 'cflags = ["-O3", "-fplugin=./evil.so"]\nentry = "gemm"')
     repo.write("tools/notes.md", "# notes\n\nwhy the tile grew\n")
     return repo.commit("head")
 
@@ -66,6 +69,7 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
         (CU, "failure"),  # the spill, at gemm_bf16_kernel's definition
         ("kernels/deepgemm_tile/binding_cpu.cpp", "failure"),  # square_512 failed: the CPU entry's definition
         ("tools/notes.md", "warning"),  # matched by no kernel: its first changed line
+        (MANIFEST, "failure"),  # KERN004 at the cflags line
     }
     with FakeGitHub(TOKEN) as server:
         server.add_repo(REPO)
@@ -74,7 +78,7 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
                         seconds_between_writes=None) as edge:  # fmt: skip
             posted = publish.post(edge, 42, report, "<!-- opgate:review -->\nthe comment", annotations=found)
         (run,) = server.check_runs(REPO, head)
-    assert posted.check is not None and posted.check.annotations == 3 and run["name"] == "opgate/review"
+    assert posted.check is not None and posted.check.annotations == 4 and run["name"] == "opgate/review"
     diffed = set(git(kernel_repo.path, "diff", "--name-only", kernel_repo.base, head).split())
     for a in run["annotations"]:
         assert a["path"] in diffed, a
@@ -84,6 +88,9 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
     assert "gemm_bf16_kernel(" in where[CU]
     assert where["kernels/deepgemm_tile/binding_cpu.cpp"].startswith("torch::Tensor gemm(")
     assert where["tools/notes.md"] == "# notes"
+    assert where[MANIFEST] == 'cflags = ["-O3", "-fplugin=./evil.so"]'
+    (lint,) = [a for a in run["annotations"] if a["path"] == MANIFEST]
+    assert lint["title"] == "lint KERN004" and "'-fplugin=./evil.so' is not allowed" in lint["message"]
 
 
 def lines_at(repo: KernelRepo, sha: str, path: str, line: int) -> str:

@@ -1,9 +1,11 @@
-"""The review's annotations: head's sources read from git for the locators of bot/present/annotations.py, and
-annotations.json beside report.json (a part's annotations travel to the publish job as data, like its report)."""
+"""The review's annotations: head's sources read from git for the locators of bot/present/annotations.py, `opgate
+lint` on the changed files it knows, and annotations.json beside report.json (a part's annotations travel to the
+publish job as data, like its report)."""
 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
@@ -12,9 +14,11 @@ from bot.config.manifest import ROOT, find_manifests, load_kernel, repo_file
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.errors import OpgateError
+from bot.lint import KeyBook, detect_kind, lint_paths
+from bot.models.diff import FileChange
 from bot.models.github import Annotation
 from bot.models.report import KernelReport, Report
-from bot.present.annotations import SOURCE_SUFFIXES, EntryPlace, KernelSources, Sources, for_review
+from bot.present.annotations import SOURCE_SUFFIXES, EntryPlace, KernelSources, LintPlace, Sources, for_review
 from bot.review.changes import parse_diff
 
 log = logging.getLogger(__name__)
@@ -23,6 +27,7 @@ ANNOTATIONS_FILE = "annotations.json"
 MAX_FILES = 400  # a kernel's C/C++/CUDA files read for the locators, at most
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ANNOTATIONS_BYTES = 4 * 1024 * 1024  # a part's annotations.json, at most (it comes from a job that ran PR code)
+LINTED = ("manifest", "task", "env", "config")  # the kinds of changed file the review lints (bot/lint)
 _LIST = TypeAdapter(list[Annotation])
 
 
@@ -56,6 +61,27 @@ def _kernel_sources(tree: Path, folder: str, config: RepoConfig) -> tuple[Kernel
     return KernelSources(files=sorted(texts), builds=builds), texts
 
 
+def _lint(tree: Path, changes: list[FileChange], config: RepoConfig) -> list[LintPlace]:
+    """`opgate lint`'s findings with a line in the changed files of a kind it knows (kernel.toml, task files, .env,
+    opgate's configuration), as head has them."""
+    paths = [
+        tree / c.path
+        for c in changes
+        if not c.binary
+        and detect_kind(c.path) in LINTED
+        and (tree / c.path).is_file()
+        and not (tree / c.path).is_symlink()
+    ]
+    if not paths:
+        return []
+    places = []
+    for f in lint_paths(paths, KeyBook.of(config)):
+        rel = Path(os.path.relpath(f.path, tree)).as_posix()
+        if f.line is not None and not rel.startswith("../"):
+            places.append(LintPlace(path=rel, line=f.line, rule=f.rule, message=f.message, severity=f.severity))
+    return places
+
+
 def gather(repo: Path, base: str, head: str, report: Report, config: RepoConfig) -> list[Annotation]:
     """The annotations of a finished review: the diff of `base..head` and, for the kernels that have something to
     place, their files in a worktree of head. Never fails the review: a git error logs and gives none."""
@@ -63,15 +89,20 @@ def gather(repo: Path, base: str, head: str, report: Report, config: RepoConfig)
         changes = parse_diff(gitio.diff(repo, base, head))
         kernels: dict[str, KernelSources] = {}
         texts: dict[str, str] = {}
+        lint: list[LintPlace] = []
         wanted = [k.name for k in report.kernels if _wanted(k)]
-        if wanted:
+        if wanted or any(detect_kind(c.path) in LINTED for c in changes if not c.binary):
             with gitio.worktree(repo, head) as tree:
                 folders = find_manifests(tree, config.manifests)
                 for name in wanted:
                     if name in folders and (found := _kernel_sources(tree, folders[name], config)) is not None:
                         kernels[name], read = found
                         texts.update(read)
-        return for_review(report, changes, Sources(texts=texts, kernels=kernels))
+                lint = _lint(tree, changes, config)
+                for place in lint:
+                    if place.path not in texts and (tree / place.path).is_file():
+                        texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
+        return for_review(report, changes, Sources(texts=texts, kernels=kernels), lint)
     except OpgateError as exc:
         log.warning("no annotations: %s", exc)
         return []

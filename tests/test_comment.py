@@ -10,12 +10,14 @@ import pytest
 
 from bot.config.manifest import Constraints
 from bot.edges import publish
+from bot.models.finding import Gate, Outcome
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import CaseReport, KernelReport, Report
 from bot.present import digest
 from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
 from bot.review import fanout
 from bot.text.safe import one_line
+from bot.verdict.findings import add_kernel
 from bot.verdict.gate import Policy, case_reason, kernel_verdict
 from tests import comment_reports as cr
 from tests.comment_checks import rows, sections, structure_problems, text_of
@@ -305,24 +307,49 @@ def test_a_new_kernel_turns_green_only_after_a_persons_accept_for_this_head():
 
 
 def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limit():
+    span = cr.span(10.53, 9.73, 12.0)
     cases = [
-        CaseReport(
-            name="sq", tolerance=0.01, verdict="fail", reasons=["correctness: max_abs_err 0.5 > tolerance 0.01"]
+        cr.with_findings(
+            CaseReport(name="sq", tolerance=0.01, verdict="fail"),
+            cr.found(Gate.correctness, "correctness.max_abs_err_total", value="0.5", limit="0.01"),
         ),
-        CaseReport(name="rg", tolerance=0.01, verdict="fail", reasons=["performance: p50 +10.53% (…) > 3% limit"]),
-        CaseReport(name="cr", tolerance=0.01, verdict="error", reasons=["head crashed: signal 11"]),
-        CaseReport(name="nc", tolerance=0.01, verdict="inconclusive", reasons=["performance inconclusive: p50 …"]),
+        cr.with_findings(
+            CaseReport(name="rg", tolerance=0.01, verdict="fail"),
+            cr.found(Gate.performance, "performance.regression", **span),
+        ),
+        cr.with_findings(
+            CaseReport(name="cr", tolerance=0.01, verdict="error"),
+            cr.found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed", detail="signal 11"),
+        ),
+        cr.with_findings(
+            CaseReport(name="nc", tolerance=0.01, verdict="inconclusive"),
+            cr.found(Gate.performance, "performance.inconclusive", Outcome.undecided, **span),
+        ),
+        CaseReport(
+            name="old", tolerance=0.01, verdict="fail", reasons=["head does not build"]
+        ),  # made outside the gate
     ]
     k = KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped")
     judged = kernel_verdict(k, [], cases, Constraints(), Policy())
     assert judged.reasons == [
         "correctness: sq max_abs_err 0.5 > tolerance 0.01",
-        "performance: rg p50 +10.53% (…) > 3% limit",
+        "performance: rg p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
         "cr: head crashed: signal 11",
+        "old: head does not build",
+    ]
+    assert [(f.gate, f.case, f.outcome) for f in judged.findings] == [
+        (Gate.correctness, "sq", Outcome.fail),
+        (Gate.performance, "rg", Outcome.fail),
+        (Gate.run, "cr", Outcome.error),
+        (Gate.performance, "nc", Outcome.undecided),
+        (Gate.run, "old", Outcome.fail),
+    ]
+    assert judged.undecided == [
+        "performance inconclusive: nc p50 +10.53% (95% CI +9.73%..+12.00%) straddles the 3% limit"
     ]
     strict = kernel_verdict(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
-    assert strict.reasons[-1] == "performance inconclusive: nc p50 …" and strict.verdict == "error"
-    assert case_reason("x", "stability: output has NaN/Inf") == "stability: x output has NaN/Inf"
+    assert strict.reasons[3].startswith("performance inconclusive: nc p50 +10.53%") and strict.verdict == "error"
+    assert case_reason("x", "head does not build") == "x: head does not build"
 
 
 # -- the terminal ------------------------------------------------------------------------------------------
@@ -341,8 +368,11 @@ def test_the_plain_text_form_has_the_warnings_failing_lines_and_counts():
 def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tmp_path: Path):
     report = cr.fail_latency()
     report.kernels = report.kernels[:1]
-    report.kernels[0].cases[1].reasons = [f"performance: {HOSTILE}"]
-    report.kernels[0].reasons = [case_reason("ragged_200x328x264", f"performance: {HOSTILE}")]
+    hostile = cr.found(Gate.performance, "performance.regression", **{**cr.span(10.53, 9.73, 12.0), "delta": HOSTILE})
+    kernel = report.kernels[0]
+    kernel.cases[1] = cr.with_findings(kernel.cases[1], hostile)
+    kernel.findings, kernel.reasons = [], []
+    add_kernel(kernel, kernel.cases[1].findings[0])
     part = tmp_path / "part-deepgemm_tile"
     part.mkdir()
     (part / "report.json").write_text(report.to_json())
@@ -351,7 +381,8 @@ def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tm
     assert run.code == 1, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "opgate: verdict FAIL (deepgemm_tile fail)"
-    assert lines[1] == "  " + one_line(f"fail: deepgemm_tile: performance: ragged_200x328x264 {HOSTILE}", limit=2000)
+    hostile = f"fail: deepgemm_tile: performance: ragged_200x328x264 p50 {HOSTILE} (95% CI +9.73%..+12.00%) > 3% limit"
+    assert lines[1] == "  " + one_line(hostile, limit=2000)
     assert lines[2].startswith("  9 cases: 2 ran (0 faster, 1 slower, 1 unchanged), 1 failed, 7 not run")
     assert not any(line.lstrip().startswith(("::", "##[")) for line in lines) and "\r" not in run.stdout
     assert json.loads((run.out / "report.json").read_text())["verdict"] == "fail"

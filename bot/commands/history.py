@@ -84,7 +84,7 @@ def _load_report(path: Path) -> Report:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"--report {path}: not an opgate.report/1 file ({where}: {first['msg']})") from exc
+        raise InputError(f"--report {path}: not an opgate.report file ({where}: {first['msg']})") from exc
 
 
 def _record(args: argparse.Namespace, settings: Settings) -> int:

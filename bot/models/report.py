@@ -1,4 +1,4 @@
-"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+"""The `report.json` contract (schema opgate.report/2; /1 reports still read) as pydantic models."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = "opgate.report/1"
+from bot.models.finding import Finding
+
+SCHEMA = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
+SCHEMAS = ("opgate.report/1", SCHEMA)  # what reads: a /1 report has no findings, its lines stay as they are
 
 
 class CaseStatus(StrEnum):
@@ -294,7 +297,10 @@ class CaseReport(_Model):
         None, description="judge wall time of the whole case, probes and a re-measurement included"
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(
+        default_factory=list, description="its findings, rendered in English (bot/verdict/messages.py)"
+    )
+    findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
 
 
@@ -331,6 +337,11 @@ class KernelReport(_Model):
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="what the gates found, as data: reasons, undecided, accept_needed and notes are rendered from "
+        "them (a line made outside the gates may have none)",
+    )
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")
@@ -467,7 +478,7 @@ class Isolation(_Model):
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
+    schema_: Literal["opgate.report/1", "opgate.report/2"] = Field(SCHEMA, alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

@@ -131,7 +131,7 @@ def delta_cell(c: CaseReport) -> Safe:
         c.verdict == "fail"
         and c.status == CaseStatus.ok
         and wall_failed
-        and any(r.startswith("performance:") for r in c.reasons)
+        and any(f.key == "performance.regression" for f in c.findings)
     ):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""

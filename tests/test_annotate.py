@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.config.manifest import Constraints
 from bot.config.repo import RepoConfig, load_config
 from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import (
     AgentReport,
     CaseReport,
@@ -22,6 +24,8 @@ from bot.models.report import (
 from bot.review import annotate
 from bot.review.changes import parse_diff
 from bot.review.coverage import coverage
+from bot.verdict.findings import add_case, add_kernel
+from bot.verdict.gate import resource_findings
 from tests.conftest import KernelRepo, git
 from tests.github_server import FakeGitHub
 
@@ -51,10 +55,14 @@ def reviewed(repo: KernelRepo, head: str) -> Report:
         head=[Resource(function=FN, registers=255, spill_bytes=64, spill_store_bytes=32, spill_load_bytes=32)],
         base=[Resource(function=FN, registers=200)],
     )
-    case = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail",
-                      reasons=["correctness: max_abs_err 0.25 > 0.01 at out[0, 9]"])  # fmt: skip
+    case = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail")
+    add_case(case, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="correctness.max_abs_err_total",
+                           params={"value": "0.25", "limit": "0.01"}))  # fmt: skip
     kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", resource_check=check,
                           cases=[case])  # fmt: skip
+    failures, notes = resource_findings(check.head, check.base, Constraints(), arch=check.arch)
+    for f in failures + notes:
+        add_kernel(kernel, f)
     return Report(base_sha=repo.base, head_sha=head, pr=42, verdict="fail", kernels=[kernel],
                   agent=AgentReport(status="skipped"), environment=Machine(device="cpu", python="3.12"),
                   created_at="2026-12-02T01:00:00+00:00", opgate_version="0.2.0",

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.manifest import Constraints
 from bot.models.diff import FileChange
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation
 from bot.models.report import (
     AgentReport,
@@ -34,6 +36,8 @@ from bot.present.annotations import (
     function_name,
 )
 from bot.review.changes import parse_diff
+from bot.verdict.findings import add_case, add_kernel, verbatim
+from bot.verdict.gate import resource_findings
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = {
@@ -181,46 +185,70 @@ def deepgemm_sources() -> Sources:
     return Sources(texts=texts, kernels={"deepgemm_tile": KernelSources(files=sorted(texts), builds=builds)})
 
 
+def judged(kernel: KernelReport) -> KernelReport:
+    """The kernel with the resource findings the gate makes from its checks (bot/verdict/gate.py)."""
+    for check in kernel.resource_checks():
+        failures, notes = resource_findings(check.head, check.base, Constraints(), arch=check.arch)
+        for f in [*failures, *notes]:
+            add_kernel(kernel, f.model_copy(update={"arch": check.arch}))
+    return kernel
+
+
 def test_a_spill_and_a_failed_case_are_annotated_where_their_code_is() -> None:
     head = [resource(256, 255, spill=96, warps=4), resource(128, 128)]
     check = ResourceCheckReport(status="ok", arch="sm_90a", head=head, base=[resource(256, 168), resource(128, 128)])
-    failed = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail",
-                        reasons=["correctness: max_abs_err 0.5 > 0.01 at out[3, 7]"])  # fmt: skip
+    failed = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail")
+    add_case(failed, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="correctness.max_abs_err_total",
+                             params={"value": "0.5", "limit": "0.01"}))  # fmt: skip
     passed = CaseReport(name="ragged_200x328x264", tolerance=0.01, verdict="pass")
-    kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", resource_check=check,
-                          cases=[failed, passed])  # fmt: skip
+    kernel = judged(KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail",
+                                 resource_check=check, cases=[failed, passed]))  # fmt: skip
     sources = deepgemm_sources()
     case, spill = for_review(report(kernel), [], sources)  # failures by file and line
     assert (spill.path, spill.annotation_level) == ("kernels/deepgemm_tile/gemm_cuda.cu", "failure")
     assert "gemm_bf16_kernel(" in sources.texts[spill.path].splitlines()[spill.start_line - 1]
-    assert spill.title == "deepgemm_tile: gemm_bf16_kernel resources changed (spills)"
-    assert spill.message == (  # the changed instantiation only: the unchanged one adds nothing
-        "deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false> on sm_90a: spills 96 B (base 0 B): stores 96 B, "
-        "loads 96 B; registers 168 → 255; occupancy 12.5% → 6.25% (8 → 4 warps/SM, limited by registers)"
-    )
+    assert spill.title == "deepgemm_tile: gemm_bf16_kernel resources (spills)"
+    lines = spill.message.splitlines()  # the gate's findings about the function, the same as the comment's lines
+    assert lines == list(dict.fromkeys(lines)) and len(lines) >= 3
+    assert lines[0].startswith(f"resource: {FN.format(n=256)} spills 96 bytes (stores 96 B, loads 96 B)")
+    assert any("registers 168 -> 255" in x for x in lines) and any("occupancy 12.5% -> 6.25%" in x for x in lines)
+    assert all(x in kernel.reasons + kernel.notes or x.endswith("(sm_90a)") for x in lines)
     assert (case.path, case.start_line, case.annotation_level) == (
         "kernels/deepgemm_tile/binding_cpu.cpp",
         6,
         "failure",
     )
     assert case.title == "deepgemm_tile: case square_512 failed"
-    assert case.message == "square_512 (cpu) calls gemm: correctness: max_abs_err 0.5 > 0.01 at out[3, 7]"
+    assert case.message == "square_512 (cpu) calls gemm: correctness: max_abs_err 0.5 > tolerance 0.01"
+
+
+def test_a_finding_with_a_file_and_line_is_annotated_there() -> None:
+    kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail")
+    at = {"file": "kernels/deepgemm_tile/gemm_cuda.cu", "line": 12}
+    add_kernel(kernel, verbatim("gemm_cuda.cu:12: error: expected ';'", Gate.build, Outcome.fail, **at))
+    add_kernel(kernel, verbatim("elsewhere.cu:3: error", Gate.build, Outcome.fail, file="elsewhere.cu", line=3))
+    (a,) = for_review(report(kernel), [], deepgemm_sources())  # a file head does not have: not annotated
+    assert (a.path, a.start_line, a.annotation_level, a.title) == (at["file"], 12, "failure", "deepgemm_tile: build")
+    assert a.message == "gemm_cuda.cu:12: error: expected ';'"
 
 
 def test_unchanged_resources_an_unchanged_kernel_and_an_unknown_build_give_nothing() -> None:
     same = ResourceCheckReport(status="ok", head=[resource(128, 128)], base=[resource(128, 128)])
-    cuda_case = CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, status=CaseStatus.crashed, verdict="error")
-    kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="error", resource_check=same,
-                          cases=[cuda_case])  # fmt: skip
+    cuda_case = CaseReport(name="gemm_4096", device="cuda", tolerance=0.01, status=CaseStatus.crashed, verdict="error",
+                           reasons=["worker crashed (exit 139)"])  # fmt: skip
+    kernel = judged(KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="error",
+                                 resource_check=same, cases=[cuda_case]))  # fmt: skip
+    assert kernel.findings == []  # nothing changed: the gate found nothing, so nothing is placed
     sources = deepgemm_sources()
     only_cpu = sources.kernels["deepgemm_tile"].model_copy(
         update={"builds": {"cpu": sources.kernels["deepgemm_tile"].builds["cpu"]}}
     )
     assert for_review(report(kernel), [], sources.model_copy(update={"kernels": {"deepgemm_tile": only_cpu}})) == []
-    (crash,) = for_review(report(kernel), [], sources)
+    (crash,) = for_review(report(kernel), [], sources)  # a line made outside the gates: its reason as it is
     assert (
         crash.path.endswith("binding_cuda.cpp") and crash.title == "deepgemm_tile: case gemm_4096 could not be judged"
     )
+    assert crash.message == "gemm_4096 (cuda) calls gemm: worker crashed (exit 139)"
     untouched = kernel.model_copy(update={"changed": False})
     assert for_review(report(untouched), [], sources) == []
 

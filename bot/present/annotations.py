@@ -6,23 +6,24 @@ changed file no gate read at its first changed line; a lint finding at its line.
 locators over head's text (no compiler, no preprocessor): a function's definition is the `__global__` declaration
 that names it, an entry's the function its binding (`m.def`, `m.impl`) binds.
 
-Until gates make findings as data, `located` reads today's report models; it is the one function that changes when
-they do.
+The gates' findings (bot/models/finding.py) say what and about which function or case; the locators say where.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.config.launch_sites import blank
 from bot.models.diff import FileChange
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation, AnnotationLevel
-from bot.models.report import CaseReport, KernelReport, Report, Resource, ResourceCheckReport
+from bot.models.report import CaseReport, KernelReport, Report
 from bot.text.safe import one_line
 from bot.verdict.launch import plain
+from bot.verdict.messages import render
 
 MAX_PER_REQUEST = 50  # GitHub's limit of annotations per create or update of a check run
 MESSAGE_CHARS = 4000  # well under GitHub's 64 KB
@@ -251,75 +252,48 @@ def _annotation(path: str, line: int, level: AnnotationLevel, title: str, messag
     )
 
 
-def _resource_facts(head: Resource, base: Resource | None) -> list[str]:
-    """What changed in one function against base, as facts: spills, registers, shared memory, occupancy."""
-    facts = []
-    if head.spill_bytes and (base is None or head.spill_bytes != base.spill_bytes):
-        was = f" (base {base.spill_bytes} B)" if base is not None else ""
-        facts.append(
-            f"spills {head.spill_bytes} B{was}: stores {head.spill_store_bytes} B, loads {head.spill_load_bytes} B"
-        )
-    if base is None:
-        return facts
-    for field, label in (
-        ("registers", "registers"),
-        ("smem_bytes", "static shared memory B"),
-        ("stack_bytes", "stack B"),
-    ):
-        new, old = getattr(head, field), getattr(base, field)
-        if new != old:
-            facts.append(f"{label} {old} → {new}")
-    if head.dynamic_smem_bytes != base.dynamic_smem_bytes and None not in (
-        head.dynamic_smem_bytes,
-        base.dynamic_smem_bytes,
-    ):
-        facts.append(f"dynamic shared memory B {base.dynamic_smem_bytes} → {head.dynamic_smem_bytes}")
-    occ, before = head.occupancy, base.occupancy
-    if occ is not None and before is not None and occ.warps_per_sm != before.warps_per_sm:
-        facts.append(
-            f"occupancy {before.occupancy_pct:g}% → {occ.occupancy_pct:g}% ({before.warps_per_sm} → {occ.warps_per_sm} "
-            f"warps/SM, limited by {', '.join(occ.limited_by) or '—'})"
-        )
-    return facts
+OUTCOME_LEVELS: dict[Outcome, AnnotationLevel] = {
+    Outcome.fail: "failure",
+    Outcome.error: "failure",
+    Outcome.undecided: "warning",
+    Outcome.accept: "warning",
+    Outcome.note: "notice",
+}
 
 
-def _base_of(check: ResourceCheckReport) -> dict[str, Resource]:
-    by_name = {r.function: r for r in check.base}
-    by_plain = {function_name(r.function): r for r in check.base}
-    return {
-        h.function: by_name.get(h.function) or by_plain.get(function_name(h.function))  # type: ignore[misc]
-        for h in check.head
-        if h.function in by_name or function_name(h.function) in by_plain
-    }
+def _level(findings: Iterable[Finding]) -> AnnotationLevel:
+    return min((OUTCOME_LEVELS[f.outcome] for f in findings), key=LEVEL_ORDER.__getitem__, default="notice")
+
+
+def _group(
+    found: Iterable[tuple[tuple[str, int], Finding]],
+) -> dict[tuple[str, int], list[Finding]]:
+    places: dict[tuple[str, int], list[Finding]] = {}
+    for place, finding in found:
+        places.setdefault(place, []).append(finding)
+    return places
+
+
+def _lines(findings: Iterable[Finding]) -> str:
+    return "\n".join(dict.fromkeys(render(f) + (f" ({f.arch})" if f.arch and f.arch not in render(f) else "")
+                                    for f in findings))  # fmt: skip
 
 
 def resource_annotations(kernel: KernelReport, sources: KernelSources, texts: Mapping[str, str]) -> list[Annotation]:
-    """One annotation per kernel function whose resources changed (or that spills), at its definition; the same
-    function's instantiations and architectures share it."""
-    by_place: dict[tuple[str, int], tuple[AnnotationLevel, list[str], list[str]]] = {}
-    for check in kernel.resource_checks():
-        base_of = _base_of(check)
-        for r in check.head:
-            facts = _resource_facts(r, base_of.get(r.function))
-            if not facts:
-                continue
-            place = define_line(function_name(r.function), sources.files, texts, kernel=True)
-            if place is None:
-                continue
-            level: AnnotationLevel = "failure" if r.spill_bytes and kernel.verdict == "fail" else "warning"
-            if not r.spill_bytes and not any(f.startswith(("registers", "occupancy")) for f in facts):
-                level = "notice"
-            old_level, names, lines = by_place.get(place, (level, [], []))
-            if LEVEL_ORDER[level] < LEVEL_ORDER[old_level]:
-                old_level = level
-            names.append(plain(r.function))
-            lines.append(f"{plain(r.function)} on {check.arch}: " + "; ".join(facts))
-            by_place[place] = (old_level, names, lines)
+    """The kernel's resource findings about a GPU function (a spill, a register, shared-memory or occupancy change)
+    at that function's definition, one annotation per definition (instantiations and architectures share it)."""
+    found = []
+    for f in kernel.findings:
+        if f.gate == Gate.resources and f.function:
+            place = define_line(function_name(f.function), sources.files, texts, kernel=True)
+            if place is not None:
+                found.append((place, f))
     out = []
-    for (path, line), (level, names, lines) in by_place.items():
-        first = function_name(names[0])
-        title = f"{kernel.name}: {first} resources changed" + (" (spills)" if any("spills" in x for x in lines) else "")
-        out.append(_annotation(path, line, level, title, "\n".join(dict.fromkeys(lines))))
+    for (path, line), findings in _group(found).items():
+        name = function_name(findings[0].function or "")
+        spills = any(f.key == "resources.spill" for f in findings)
+        title = f"{kernel.name}: {name} resources" + (" (spills)" if spills else "")
+        out.append(_annotation(path, line, _level(findings), title, _lines(findings)))
     return out
 
 
@@ -328,7 +302,8 @@ def _failed(case: CaseReport) -> bool:
 
 
 def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mapping[str, str]) -> list[Annotation]:
-    """One annotation per failed case, at the definition of the entry its device's build calls."""
+    """One annotation per failed case, at the definition of the entry its device's build calls: the case's failing
+    findings (its reasons where a line was made outside the gates)."""
     out = []
     for case in (c for c in kernel.cases if _failed(c)):
         build = sources.builds.get(case.device)
@@ -337,11 +312,31 @@ def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mappin
         place = entry_line(build.entry, build, sources.files, texts)
         if place is None:
             continue
+        failing = [f for f in case.findings if f.outcome in (Outcome.fail, Outcome.error)]
+        why = (
+            "\n".join(dict.fromkeys(render(f, case=False) for f in failing))
+            or "\n".join(case.reasons)
+            or f"status {case.status}"
+        )
         where = f" on {case.arch}" if case.arch else ""
-        why = "\n".join(case.reasons) or f"status {case.status}"
         title = f"{kernel.name}: case {case.name} {'failed' if case.verdict == 'fail' else 'could not be judged'}"
         message = f"{case.name} ({case.device}{where}) calls {build.entry}: {why}"
         out.append(_annotation(place[0], place[1], "failure", title, message))
+    return out
+
+
+def placed_annotations(kernel: KernelReport, known: Callable[[str], bool]) -> list[Annotation]:
+    """The kernel's and its cases' findings that carry a repository file and line themselves (a compile error's
+    place), where `known` says head has that file."""
+    found = [
+        ((f.file, f.line), f)
+        for f in [*kernel.findings, *(f for c in kernel.cases for f in c.findings)]
+        if f.file and f.line and f.line >= 1 and known(f.file)
+    ]
+    out = []
+    for (path, line), findings in _group(found).items():  # type: ignore[arg-type]
+        title = f"{kernel.name}: {findings[0].gate.value}"
+        out.append(_annotation(path, line, _level(findings), title, _lines(findings)))
     return out
 
 
@@ -381,14 +376,17 @@ def lint_annotations(findings: Iterable[LintPlace]) -> list[Annotation]:
 
 
 def located(report: Report, changes: list[FileChange], sources: Sources) -> list[Annotation]:
-    """Every finding of `report` that has a place in head, as an annotation (today's report models: the adapter)."""
+    """Every finding of `report` that has a place in head, as an annotation: the gates' findings (a GPU function's
+    at its definition, a failed case's at its entry, one with a file and line there) and the files no gate read."""
     out: list[Annotation] = []
+    diffed = {c.path for c in changes}
     for kernel in report.kernels:
         where = sources.kernels.get(kernel.name)
         if where is None or not kernel.changed:
             continue
         out += resource_annotations(kernel, where, sources.texts)
         out += case_annotations(kernel, where, sources.texts)
+        out += placed_annotations(kernel, lambda path: path in sources.texts or path in diffed)
     return out + coverage_annotations(report, changes)
 
 

@@ -230,10 +230,11 @@ class _Args(dict[str, object]):
 def _fill(key: str, args: dict[str, object], locale: str) -> str:
     """The message's text in `locale` with its parameters; an id the catalog lacks (a report from another opgate,
     or a forged part) is shown as it is, never formatted."""
+    gettext = _gettext(locale)
     if key not in MESSAGES:
         return key
     try:
-        return _gettext(locale)(MESSAGES[key][1]).format_map(_Args(args))
+        return gettext(MESSAGES[key][1]).format_map(_Args(args))
     except (ValueError, IndexError, AttributeError):  # a translation with a broken placeholder: the English text
         return MESSAGES[key][1].format_map(_Args(args))
 

@@ -225,8 +225,8 @@ def entry_line(
         for m in _BIND.finditer(text):
             if m.group(2).split(".")[0] != wanted:
                 continue
-            if binding is None or (m.group(1) == "def" and bound is None):
-                binding = binding or (path, _line_of(text, m.start()))
+            if binding is None:
+                binding = (path, _line_of(text, m.start()))
             if m.group(3) and bound is None:
                 bound = m.group(3).rsplit("::", 1)[-1]
     if bound is not None:
@@ -275,8 +275,12 @@ def _group(
 
 
 def _lines(findings: Iterable[Finding]) -> str:
-    return "\n".join(dict.fromkeys(render(f) + (f" ({f.arch})" if f.arch and f.arch not in render(f) else "")
-                                    for f in findings))  # fmt: skip
+    """Each finding's line as the comment renders it, with its architecture where the line does not name it."""
+    lines = []
+    for f in findings:
+        text = render(f)
+        lines.append(f"{text} ({f.arch})" if f.arch and f.arch not in text else text)
+    return "\n".join(dict.fromkeys(lines))
 
 
 def resource_annotations(kernel: KernelReport, sources: KernelSources, texts: Mapping[str, str]) -> list[Annotation]:

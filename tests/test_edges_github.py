@@ -344,6 +344,7 @@ def test_github_refuses_51_annotations_in_one_request(edge: GitHubEdge, server: 
 def test_a_check_run_without_annotations_is_one_request(edge: GitHubEdge, server: FakeGitHub) -> None:
     ref = edge.create_check_run(HEAD, "opgate/review", "no finding on a line", "nothing to place")
     assert [(r.method, r.path) for r in server.writes()] == [("POST", f"/repos/{REPO}/check-runs")]
+    assert "annotations" not in server.writes()[0].body["output"]  # none rather than an empty list
     assert (ref.annotations, ref.requests) == (0, 1)
 
 

@@ -347,7 +347,7 @@ class GitHubEdge:
         tried = {"create": False, "patch": False}
 
         def output(chunk: list[dict[str, str | int]]) -> dict[str, Any]:
-            return {"title": heading, "summary": text, "annotations": chunk}
+            return {"title": heading, "summary": text, **({"annotations": chunk} if chunk else {})}
 
         def create() -> tuple[int, str]:
             if tried["create"]:

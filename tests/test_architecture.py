@@ -34,7 +34,7 @@ ALLOWED: dict[str, set[str]] = {
     "spend": FOUNDATION | {"ledger"},
     "agent": FOUNDATION | {"ledger", "spend"},
     "edges": FOUNDATION | {"verdict", "present", "ledger", "spend"},
-    "review": FOUNDATION | {"verdict", "present", "untrusted", "ledger", "spend", "agent", "edges"},
+    "review": FOUNDATION | {"verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "lint"},
     "mainline": FOUNDATION | {"verdict", "present", "ledger", "edges", "review"},
     "dashboard": FOUNDATION | {"verdict", "ledger", "spend", "mainline"},
     "tune": FOUNDATION | {"verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "review"},

@@ -216,6 +216,7 @@ def test_a_pull_request_event_posts_one_comment_and_a_status(review: Review, ser
         ("GET", f"/repos/{REPO}/issues/{PR}/comments"),
         ("POST", f"/repos/{REPO}/issues/{PR}/comments"),
         ("POST", f"/repos/{REPO}/statuses/{head}"),
+        ("POST", f"/repos/{REPO}/check-runs"),
     ]
     (comment,) = server.comments(REPO, PR)
     assert comment["body"] == run.comment  # comment.md is exactly what was posted
@@ -227,6 +228,11 @@ def test_a_pull_request_event_posts_one_comment_and_a_status(review: Review, ser
     assert review.summary.read_text().startswith("## ❌ opgate: **fail**")
     assert "| deepgemm | 0 | 0 | 0 | 0 | 500,000 | 0.0% |" in comment["body"]  # offline: no spend, default budget
     assert f"posted:  {comment['html_url']} (opgate/acceptance=failure)" in run.stdout
+    (check,) = server.check_runs(REPO, head)  # the static failure has no line of head to sit on
+    assert (check["name"], check["conclusion"], check["annotations"]) == ("opgate/review", "neutral", [])
+    assert check["output"]["summary"].startswith(f"opgate/acceptance: {status['description']}")
+    assert f"check:   opgate/review: 0 annotation(s) {check['html_url']}" in run.stdout
+    assert json.loads((run.out / "annotations.json").read_text()) == []
     assert TOKEN not in run.stdout + run.stderr
 
 
@@ -243,6 +249,7 @@ def test_a_rerun_edits_the_same_comment(review: Review, server, kernel_repo) -> 
         ("GET", f"/repos/{REPO}/issues/{PR}/comments"),
         ("PATCH", f"/repos/{REPO}/issues/comments/{original['id']}"),
         ("POST", f"/repos/{REPO}/statuses/{second}"),
+        ("POST", f"/repos/{REPO}/check-runs"),  # a check run of its own per review: GitHub shows the newest
     ]
     (edited,) = server.comments(REPO, PR)
     assert (
@@ -315,6 +322,7 @@ def test_post_without_a_token_is_a_configuration_error(opgate, kernel_repo) -> N
 
 def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_path) -> None:
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    kernel_repo.write("docs/tiles.md", "# Tiles\n\ntile_m 96 measured by hand\n")  # no gate reads it
     head = kernel_repo.commit()
     server.add_pull(REPO, number=PR, head_sha=head, base_sha=kernel_repo.base)
     repo, base = str(kernel_repo.path), kernel_repo.base
@@ -345,6 +353,13 @@ def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_pa
     assert status["state"] == "error" and status["description"].startswith("could not judge: deepgemm_tile, flashmla")
     (comment,) = server.comments(REPO, PR)
     assert comment["body"] == (out / "comment.md").read_text()
+    (check,) = server.check_runs(REPO, head)  # the part's annotations, located where head was, posted by the merge
+    assert [(a["path"], a["start_line"], a["annotation_level"]) for a in check["annotations"]] == [
+        ("docs/tiles.md", 1, "warning")
+    ]
+    assert json.loads((out / "annotations.json").read_text()) == json.loads(
+        (parts / "part-deepgemm_tile" / "annotations.json").read_text()
+    )
     ledger = open_ledger(str(tmp_path / "ledger.sqlite"))
     latest = ledger.latest_review(head)
     ledger.close()

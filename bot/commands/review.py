@@ -201,3 +201,7 @@ def _print(result: ReviewResult, as_json: bool) -> None:
     elif result.posted is not None:
         posted = result.posted
         print(f"  posted:  {posted.comment.url} ({publish.ACCEPTANCE_CONTEXT}={posted.status.state})")
+        if posted.check is not None:
+            print(f"  check:   {publish.CHECK_RUN_NAME}: {posted.check.annotations} annotation(s) {posted.check.url}")
+        elif posted.check_error is not None:
+            print(f"opgate: the {publish.CHECK_RUN_NAME} check run was not created: {one_line(posted.check_error)}")

@@ -23,6 +23,7 @@ import base64
 import logging
 import time
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -31,6 +32,7 @@ import requests
 from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
 from github.Commit import Commit
 from github.GithubException import BadAttributeException, IncompletableObject
+from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from bot.edges.ratelimit import Wait, limit_kind, limit_wait, retry_after
@@ -39,7 +41,9 @@ from bot.models.github import (
     BASE_ROLES,
     REACTIONS,
     STATUS_STATES,
+    Annotation,
     BaseRole,
+    CheckRunRef,
     CommentRef,
     CommitPeople,
     FileBlob,
@@ -62,6 +66,8 @@ T = TypeVar("T")
 DEFAULT_API_URL = "https://api.github.com"
 MAX_BODY_CHARS = 65536  # GitHub's limit for issue and comment bodies
 MAX_DESCRIPTION_CHARS = 140  # GitHub's limit for a commit status description
+MAX_ANNOTATIONS = 50  # GitHub's limit of check-run annotations per request (create or update)
+MAX_CHECK_TITLE_CHARS = 255  # a check run's output title (GitHub documents no lower limit; its UI cuts long ones)
 TRUNCATION_NOTE = "\n\n… (truncated: GitHub allows at most 65536 characters)"
 
 
@@ -315,6 +321,72 @@ class GitHubEdge:
             )
 
         return self._call(f"set status {context}={state} on {sha[:12]}", op)
+
+    # ------------------------------------------------------------------ check runs
+
+    def create_check_run(
+        self,
+        sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        annotations: Iterable[Annotation] = (),
+        *,
+        conclusion: str = "neutral",
+        details_url: str | None = None,
+    ) -> CheckRunRef:
+        """Create a completed check run `name` on `sha` carrying `annotations`: the first 50 with the POST, the rest
+        in PATCHes of the same check run, 50 each (GitHub's limit; each update appends). A check run of its own per
+        call: GitHub shows the newest of a name. Retries never add an annotation twice: the check run is looked up
+        by a random `external_id` before a POST is repeated, and its `annotations_count` before a PATCH is.
+        Creating check runs needs a GitHub App's token (Actions' GITHUB_TOKEN with `checks: write`)."""
+        if not sha or not name:
+            raise ValueError("create_check_run needs a sha and a name")
+        items = [a.payload() for a in annotations]
+        chunks = [items[i : i + MAX_ANNOTATIONS] for i in range(0, len(items), MAX_ANNOTATIONS)] or [[]]
+        heading = truncate(" ".join(title.split()), MAX_CHECK_TITLE_CHARS)
+        text = truncate(summary, MAX_BODY_CHARS - 1, TRUNCATION_NOTE)
+        marker = uuid.uuid4().hex
+        tried = {"create": False, "patch": False}
+
+        def output(chunk: list[dict[str, str | int]]) -> dict[str, Any]:
+            return {"title": heading, "summary": text, **({"annotations": chunk} if chunk else {})}
+
+        def create() -> tuple[int, str]:
+            if tried["create"]:
+                for run in self._repo.get_commit(sha).get_check_runs(check_name=name):
+                    if run.external_id == marker:
+                        return int(run.id), str(run.html_url or "")
+            tried["create"] = True
+            run = self._repo.create_check_run(
+                name=name,
+                head_sha=sha,
+                external_id=marker,
+                status="completed",
+                conclusion=conclusion,
+                output=output(chunks[0]),
+                details_url=details_url or NotSet,
+            )
+            return int(run.id), str(run.html_url or "")
+
+        run_id, url = self._call(f"create the check run {name} on {sha[:12]}", create)
+        requests = 1
+        url_of = f"{self._repo.url}/check-runs/{run_id}"
+        for n, chunk in enumerate(chunks[1:], start=1):
+            carried = n * MAX_ANNOTATIONS  # what the check run holds before this update
+            tried["patch"] = False
+
+            def update(chunk: list[dict[str, str | int]] = chunk, carried: int = carried) -> None:
+                if tried["patch"]:
+                    _, data = self._repo.requester.requestJsonAndCheck("GET", url_of)
+                    if int((data.get("output") or {}).get("annotations_count") or 0) >= carried + len(chunk):
+                        return  # the lost answer's update took effect
+                tried["patch"] = True
+                self._repo.requester.requestJsonAndCheck("PATCH", url_of, input={"output": output(chunk)})
+
+            self._call(f"add annotations {carried + 1}-{carried + len(chunk)} to the check run {name}", update)
+            requests += 1
+        return CheckRunRef(id=run_id, name=name, url=url, annotations=len(items), requests=requests)
 
     # ------------------------------------------------------------------ people
 

@@ -1,6 +1,7 @@
-"""Publish a review on its pull request: post the sticky comment and the `opgate/acceptance` status, append the step
-summary. Nothing here decides: the status is `bot/verdict/status.py`'s (its words `bot/present/status.py`'s), the
-spend and budgets the comment shows are `bot/spend/pull_request.py`'s."""
+"""Publish a review on its pull request: the sticky comment, the `opgate/acceptance` status, the `opgate/review` check
+run with the review's annotations, the agent's inline notes, the step summary. Nothing here decides: the status is
+`bot/verdict/status.py`'s (its words `bot/present/status.py`'s), the spend and budgets the comment shows are
+`bot/spend/pull_request.py`'s."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from bot.config.settings import Settings
 from bot.edges.events import PullRequestEvent
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
-from bot.models.github import CommentRef, ReviewRef, StatusRef
+from bot.models.github import Annotation, CheckRunRef, CommentRef, ReviewRef, StatusRef
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
 from bot.present.notes import notes_marker, replaced_body, review_body, review_notes
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 
 ACCEPTANCE_CONTEXT = "opgate/acceptance"
 ACCEPTED_CONTEXT = "opgate/accepted"
+CHECK_RUN_NAME = "opgate/review"  # carries the annotations; neutral: the status above is what gates
 REVIEW_ACTIONS = ("opened", "reopened", "synchronize", "ready_for_review")
 
 
@@ -76,18 +78,50 @@ class Published(BaseModel):
     review: ReviewRef | None = (
         None  # opgate's review with the agent's notes on diff lines (None: no agent answered, or GitHub refused it)
     )
+    check: CheckRunRef | None = None  # the annotations' check run; None when GitHub refused it (`check_error`)
+    check_error: str | None = None
+
+
+def check_summary(description: str, annotations: Sequence[Annotation], comment_url: str) -> tuple[str, str]:
+    """The check run's title and summary: how many findings sit on head's lines, and what the status says."""
+    levels = {
+        level: sum(a.annotation_level == level for a in annotations) for level in ("failure", "warning", "notice")
+    }
+    counted = ", ".join(f"{n} {level}" for level, n in levels.items() if n) or "none"
+    title = f"{len(annotations)} finding(s) on head's lines" if annotations else "no finding on a line of head"
+    summary = (
+        f"{ACCEPTANCE_CONTEXT}: {description}\n\nAnnotations: {counted}. This check only places the review's findings "
+        f"on the lines they are about; the status `{ACCEPTANCE_CONTEXT}` is what gates"
+        + (f", and [the comment]({comment_url}) has the whole review." if comment_url else ".")
+    )
+    return title, summary
 
 
 def post(
-    edge: GitHubEdge, pr: int, report: Report, comment: str, acceptances: Sequence[AcceptanceRow] = ()
+    edge: GitHubEdge,
+    pr: int,
+    report: Report,
+    comment: str,
+    acceptances: Sequence[AcceptanceRow] = (),
+    annotations: Sequence[Annotation] = (),
 ) -> Published:
-    """Create or edit the sticky comment, then set `opgate/acceptance` on the head (ServiceError: exit 3)."""
+    """Create or edit the sticky comment, then set `opgate/acceptance` on the head (ServiceError: exit 3), then
+    create the `opgate/review` check run with the annotations (a refusal is logged and returned, not fatal: a
+    personal token cannot create check runs)."""
     ref = edge.upsert_comment(pr, REVIEW_MARKER, comment)
     log.info("comment %s on #%s: %s", "posted" if ref.created else "edited", pr, ref.url)
     state, description = acceptance_status(report, acceptances)
     status = edge.set_status(report.head_sha, ACCEPTANCE_CONTEXT, state, description, target_url=ref.url or None)
     log.info("status %s=%s on %s", ACCEPTANCE_CONTEXT, state, report.head_sha[:12])
-    return Published(comment=ref, status=status, review=post_notes(edge, pr, report))
+    review = post_notes(edge, pr, report)
+    title, summary = check_summary(description, annotations, ref.url)
+    try:
+        check = edge.create_check_run(report.head_sha, CHECK_RUN_NAME, title, summary, annotations)
+    except ServiceError as exc:
+        log.warning("the %s check run with %d annotation(s) was not created: %s", CHECK_RUN_NAME, len(annotations), exc)
+        return Published(comment=ref, status=status, review=review, check_error=str(exc))
+    log.info("check run %s: %d annotation(s) in %d request(s)", CHECK_RUN_NAME, check.annotations, check.requests)
+    return Published(comment=ref, status=status, review=review, check=check)
 
 
 def post_notes(edge: GitHubEdge, pr: int, report: Report) -> ReviewRef | None:
@@ -113,7 +147,9 @@ def post_notes(edge: GitHubEdge, pr: int, report: Report) -> ReviewRef | None:
 __all__ = [
     "ACCEPTANCE_CONTEXT",
     "ACCEPTED_CONTEXT",
+    "CHECK_RUN_NAME",
     "Published",
+    "check_summary",
     "open_edge",
     "post",
     "post_notes",

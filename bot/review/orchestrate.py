@@ -16,10 +16,12 @@ from bot.edges import publish
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
+from bot.models.github import Annotation
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import KernelReport, Report, aggregate_agents
+from bot.present.annotations import ordered
 from bot.present.render import render_comment
-from bot.review import ci_summary, fanout
+from bot.review import annotate, ci_summary, fanout
 from bot.spend import pull_request
 from bot.text.safe import one_line
 from bot.verdict import expectations
@@ -61,6 +63,7 @@ class ReviewResult:
     failure: Exception | None = None  # what stopped the review (the report says so)
     posted: publish.Published | None = None
     post_error: str | None = None
+    annotations: list[Annotation] = field(default_factory=list)  # annotations.json: the check run's
 
 
 def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None = None) -> ReviewResult:
@@ -75,7 +78,9 @@ def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None =
     if edge is not None and options.pr is not None:
         try:
             with edge:
-                result.posted = publish.post(edge, options.pr, result.report, result.comment, result.acceptances)
+                result.posted = publish.post(
+                    edge, options.pr, result.report, result.comment, result.acceptances, result.annotations
+                )
         except ServiceError as exc:
             result.post_error = str(exc)
             result.service_errors.append(str(exc))
@@ -110,6 +115,11 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, reviewer.unseen, ledger, settings, record=record, pr=options.pr)
     written.service_errors, written.failure = list(reviewer.service_errors), failure
+    if not options.agent_only and reviewer.base_sha and reviewer.head_sha:
+        written.annotations = annotate.gather(
+            reviewer.repo, reviewer.base_sha, reviewer.head_sha, report, settings.repo_config
+        )
+    annotate.write(options.out, written.annotations)
     return written
 
 
@@ -126,6 +136,8 @@ def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Review
     report, unseen = fanout.merge(parts, options.base, options.head, options.pr, agents=agents, planned=planned)
     report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, unseen, ledger, settings, record=True, pr=options.pr)
+    written.annotations = ordered(a for part in parts for a in annotate.read(part.folder))
+    annotate.write(options.out, written.annotations)
     log.info("merged %d part(s) into %s", len(parts), written.report_path)
     return written
 

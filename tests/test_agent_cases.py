@@ -183,3 +183,14 @@ def test_a_head_crash_after_base_checked_right_fails_and_a_reference_failure_is_
     assert reference.verdict == "not_judged" and reference.case.base_correct is None
     base_crash = judged(None, None, status=CaseStatus.crashed, failed_label="base", detail="SIGSEGV")
     assert base_crash.verdict == "base_fails"
+
+
+def test_why_no_agent_case_ran_stays_english_in_the_report_and_is_translated_in_the_comment():
+    from bot.present.render import said
+    from bot.text.i18n import english_runs, speaking
+
+    with speaking("zh-CN"):
+        shown = [said(agent_cases.NO_TABLE), said(agent_cases.NEW_KERNEL), said(agent_cases.NOT_BUILT)]
+    assert shown[0] == "base 的 kernel.toml 未声明 [agent_cases]：不运行 agent 的测试矩阵"
+    assert all(english_runs(s) == [] for s in shown) and said(agent_cases.NO_TABLE) == agent_cases.NO_TABLE
+    assert said("any other text the report holds") == "any other text the report holds"

@@ -169,3 +169,20 @@ def test_the_weekly_summary_reports_the_rates_and_flags_stop_the_agent(opgate, t
     data = json.loads(opgate("--json", "summary", "--out-dir", str(tmp_path / "reports"), env=env).stdout)
     deepgemm = next(p for p in data["payoff"] if p["domain"] == "deepgemm")
     assert deepgemm["stop"] is True and round(deepgemm["pass_rate"], 3) == 0.333
+
+
+def test_in_chinese_the_payoff_section_and_the_stop_rule_speak_the_locale(opgate, tmp_path):
+    from bot.text.i18n import english_runs
+
+    seed(tmp_path / "ledger.sqlite")
+    env = {"OPGATE_BUDGET_WEEKLY_DEEPGEMM": "10000", "OPGATE_LOCALE": "zh-CN"}
+    run = opgate("summary", "--out-dir", str(tmp_path / "reports"), env=env)
+    assert run.code == 0, run.stderr
+    text = (tmp_path / "reports" / f"summary-{WEEK}.md").read_text()
+    section = text.split("### 花费是否带来了收益", 1)[1].split("\n### ", 1)[0]
+    row = next(line for line in section.splitlines() if line.startswith("| DeepGEMM | 11,000 | 10,000 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3:8] == ["67% (2/3)", "50% (1/2)", "1", "33% (1/3) (candidate 0% (0/1), tune 50% (1/2))", "50% (1/2)"]
+    assert cells[8] == "⛔ 停用 agent，由人来检查搜索空间"
+    assert "- ⛔ **DeepGEMM** 在 10,000 的预算中花费了 11,000 个 token" in section
+    assert english_runs(section) == []

@@ -40,3 +40,24 @@ def test_agent_text_in_a_metric_name_cannot_break_out_of_its_code_span():
     check = ExpectationCheck(metric="p50` [x](http://evil)", expected="<img src=x>", outcome="not_measured")
     line = expected_line(check)
     assert "`p50' [x](http://evil)`" in line and "<img" not in line
+
+
+def test_in_chinese_the_line_keeps_its_figures_and_names_and_holds_no_english_sentence():
+    from bot.text.i18n import english_runs, speaking
+
+    r = _with_expectations({"latency_p50@square_512": "-8%", "tflops": 140})
+    text = render_comment(r, locale="zh-CN")
+    line = next(x for x in text.splitlines() if "`latency_p50@square_512`" in x)
+    assert line.strip() == (
+        "- `square_512` 上的 `latency_p50@square_512`：预期p50 变化 \u22128.0 %，"
+        "实测 \u22121.2 % (\u22122.9..+0.4) — 在区间外"
+    )
+    assert "- agent 的预期，与本次审查的实测值对照：" in text
+    registers = ExpectationCheck(
+        metric="registers", expected=215, quantity="registers", subject="gemm (sm_90a)", expected_value=215,
+        measured=223, unit="registers", outcome="inside",
+    )  # fmt: skip
+    with speaking("zh-CN"):
+        shown = expected_line(registers)
+    assert shown == "`gemm (sm_90a)` 上的 `registers`：预期寄存器 215 registers，实测 223 registers — 在实测区间内"
+    assert english_runs(shown) == []

@@ -28,3 +28,13 @@ def test_notes_on_one_line_become_one_comment_and_agent_text_stays_text():
 def test_the_review_body_starts_with_the_heads_marker():
     body = review_body(cr.HEAD, 2)
     assert body.startswith(notes_marker(cr.HEAD)) and "2 risk note(s)" in body
+
+
+def test_in_chinese_the_notes_line_and_the_review_speak_the_locale():
+    from bot.text.i18n import english_runs, speaking
+
+    text = render_comment(_report(["gemm.cu:13: the tail loop skips the last row"]), locale="zh-CN")
+    assert f"1 条风险提示标注在其所指的行上，见 opgate 对此 head 的审查： `{PATH}:13`" in text
+    with speaking("zh-CN"):
+        body = review_body(cr.HEAD, 2)
+    assert body.startswith(notes_marker(cr.HEAD)) and "agent 的 2 条风险提示" in body and english_runs(body) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.models.github import ReviewNote
 from bot.models.report import Report
+from bot.text.i18n import gettext as _
 from bot.text.safe import Safe, code, untrusted
 
 
@@ -29,20 +30,22 @@ def review_notes(report: Report) -> list[ReviewNote]:
         ReviewNote(
             path=path,
             line=line,
-            body=Safe("risk note from the agent (not checked by opgate):\n\n" + "\n\n".join(texts)),
+            body=Safe(_("risk note from the agent (not checked by opgate):") + "\n\n" + "\n\n".join(texts)),
         )
         for (path, line), texts in by_place.items()
     ]
 
 
 def review_body(head_sha: str, count: int) -> str:
-    return (
-        f"{notes_marker(head_sha)}\n"
-        f"opgate: {count} risk note(s) of the agent on the lines they name, for head `{code(head_sha[:12])}`. "
-        "The review comment holds the rest; the gates decide, these notes do not."
-    )
+    head = f"`{code(head_sha[:12])}`"
+    text = _(
+        "opgate: %(count)s risk note(s) of the agent on the lines they name, for head %(head)s. The review comment"
+        " holds the rest; the gates decide, these notes do not.",
+        count=count, head=head,
+    )  # fmt: skip
+    return f"{notes_marker(head_sha)}\n{text}"
 
 
 def replaced_body(head_sha: str) -> str:
-    note = "opgate: replaced by a later run on the same head (its notes are in the newer review)."
+    note = _("opgate: replaced by a later run on the same head (its notes are in the newer review).")
     return f"{replaced_marker(head_sha)}\n{note}"

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.report import Occupancy, Report, Resource
+from bot.models.report import AgentCaseReport, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
@@ -38,6 +38,7 @@ from bot.templates import TEMPLATES
 from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
+from bot.verdict import messages
 from bot.verdict.gate import is_rename, match_base, removed_in_head
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
@@ -51,6 +52,20 @@ def ms(x: float | None) -> str:
 
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.2f}%"
+
+
+def said(text: str) -> str:
+    """Text report.json keeps in English (a constant of bot/ marked `N_`, e.g. bot/verdict/agent_cases.NO_TABLE), in
+    the current locale when the catalog has it, else as written: plain text, escaped like any other value."""
+    return i18n.translate(i18n.current(), text) if text else text  # "" would be the catalog's header
+
+
+def agent_reasons(c: AgentCaseReport) -> str:
+    """An agent case's reasons in the current locale: a reason that is one of its case's findings as report.json
+    holds it (English) is that finding's line in the locale; any other through the catalog (`said`), or as written."""
+    locale = i18n.current()
+    lines = {messages.render(f, case=False): messages.render(f, locale, case=False) for f in c.case.findings}
+    return "; ".join(lines.get(r) or said(r) for r in c.reasons)
 
 
 def tokens(x: int | None) -> str:
@@ -267,6 +282,8 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         peak_share=peak_share,
         peaks=peaks,
         expected_line=expected_line,
+        said=said,
+        agent_reasons=agent_reasons,
     )
     return env
 

@@ -11,9 +11,10 @@ from pydantic import BaseModel
 
 from bot.models.ledger import ExpectationRow, ProposalRow
 from bot.spend.budget import iso_week
+from bot.text.i18n import N_
 
 R = TypeVar("R", ExpectationRow, ProposalRow)
-STOP_TEXT = "stop the agent and have a person look at the search space"
+STOP_TEXT = N_("stop the agent and have a person look at the search space")  # the summary shows it translated
 
 
 class Rate(BaseModel):

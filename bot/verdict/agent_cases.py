@@ -17,13 +17,20 @@ from bot.models.report import (
     KernelReport,
     ProposedCase,
 )
+from bot.text.i18n import N_
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel, verbatim
 
-NO_TABLE = "base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run"
-NEW_KERNEL = "a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run"
+# report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
+NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
+NEW_KERNEL = N_("a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run")
 BASE_FAILS = "base fails too"
-NOT_BUILT = "not run: the change fails its static checks before anything is built"
+BASE_FAILS_WHY = {
+    "same": N_("base fails too (the same build): not failed for it"),
+    "unbuilt": N_("base fails too (base does not build): not failed for it"),
+    "wrong": N_("base fails too (base is wrong on it): not failed for it"),
+}
+NOT_BUILT = N_("not run: the change fails its static checks before anything is built")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEYS = {"name", "shape", "params"}
 
@@ -126,8 +133,7 @@ def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseRepo
         verdict = "pass"
     reasons = [r for r in report.reasons if not r.startswith(("performance", "implausible"))]
     if verdict == "base_fails":
-        why = "the same build" if same_build else "base does not build" if not base_built else "base is wrong on it"
-        reasons.append(f"{BASE_FAILS} ({why}): not failed for it")
+        reasons.append(BASE_FAILS_WHY["same" if same_build else "unbuilt" if not base_built else "wrong"])
     return AgentCaseReport(
         name=case.name, shape=dict(case.shape), params=dict(case.params), verdict=verdict, reasons=reasons,
         case=report.model_copy(update={"base_drift_pct": None}),

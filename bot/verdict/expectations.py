@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from bot.models.report import CaseReport, ExpectationCheck, KernelReport, Report, Resource, ResourceCheckReport
+from bot.text.i18n import N_
 
 # A metric name is the agent's free text (at most 100 characters): it is read as words. Each quantity is named by
 # the words any of its spellings holds; the first row that matches wins (so "spill" before "registers": the users'
@@ -27,10 +28,10 @@ class _Quantity:
 
 
 QUANTITIES = (
-    _Quantity("spill bytes", frozenset({"spill", "spills", "spilled"}), "bytes"),
-    _Quantity("registers", frozenset({"registers", "register", "regs", "reg"}), "registers"),
-    _Quantity("shared memory", frozenset({"smem", "shared", "shmem"}), "bytes"),
-    _Quantity("occupancy", frozenset({"occupancy"}), "% occupancy"),
+    _Quantity(N_("spill bytes"), frozenset({"spill", "spills", "spilled"}), "bytes"),
+    _Quantity(N_("registers"), frozenset({"registers", "register", "regs", "reg"}), "registers"),
+    _Quantity(N_("shared memory"), frozenset({"smem", "shared", "shmem"}), "bytes"),
+    _Quantity(N_("occupancy"), frozenset({"occupancy"}), "% occupancy"),
     _Quantity("max_abs_err", frozenset({"err", "error", "abs"}), ""),
     _Quantity("p50", frozenset(LATENCY_WORDS | CHANGE_WORDS), "%"),
 )
@@ -152,7 +153,7 @@ def _latency(
                 checks.append(_not_measured(metric, value, "a speedup must be above 0", "p50 change"))
                 continue
             x, note = (1.0 / x - 1.0) * 100.0, f"speedup ×{x:g} read as a p50 change"
-        checks.append(_held(metric, value, "p50 change", c.name, x, c.regression_pct, lo, hi, "%", note))
+        checks.append(_held(metric, value, N_("p50 change"), c.name, x, c.regression_pct, lo, hi, "%", note))
     return checks
 
 

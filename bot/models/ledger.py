@@ -150,6 +150,13 @@ class ProposalRow(BaseModel):
     passed: bool
 
 
+def p50_band(base_p50_ms: float | None, low_pct: float | None, high_pct: float | None) -> tuple[float, float] | None:
+    """A paired interval of head/base as a p50 band in ms (base p50 × (1 + the interval)); None without all three."""
+    if base_p50_ms is None or low_pct is None or high_pct is None:
+        return None
+    return base_p50_ms * (1 + low_pct / 100), base_p50_ms * (1 + high_pct / 100)
+
+
 class MainCaseRow(BaseModel):
     """One case figure of main's history as the agent's prompt reads it (main_figures)."""
 
@@ -167,9 +174,7 @@ class MainCaseRow(BaseModel):
     @property
     def band_ms(self) -> tuple[float, float] | None:
         """The p50's 95 % interval in ms (its parent's p50 × (1 + the paired interval)); None without both."""
-        if self.base_p50_ms is None or self.ci_low_pct is None or self.ci_high_pct is None:
-            return None
-        return self.base_p50_ms * (1 + self.ci_low_pct / 100), self.base_p50_ms * (1 + self.ci_high_pct / 100)
+        return p50_band(self.base_p50_ms, self.ci_low_pct, self.ci_high_pct)
 
 
 class MainResourceRow(BaseModel):

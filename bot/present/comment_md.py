@@ -169,6 +169,11 @@ def cpu_part(c: CaseReport) -> str:
     if c.cpu_regression_pct is None or not c.cpu_ci95_pct:
         return ""
     low, high = c.cpu_ci95_pct
+    limit, wall = c.max_regression_pct, c.ci95_pct
+    if c.verdict == "pass" and limit is not None and wall is not None and wall[0] <= limit < wall[1] and high <= limit:
+        shown = f"{limit:g}"
+        decided = _("decided: p50 straddled %(limit)s%%", limit=shown)
+        return f" · **CPU {c.cpu_regression_pct:+.2f}%** ({low:+.2f}..{high:+.2f}) ✅ {decided}"
     if c.verdict == "fail" and c.max_regression_pct is not None and low > c.max_regression_pct:
         return f" · **CPU {c.cpu_regression_pct:+.2f}%** ({low:+.2f}..{high:+.2f}) ❌ > {c.max_regression_pct:g}%"
     return f" · CPU {c.cpu_regression_pct:+.2f}% ({low:+.2f}..{high:+.2f})"

@@ -86,6 +86,11 @@ def trial_from(
     )
 
 
+def candidate_settings(settings: Settings, *, search: bool) -> Settings:
+    """A search candidate's review settings: no callgrind (it is ranked by its intervals); the winner's: as given."""
+    return settings.model_copy(update={"simulate": "off"}) if search else settings
+
+
 def review_candidate(
     repo: Path,
     base_sha: str,
@@ -98,11 +103,17 @@ def review_candidate(
     held_out: frozenset[str] = frozenset(),
     agent_cases: Sequence[ProposedCase] = (),
     agent_name: str = "",
+    search: bool = False,
 ) -> tuple[KernelReport, float]:
     """Review base...(base + patch) for `kernel` only, offline (the candidate is the agent's; nobody asks it
     again): static checks, resources, builds, cases, gates. Every call is a new Reviewer, so a new secret seed
-    and fresh worker processes. Returns the kernel's section of the report (also written into `out`)."""
+    and fresh worker processes. Returns the kernel's section of the report (also written into `out`).
+
+    `search`: a candidate of the search, ranked by its intervals (tune/analysis.py), not by a second look: no case
+    is counted under callgrind (issue 40, 4 — it was most of a straddling candidate's time). The winner's
+    re-verification (`search=False`) is the review as a pull request gets it, callgrind where it asks for it."""
     started = time.perf_counter()
+    settings = candidate_settings(settings, search=search)
     with applied(repo, base_sha, patch, kernel) as cand:
         request = ReviewRequest(
             repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out,

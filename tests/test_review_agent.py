@@ -250,12 +250,20 @@ def row_scale_repo(path: Path) -> KernelRepo:
 def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_spares_one_base_shares(
     opgate, tmp_path, httpserver
 ):
-    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(MATRIX))])
+    # --try-candidates: the agent's candidate (a note beside the kernel, so head's build is reused) is judged with the
+    # same agent cases as head, and the tail bug it keeps fails it on them too
+    note = "--- /dev/null\n+++ b/kernels/row_scale/NOTES.md\n@@ -0,0 +1 @@\n+tails: see tail_15\n"
+    candidate = {**MATRIX, "candidate_patch": note}
+    gateway = Gateway(httpserver, [completion(json.dumps(candidate)), completion(json.dumps(MATRIX))])
     repo = row_scale_repo(tmp_path / "repo")
     repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
     broken = repo.commit("tail rows in pairs")
-    run = with_key(opgate, repo, broken, gateway.url)
+    run = with_key(opgate, repo, broken, gateway.url, "--try-candidates")
     assert run.code == 1, run.stdout + run.stderr
+    tried = run.kernel("row_scale")["candidate"]
+    assert tried["verdict"] == "fail" and tried["agent_cases"]["agent"] == "deepseek-v4", tried
+    assert [(c["name"], c["verdict"]) for c in tried["agent_cases"]["cases"]] == [("tail_15", "fail")]
+    assert any(r.startswith("correctness: agent case tail_15") for r in tried["reasons"]), tried["reasons"]
     kernel = run.kernel("row_scale")
     assert {c["name"]: c["status"] for c in kernel["cases"]} == {"rows_64": "ok", "rows_40": "ok"}  # right on them
     block = kernel["agent_cases"]

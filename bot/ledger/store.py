@@ -122,6 +122,26 @@ class Ledger:
                 )
         return review_id
 
+    def record_expectations(self, rows: list[ExpectationRow], tx: Database | None = None) -> None:
+        """Expectation rows outside a review (an `opgate tune` candidate's), in `tx` when given."""
+        db = tx or self.db
+        for e in rows:
+            data = e.model_dump()
+            data["created_at"] = data["created_at"] or now()
+            db.execute(
+                f"INSERT INTO agent_expectations ({', '.join(data)}) VALUES ({', '.join('?' for _ in data)})",
+                list(data.values()),
+            )
+
+    def tune_expectations(self, run_id: str, candidate_key: str) -> list[ExpectationRow]:
+        """A tuning run's expectations of one candidate, in insertion order."""
+        cols = ", ".join(_EXPECTATION_COLUMNS)
+        rows = self.db.rows(
+            f"SELECT {cols} FROM agent_expectations WHERE tuning_run = ? AND candidate_key = ? ORDER BY id",
+            (run_id, candidate_key),
+        )
+        return [ExpectationRow.model_validate(r) for r in rows]
+
     def expectations(self, *, since: str | None = None, domain: str | None = None) -> list[ExpectationRow]:
         """The agent's expected metrics beside what was measured, every recorded review's, in insertion order."""
         where, params = _filters(domain=domain, since=since)
@@ -131,15 +151,18 @@ class Ledger:
 
     def proposals(self, *, since: str | None = None) -> list[ProposalRow]:
         """What the agent proposed and the local runner judged: the candidates and agent cases of recorded reviews,
-        then the `opgate tune` candidates the agent proposed (tuning_trials of source `agent`, not a re-verify)."""
+        then each `opgate tune` winner the agent proposed: the run's re-verification of a candidate that the run's
+        agent proposed (passed: the re-verification passed every gate). The search's other candidates are the
+        agent's exploration, not what it proposes."""
         where, params = _filters(since=since)
         rows = self.db.rows(f"SELECT {', '.join(_PROPOSAL_COLUMNS)} FROM agent_proposals{where} ORDER BY id", params)
         tune_where, tune_params = ("AND t.created_at >= ?", [since]) if since else ("", [])
         rows += self.db.rows(
             "SELECT t.created_at, r.domain, t.kernel, 'tune' AS kind, t.candidate_key AS name, t.verdict,"
             " CASE WHEN t.verdict = 'pass' THEN 1 ELSE 0 END AS passed"
-            " FROM tuning_trials t JOIN tuning_runs r ON r.run_id = t.run_id"
-            f" WHERE t.source = 'agent' AND t.verify_of = '' {tune_where} ORDER BY t.id",
+            " FROM tuning_trials t JOIN tuning_runs r ON r.run_id = t.verify_of"
+            " WHERE t.verify_of <> '' AND EXISTS (SELECT 1 FROM tuning_rounds e WHERE e.run_id = t.verify_of"
+            f" AND e.source = 'agent' AND e.candidate_key = t.candidate_key) {tune_where} ORDER BY t.id",
             tune_params,
         )
         return [ProposalRow.model_validate({**r, "passed": bool(r["passed"])}) for r in rows]

@@ -112,9 +112,11 @@ class CachedReply(BaseModel):
 
 class ExpectationRow(BaseModel):
     """One row of `agent_expectations`: an agent's expected metric beside what the review measured (a report's
-    ExpectationCheck, with the review, kernel and domain it belongs to)."""
+    ExpectationCheck, with the review, kernel and domain it belongs to), or what a tune candidate's trial measured."""
 
-    review_id: int = 0
+    review_id: int | None = Field(None, description="the review's; None for an `opgate tune` candidate's")
+    tuning_run: str = Field("", description="the `opgate tune` run whose agent proposed the candidate")
+    candidate_key: str = Field("", description="the tune candidate the expectation is of (its config key)")
     created_at: str = ""
     head_sha: str = ""
     pr: int | None = None

@@ -172,10 +172,18 @@ class Reviewer:
     # -- one kernel ---------------------------------------------------------------------------
 
     def review_kernel(
-        self, name: str, base: Checkout, head: Checkout, changes: list[FileChange], *, candidate_pass: bool = False
+        self,
+        name: str,
+        base: Checkout,
+        head: Checkout,
+        changes: list[FileChange],
+        *,
+        candidate_pass: bool = False,
+        matrix: tuple[list[ProposedCase], str] | None = None,
     ) -> KernelReport:
         """Gather the kernel's evidence (what changed, its static checks, builds, resource checks and cases), then
-        ask the gate once (`judge_kernel`); an agent candidate goes through the same steps on its own."""
+        ask the gate once (`judge_kernel`); an agent candidate goes through the same steps on its own, with `matrix`:
+        the test matrix head was judged with and who proposed it (the same cases admitted by the same rules)."""
         origin = self.origins.get(name)
         head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         touched = touching(changes, kernel_globs(name, base, head))
@@ -188,6 +196,8 @@ class Reviewer:
             rules = only_case(rules, case, self.request.latency_limit_pct)
         agent = self._gather(evidence, base, head, touched, origin, candidate_pass=candidate_pass)
         evidence.agent_matrix, evidence.agent_proposer = list(self.request.agent_cases), self.request.agent_name
+        if matrix is not None:
+            evidence.agent_matrix, evidence.agent_proposer = list(matrix[0]), matrix[1]
         if agent is not None and agent.status == "ok":
             task_model = rules.task.model if rules is not None and rules.task else "the agent"
             evidence.agent_matrix, evidence.agent_proposer = list(agent.test_matrix), agent.model or task_model
@@ -198,7 +208,8 @@ class Reviewer:
         if runner is not None and rules is not None:
             runner.record_baselines(rules, report)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
-            self._try_candidate(report, agent.candidate_patch, base, head)
+            matrix_of_head = (evidence.agent_matrix, evidence.agent_proposer)
+            self._try_candidate(report, agent.candidate_patch, base, head, matrix_of_head)
         return report
 
     def _gather(
@@ -317,8 +328,11 @@ class Reviewer:
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
         return not_judged_findings(paths, head_k.path, compiled, ran)
 
-    def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
-        """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
+    def _try_candidate(
+        self, report: KernelReport, patch: str, base: Checkout, head: Checkout, matrix: tuple[list[ProposedCase], str]
+    ) -> None:
+        """--try-candidates: the agent's patch on top of head, through the same gates and head's agent cases (never
+        merged)."""
         with self.phases.timed("candidate"):
             try:
                 with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
@@ -326,7 +340,9 @@ class Reviewer:
                     side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
                     side.missing = missing
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
-                    report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
+                    report.candidate = self.review_kernel(
+                        report.name, base, side, changes, candidate_pass=True, matrix=matrix
+                    )
             except CandidateError as exc:
                 report.notes.append(f"agent candidate not tried: {exc}")
 

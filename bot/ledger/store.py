@@ -12,8 +12,8 @@ from bot.models.ledger import (
     AcceptanceRow,
     BaselineRow,
     CachedReply,
+    CaseFigure,
     ExpectationRow,
-    MainCaseRow,
     MainResourceRow,
     ProposalRow,
     ReservationRow,
@@ -263,7 +263,7 @@ class Ledger:
 
     # -- main's history, as the agent's prompt reads it ----------------------------------------
 
-    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainCaseRow]:
+    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[CaseFigure]:
         """One kernel's case figures at one main commit: `prefer_sha` when main's history holds it, else the latest
         commit that has figures of the kernel; empty when none was recorded (bot/mainline writes them)."""
         sha = self._main_sha("main_figures", kernel, prefer_sha)
@@ -272,7 +272,7 @@ class Ledger:
         rows = self.db.rows(
             "SELECT * FROM main_figures WHERE kernel = ? AND sha = ? ORDER BY device_name, id", (kernel, sha)
         )
-        return [MainCaseRow.model_validate(r) for r in rows]
+        return [CaseFigure.model_validate(r) for r in rows]
 
     def main_resource_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainResourceRow]:
         """One kernel's compiled functions at one main commit (chosen as main_case_figures chooses), per arch."""

@@ -311,3 +311,40 @@ def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgat
     [agent] = run.report["agents"]
     assert "2 changed function(s) whole" in agent["inputs"]
     assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])
+
+
+@pytest.mark.untimed  # correctness of an agent case, as above: nothing here is timed
+def test_ci_fan_out_runs_the_agent_jobs_test_matrix_in_the_review_job(opgate, tmp_path, httpserver):
+    """CI's fan-out: the agent job (key, no build) writes agent-K/; the review job (no key) runs `--offline
+    --agent-cases agent-K/`, which takes only the part's test matrix and the agent's model; the merge shows them."""
+    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX))])
+    repo = row_scale_repo(tmp_path / "repo")
+    repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
+    broken = repo.commit("tail rows in pairs")
+    common = ["--repo", str(repo.path), "--base", repo.base, "--head", broken, "--kernel", "row_scale"]
+    agent_dir, part_dir = tmp_path / "agent-row_scale", tmp_path / "part-row_scale"
+    asked = opgate(
+        "review", *common, "--agent-only", "--out", str(agent_dir),
+        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": gateway.url},
+    )  # fmt: skip
+    assert asked.code == 0, asked.stderr
+    assert not any(CANARY.encode() in p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())  # test_secrets too
+
+    reviewed = opgate("review", *common, "--offline", "--agent-cases", str(agent_dir), "--out", str(part_dir))
+    assert reviewed.code == 1, reviewed.stdout + reviewed.stderr
+    assert len(gateway.bodies) == 1  # the review job asked nobody: the matrix came from the part
+    [kernel] = json.loads((part_dir / "report.json").read_text())["kernels"]
+    block = kernel["agent_cases"]
+    assert (block["agent"], block["proposed"]) == ("deepseek-v4", 2)
+    assert [(c["name"], c["verdict"]) for c in block["cases"]] == [("tail_15", "fail")]
+    assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
+    assert any(r.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)") for r in kernel["reasons"])
+
+    merged = opgate(
+        "review", "--repo", str(repo.path), "--base", repo.base, "--head", broken, "--offline",
+        "--merge", str(part_dir), "--agents", str(agent_dir),
+    )  # fmt: skip
+    assert merged.code == 1, merged.stdout + merged.stderr
+    assert merged.kernel("row_scale")["agent_cases"]["cases"][0]["verdict"] == "fail"
+    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in merged.comment
+    assert merged.report["agent"]["status"] == "ok"  # the agent part's review, not the review job's offline one

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from werkzeug import Request, Response
 
+from bot.ledger import Ledger
 from tests.conftest import KernelRepo, make_repo
 from tests.gateway import Gateway, completion
 
@@ -348,3 +349,6 @@ def test_ci_fan_out_runs_the_agent_jobs_test_matrix_in_the_review_job(opgate, tm
     assert merged.kernel("row_scale")["agent_cases"]["cases"][0]["verdict"] == "fail"
     assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in merged.comment
     assert merged.report["agent"]["status"] == "ok"  # the agent part's review, not the review job's offline one
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:  # the merge records it: the summary's agent_case pass rate
+        found = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
+    assert found == [("agent_case", "row_scale", "tail_15", "fail", True)]  # it found head's own bug

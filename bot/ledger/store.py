@@ -328,8 +328,11 @@ def expectation_rows(report: Report, review_id: int, created_at: str) -> list[Ex
 
 
 def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
-    """The agent's candidate patches the review judged (`--try-candidates`): passed when every gate passed."""
-    return [
+    """What the agent proposed that the review judged: its candidate patches (`--try-candidates`), passed when every
+    gate passed, and the cases of its test matrix the judge ran, passed when one found a bug of head that base does
+    not have (verdict `fail`); a case head passes, or one base fails too, found nothing. A refused or not judged
+    entry was not judged: no row."""
+    rows = [
         ProposalRow(
             created_at=created_at,
             domain=k.domain,
@@ -342,6 +345,22 @@ def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
         for k in report.kernels
         if k.candidate is not None
     ]
+    rows += [
+        ProposalRow(
+            created_at=created_at,
+            domain=k.domain,
+            kernel=k.name,
+            kind="agent_case",
+            name=c.name,
+            verdict=c.verdict,
+            passed=c.verdict == "fail",
+        )
+        for k in report.kernels
+        if k.agent_cases is not None
+        for c in k.agent_cases.cases
+        if c.verdict != "not_judged"
+    ]
+    return rows
 
 
 def acceptance_row(r: dict[str, Any]) -> AcceptanceRow:

@@ -140,3 +140,19 @@ def test_the_review_refuses_a_bad_agent_cases_input_before_anything_is_built(opg
     both = opgate(*review, "--agent-cases", "a", "--no-agent-cases", "why")
     assert both.code == 2 and "not allowed with argument" in both.stderr
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_without_an_agent_part_the_comment_says_the_agent_cases_were_not_run_and_why(opgate, kernel_repo) -> None:
+    """CI's review job whose kernel's agent job left no part: `--no-agent-cases WHY` puts WHY on the kernel's agent
+    cases (report.json and the comment), never a silent drop. A change that fails statically: nothing is built."""
+    kernel_repo.edit("kernels/deepgemm_tile/tile_config.json", '"tile_m": 128', '"tile_m": 96')
+    head = kernel_repo.commit()
+    why = "the agent jobs ended failure and left no agent part for deepgemm_tile: the agent's test matrix is not run"
+    run = opgate(
+        "review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head, "--offline",
+        "--kernel", "deepgemm_tile", "--no-agent-cases", why,
+    )  # fmt: skip
+    assert run.code == 1, run.stdout + run.stderr
+    block = run.kernel("deepgemm_tile")["agent_cases"]
+    assert (block["proposed"], block["cases"], block["refused"], block["note"]) == (0, [], [], why)
+    assert f"{why}." in run.comment and "**Agent cases**" in run.comment

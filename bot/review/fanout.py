@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.agent.review import MAX_ITEMS
 from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
@@ -167,7 +168,7 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
 
 
-MAX_AGENT_CASES = 30  # entries of a test matrix an agent part may hold (a reply's bound, bot/agent/review.MAX_ITEMS)
+MAX_AGENT_CASES = MAX_ITEMS  # entries of a test matrix an agent part may hold: what one reply may hold
 
 
 class AgentMatrix(BaseModel):

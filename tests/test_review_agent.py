@@ -251,13 +251,25 @@ def row_scale_repo(path: Path) -> KernelRepo:
 def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_spares_one_base_shares(
     opgate, tmp_path, httpserver
 ):
+    """First as CI's fan-out runs it: the agent job (key, no build) writes agent-K/; the review job (no key) runs
+    `--offline --agent-cases agent-K/`, taking only the part's test matrix and the agent's model; the merge shows
+    and records them. Then in one process with the key, where base shares the bug."""
     gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(MATRIX))])
     repo = row_scale_repo(tmp_path / "repo")
     repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
     broken = repo.commit("tail rows in pairs")
-    run = with_key(opgate, repo, broken, gateway.url)
-    assert run.code == 1, run.stdout + run.stderr
-    kernel = run.kernel("row_scale")
+    revs = ["--repo", str(repo.path), "--base", repo.base, "--head", broken]
+    agent_dir, part_dir = tmp_path / "agent-row_scale", tmp_path / "part-row_scale"
+    asked = with_key(
+        opgate, repo, broken, gateway.url, "--agent-only", "--kernel", "row_scale", "--out", str(agent_dir)
+    )
+    assert asked.code == 0, asked.stderr
+    assert not any(CANARY.encode() in p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())  # test_secrets too
+    part = opgate("review", *revs, "--offline", "--kernel", "row_scale", "--agent-cases", str(agent_dir),
+                  "--out", str(part_dir))  # fmt: skip
+    assert part.code == 1, part.stdout + part.stderr
+    assert len(gateway.bodies) == 1  # the review job asked nobody: the matrix came from the part
+    [kernel] = json.loads((part_dir / "report.json").read_text())["kernels"]
     assert {c["name"]: c["status"] for c in kernel["cases"]} == {"rows_64": "ok", "rows_40": "ok"}  # right on them
     block = kernel["agent_cases"]
     assert block["agent"] == "deepseek-v4" and block["proposed"] == 2
@@ -267,11 +279,18 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
     assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
     reason = next(r for r in kernel["reasons"] if "agent case" in r)
     assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
+    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
+    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+
+    run = opgate("review", *revs, "--offline", "--merge", str(part_dir), "--agents", str(agent_dir))
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.kernel("row_scale")["agent_cases"] == block and run.report["agent"]["status"] == "ok"  # the agent job's
     assert "**Agent cases** proposed by `deepseek-v4`" in run.comment
     assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in run.comment
     assert "refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in run.comment
-    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
-    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:  # the merge records it: the summary's agent_case pass rate
+        found = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
+    assert found == [("agent_case", "row_scale", "tail_15", "fail", True)]  # it found head's own bug
 
     # Base carries the same bug (head only touches a comment): the agent's case shows it, and does not fail the change.
     repo.base = broken
@@ -312,43 +331,3 @@ def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgat
     [agent] = run.report["agents"]
     assert "2 changed function(s) whole" in agent["inputs"]
     assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])
-
-
-@pytest.mark.untimed  # correctness of an agent case, as above: nothing here is timed
-def test_ci_fan_out_runs_the_agent_jobs_test_matrix_in_the_review_job(opgate, tmp_path, httpserver):
-    """CI's fan-out: the agent job (key, no build) writes agent-K/; the review job (no key) runs `--offline
-    --agent-cases agent-K/`, which takes only the part's test matrix and the agent's model; the merge shows them."""
-    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX))])
-    repo = row_scale_repo(tmp_path / "repo")
-    repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
-    broken = repo.commit("tail rows in pairs")
-    common = ["--repo", str(repo.path), "--base", repo.base, "--head", broken, "--kernel", "row_scale"]
-    agent_dir, part_dir = tmp_path / "agent-row_scale", tmp_path / "part-row_scale"
-    asked = opgate(
-        "review", *common, "--agent-only", "--out", str(agent_dir),
-        env={"TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY, "TAOTOKEN_BASE_URL": gateway.url},
-    )  # fmt: skip
-    assert asked.code == 0, asked.stderr
-    assert not any(CANARY.encode() in p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())  # test_secrets too
-
-    reviewed = opgate("review", *common, "--offline", "--agent-cases", str(agent_dir), "--out", str(part_dir))
-    assert reviewed.code == 1, reviewed.stdout + reviewed.stderr
-    assert len(gateway.bodies) == 1  # the review job asked nobody: the matrix came from the part
-    [kernel] = json.loads((part_dir / "report.json").read_text())["kernels"]
-    block = kernel["agent_cases"]
-    assert (block["agent"], block["proposed"]) == ("deepseek-v4", 2)
-    assert [(c["name"], c["verdict"]) for c in block["cases"]] == [("tail_15", "fail")]
-    assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
-    assert any(r.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)") for r in kernel["reasons"])
-
-    merged = opgate(
-        "review", "--repo", str(repo.path), "--base", repo.base, "--head", broken, "--offline",
-        "--merge", str(part_dir), "--agents", str(agent_dir),
-    )  # fmt: skip
-    assert merged.code == 1, merged.stdout + merged.stderr
-    assert merged.kernel("row_scale")["agent_cases"]["cases"][0]["verdict"] == "fail"
-    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in merged.comment
-    assert merged.report["agent"]["status"] == "ok"  # the agent part's review, not the review job's offline one
-    with Ledger(tmp_path / "ledger.sqlite") as ledger:  # the merge records it: the summary's agent_case pass rate
-        found = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
-    assert found == [("agent_case", "row_scale", "tail_15", "fail", True)]  # it found head's own bug

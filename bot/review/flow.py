@@ -79,9 +79,8 @@ class ReviewRequest:
     # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
     agent_cases: tuple[ProposedCase, ...] = ()
     agent_name: str = ""
-    agent_cases_not_run: str = (
-        ""  # why the agent's matrix is not here (CI: its agent job left no part), for the comment
-    )
+    # why no matrix came from outside (CI: the kernel's agent job left no part): the comment says it
+    agent_cases_not_run: str = ""
 
 
 class Reviewer:

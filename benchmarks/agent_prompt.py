@@ -30,8 +30,9 @@ from bot.config.manifest import Kernel, load_kernel  # noqa: E402
 from bot.config.repo import load_config  # noqa: E402
 from bot.config.settings import load_settings  # noqa: E402
 from bot.ledger import Ledger  # noqa: E402
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure  # noqa: E402
+from bot.mainline.record import MainCommit, ResourceFigure  # noqa: E402
 from bot.mainline.store import History  # noqa: E402
+from bot.models.ledger import CaseFigure  # noqa: E402
 from bot.review.changes import parse_diff  # noqa: E402
 from bot.tune import agent as tune_agent  # noqa: E402
 from bot.tune import space  # noqa: E402

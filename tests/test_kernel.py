@@ -9,10 +9,18 @@ import ast
 import numpy as np
 
 from bot.config.manifest import Case, Kernel, load_kernel
-from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, NotRun, Peak
 from bot.models.finding import Gate, Outcome
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import Build, CaseStatus, CompileError, Resource, ResourceCheckReport
+from bot.models.report import (
+    AgentCaseRefusal,
+    Build,
+    CaseStatus,
+    CompileError,
+    ProposedCase,
+    Resource,
+    ResourceCheckReport,
+)
 from bot.verdict.findings import verbatim
 from bot.verdict.gate import RESOURCES_ONLY, Policy
 from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NEW_KERNEL, NO_GPU, judge_kernel, second_looks
@@ -209,3 +217,40 @@ def test_the_review_gathers_evidence_and_leaves_every_verdict_to_judge_kernel():
                 assert all(k.arg != "verdict" for k in node.keywords), f"{rel}:{node.lineno} sets a verdict"
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "judge_kernel"]
         assert len(calls) == (1 if rel.endswith("flow.py") else 0)
+
+
+def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
+    """The review admits the matrix once (base's [agent_cases]) and carries the admission in KernelEvidence; the gate
+    judges from it and admits nothing again: deepgemm_tile's manifest has no [agent_cases], yet the admission's case
+    and refusal are what the report shows (admitting again would have said "no [agent_cases]")."""
+    tail = AdmittedCase(name="tail_15", device="cpu", dtype="bfloat16", shape={"m": 47, "n": 64, "k": 64})
+    admission = AgentAdmission(
+        proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]")]
+    )
+    matrix = [ProposedCase(name="tail_15", shape=tail.shape), ProposedCase(name="huge", shape={"m": 5000})]
+    ev = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        agent_matrix=matrix,
+        agent_proposer="deepseek-v4",
+        agent_admission=admission,
+        agent_runs=[CaseEvidence(name="tail_15", run=timed(1.0))],
+    )
+    block = judge_kernel(ev, rules(CPU), Policy()).agent_cases
+    assert block is not None and (block.agent, block.proposed, block.note) == ("deepseek-v4", 2, "")
+    assert [(c.name, c.verdict) for c in block.cases] == [("tail_15", "pass")]
+    assert [(r.name, r.reason) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
+    # nothing proposed: no block at all, whatever the manifest declares
+    assert judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
+
+
+def test_the_matrix_is_admitted_in_one_place():
+    """`agent_cases.admit` is called by the review only (bot/review/flow.py, once); the gate reads the admission."""
+    calls = {
+        rel: sum(
+            1
+            for n in ast.walk(ast.parse((ROOT / rel).read_text()))
+            if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "admit"
+        )
+        for rel in (str(p.relative_to(ROOT)) for p in (ROOT / "bot").rglob("*.py"))
+    }
+    assert {rel: n for rel, n in calls.items() if n} == {"bot/review/flow.py": 1}

@@ -191,3 +191,29 @@ def test_in_chinese_the_payoff_section_and_the_stop_rule_speak_the_locale(opgate
     assert cells[8] == "⛔ 停用 agent，由人来检查搜索空间"
     assert "- ⛔ **DeepGEMM** 在 10,000 的预算中花费了 11,000 个 token" in section
     assert english_runs(section) == []
+
+
+def test_a_reviews_agent_cases_are_ledger_rows_and_fill_the_summarys_agent_case_rate(url, opgate, tmp_path):
+    """The agent's test matrix as a recorded review judged it (tests/comment_reports.agent_cases: head broke tail_15
+    where base is right, base broke tail_31 too, rows_1 passed; two entries refused): one agent_case row per case
+    judged, passed only where it found head's own bug; refused entries were never judged and make no row."""
+    report = cr.agent_cases().model_copy(update={"created_at": THIS})
+    with Ledger(url) as ledger:
+        ledger.record_usage(_usage(1, "deepgemm", 2_000, THIS))  # the week's spend: the summary's row of the domain
+        ledger.record_review(report)
+        got = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
+    assert got == [
+        ("agent_case", "deepgemm_tile", "tail_15", "fail", True),
+        ("agent_case", "deepgemm_tile", "tail_31", "base_fails", False),
+        ("agent_case", "deepgemm_tile", "rows_1", "pass", False),
+    ]
+    with Ledger(url) as ledger:
+        [d] = [p for p in payoff([], ledger.proposals(), {"deepgemm": 0}, {}, WEEK, PREVIOUS) if p.domain == "deepgemm"]
+    assert {k: (r.hits, r.judged) for k, r in d.by_kind.items()} == {"agent_case": (1, 3)}
+    if not url.startswith("postgresql"):  # the command over the same ledger (SQLite: the file opgate reads)
+        run = opgate("summary", "--out-dir", str(tmp_path / "reports"), env={"OPGATE_DATABASE_URL": str(url)})
+        assert run.code == 0, run.stderr
+        text = (tmp_path / "reports" / f"summary-{WEEK}.md").read_text()
+        section = text.split("### Is the spend buying anything", 1)[1].split("\n### ", 1)[0]
+        row = next(line for line in section.splitlines() if line.startswith("| DeepGEMM |"))
+        assert "33% (1/3) (agent_case 33% (1/3))" in row, row

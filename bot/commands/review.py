@@ -56,6 +56,20 @@ def register(commands: Commands) -> None:
         help="refuse to build or run anything (exit 2) where the sandbox cannot start (what the reusable workflow "
         "opgate-review.yml runs)",
     )
+    agent_cases = r.add_mutually_exclusive_group()
+    agent_cases.add_argument(
+        "--agent-cases",
+        type=Path,
+        metavar="DIR",
+        help="with --offline --kernel K: run the test matrix of K's agent part (the --out folder of an --agent-only "
+        "run, agent-K/) after the manifest's cases; only the validated matrix and the agent's model are read "
+        "(CI's review job, after the agent job)",
+    )
+    agent_cases.add_argument(
+        "--no-agent-cases",
+        metavar="WHY",
+        help="run no agent cases and say WHY in the comment (CI's review job when its kernel's agent job left no part)",
+    )
     r.add_argument(
         "--agents",
         nargs="*",
@@ -123,6 +137,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "OPGATE_AGENT_KEY is one domain's key: give --kernel K (one kernel, one domain), "
             "or unset it and set each domain's own key variable"
         )
+    if (args.agent_cases is not None or args.no_agent_cases is not None) and (
+        args.plan or args.agent_only or args.merge is not None
+    ):
+        flag = "--agent-cases" if args.agent_cases is not None else "--no-agent-cases"
+        raise InputError(f"{flag} is for a review that builds and runs: not with --plan, --agent-only or --merge")
     if args.plan:
         planned = fanout.plan(args.repo, base, head, settings.repo_config)
         print(fanout.matrix(planned.kernels, planned.jobs))  # the matrix (also with --json: it is JSON)
@@ -152,6 +171,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         agents=args.agents,
         planned=args.planned,
         arch=args.arch,
+        agent_cases=args.agent_cases,
+        no_agent_cases=one_line(args.no_agent_cases, limit=300) if args.no_agent_cases is not None else None,
     )
     result = orchestrate.review(options, settings, edge)
     _print(result, args.json)

@@ -12,8 +12,8 @@ from bot.models.ledger import (
     AcceptanceRow,
     BaselineRow,
     CachedReply,
+    CaseFigure,
     ExpectationRow,
-    MainCaseRow,
     MainResourceRow,
     ProposalRow,
     ReservationRow,
@@ -286,7 +286,7 @@ class Ledger:
 
     # -- main's history, as the agent's prompt reads it ----------------------------------------
 
-    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainCaseRow]:
+    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[CaseFigure]:
         """One kernel's case figures at one main commit: `prefer_sha` when main's history holds it, else the latest
         commit that has figures of the kernel; empty when none was recorded (bot/mainline writes them)."""
         sha = self._main_sha("main_figures", kernel, prefer_sha)
@@ -295,7 +295,7 @@ class Ledger:
         rows = self.db.rows(
             "SELECT * FROM main_figures WHERE kernel = ? AND sha = ? ORDER BY device_name, id", (kernel, sha)
         )
-        return [MainCaseRow.model_validate(r) for r in rows]
+        return [CaseFigure.model_validate(r) for r in rows]
 
     def main_resource_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainResourceRow]:
         """One kernel's compiled functions at one main commit (chosen as main_case_figures chooses), per arch."""
@@ -351,8 +351,11 @@ def expectation_rows(report: Report, review_id: int, created_at: str) -> list[Ex
 
 
 def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
-    """The agent's candidate patches the review judged (`--try-candidates`): passed when every gate passed."""
-    return [
+    """What the agent proposed that the review judged: its candidate patches (`--try-candidates`), passed when every
+    gate passed, and the cases of its test matrix the judge ran, passed when one found a bug of head that base does
+    not have (verdict `fail`); a case head passes, or one base fails too, found nothing. A refused or not judged
+    entry was not judged: no row."""
+    rows = [
         ProposalRow(
             created_at=created_at,
             domain=k.domain,
@@ -365,6 +368,22 @@ def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
         for k in report.kernels
         if k.candidate is not None
     ]
+    rows += [
+        ProposalRow(
+            created_at=created_at,
+            domain=k.domain,
+            kernel=k.name,
+            kind="agent_case",
+            name=c.name,
+            verdict=c.verdict,
+            passed=c.verdict == "fail",
+        )
+        for k in report.kernels
+        if k.agent_cases is not None
+        for c in k.agent_cases.cases
+        if c.verdict != "not_judged"
+    ]
+    return rows
 
 
 def acceptance_row(r: dict[str, Any]) -> AcceptanceRow:

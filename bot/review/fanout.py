@@ -11,13 +11,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.agent.review import MAX_ITEMS
 from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
-from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
+from bot.models.report import AgentReport, KernelReport, ProposedCase, Report, aggregate_agents
 from bot.review.arch_jobs import combine, job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
@@ -165,6 +166,55 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
         log.warning("%s", problem)
         return Part(folder=folder, kernel=name, report=None, problem=problem, arch=arch)
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
+
+
+MAX_AGENT_CASES = MAX_ITEMS  # entries of a test matrix an agent part may hold: what one reply may hold
+
+
+class AgentMatrix(BaseModel):
+    """What `opgate review --agent-cases DIR` takes from an agent part (data, never code): the kernel's test matrix
+    as the agent job validated it and who proposed it, or why there is none (`not_run`: the agent did not answer)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cases: list[ProposedCase] = []
+    proposer: str = ""
+    not_run: str = ""
+
+
+def read_agent_cases(folder: Path, kernel: str, base_sha: str, head_sha: str) -> AgentMatrix:
+    """The test matrix of `kernel`'s agent part (the --out folder of `opgate review --agent-only --kernel K`) for
+    base_sha...head_sha. A folder that is not there, holds no readable report, reviewed other revisions or another
+    kernel, or a matrix over MAX_AGENT_CASES entries is bad input (InputError). Nothing else of the part is read."""
+    made = f"the --out folder of `opgate review --agent-only --kernel {kernel}`"
+    if not folder.is_dir():
+        raise InputError(f"--agent-cases {folder}: no such folder ({made})")
+    part = read_part(folder, prefix=AGENT_PREFIX)
+    if part.report is None:
+        why = part.problem or f"it holds no report.json ({made})"
+        raise InputError(f"--agent-cases {folder}: not an agent part: {why}")
+    r = part.report
+    if (r.base_sha, r.head_sha) != (base_sha, head_sha):
+        raise InputError(
+            f"--agent-cases {folder}: the agent part is of {r.base_sha[:10]}...{r.head_sha[:10]}, "
+            f"not {base_sha[:10]}...{head_sha[:10]}"
+        )
+    named = {k.name for k in r.kernels} | {a.kernel for a in r.agents if a.kernel is not None}
+    if others := sorted(named - {kernel}):
+        raise InputError(f"--agent-cases {folder}: an agent part of {', '.join(others)}, not of {kernel}")
+    agents = [a for a in r.agents if a.kernel == kernel]
+    if not agents:
+        return AgentMatrix(not_run=f"the agent part holds no agent review of {kernel}: no test matrix to run")
+    agent = agents[0]
+    if agent.status != "ok":
+        why = f"{agent.status}: {one_line(agent.reason, limit=200)}" if agent.reason else agent.status
+        return AgentMatrix(not_run=f"the agent's review did not answer ({why}): no test matrix to run")
+    if len(agent.test_matrix) > MAX_AGENT_CASES:
+        raise InputError(
+            f"--agent-cases {folder}: its test matrix holds {len(agent.test_matrix)} entries "
+            f"(an agent reply holds at most {MAX_AGENT_CASES})"
+        )
+    return AgentMatrix(cases=list(agent.test_matrix), proposer=agent.model or "the agent")
 
 
 def _check_part(part: Part, base_sha: str, head_sha: str) -> None:

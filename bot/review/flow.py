@@ -79,6 +79,8 @@ class ReviewRequest:
     # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
     agent_cases: tuple[ProposedCase, ...] = ()
     agent_name: str = ""
+    # why no matrix came from outside (CI: the kernel's agent job left no part): the comment says it
+    agent_cases_not_run: str = ""
 
 
 class Reviewer:
@@ -201,6 +203,11 @@ class Reviewer:
         if agent is not None and agent.status == "ok":
             task_model = rules.task.model if rules is not None and rules.task else "the agent"
             evidence.agent_matrix, evidence.agent_proposer = list(agent.test_matrix), agent.model or task_model
+        if rules is not None:  # admitted once, by base's bounds (a new kernel has none): the gate judges from this
+            manifest = rules.manifest if base_k is not None else None
+            evidence.agent_admission = agent_cases.admit(evidence.agent_matrix, manifest)
+            if not evidence.agent_matrix and self.request.agent_cases_not_run:  # never a silent drop
+                evidence.agent_admission.note = self.request.agent_cases_not_run
         runner = None
         if evidence.gathered and rules is not None and head_k is not None:
             runner = self._gate_evidence(evidence, rules, head_k, base_k, touched)
@@ -305,11 +312,11 @@ class Reviewer:
         evidence.device, evidence.arch, evidence.gpu = self.env.device, self.env.arch, self.env.gpu
         with self.phases.timed("run"):
             runner.run(rules, builds, evidence, trusted_reference=base_k is not None, held_out=self.request.held_out)
-        admitted = agent_cases.admit(evidence.agent_matrix, rules.manifest if base_k is not None else None)
-        if admitted.cases:  # after the manifest's: both sides, base's reference, the judge's own inputs
+        admitted = agent_cases.cases(evidence.agent_admission)
+        if admitted:  # after the manifest's: both sides, base's reference, the judge's own inputs
             agent_ev = KernelEvidence(name=evidence.name, domain=evidence.domain)
             with self.phases.timed("run"):
-                runner.run(agent_rules(rules, admitted.cases), builds, agent_ev, trusted_reference=True, looks=False)
+                runner.run(agent_rules(rules, admitted), builds, agent_ev, trusted_reference=True, looks=False)
             # a shape under a manifest-free name has no history: no drift figure against an earlier base
             evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
         return runner

@@ -72,23 +72,23 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
 
 
 def with_agent_cases(report: KernelReport, ev: KernelEvidence, rules: Kernel) -> KernelReport:
-    """The agent's test matrix, admitted by base's [agent_cases] (the same pure rule the review ran them by), each
-    admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
+    """The agent's test matrix as the review admitted it (`ev.agent_admission`: base's [agent_cases], applied once),
+    each admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
     passes fails the kernel (`agent_cases.fold`). Nothing an agent case shows passes or excuses anything."""
-    if not ev.agent_matrix:
+    admitted = ev.agent_admission
+    if not admitted.proposed and not admitted.note:  # nothing proposed, and nothing to say about it
         return report
-    admitted = agent_cases.admit(ev.agent_matrix, None if ev.new_kernel else rules.manifest)
     runs = {c.name: c for c in ev.agent_runs}
     base_built = any(b.ok for b in ev.builds.get(BASE, {}).values())
     judged = [
         agent_cases.judged(
             case, judge_case(case, runs[case.name], ev, rules.manifest.constraints), base_built=base_built
         )
-        for case in admitted.cases
+        for case in agent_cases.cases(admitted)
         if case.name in runs
     ]
     proposer = ev.agent_proposer or "the agent"
-    report.agent_cases = agent_cases.report(proposer, len(ev.agent_matrix), admitted, judged)
+    report.agent_cases = agent_cases.report(proposer, admitted, judged)
     if admitted.cases and ev.static:
         report.agent_cases.note = agent_cases.NOT_BUILT
     return agent_cases.fold(report)

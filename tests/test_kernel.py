@@ -9,13 +9,13 @@ import ast
 import numpy as np
 
 from bot.config.manifest import Case, Kernel, load_kernel
-from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.evidence import CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
 from bot.models.finding import Gate, Outcome
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import Build, CaseStatus, CompileError, Resource, ResourceCheckReport
+from bot.models.report import Build, CaseStatus, CompileError, DiffStat, Resource, ResourceCheckReport
 from bot.verdict.findings import verbatim
 from bot.verdict.gate import RESOURCES_ONLY, Policy
-from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NEW_KERNEL, NO_GPU, judge_kernel, second_looks
+from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NO_GPU, judge_kernel, second_looks
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -61,7 +61,7 @@ def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undeci
     nobuild = Case(name="nobuild", device="cuda", dtype="bfloat16", shape={"m": 8})
     ev = evidence(
         CaseEvidence(name="big", not_run=NotRun.no_gpu),
-        CaseEvidence(name="other", not_run=NotRun.other_job, detail="runs in the sm_100 job of this review"),
+        CaseEvidence(name="other", not_run=NotRun.other_job, detail="sm_100"),
         CaseEvidence(name="held", not_run=NotRun.held_out),
         CaseEvidence(name="nobuild", not_run=NotRun.no_build),
     )
@@ -139,11 +139,17 @@ def test_a_measured_case_passes_and_a_slower_head_fails_on_latency():
 
 
 def test_what_the_review_found_before_building_decides_first():
-    invalid = KernelEvidence(name="k", domain="d", changed=True, invalid="invalid kernel definition: bad toml")
-    assert judge_kernel(invalid, None, Policy()).reasons == ["invalid kernel definition: bad toml"]
-    assert judge_kernel(invalid, None, Policy()).verdict == "fail"
-    removed = KernelEvidence(name="k", domain="d", changed=True, notes=["kernel removed in head"])
-    assert judge_kernel(removed, rules(CPU), Policy()).verdict == "skipped"
+    invalid = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, invalid="bad toml"), None, Policy())
+    assert (invalid.verdict, invalid.reasons) == ("fail", ["invalid kernel definition: bad toml"])
+    assert [(f.gate, f.outcome, f.key, f.params) for f in invalid.findings] == [
+        (Gate.manifest, Outcome.fail, "manifest.invalid", {"error": "bad toml"})
+    ]
+    removed = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, removed=True), rules(CPU), Policy())
+    assert (removed.verdict, removed.notes) == ("skipped", ["kernel removed in head"])
+    renamed = KernelEvidence(name="k", domain="d", changed=True, removed=True, renamed_to="k2")
+    assert judge_kernel(renamed, rules(CPU), Policy()).notes == [
+        "renamed to k2 in head: judged there, by this kernel's manifest and reference"
+    ]
     static = evidence(static=["tile_config.json: tile_m=96 not in {64,128,256}"])
     judged = judge_kernel(static, rules(CPU), Policy())
     assert (judged.verdict, judged.cases, judged.build) == ("fail", [], None)
@@ -153,8 +159,33 @@ def test_what_the_review_found_before_building_decides_first():
         unread=[verbatim("kernels/x.cu: not compiled", Gate.coverage, Outcome.undecided)],
     )
     asked = judge_kernel(new, rules(CPU), Policy())
-    assert asked.verdict == "needs_accept" and asked.accept_needed == [NEW_KERNEL]
+    assert asked.verdict == "needs_accept"
+    assert asked.accept_needed == ["new kernel: judged by its own manifest and reference, which this change wrote"]
+    assert [f.gate for f in asked.findings if f.outcome == Outcome.accept] == [Gate.acceptance]
     assert asked.undecided == ["kernels/x.cu: not compiled"]
+
+
+def test_the_change_the_review_found_is_stated_as_notes_in_order_each_a_finding():
+    ev = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        diff=DiffStat(files=2, added=5, removed=1),
+        origin=Lineage(base="old_gemm", how="renamed", share=0.87),
+        rules_changed=["kernels/deepgemm_tile/kernel.toml"],
+    )
+    report = judge_kernel(ev, rules(CPU), Policy())
+    assert report.notes[:3] == [
+        "change size: 2 file(s) of this kernel changed, +5/-1 lines (what reverting this pull request undoes)",
+        "renamed from old_gemm (87% of its bytes, git's rename/copy detection): judged by old_gemm's manifest, "
+        "reference and build from base",
+        "kernels/deepgemm_tile/kernel.toml changed: cases, limits and reference come from base",
+    ]
+    notes = [f for f in report.findings if f.outcome == Outcome.note]
+    assert [f.key for f in notes][:3] == ["review.change_size", "review.renamed_from", "review.rules_changed"]
+    assert notes[2].file == "kernels/deepgemm_tile/kernel.toml" and {f.gate for f in notes[:3]} == {Gate.review}
+    copied = ev.model_copy(update={"origin": Lineage(base="old_gemm", how="copied", share=0.6), "rules_changed": []})
+    assert judge_kernel(copied, rules(CPU), Policy()).notes[1].startswith("copied from old_gemm (60% of its bytes")
+    elsewhere = KernelEvidence(name="k", domain="d", changed=True, gated_elsewhere=True)
+    assert judge_kernel(elsewhere, rules(CPU), Policy()).notes == ["agent only: built, run and gated in another job"]
 
 
 def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():

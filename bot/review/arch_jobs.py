@@ -12,8 +12,6 @@ from bot.models.report import VERDICT_ORDER, CaseReport, KernelReport, KernelVer
 from bot.verdict.messages import render
 from bot.verdict.occupancy import family
 
-ELSEWHERE = " job of this review"  # "runs in the sm_100 job of this review": a case another job runs
-
 
 def case_arch(case: Case, architectures: list[str]) -> str | None:
     """The architecture family whose job runs the case (sm_90); None for a CPU case."""
@@ -35,15 +33,16 @@ def job_arches(kernel: Kernel) -> list[str]:
 
 
 def other_job(case: Case, architectures: list[str], arch: str | None) -> str | None:
-    """Why this job (`--arch arch`) leaves `case` to another one; None when it runs it (or runs everything)."""
+    """The architecture family whose job runs `case` when this job (`--arch arch`) leaves it to another one (the
+    gate says so: "runs in the sm_100 job of this review"); None when it runs it (or runs everything)."""
     if not arch:
         return None
     own = case_arch(case, architectures) or family(architectures[0])
-    return None if own == family(arch) else f"runs in the {own}{ELSEWHERE}"
+    return None if own == family(arch) else own
 
 
 def _elsewhere(c: CaseReport) -> bool:
-    return c.verdict == "skipped" and any(r.endswith(ELSEWHERE) for r in c.reasons)
+    return c.verdict == "skipped" and any(f.key == "run.other_job" for f in c.findings)
 
 
 def _union(parts: list[KernelReport], field: str) -> list[str]:

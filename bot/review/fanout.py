@@ -23,6 +23,7 @@ from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
 from bot.review.coverage import coverage, unclaimed_reason, with_coverage
 from bot.text.safe import one_line
+from bot.verdict.change import lost_part
 from bot.verdict.gate import overall
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ class Part(BaseModel):
     report: Report | None
     unseen: list[str] = []
     arch: str = ""  # the architecture job of a part-<kernel>@<arch> folder
-    problem: str | None = None  # why a report that is there could not be read
+    problem: str | None = None  # why a report that is there could not be read (its first error)
 
 
 MAX_PART_BYTES = 16 * 1024 * 1024
@@ -161,8 +162,8 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
             raise ValueError(f"{UNSEEN_FILE} is not a list")
     except (OSError, ValueError, RecursionError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
-        log.warning("%s", problem)
+        problem = one_line(first, limit=200)
+        log.warning("its part %s holds no readable opgate report (%s)", folder.name, problem)
         return Part(folder=folder, kernel=name, report=None, problem=problem, arch=arch)
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
 
@@ -222,12 +223,7 @@ def merge(
         if part.arch in jobs:
             raise InputError(f"{part.folder}: kernel {part.kernel} is in two parts")
         if r is None:
-            reason = (
-                part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
-            )
-            jobs[part.arch] = KernelReport(
-                name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
-            )
+            jobs[part.arch] = lost_part(part.kernel, part.folder.name, part.problem or "")
             continue
         for k in r.kernels:  # _check_part: only its own kernel
             jobs[part.arch] = k

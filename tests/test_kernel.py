@@ -224,19 +224,35 @@ def test_an_undecided_cpu_latency_is_counted_under_callgrind_unless_simulation_i
     )
 
 
-def test_the_review_gathers_evidence_and_leaves_every_verdict_to_judge_kernel():
-    """bot/review/flow.py and cases.py import none of the gate's verdict functions and assign no verdict: a new
-    kind of evidence (an agent case, a new check) goes into KernelEvidence and is decided in bot/verdict/."""
-    deciding = {"case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"}
-    for rel in ("bot/review/flow.py", "bot/review/cases.py"):
-        tree = ast.parse((ROOT / rel).read_text())
+def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
+    """No module of bot/review imports one of the gate's deciding functions or makes a verdict itself: it assigns
+    no `.verdict`, passes no literal `verdict="…"`, and the review's own Report takes its verdict from a call (the
+    folds of bot/verdict/folds.py). A new kind of evidence (an agent case, a new check) goes into KernelEvidence
+    and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
+    deciding = {
+        *("case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"),
+        *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
+    }
+    modules = sorted((ROOT / "bot" / "review").glob("*.py"))
+    assert {"flow.py", "cases.py", "fanout.py", "arch_jobs.py", "coverage.py", "check.py"} <= {m.name for m in modules}
+    for path in modules:
+        rel = path.relative_to(ROOT)
+        tree = ast.parse(path.read_text())
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         assert not imported & deciding, f"{rel} imports {imported & deciding}"
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert not defined & {"combine", "with_coverage"}, f"{rel} folds verdicts itself"
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else []
             flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
             assert not any(isinstance(t, ast.Attribute) and t.attr == "verdict" for t in flat), f"{rel}:{node.lineno}"
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") != "Report":  # the review's, not a kernel's
-                assert all(k.arg != "verdict" for k in node.keywords), f"{rel}:{node.lineno} sets a verdict"
+            if isinstance(node, ast.Call):
+                for k in node.keywords:
+                    assert not (k.arg == "verdict" and isinstance(k.value, ast.Constant)), f"{rel}:{node.lineno}"
+                    if k.arg == "verdict" and getattr(node.func, "id", "") in ("Report", "KernelReport"):
+                        assert isinstance(k.value, ast.Call), f"{rel}:{node.lineno} sets a verdict"
+            if isinstance(node, ast.Dict):  # a model_copy(update={"verdict": …}) decides too
+                keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                assert "verdict" not in keys, f"{rel}:{node.lineno} sets a verdict"
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "judge_kernel"]
-        assert len(calls) == (1 if rel.endswith("flow.py") else 0)
+        assert len(calls) == (1 if path.name == "flow.py" else 0), f"{rel} calls judge_kernel {len(calls)} times"

@@ -28,9 +28,9 @@ from bot.untrusted.runner.judge import REFERENCE_LABEL
 from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
-from bot.verdict.gate import case_verdict, resource_reasons
 from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
+from bot.verdict.ready import dry_case, resource_failures
 from bot.verdict.static import check_tunables
 
 # gcc/clang (`x.cu:3:10: fatal error: …`) and nvcc's front end (`x.cu(12): error: …`).
@@ -237,9 +237,7 @@ def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelChec
         else:
             result.failed(step, f"{on}: does not compile: {_first_line(check.log_tail)}")
         return
-    failures = [f"{on}: {e}" for e in check.launch_errors]
-    reasons, _ = resource_reasons(check.head, [], kernel.manifest.constraints, check.threads, check.arch)
-    failures += [f"{on}: {r.removeprefix('resource: ')}" for r in reasons]
+    failures = [f"{on}: {f}" for f in resource_failures(check, kernel.manifest.constraints)]
     for failure in failures:
         result.failed(step, failure)
     unknown = _without_threads(kernel, check)
@@ -321,14 +319,8 @@ def _dry_run(
         if run.status == "skipped":
             result.passed(step, f"{case.name}: {run.detail}")
             continue
-        report = case_verdict(case, constraints, run)
-        if report.verdict in ("fail", "error"):
-            result.failed(step, f"{case.name}: {'; '.join(report.reasons)}")
-            return True
-        err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
-        result.passed(
-            step, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"
-        )
+        failed, line = dry_case(case, constraints, run)
+        (result.failed if failed else result.passed)(step, line)
         return True
     return False
 

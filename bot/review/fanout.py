@@ -18,13 +18,13 @@ from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
-from bot.review.arch_jobs import combine, job_arches
+from bot.review.arch_jobs import job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
-from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, unclaimed_reason
 from bot.text.safe import one_line
 from bot.verdict.change import lost_part
-from bot.verdict.gate import overall
+from bot.verdict.folds import combine, review_verdict
 
 log = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ def merge(
         base_sha=base_sha,
         head_sha=head_sha,
         pr=pr,
-        verdict=with_coverage(overall(ordered), cov),
+        verdict=review_verdict(ordered, cov),
         kernels=ordered,
         agents=agent_reports,
         agent=aggregate_agents(agent_reports),

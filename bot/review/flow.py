@@ -40,7 +40,7 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
@@ -51,7 +51,8 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
 from bot.verdict.change import candidate_not_tried
 from bot.verdict.flags import check_defines
-from bot.verdict.gate import BASE, HEAD, Policy, overall
+from bot.verdict.folds import review_verdict
+from bot.verdict.gate import BASE, HEAD, Policy
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.static import tunable_findings
 
@@ -149,7 +150,7 @@ class Reviewer:
             base_sha=base_sha,
             head_sha=head_sha,
             pr=req.pr,
-            verdict=with_coverage(overall(kernels), self.coverage),
+            verdict=review_verdict(kernels, self.coverage),
             kernels=kernels,
             agents=self.agents,
             agent=aggregate_agents(self.agents),

@@ -26,6 +26,7 @@ from bot.spend import pull_request
 from bot.text.safe import one_line
 from bot.verdict import expectations
 from bot.verdict.change import review_failed
+from bot.verdict.folds import review_verdict
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -189,7 +190,7 @@ def failed_report(reviewer: Reviewer, exc: Exception) -> Report:
         base_sha=reviewer.base_sha or req.base,
         head_sha=reviewer.head_sha or req.head,
         pr=req.pr,
-        verdict="error",
+        verdict=review_verdict(kernels, None, stopped=True),
         kernels=kernels,
         agents=reviewer.agents,
         agent=aggregate_agents(reviewer.agents),

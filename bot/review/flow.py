@@ -50,7 +50,7 @@ from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
 from bot.verdict.change import candidate_not_tried
-from bot.verdict.flags import check_defines
+from bot.verdict.flags import define_findings
 from bot.verdict.folds import review_verdict
 from bot.verdict.gate import BASE, HEAD, Policy
 from bot.verdict.kernel import judge_kernel
@@ -258,9 +258,10 @@ class Reviewer:
         before anything is built: refused flags never reach a compiler."""
         name = head_k.name
         config = head_k.manifest.config
+        at, lines = f"{head_k.path}/{config}", head_k.config_lines  # each finding at its key's line of the config
         evidence.static = [
-            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
-            *check_defines(head_k.config, config),
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, at, lines),
+            *define_findings(head_k.config, config, at, lines),
             *flag_findings(head_k),
         ]
         if evidence.static:

@@ -210,6 +210,8 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "run.part_unreadable": (None, "its part {part} holds no readable opgate report ({error})"),
     "run.review_failed": (None, "{error}"),
     "run.internal_error": (None, "internal error {kind}: {error}"),
+    "static.tunable_name": (None, "{where}: tunable name {key} is not an identifier"),
+    "static.tunable_token": (None, "{where}: {key}={value} is not a plain number or word"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

@@ -16,10 +16,10 @@ from bot.errors import GitError, InputError, OpgateError
 from bot.models.output import Posted, ReviewKernel, ReviewOutput
 from bot.present import digest
 from bot.review import fanout, orchestrate
-from bot.review.checkout import INVALID
 from bot.review.coverage import unclaimed_reason
 from bot.review.orchestrate import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
+from bot.verdict.messages import render
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +178,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
-    invalid = [r for k in result.report.kernels for r in k.reasons if r.startswith(f"{INVALID}: ")]
+    invalid = [f for k in result.report.kernels for f in k.findings if f.key == "manifest.invalid"]
     if invalid and args.merge is None:  # a manifest typo is bad input: exit 2 with the message (the report says fail)
-        raise InputError(invalid[0])
+        raise InputError(render(invalid[0]))
     if result.report.verdict not in ("pass", "undecided"):
         return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0

@@ -77,6 +77,16 @@ class AgentAdmission(BaseModel):
     note: str = ""
 
 
+class Lineage(BaseModel):
+    """The base kernel a head kernel new by name comes from (git's rename and copy detection), and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: str
+    how: Literal["renamed", "copied"]
+    share: float = Field(ge=0, le=1, description="the share of the head folder's bytes that come from base's")
+
+
 class KernelEvidence(BaseModel):
     """Everything the review gathered of one kernel: what changed, the static findings, the builds, the resource
     checks, every case's run or why it was not run, and the machine. The review fills it; only the gate decides."""
@@ -89,10 +99,16 @@ class KernelEvidence(BaseModel):
     gathered: bool = Field(
         False, description="the review reached the gates (False: untouched, removed in head, or gated in another job)"
     )
-    invalid: str = Field("", description="head's kernel.toml could not be read: why")
+    invalid: str = Field("", description="head's kernel.toml could not be read: the loader's error")
     new_kernel: bool = Field(False, description="base has no such kernel: judged by the manifest this change wrote")
+    removed: bool = Field(False, description="head has no such kernel (renamed_to: where it went)")
+    renamed_to: str = Field("", description="the head kernel this base kernel was renamed to")
+    origin: Lineage | None = Field(None, description="the base kernel a kernel new by name was renamed or copied from")
+    rules_changed: list[str] = Field(
+        default_factory=list, description="changed files of base's rules (kernel.toml, the reference): base's hold"
+    )
+    gated_elsewhere: bool = Field(False, description="the agent was asked here; another job builds, runs and gates")
     unread: list[Finding] = Field(default_factory=list, description="changed files no gate reads, each with its reason")
-    notes: list[str] = Field(default_factory=list, description="facts the review states about the change")
     diff: DiffStat | None = None
     static: list[str | Finding] = Field(
         default_factory=list, description="tunable and flag findings (nothing was built)"

@@ -19,12 +19,13 @@ from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.report import AgentReport, KernelReport, ProposedCase, Report, aggregate_agents
-from bot.review.arch_jobs import combine, job_arches
+from bot.review.arch_jobs import job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
-from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, unclaimed_reason
 from bot.text.safe import one_line
-from bot.verdict.gate import overall
+from bot.verdict.change import lost_part
+from bot.verdict.folds import combine, review_verdict
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ class Part(BaseModel):
     report: Report | None
     unseen: list[str] = []
     arch: str = ""  # the architecture job of a part-<kernel>@<arch> folder
-    problem: str | None = None  # why a report that is there could not be read
+    problem: str | None = None  # why a report that is there could not be read (its first error)
 
 
 MAX_PART_BYTES = 16 * 1024 * 1024
@@ -162,8 +163,8 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
             raise ValueError(f"{UNSEEN_FILE} is not a list")
     except (OSError, ValueError, RecursionError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
-        log.warning("%s", problem)
+        problem = one_line(first, limit=200)
+        log.warning("its part %s holds no readable opgate report (%s)", folder.name, problem)
         return Part(folder=folder, kernel=name, report=None, problem=problem, arch=arch)
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
 
@@ -191,7 +192,11 @@ def read_agent_cases(folder: Path, kernel: str, base_sha: str, head_sha: str) ->
         raise InputError(f"--agent-cases {folder}: no such folder ({made})")
     part = read_part(folder, prefix=AGENT_PREFIX)
     if part.report is None:
-        why = part.problem or f"it holds no report.json ({made})"
+        why = (
+            f"its part {folder.name} holds no readable opgate report ({part.problem})"
+            if part.problem
+            else f"it holds no report.json ({made})"
+        )
         raise InputError(f"--agent-cases {folder}: not an agent part: {why}")
     r = part.report
     if (r.base_sha, r.head_sha) != (base_sha, head_sha):
@@ -272,12 +277,7 @@ def merge(
         if part.arch in jobs:
             raise InputError(f"{part.folder}: kernel {part.kernel} is in two parts")
         if r is None:
-            reason = (
-                part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
-            )
-            jobs[part.arch] = KernelReport(
-                name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
-            )
+            jobs[part.arch] = lost_part(part.kernel, part.folder.name, part.problem or "")
             continue
         for k in r.kernels:  # _check_part: only its own kernel
             jobs[part.arch] = k
@@ -296,7 +296,7 @@ def merge(
         base_sha=base_sha,
         head_sha=head_sha,
         pr=pr,
-        verdict=with_coverage(overall(ordered), cov),
+        verdict=review_verdict(ordered, cov),
         kernels=ordered,
         agents=agent_reports,
         agent=aggregate_agents(agent_reports),

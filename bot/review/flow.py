@@ -22,7 +22,7 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.evidence import KernelEvidence
+from bot.models.evidence import KernelEvidence, Lineage
 from bot.models.finding import Finding
 from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
 from bot.phases import Phases
@@ -31,7 +31,6 @@ from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, agent_rules, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
-    INVALID,
     Checkout,
     checkouts,
     folder_of,
@@ -41,7 +40,7 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
@@ -50,8 +49,10 @@ from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
-from bot.verdict.flags import check_defines
-from bot.verdict.gate import BASE, HEAD, Policy, overall
+from bot.verdict.change import candidate_not_tried
+from bot.verdict.flags import define_findings
+from bot.verdict.folds import review_verdict
+from bot.verdict.gate import BASE, HEAD, Policy
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.static import tunable_findings
 
@@ -151,7 +152,7 @@ class Reviewer:
             base_sha=base_sha,
             head_sha=head_sha,
             pr=req.pr,
-            verdict=with_coverage(overall(kernels), self.coverage),
+            verdict=review_verdict(kernels, self.coverage),
             kernels=kernels,
             agents=self.agents,
             agent=aggregate_agents(self.agents),
@@ -234,15 +235,10 @@ class Reviewer:
         name = evidence.name
         head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         if name in head.broken:
-            evidence.invalid = f"{INVALID}: {head.broken[name]}"
+            evidence.invalid = head.broken[name]
             return None
         if head_k is None:
-            if (new := renamed_to(self.origins).get(name)) is not None:
-                evidence.notes.append(
-                    f"renamed to {new} in head: judged there, by this kernel's manifest and reference"
-                )
-            else:
-                evidence.notes.append("kernel removed in head")
+            evidence.removed, evidence.renamed_to = True, renamed_to(self.origins).get(name, "")
             return None
         if not touched:
             return None
@@ -261,7 +257,7 @@ class Reviewer:
                     asked, touched, head.sha, rules=rules, sources=read_sources(touched, base, head)
                 )
         if self.request.agent_only:
-            evidence.notes.append("agent only: built, run and gated in another job")
+            evidence.gated_elsewhere = True
             return agent
         evidence.gathered = True
         evidence.unread = self._not_judged(touched, head_k, base_k)
@@ -280,9 +276,10 @@ class Reviewer:
         before anything is built: refused flags never reach a compiler."""
         name = head_k.name
         config = head_k.manifest.config
+        at, lines = f"{head_k.path}/{config}", head_k.config_lines  # each finding at its key's line of the config
         evidence.static = [
-            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
-            *check_defines(head_k.config, config),
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, at, lines),
+            *define_findings(head_k.config, config, at, lines),
             *flag_findings(head_k),
         ]
         if evidence.static:
@@ -351,34 +348,25 @@ class Reviewer:
                         report.name, base, side, changes, candidate_pass=True, matrix=matrix
                     )
             except CandidateError as exc:
-                report.notes.append(f"agent candidate not tried: {exc}")
+                candidate_not_tried(report, str(exc))
 
     def _notes(
         self,
-        report: KernelEvidence,
+        evidence: KernelEvidence,
         touched: list[FileChange],
         base_k: Kernel | None,
         head_k: Kernel,
         origin: Origin | None = None,
     ) -> None:
-        added = sum(c.added for c in touched)
-        removed = sum(c.removed for c in touched)
-        report.notes.append(
-            f"change size: {len(touched)} file(s) of this kernel changed, +{added}/-{removed} lines (what reverting "
-            "this pull request undoes)"
-        )
+        """What the change is besides its diff: a new kernel, where one new by name came from, base's rules it
+        touched (the gate states them)."""
         if base_k is None:  # judged by the manifest and reference this change wrote (the gate asks for a person)
-            report.new_kernel = True
+            evidence.new_kernel = True
             return
         if origin is not None:
-            report.notes.append(
-                f"{origin.how} from {origin.base} ({origin.share:.0%} of its bytes, git's rename/copy detection): "
-                f"judged by {origin.base}'s manifest, reference and build from base"
-            )
+            evidence.origin = Lineage(base=origin.base, how=origin.how, share=origin.share)
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
-        for c in touched:
-            if in_folder(head_k.path, c.path) in judged:
-                report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
+        evidence.rules_changed = [c.path for c in touched if in_folder(head_k.path, c.path) in judged]
 
     def _ask_agent(
         self,

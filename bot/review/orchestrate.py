@@ -18,13 +18,15 @@ from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
 from bot.models.github import Annotation
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import KernelReport, Report, aggregate_agents
+from bot.models.report import Report, aggregate_agents
 from bot.present.annotations import ordered
 from bot.present.render import render_comment
 from bot.review import annotate, ci_summary, fanout
 from bot.spend import pull_request
 from bot.text.safe import one_line
 from bot.verdict import expectations
+from bot.verdict.change import review_failed
+from bot.verdict.folds import review_verdict
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -200,21 +202,18 @@ def write(
 def failed_report(reviewer: Reviewer, exc: Exception) -> Report:
     """The report of a review that could not run: verdict `error`, the reason in one line, what was known."""
     req = reviewer.request
-    if isinstance(exc, OpgateError):
-        reason = one_line(exc, limit=500)
-    else:
-        reason = one_line(f"internal error {type(exc).__name__}: {exc}", limit=500)
+    kind = "" if isinstance(exc, OpgateError) else type(exc).__name__
+    reason = one_line(f"internal error {kind}: {exc}" if kind else exc, limit=500)
+    if kind:
         log.error("the review stopped on an internal error; report.json says so", exc_info=exc)
     kernels = []
     if req.only_kernel is not None:  # a matrix part: its kernel is the one that could not be judged
-        kernels = [
-            KernelReport(name=req.only_kernel, domain="unknown", changed=True, verdict="error", reasons=[reason])
-        ]
+        kernels = [review_failed(req.only_kernel, one_line(exc, limit=500 - len(kind) - 17) if kind else reason, kind)]
     return Report(
         base_sha=reviewer.base_sha or req.base,
         head_sha=reviewer.head_sha or req.head,
         pr=req.pr,
-        verdict="error",
+        verdict=review_verdict(kernels, None, stopped=True),
         kernels=kernels,
         agents=reviewer.agents,
         agent=aggregate_agents(reviewer.agents),

@@ -32,6 +32,7 @@ from bot.models.report import (
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
 from bot.verdict.findings import add_case, add_kernel
+from bot.verdict.gate import not_run_phrases
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -113,9 +114,10 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
     return with_findings(case, *findings, **update)
 
 
-def skipped(name: str, device: str = "cuda", why: str = NO_GPU) -> CaseReport:
+def skipped(name: str, device: str = "cuda", why: str = "run.no_gpu") -> CaseReport:
+    """A case the runner could not run, for the catalog's reason `why` (bot/verdict/kernel.py not_run_report)."""
     case = CaseReport(name=name, device=device, tolerance=0.01, status=CaseStatus.skipped, verdict="skipped")  # type: ignore[arg-type]
-    return with_findings(case, found(Gate.run, "run.skipped", Outcome.undecided, reason=why))
+    return with_findings(case, found(Gate.run, why, Outcome.undecided))
 
 
 def resources(n: int, threads: int, dyn: int, blocks: int) -> list[Resource]:
@@ -303,9 +305,10 @@ def isolation_none() -> Report:
 
 def gpu_skipped() -> Report:
     """Every case of a kernel needs a GPU and the runner has none: nothing ran, nothing failed."""
-    summary = "7 cuda cases (needs a CUDA GPU; this machine has none)"
-    none_ran = found(Gate.coverage, "coverage.no_case_ran", Outcome.undecided, summary=summary)
-    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided", none_ran)
+    cases = [skipped(n) for n in CUDA_CASES]
+    summary = {"summary": not_run_phrases(cases)}  # "7 cuda cases (needs a CUDA GPU; this machine has none)"
+    none_ran = Finding(gate=Gate.coverage, outcome=Outcome.undecided, key="coverage.no_case_ran", phrases=summary)
+    k = kernel("deepgemm_tile", cases, "undecided", none_ran)
     return report([k])
 
 

@@ -28,7 +28,7 @@ from bot.models.report import (
 from bot.verdict import stats
 from bot.verdict.compile_errors import compile_failure, describe
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
-from bot.verdict.messages import MESSAGES, render
+from bot.verdict.messages import MESSAGES, phrase, render
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
@@ -58,14 +58,24 @@ def case_reason(case: str, reason: str) -> str:
     return f"{case}: {reason}"
 
 
-def case_verdict(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
-    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency."""
+def case_verdict(
+    case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str | Phrase = ""
+) -> CaseReport:
+    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency.
+    Without a run it is skipped, for `skip_reason` (a message of the catalog, or a line made elsewhere)."""
     tol = case.limits(constraints).max_abs_err
     report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
     if run is None:
         report.status, report.verdict = CaseStatus.skipped, "skipped"
-        why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=skip_reason) if skip_reason else None
-        add_case(report, why or _finding(Gate.run, "run.not_run", Outcome.undecided))
+        if isinstance(skip_reason, Phrase):
+            why = Finding(
+                gate=Gate.run, outcome=Outcome.undecided, key=skip_reason.key, params=dict(skip_reason.params)
+            )
+        elif skip_reason:
+            why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=skip_reason)
+        else:
+            why = _finding(Gate.run, "run.not_run", Outcome.undecided)
+        add_case(report, why)
         return report
     head = run.checks.get(HEAD)
     base = run.checks.get(BASE)
@@ -898,8 +908,11 @@ def kernel_verdict(
             add_kernel(kernel, _finding(Gate.coverage, "resources.only", Outcome.undecided))  # its one gate passed
         elif cases or not kernel.undecided:  # a kernel undecided for its own reason needs no "no case" besides
             if cases:
-                found = _finding(
-                    Gate.coverage, "coverage.no_case_ran", Outcome.undecided, summary=not_run_summary(cases)
+                found = Finding(
+                    gate=Gate.coverage,
+                    outcome=Outcome.undecided,
+                    key="coverage.no_case_ran",
+                    phrases={"summary": not_run_phrases(cases)},
                 )
             else:
                 found = _finding(Gate.coverage, "coverage.no_cases", Outcome.undecided)
@@ -916,15 +929,29 @@ def kernel_verdict(
 
 
 def not_run_summary(cases: list[CaseReport]) -> str:
-    """ "2 cuda cases: needs a CUDA GPU; this machine has none" — the cases that did not run, by reason."""
-    by_reason: dict[str, list[str]] = {}
+    """ "2 cuda cases (needs a CUDA GPU; this machine has none)" — the cases that did not run, by reason."""
+    return "; ".join(phrase(p) for p in not_run_phrases(cases))
+
+
+def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
+    """`not_run_summary` as phrases: one per reason, its count and devices, the reason as the cases' findings say
+    it (a reason made elsewhere, as written)."""
+    by_reason: dict[str, tuple[list[Phrase], list[str]]] = {}
     for c in cases:
         if c.verdict == "skipped":
-            by_reason.setdefault("; ".join(c.reasons) or "not run", []).append(c.device)
-    return "; ".join(
-        f"{len(devices)} {'/'.join(dict.fromkeys(devices))} case{'s' if len(devices) != 1 else ''} ({why})"
-        for why, devices in by_reason.items()
-    )
+            reason = "; ".join(c.reasons) or "not run"
+            made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
+            if "; ".join(phrase(p) for p in made) != reason or not made:
+                made = [Phrase(key="text", params={"text": reason})] if c.reasons else [Phrase(key="run.not_run")]
+            by_reason.setdefault(reason, (made, []))[1].append(c.device)
+    return [
+        Phrase(
+            key="coverage.case_group" if len(devices) == 1 else "coverage.cases_group",
+            params={"count": len(devices), "devices": "/".join(dict.fromkeys(devices))},
+            phrases={"why": why},
+        )
+        for why, devices in by_reason.values()
+    ]
 
 
 def overall(kernels: list[KernelReport]) -> ReportVerdict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.models.finding import Finding, Phrase
+from bot.models.finding import Finding, Param, Phrase
 
 # Label id -> English label. A label is what a reader sees before the colon; the gate itself is Finding.gate.
 LABELS: dict[str, str] = {
@@ -31,6 +31,13 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     # the case was not run, or a side did not finish
     "run.not_run": (None, "not run"),
     "run.skipped": (None, "{reason}"),
+    "run.held_out": (None, "held out of the tuning search (its re-verification runs it)"),
+    "run.no_gpu": (None, "needs a CUDA GPU; this machine has none"),
+    "run.wrong_gpu": (None, "runs on {arch}; this runner's GPU is {gpu_arch} ({gpu})"),
+    "run.no_build": (None, "kernel.toml has no {device} build"),
+    "run.fail_alike": (None, "base and head fail to build alike"),
+    "run.head_fails": (None, "head does not build"),
+    "run.artifact_refused": (None, "artifact refused: {detail}"),
     "run.side_failed": (None, "{who} {status}: {detail}"),
     "run.no_result": (None, "head produced no result"),
     "run.verdict_status": (None, "{verdict}: {status}"),
@@ -161,6 +168,8 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "build.base_fails_plain": (None, "base does not build: no latency or resource comparison"),
     # what was not run
     "coverage.no_case_ran": (None, "no case ran: {summary}"),
+    "coverage.case_group": (None, "{count} {devices} case ({why})"),
+    "coverage.cases_group": (None, "{count} {devices} cases ({why})"),
     "coverage.no_cases": (None, "the manifest has no case"),
     "coverage.not_compiled": (None, "{path}: changed, compiled by no build: not judged"),
     "coverage.not_compiled_here": (
@@ -206,6 +215,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
 }
 
+# Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
+# compiler's line (a compile error's message). Every other parameter is a name, a number, a unit or a phrase.
+VERBATIM = frozenset({"error", "message"})
+
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}
 
@@ -250,8 +263,14 @@ def _fill(key: str, args: dict[str, object], locale: str) -> str:
 
 
 def phrase(p: Phrase, locale: str = "en") -> str:
-    """One phrase in `locale`."""
-    return _fill(p.key, dict(p.params), locale)
+    """One phrase in `locale` (its own phrases joined by "; ", like a finding's)."""
+    return _fill(p.key, _args(p.params, p.phrases, locale), locale)
+
+
+def _args(params: dict[str, Param], phrases: dict[str, list[Phrase]], locale: str) -> dict[str, object]:
+    args: dict[str, object] = dict(params)
+    args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in phrases.items()})
+    return args
 
 
 def label(finding: Finding, locale: str = "en") -> str | None:
@@ -262,8 +281,7 @@ def label(finding: Finding, locale: str = "en") -> str | None:
 
 def text(finding: Finding, locale: str = "en") -> str:
     """The finding's sentence without its label and case: "p50 +10.53% (95% CI …) > 3% limit"."""
-    args: dict[str, object] = dict(finding.params)
-    args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in finding.phrases.items()})
+    args = _args(finding.params, finding.phrases, locale)
     return _fill(finding.key, args, locale) + "".join(phrase(t, locale) for t in finding.tail)
 
 

@@ -15,6 +15,7 @@ from bot.models.report import (
     Build,
     CaseReport,
     CaseStatus,
+    CompileError,
     Coverage,
     CpuUse,
     Isolation,
@@ -31,8 +32,10 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
+from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import not_run_phrases
+from bot.verdict.kernel import drift_findings
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -291,10 +294,8 @@ def noisy() -> Report:
     k = kernel(
         "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"
     )
-    k.notes.append(
-        "ragged_200x328x264: base measured -55.0% against its first measurement on this device (same binary): the "
-        "runner is noisier or slower than it was; head and base were interleaved, so the verdict stands"
-    )
+    for f in drift_findings([k.cases[1].model_copy(update={"base_drift_pct": -55.0})]):  # as the gate makes it
+        add_kernel(k, f)
     return report([k], health=HEALTH.model_copy(update={"load1": 3.7}))
 
 
@@ -316,10 +317,9 @@ def cuda_changed() -> Report:
     """A CPU runner: the CPU twin passes, but the change edits the CUDA kernel no case here could run: not judged."""
     cases = demo_cases(timed("square_512", -0.2, -1.1, 0.7), timed("ragged_200x328x264", 0.3, -0.9, 1.4))
     k = kernel("deepgemm_tile", cases, "undecided")
-    k.undecided = [
-        "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which "
-        "needs a CUDA GPU): not judged"
-    ]
+    path = "kernels/deepgemm_tile/gemm_cuda.cu"
+    unread = found(Gate.coverage, "coverage.not_compiled_here", Outcome.undecided, path=path, builds="[build.cuda]")
+    add_kernel(k, unread.model_copy(update={"file": path}))
     return report([k])
 
 
@@ -435,28 +435,30 @@ def rated_with_incorrect() -> Report:
 
 
 def build_fail() -> Report:
+    """Head's CPU build fails on its own new error (base builds): the first error by path and line, as the gate says."""
     cases = [
-        CaseReport(
-            name=n,
-            device="cpu",
-            tolerance=0.01,
-            status=CaseStatus.compile_fail,
-            verdict="fail",
-            reasons=["head does not build"],
+        with_findings(
+            CaseReport(name=n, device="cpu", tolerance=0.01, status=CaseStatus.compile_fail, verdict="fail"),
+            found(Gate.run, "run.head_fails"),
         )
         for n in ("square_512", "ragged_200x328x264")
     ]
-    k = KernelReport(
-        name="deepgemm_tile",
-        domain="deepgemm",
-        changed=True,
-        verdict="fail",
-        cases=cases,
-        reasons=["head does not build (see the build log)"],
-    )
+    k = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", cases=cases)
     log = "\n".join(f"gemm_cpu.cpp:{40 + i}:12: error: 'tile_q' was not declared in this scope" for i in range(40))
-    k.build = Build(ok=False, seconds=3.2, cached=False, device="cpu", log_tail=log)
+    error = CompileError(
+        kind="compiler",
+        path="kernels/deepgemm_tile/gemm_cpu.cpp",
+        line=40,
+        message="'tile_q' was not declared in this scope",
+    )
+    k.build = Build(ok=False, seconds=3.2, cached=False, device="cpu", log_tail=log, errors=[error])
     k.base_build = Build(ok=True, seconds=0.0, cached=True, device="cpu")
+    failure, _ = compile_phrases(Phrase(key="compile.step_build", params={"device": "cpu"}), [error], False, [])
+    assert failure is not None
+    detail = {"detail": [failure]}
+    add_kernel(
+        k, Finding(gate=Gate.build, outcome=Outcome.fail, key="build.failed", phrases=detail, file=error.path, line=40)
+    )
     return report([k])
 
 

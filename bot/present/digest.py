@@ -317,12 +317,13 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     found = _findings_of(k)
     for note in k.notes:
         f = found.get(note)
-        if note.startswith(drift) and drift:
-            stats.append(note)
+        shown = render(f, current()) if f else note  # a finding's line in the locale; a line made elsewhere as written
+        if (f.key == "performance.base_drift" if f else note.startswith(drift)) and drift:
+            stats.append(shown)
         elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):
-            resources.append(shorten(note, short))  # (a note without a finding: of a function, by its name)
+            resources.append(shorten(shown, short))  # (a note without a finding: of a function, by its name)
         else:
-            notes.append(note)
+            notes.append(shown)
     return notes, stats, resources
 
 

@@ -26,7 +26,7 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict import stats
-from bot.verdict.compile_errors import compile_failure, describe
+from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
 from bot.verdict.messages import MESSAGES, phrase, render
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
@@ -731,14 +731,15 @@ def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
 
 
 def _compile_findings(
-    step: str, key: str, errors: list[CompileError], base_failed: bool, base_errors: list[CompileError], **where: str
+    step: Phrase, key: str, errors: list[CompileError], base_failed: bool, base_errors: list[CompileError], **where: str
 ) -> list[Finding]:
-    """A failed compile as a failure (head's fault) or as undecided (base fails alike), at the first error's place."""
-    failure, undecided = compile_failure(step, errors, base_failed, base_errors)
+    """A failed compile as a failure (head's fault) or as undecided (base fails alike), at the first error's place;
+    its `detail` a phrase (bot/verdict/compile_errors.py compile_phrases)."""
+    failure, undecided = compile_phrases(step, errors, base_failed, base_errors)
     place: dict[str, str | int | None] = {"file": errors[0].path or None, "line": errors[0].line} if errors else {}
     found = [(failure, Outcome.fail), (undecided, Outcome.undecided)]
     return [
-        Finding(gate=Gate.build, outcome=outcome, key=key, params={"detail": detail}, **place, **where)  # type: ignore[arg-type]
+        Finding(gate=Gate.build, outcome=outcome, key=key, phrases={"detail": [detail]}, **place, **where)  # type: ignore[arg-type]
         for detail, outcome in found
         if detail
     ]
@@ -755,19 +756,19 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
         return
     if check.status == "compile_fail":  # base failing alike leaves it undecided: the runner's or the manifest's
-        step = f"CUDA sources for {check.arch}"
+        step = Phrase(key="compile.step_cuda", params={"arch": check.arch})
         for f in _compile_findings(step, "resources.compile_failed", check.errors, check.base_status == "compile_fail",
                                    check.base_errors, arch=arch):  # fmt: skip
             add_kernel(kernel, f)
         return
     if check.base_status == "compile_fail":
         if check.base_errors:
-            found = _finding(
-                Gate.build,
-                "resources.base_compile_fail",
-                Outcome.note,
-                arch=check.arch,
-                error=describe(check.base_errors[0]),
+            found = Finding(
+                gate=Gate.build,
+                outcome=Outcome.note,
+                key="resources.base_compile_fail",
+                params={"arch": check.arch},
+                phrases={"error": [described(check.base_errors[0])]},
             )
         else:
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
@@ -874,7 +875,7 @@ def kernel_verdict(
     if kernel.build is not None and not kernel.build.ok:
         base_failed = kernel.base_build is not None and not kernel.base_build.ok
         base_errors = kernel.base_build.errors if kernel.base_build is not None else []
-        step = f"build ({kernel.build.device})"
+        step = Phrase(key="compile.step_build", params={"device": kernel.build.device})
         built = _compile_findings(step, "build.failed", kernel.build.errors, base_failed, base_errors)
         for f in built:
             add_kernel(kernel, f)
@@ -883,7 +884,8 @@ def kernel_verdict(
             return kernel
     elif kernel.base_build is not None and not kernel.base_build.ok:
         if kernel.base_build.errors:
-            found = _finding(Gate.build, "build.base_fails", Outcome.note, error=describe(kernel.base_build.errors[0]))
+            error = {"error": [described(kernel.base_build.errors[0])]}
+            found = Finding(gate=Gate.build, outcome=Outcome.note, key="build.base_fails", phrases=error)
         else:
             found = _finding(Gate.build, "build.base_fails_plain", Outcome.note)
         add_kernel(kernel, found)

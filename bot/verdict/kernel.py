@@ -14,7 +14,7 @@ from bot.verdict import agent_cases
 from bot.verdict.compile_errors import new_errors
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
-from bot.verdict.messages import MESSAGES
+from bot.verdict.messages import MESSAGES, render
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
 RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
@@ -69,7 +69,8 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
     if report.base_build is not None and report.resource_check is not None:
         report.base_build.resources = report.resource_check.base
     cases = [judge_case(case, _evidence_of(ev, case), ev, constraints) for case in rules.manifest.cases]
-    report.notes.extend(drift_notes(cases))
+    for f in drift_findings(cases):
+        add_kernel(report, f)
     return with_agent_cases(kernel_verdict(report, [], cases, constraints, policy), ev, rules)
 
 
@@ -181,12 +182,24 @@ def shared_failure(head: Build, base: Build | None) -> bool:
 
 
 def drift_notes(cases: list[CaseReport]) -> list[str]:
+    """`drift_findings` as lines."""
+    return [render(f) for f in drift_findings(cases)]
+
+
+def drift_findings(cases: list[CaseReport]) -> list[Finding]:
     """A note for each case whose base latency moved more than RUNNER_DRIFT_PCT from its first measurement of the
     same binary on this device: the runner changed, not the change (head and base were interleaved)."""
     return [
-        f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
-        " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
-        " so the verdict stands"
+        Finding(
+            gate=Gate.performance,
+            outcome=Outcome.note,
+            key="performance.base_drift",
+            params={"drift": f"{c.base_drift_pct:+.1f}%"},
+            case=c.name,
+            value=c.base_drift_pct,
+            limit=RUNNER_DRIFT_PCT,
+            unit="%",
+        )
         for c in cases
         if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT
     ]

@@ -108,6 +108,11 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "{rest} (from {rest_min} ms) — is it only faster on small batches?",
     ),
     "performance.case_delta": (None, "{case} {delta}"),
+    "performance.base_drift": (
+        None,
+        "base measured {drift} against its first measurement on this device (same binary): the runner is noisier or "
+        "slower than it was; head and base were interleaved, so the verdict stands",
+    ),
     # above the hardware, or an implausible speed-up
     "plausibility.over_peak": (
         "implausible",
@@ -166,6 +171,52 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "build.failed": (None, "{detail}"),
     "build.base_fails": (None, "base does not build: {error}: no latency or resource comparison"),
     "build.base_fails_plain": (None, "base does not build: no latency or resource comparison"),
+    # a failed compile: what was compiled (step), the first error (the compiler's message verbatim) and advice
+    "compile.step_cuda": (None, "CUDA sources for {arch}"),
+    "compile.step_build": (None, "build ({device})"),
+    "compile.no_errors": (None, "{step}: head does not compile (see the head log)"),
+    "compile.alike_manifest": (None, "{step}: not decided, base's kernel.toml has the same problem: {error}"),
+    "compile.alike": (
+        None,
+        "{step}: not decided, base fails alike (the runner or the manifest, not the change): {error}",
+    ),
+    "compile.alike_hint": (
+        None,
+        "{step}: not decided, base fails alike (the runner or the manifest, not the change): {error}; {hint}",
+    ),
+    "compile.head": (None, "{step}: head does not compile: {error}"),
+    "compile.head_hint": (None, "{step}: head does not compile: {error}; {hint}"),
+    "compile.head_new": (None, "{step}: head does not compile: {error} (new in head; base fails with {base_error})"),
+    "compile.head_new_hint": (
+        None,
+        "{step}: head does not compile: {error} (new in head; base fails with {base_error}); {hint}",
+    ),
+    "compile.head_manifest": (None, "{step}: head's kernel.toml: {error}"),
+    "compile.head_manifest_hint": (None, "{step}: head's kernel.toml: {error}; {hint}"),
+    "compile.head_manifest_new": (
+        None,
+        "{step}: head's kernel.toml: {error} (new in head; base fails with {base_error})",
+    ),
+    "compile.head_manifest_new_hint": (
+        None,
+        "{step}: head's kernel.toml: {error} (new in head; base fails with {base_error}); {hint}",
+    ),
+    "compile.manifest": (None, "{message} (a kernel.toml problem, not a compiler error)"),
+    "compile.missing_header": (None, "{where}: #include of {header}, which the compiler cannot find"),
+    "compile.error_at": (None, "{where}: {message}"),
+    "compile.error": (None, "{message}"),
+    "advice.manifest": (None, "fix the manifest (docs/manifest.md)"),
+    "advice.toolkit": (
+        None,
+        "{header} ships with the CUDA toolkit ({component}): install that toolkit component on the runner, "
+        "or add the folder that holds it to include_dirs in kernel.toml",
+    ),
+    "advice.library": (None, "{header} is {library}'s (not part of the CUDA toolkit): install {library} on the runner"),
+    "advice.include_dirs": (
+        None,
+        "if {header} is a header of the repository, add the folder that holds it to include_dirs in kernel.toml "
+        "(a submodule not checked out leaves that folder empty); if a library's, install it on the runner",
+    ),
     # what was not run
     "coverage.no_case_ran": (None, "no case ran: {summary}"),
     "coverage.case_group": (None, "{count} {devices} case ({why})"),

@@ -36,6 +36,7 @@ from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import not_run_phrases
 from bot.verdict.kernel import drift_findings
+from bot.verdict.occupancy import register_phrase
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -361,7 +362,10 @@ def resource_fail() -> Report:
     assert k.build is not None and k.resource_check is not None
     k.build.resources, k.resource_check.head = head, head
     fn = head[0].function
-    limited = [Phrase(key="resources.limited_by", params={"factor": "registers", "why": "256 registers x 256 threads"})]
+    assert head[0].occupancy is not None
+    why = register_phrase(head[0].registers or 0, 256, head[0].occupancy)  # as the gate explains it
+    factor = {"factor": [Phrase(key="occupancy.registers_factor")], "why": [why]}
+    limited = [Phrase(key="resources.limited_by", phrases=factor)]
     occupancy = {"old": "25", "new": "12.5", "old_blocks": 2, "new_blocks": 1, "old_warps": 16, "new_warps": 8}
     for f in (
         found(Gate.resources, "resources.spill", function=fn, bytes=16, stores=8, loads=8),
@@ -388,6 +392,20 @@ def resource_fail() -> Report:
         if f.key == "resources.occupancy_drop":
             f.phrases["limited_by"] = limited
         add_kernel(k, f.model_copy(update={"function": f.params["function"]}))
+    return report([k])
+
+
+def not_resident() -> Report:
+    """An occupancy failure the gate makes itself: 128 registers x 1024 threads cannot be resident on an SM."""
+    from bot.config.manifest import Constraints
+    from bot.verdict.gate import Policy, kernel_verdict
+
+    big = Resource(function="attn<8>", registers=128, smem_bytes=1024)
+    check = ResourceCheckReport(
+        status="ok", head=[big], threads={"attn<8>": 1024}, base=[Resource(function="attn<8>", registers=96)]
+    )
+    k = KernelReport(name="flashmla_decode", domain="flashmla", changed=True, verdict="skipped", resource_check=check)
+    k = kernel_verdict(k, [], [skipped("decode_b1")], Constraints(), Policy())
     return report([k])
 
 
@@ -650,4 +668,5 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "sm100_spill": sm100_spill,
     "implausible": implausible,
     "rated_with_incorrect": rated_with_incorrect,
+    "not_resident": not_resident,
 }

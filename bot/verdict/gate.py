@@ -29,7 +29,7 @@ from bot.verdict import stats
 from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
 from bot.verdict.messages import MESSAGES, phrase, render
-from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 HEAD, BASE = "head", "base"
@@ -530,22 +530,39 @@ def _occupancy_of(r: Resource, threads: dict[str, int] | None, sm: Arch | None =
 
 
 def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
+    """`explained` as text."""
+    return phrase(explained(r, occ, factor, threads))
+
+
+def explained(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> Phrase:
     """Why one resource allows only so many blocks, in the kernel author's numbers."""
     block = threads or r.threads or 0
     if factor == "registers":
-        return register_arithmetic(r.registers, block, occ)
+        return register_phrase(r.registers, block, occ)
     if factor == "shared memory":
-        return smem_arithmetic(occ)
+        return smem_phrase(occ)
     if factor == "threads":
-        return f"{block} threads per block"
+        return Phrase(key="occupancy.block_threads", params={"threads": block})
     if factor == "barriers":
-        return f"{r.barriers} barriers per block"
-    return f"at most {occ.limits.get(factor)} blocks per SM"
+        return Phrase(key="occupancy.barriers", params={"barriers": str(r.barriers)})
+    return Phrase(key="occupancy.at_most", params={"blocks": str(occ.limits.get(factor))})
+
+
+FACTORS = {"registers": "occupancy.registers_factor", "shared memory": "occupancy.smem_factor",
+           "threads": "occupancy.threads_factor", "blocks": "occupancy.blocks_factor",
+           "barriers": "occupancy.barriers_factor"}  # fmt: skip
+
+
+def _factor(factor: str) -> Phrase:
+    return Phrase(key=FACTORS[factor]) if factor in FACTORS else Phrase(key="text", params={"text": factor})
 
 
 def _limited_by(r: Resource, occ: Occupancy, threads: int | None) -> list[Phrase]:
     return [
-        Phrase(key="resources.limited_by", params={"factor": f, "why": explain(r, occ, f, threads)})
+        Phrase(
+            key="resources.limited_by",
+            phrases={"factor": [_factor(f)], "why": [explained(r, occ, f, threads)]},
+        )
         for f in occ.limited_by
     ]
 
@@ -672,10 +689,10 @@ def _occupancy_failures(
     r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int, smem_limit: int
 ) -> list[Finding]:
     if occ.blocks_per_sm == 0:
-        why = [explain(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
+        why = [explained(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
         if smem <= smem_limit or why:  # an smem overflow alone is reported above
-            why = why or [explain(r, occ, "shared memory", block)]
-            return [_resource("resources.not_resident", r, why="; ".join(why), value_=0, unit_="blocks/SM")]
+            why = why or [explained(r, occ, "shared memory", block)]
+            return [_resource("resources.not_resident", r, phrases_={"why": why}, value_=0, unit_="blocks/SM")]
         return []
     if constraints.min_warps_per_sm is not None and occ.warps_per_sm < constraints.min_warps_per_sm:
         return [

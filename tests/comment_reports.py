@@ -613,8 +613,10 @@ def biggest() -> Report:
 def agent_cases() -> Report:
     """The agent's test matrix: one case head breaks (base right), one base breaks too, one passing a slower
     latency (reported, not gated), two entries refused; the kernel fails on the first one alone."""
-    from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentCasesReport, Violation
-    from bot.verdict.agent_cases import fold
+    from bot.models.report import AgentCaseReport, AgentCasesReport, Violation
+    from bot.verdict.agent_cases import fold, refusal
+
+    outside = {"why": [Phrase(key="bound.outside", params={"value": 5000, "lo": 1, "hi": 256})]}
     from bot.verdict.gate import violation_finding
 
     bad = Violation(metric="max_abs_err", output="out", index=[46, 0], value=1.5, limit=1e-05, got=0.0, expected=1.5)
@@ -638,8 +640,8 @@ def agent_cases() -> Report:
             AgentCaseReport(name="rows_1", shape={"m": 1, "n": 8}, verdict="pass", case=slower),
         ],
         refused=[
-            AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]"),
-            AgentCaseRefusal(name="x|`![p](https://evil.example/p.png)", reason="the name must be 1 to 64 letters"),
+            refusal("huge", Phrase(key="agent.bound", params={"part": "shape", "key": "m"}, phrases=outside)),
+            refusal("x|`![p](https://evil.example/p.png)", Phrase(key="agent.bad_name")),
         ],
     )  # fmt: skip
     cases = demo_cases(timed("square_512", 0.2, -1.0, 1.4), timed("ragged_200x328x264", 0.41, -1.2, 1.9))

@@ -258,6 +258,19 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "static.unknown_tunable": (None, "{config}: unknown tunable {key} (allowed: {allowed})"),
     "static.missing_tunable": (None, "{config}: missing tunable {key}"),
     "static.tunable_value": (None, "{config}: {key}={value} not in {values}"),
+    # why base's [agent_cases] refused an entry of the agent's test matrix (the reply's text quoted short)
+    "agent.unknown_key": (None, "unknown key {keys} (an agent case has name, shape and params)"),
+    "agent.bad_name": (None, "the name must be 1 to 64 letters, digits, _ . or -"),
+    "agent.name_taken": (None, "the name {name} is already a case of this kernel or of the matrix"),
+    "agent.no_bound": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: {known})"),
+    "agent.no_bound_none": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: none)"),
+    "agent.missing": (None, "{part}.{key} is missing (every bounded key is given)"),
+    "agent.bound": (None, "{part}.{key} = {why}"),
+    "agent.over_max": (None, "over max_cases = {max} of [agent_cases]"),
+    "agent.unresolved": (None, "the output arguments do not resolve over its shape: {error}"),
+    "bound.not_integer": (None, "{value} is not an integer"),
+    "bound.outside": (None, "{value} is outside [{lo}, {hi}]"),
+    "bound.not_multiple": (None, "{value} is not a multiple of {multiple}"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

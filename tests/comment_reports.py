@@ -278,19 +278,23 @@ def crashed() -> Report:
         verdict="error",
         seed="99",
     )
-    why = "worker exited with signal 11 (SIGSEGV) during head timing"
-    case = with_findings(
-        case, found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed", detail=why)
-    )
+    # as the judge says it (bot/untrusted/runner/judge.py): "killed by signal 11 (SIGSEGV) during head timing"
+    how = Phrase(key="exit.signal", params={"signal": 11, "name": "SIGSEGV"})
+    where = Phrase(key="where.side", params={"side": "head"}, phrases={"phase": [Phrase(key="phase.timing")]})
+    why = Phrase(key="run.gone", phrases={"how": [how], "where": [where]})
+    crash = found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed")
+    case = with_findings(case, crash.model_copy(update={"phrases": {"detail": [why]}}))
     return report([kernel("deepgemm_tile", demo_cases(timed("square_512", 0.3, -1.0, 1.5), case), "error")])
 
 
 def noisy() -> Report:
     """A busy runner: the intervals widened, measured twice as long, and still straddle the limit (undecided)."""
-    noise = span(4.1, -0.8, 9.2, noisy="noisy runner: other processes kept 1.6 of 2 cores busy", pairs=20)
+    noise = found(
+        Gate.performance, "performance.inconclusive_noisy", Outcome.undecided, **span(4.1, -0.8, 9.2, pairs=20)
+    )
+    why = Phrase(key="noisy.cores", params={"busy": "1.6", "cores": 2})  # "noisy runner: … kept 1.6 of 2 cores busy"
     busy = with_findings(
-        timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6),
-        found(Gate.performance, "performance.inconclusive_noisy", Outcome.undecided, **noise),
+        timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6), noise.model_copy(update={"phrases": {"noisy": [why]}})
     )
     k = kernel(
         "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"

@@ -97,9 +97,12 @@ def case_verdict(
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"
         status = run.status.value
-        add_case(
-            report, _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status, detail=run.detail)
-        )
+        failed = _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status, detail=run.detail)
+        if run.why is not None:  # its words through the catalog (the worker's output and an exception's verbatim)
+            failed = failed.model_copy(
+                update={"params": {"who": who, "status": status}, "phrases": {"detail": [run.why]}}
+            )
+        add_case(report, failed)
         return report
     if run.status == CaseStatus.tampered:
         report.status, report.verdict = run.status, "error"
@@ -303,6 +306,9 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         if run.noisy:
             key, noisy = "performance.inconclusive_noisy", {"noisy": run.noisy, "pairs": est.pairs}
         span["params"].update(noisy)
+        if run.noisy_why is not None:  # the runner's words through the catalog
+            del span["params"]["noisy"]
+            span["phrases"] = {"noisy": [run.noisy_why]}
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key=key, **span))
     cpu_time_verdict(report, head_t, base_t, max_regression_pct)
 

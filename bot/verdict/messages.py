@@ -40,6 +40,24 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "run.artifact_refused": (None, "artifact refused: {detail}"),
     "run.side_failed": (None, "{who} {status}: {detail}"),
     "run.no_result": (None, "head produced no result"),
+    # why the judge's case did not finish: where it was, how the side ended (the worker's output verbatim)
+    "run.timed_out": (None, "timed out after {seconds} s during {where}"),
+    "run.gone": (None, "{how} during {where}"),
+    "run.raised": (None, "raised during {where}: {error}"),
+    "run.judge_stuck": (None, "the judge could not go on ({error}) during {where}"),
+    "run.with_output": (None, "{detail}: {worker_output}"),
+    "exit.signal": (None, "killed by signal {signal} ({name})"),
+    "exit.signal_plain": (None, "killed by signal {signal}"),
+    "exit.status": (None, "exited with status {status}"),
+    "where.setup": (None, "setup"),
+    "where.side": (None, "{side} {phase}"),
+    "phase.start": (None, "start"),
+    "phase.check": (None, "check"),
+    "phase.exit": (None, "exit"),
+    "phase.timing": (None, "timing"),
+    "phase.loading": (None, "timing (loading inputs)"),
+    "phase.spot_check": (None, "spot check"),
+    "phase.probe": (None, "probe {probe}"),
     "run.verdict_status": (None, "{verdict}: {status}"),
     "measurement.rejected": ("measurement_rejected", "{detail}"),
     # correctness and stability of head (random inputs, boundary probes, timed calls)
@@ -92,6 +110,9 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "p50 {delta} (95% CI {low}..{high}) straddles the {limit}% limit ({noisy}; measured {pairs} process pairs)",
     ),
     "performance.latency_undecided": (None, "latency undecided"),
+    "noisy.cores": (None, "noisy runner: other processes kept {busy} of {cores} cores busy"),
+    "noisy.throttled": (None, "throttled GPU: {reasons}"),
+    "noisy.gpu_busy": (None, "busy GPU: {processes} other compute process(es) on the device"),
     "performance.p50_undecided": (None, "p50 undecided"),
     "performance.cpu_time": (
         "performance",
@@ -297,7 +318,7 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
 
 # Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
 # compiler's line (a compile error's message). Every other parameter is a name, a number, a unit or a phrase.
-VERBATIM = frozenset({"error", "message"})
+VERBATIM = frozenset({"error", "message", "worker_output"})
 
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}

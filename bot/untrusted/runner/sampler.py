@@ -19,8 +19,9 @@ from bot.phases import Phases
 from bot.untrusted.runner import protocol
 from bot.untrusted.runner.case import CaseState, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
-from bot.untrusted.runner.health import noisy, snapshot
+from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
+from bot.verdict.messages import phrase
 from bot.verdict.stats import Paired, decide, paired
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
@@ -139,7 +140,8 @@ class Sampler:
             pair += 1
             stop = self._stop(pair, time.monotonic() - started)
         self.state.other_cores = self.load.cores()
-        self.state.noisy = noisy(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self.state.noisy_why = noisy_phrase(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self.state.noisy = phrase(self.state.noisy_why) if self.state.noisy_why is not None else None
         self._account()
         for label in labels:
             flat = [x for p in self.processes[label] for x in p]

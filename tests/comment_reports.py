@@ -413,6 +413,24 @@ def not_resident() -> Report:
     return report([k])
 
 
+def expectations() -> Report:
+    """The agent's expected metrics held against the review: one measured and outside, three not measured (no such
+    quantity, a value that is no number, a latency no case timed against base), each saying why."""
+    from bot.verdict.expectations import check_kernel
+
+    r = fail_latency()
+    k = r.kernels[0]
+    expected: dict[str, float | str] = {
+        "latency_p50_ragged_200x328x264": -8.0,
+        "bank_conflicts": 0.0,
+        "registers": "fewer",
+    }
+    timed_only = k.model_copy(update={"cases": [c for c in k.cases if c.device == "cuda"]})  # none timed against base
+    checks = [*check_kernel(k, expected), *check_kernel(timed_only, {"p50_change": -3.0})]
+    agent = r.agent.model_copy(update={"status": "ok", "reason": "", "expectations": checks})
+    return r.model_copy(update={"agents": [agent], "agent": agent})
+
+
 CPU_PEAK = Peak(tflops=0.2031, gbps=89.1, of="this runner's AMD EPYC, one thread as measured by opgate")
 
 
@@ -675,4 +693,5 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "implausible": implausible,
     "rated_with_incorrect": rated_with_incorrect,
     "not_resident": not_resident,
+    "expectations": expectations,
 }

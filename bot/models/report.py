@@ -423,6 +423,7 @@ class ExpectationCheck(_Model):
     unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
     outcome: Literal["inside", "outside", "not_measured"]
     note: str = Field("", description="why it was not measured, or how the value was read")
+    why: Phrase | None = Field(None, description="why it was not measured, as a message of the catalog")
 
 
 class InlineNote(_Model):

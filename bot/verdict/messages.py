@@ -292,6 +292,17 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "bound.not_integer": (None, "{value} is not an integer"),
     "bound.outside": (None, "{value} is outside [{lo}, {hi}]"),
     "bound.not_multiple": (None, "{value} is not a multiple of {multiple}"),
+    # why an expectation of the agent's was not measured
+    "expect.no_quantity": (None, "no measured quantity has this name"),
+    "expect.not_a_number": (None, "the expected value is not a number"),
+    "expect.case_untimed": (None, "the case it names has no timed p50"),
+    "expect.none_timed": (None, "no case's p50 was timed against base"),
+    "expect.no_p50_ms": (None, "{case}: no p50 in ms"),
+    "expect.speedup_above_0": (None, "a speedup must be above 0"),
+    "expect.case_no_error": (None, "the case it names has no measured error"),
+    "expect.no_error": (None, "no case measured an error"),
+    "expect.no_resources": (None, "ptxas reported no resources in this review"),
+    "expect.no_occupancy": (None, "{function}: no occupancy (no launch)"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

@@ -258,11 +258,9 @@ def tampered() -> Report:
         seed="77",
         spot_checks=3,
     )
-    busy = (
-        "head: the GPU was still busy 4.1 ms after the worker reported its calls done (work left running outside the "
-        "timed region)"
-    )
-    case = with_findings(case, found(Gate.measurement, "measurement.rejected", Outcome.error, detail=busy))
+    busy = Phrase(key="measurement.gpu_busy", params={"side": "head", "ms": "4.1"})  # as the sampler says it
+    rejected = found(Gate.measurement, "measurement.rejected", Outcome.error)
+    case = with_findings(case, rejected.model_copy(update={"phrases": {"detail": [busy]}}))
     r = report([kernel("deepgemm_tile", [case, timed("ragged_200x328x264", 0.2, -0.8, 1.1)], "error")])
     return r.model_copy(
         update={"health": GPU_HEALTH, "environment": Machine(device="cuda", gpu="NVIDIA H200", python="3.11.7")}

@@ -106,7 +106,10 @@ def case_verdict(
         return report
     if run.status == CaseStatus.tampered:
         report.status, report.verdict = run.status, "error"
-        add_case(report, _finding(Gate.measurement, "measurement.rejected", Outcome.error, detail=run.detail))
+        rejected = _finding(Gate.measurement, "measurement.rejected", Outcome.error, detail=run.detail)
+        if run.why is not None:
+            rejected = rejected.model_copy(update={"params": {}, "phrases": {"detail": [run.why]}})
+        add_case(report, rejected)
         return report
     if head is None:
         report.status, report.verdict = CaseStatus.crashed, "error"

@@ -60,6 +60,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "phase.probe": (None, "probe {probe}"),
     "run.verdict_status": (None, "{verdict}: {status}"),
     "measurement.rejected": ("measurement_rejected", "{detail}"),
+    "measurement.gpu_busy": (
+        None,
+        "{side}: the GPU was still busy {ms} ms after the worker reported its calls done "
+        "(work left running outside the timed region)",
+    ),
+    "measurement.untimed_cpu": (
+        None,
+        "{side}: the sandbox used {used} s of CPU outside its timed calls (allowed {allowed} s): work done outside "
+        "the timed region",
+    ),
     # correctness and stability of head (random inputs, boundary probes, timed calls)
     "correctness.bad_output": (None, "{side} raised or returned a bad output: {error}"),
     "correctness.bad_output_probe": (None, "{side} raised or returned a bad output on boundary probe {probe}: {error}"),

@@ -69,7 +69,7 @@ class CaseState:
         self.files: list[str] = []
         self.seed: int | None = None
         self.stop_reason: str | None = None
-        self.tampered: str | None = None
+        self.tampered: Phrase | None = None  # why the measurement is rejected (bot/verdict/messages.py measurement.*)
         self.other_cores: float | None = None
         self.noisy: str | None = None
         self.noisy_why: Phrase | None = None
@@ -97,7 +97,7 @@ class CaseState:
         """The case's run; `detail` why it did not finish (a phrase of the catalog, kept beside its English line)."""
         why = detail if isinstance(detail, Phrase) else None
         if status == "ok" and self.tampered:
-            status, detail, why = "tampered", self.tampered, None
+            status, detail, why = "tampered", self.tampered, self.tampered
         if output and detail:
             last = output.splitlines()[-1][:300]
             inner = why or Phrase(key="text", params={"text": str(detail)})

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import torch
 
+from bot.models.finding import Phrase
 from bot.models.judging import Check, JudgeJob, Spot, Timing
 from bot.phases import Phases
 from bot.untrusted.runner import protocol
@@ -112,10 +113,7 @@ class Sampler:
         if self.gpu:
             busy = _gpu_busy_ms()
             if busy > GPU_BUSY_MS:
-                self.state.tampered = (
-                    f"{label}: the GPU was still busy {busy:.1f} ms after the worker reported its calls done "
-                    "(work left running outside the timed region)"
-                )
+                self.state.tampered = Phrase(key="measurement.gpu_busy", params={"side": label, "ms": f"{busy:.1f}"})
         t1 = time.perf_counter_ns()
         if capture is not None and not self.gpu:
             w.capture(*capture)  # first thing after the clock: nothing of the sandbox runs until it is copied
@@ -327,7 +325,7 @@ class Sampler:
         if self.gpu:
             return
         self.state.cpu.update(self.account.uses())
-        if (why := self.account.tampered()) is not None:
+        if (why := self.account.tampered_phrase()) is not None:
             self.state.tampered = why
 
 

@@ -3,8 +3,9 @@
 Builds a scratch repository holding the project's kernels (from --tree, default this checkout), commits a comment
 at the top of each kernel's CPU body, then runs the review (`bot.review.flow.Reviewer`, offline) and prints, per
 phase of the review (git, checkout, resources, build, run: the judge's timing and callgrind's counts), its wall
-seconds and the CPU seconds of opgate and every child it waited for (builds, the judge and its workers, valgrind)
-— the CPU seconds barely move with other processes' load, the wall seconds do. Then per case: how the judge's
+seconds and the CPU seconds of opgate and the unsandboxed children it waited for (a sandbox's processes — the
+builds, the workers, valgrind — are reaped in bubblewrap's pid namespace and missing from it; the workers' own CPU
+seconds, from the judge's accounting, are printed apart) — CPU seconds barely move with other processes' load. Then per case: how the judge's
 sequential rule stopped, its process pairs, the judge's own phases and whether callgrind was asked. Usage:
 
   .venv/bin/python benchmarks/review_phases.py [--tree DIR] [--build-dir DIR] [--runs 1] [--change comment|no-op]
@@ -106,7 +107,12 @@ def review(tree: Path, build_dir: Path | None, tmp: Path, change: str) -> None:
     ledger.close()
     print(f"# {len(names)} kernels ({', '.join(names)}), {change} change, opgate from {tree}")
     print(f"# load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {os.cpu_count()} cores")
-    print(f"# review: {wall:.1f} s wall, {cpu:.1f} s CPU; verdict {report.verdict}")
+    workers = sum(
+        use.timed_cpu_s + use.untimed_cpu_s for k in report.kernels for c in k.cases for use in c.sandbox_cpu.values()
+    )
+    timed_wall = sum(use.timed_wall_s for k in report.kernels for c in k.cases for use in c.sandbox_cpu.values())
+    print(f"# review: {wall:.1f} s wall, {cpu:.1f} s CPU (unsandboxed); verdict {report.verdict}")
+    print(f"# the workers' timed calls: {timed_wall:.1f} s wall, their sandboxes {workers:.1f} s CPU in all")
     print("| phase | wall s | CPU s |")
     print("|---|---|---|")
     for phase, seconds in phases.items():

@@ -17,7 +17,9 @@ def cpu_seconds() -> float:
 
 class Phases(dict[str, float]):
     """Seconds per phase, accumulated: `with phases.timed("build"): …`; `cpu` holds the CPU seconds of the phases
-    timed that way (this process and the children it waited for in them: the load of other processes is not in it)."""
+    timed that way: this process and the children it waited for in them (the load of other processes is not in it,
+    nor the processes of a sandbox: bubblewrap's pid namespace reaps them — the judge reads its workers' CPU time from
+    their own accounting, `sandbox_cpu` in report.json)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -5,8 +5,9 @@ at the top of each kernel's CPU body, then runs the review (`bot.review.flow.Rev
 phase of the review (git, checkout, resources, build, run: the judge's timing and callgrind's counts), its wall
 seconds and the CPU seconds of opgate and the unsandboxed children it waited for (a sandbox's processes — the
 builds, the workers, valgrind — are reaped in bubblewrap's pid namespace and missing from it; the workers' own CPU
-seconds, from the judge's accounting, are printed apart) — CPU seconds barely move with other processes' load. Then per case: how the judge's
-sequential rule stopped, its process pairs, the judge's own phases and whether callgrind was asked. Usage:
+seconds, from the judge's accounting, are printed apart) — CPU seconds barely move with other processes' load.
+Then per case: how the judge's sequential rule stopped, its process pairs, the judge's own phases and whether
+callgrind was asked. Usage:
 
   .venv/bin/python benchmarks/review_phases.py [--tree DIR] [--build-dir DIR] [--runs 1] [--change comment|no-op]
 

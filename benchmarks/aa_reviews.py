@@ -1,6 +1,6 @@
-"""A comment-only change reviewed N times with the real CLI: how often does identical code pass?
+"""A no-op change reviewed N times with the real CLI: how often does code that behaves the same pass?
 
-Each run is `opgate review --offline` on a scratch repository whose head adds one comment to
+Each run is `opgate review --offline` on a scratch repository whose head adds one unused function to
 kernels/<kernel>'s CPU body (a real rebuild the first time, cached afterwards; always a real, interleaved
 timing). Prints one line per run and the tally. Usage:
 
@@ -46,7 +46,9 @@ def main() -> None:
         git(repo, *ident, "commit", "-qm", "base")
         base = git(repo, "rev-parse", "HEAD")
         source = repo / "kernels" / args.kernel / body
-        source.write_text("// A/A: a comment, no behaviour change\n" + source.read_text())
+        # an unused function: the same behaviour, other bytes (a comment alone compiles to base's ext.so, which the
+        # review checks but does not time: docs/review.md)
+        source.write_text(source.read_text() + '\nextern "C" int opgate_aa_marker() { return 1; }\n')
         git(repo, *ident, "commit", "-qam", "comment only")
         head = git(repo, "rev-parse", "HEAD")
         tally: dict[str, int] = {}

@@ -17,6 +17,10 @@ the issue's table: A/A false fails, slowdowns caught, undecided over all scenari
 (A/A: of 0; A/B: of the scenario's median estimate, since the injected work is known only approximately). Usage:
 
   .venv/bin/python benchmarks/gate_power.py [--aa 100] [--ab 40] [--big 10] [--loads idle,busy] [--save FILE]
+
+`--rules before,after` runs every scenario under the sampler's early stop before issue 40's CPU-time stop
+(`benchmarks/judge_before.py`) and the judge's own, alternating small batches in the same run; the table then has
+a column group per load and rule, with the process pairs per comparison and the share stopped on CPU time.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ from bot.verdict.stats import latency_verdict  # noqa: E402
 
 KERNEL = ROOT / "kernels" / "deepgemm_tile"
 BATCH = 10  # comparisons per judge process
+ALTERNATE = 2  # comparisons per judge process where --rules alternates two stop rules
+RUNNERS = {"after": "bot.untrusted.runner.judge", "before": "benchmarks.judge_before"}
 LIMIT = 3.0
 STATISTICS = ("wall", "cpu", "either", "new")  # the table's columns per load (`old`: the pre-issue-25 statistic)
 
@@ -113,6 +119,7 @@ class Comparison:
     other_cores: float | None
     head: list[list[float]] = field(repr=False)
     base: list[list[float]] = field(repr=False)
+    stop: str | None = None
 
 
 def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
@@ -121,7 +128,7 @@ def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
     base = run.timings["base"].processes if "base" in run.timings else []
     if report.regression_pct is None or not report.ci95_pct:
         error = ("error", math.nan, math.nan, math.nan)
-        return Comparison(error, None, None, None, None, 0, seconds, run.other_cores, head, base)
+        return Comparison(error, None, None, None, None, 0, seconds, run.other_cores, head, base, run.stop_reason)
     low, high = (1 + x / 100 for x in report.ci95_pct)
     new = (report.verdict, 1 + report.regression_pct / 100, low, high)
     wall = (latency_verdict(low, high, LIMIT), new[1], low, high)
@@ -135,19 +142,25 @@ def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
     if len(pairs) >= 2:
         ratio, lo, hi = hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
         old = (latency_verdict(lo, hi, LIMIT), ratio, lo, hi)
-    return Comparison(new, old, wall, cpu, either, report.processes, seconds, run.other_cores, head, base)
+    pairs = report.processes
+    return Comparison(new, old, wall, cpu, either, pairs, seconds, run.other_cores, head, base, run.stop_reason)
 
 
 def comparisons(
-    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int
-) -> list[Comparison]:
-    out: list[Comparison] = []
-    while len(out) < n:
-        k = min(BATCH, n - len(out))
-        started = time.perf_counter()
-        runs = run_cases(job_for(folder, case, base, head, measure, k, LIMIT))
-        per = (time.perf_counter() - started) / k
-        out += [judge_both(case, runs[f"c{i}"], per) for i in range(k) if f"c{i}" in runs]
+    folder: Path, case: Case, base: Built, head: Built, measure: MeasureSettings, n: int, rules: list[str]
+) -> dict[str, list[Comparison]]:
+    """`n` comparisons per stop rule of `rules`, in alternating batches (one rule: batches of BATCH)."""
+    out: dict[str, list[Comparison]] = {rule: [] for rule in rules}
+    batch = BATCH if len(rules) == 1 else ALTERNATE
+    while any(len(rs) < n for rs in out.values()):
+        for rule in rules:
+            k = min(batch, n - len(out[rule]))
+            if k <= 0:
+                continue
+            started = time.perf_counter()
+            runs = run_cases(job_for(folder, case, base, head, measure, k, LIMIT), runner=RUNNERS[rule])
+            per = (time.perf_counter() - started) / k
+            out[rule] += [judge_both(case, runs[f"c{i}"], per) for i in range(k) if f"c{i}" in runs]
     return out
 
 
@@ -193,9 +206,9 @@ def _coverage(results: list[Comparison], statistic: str, truth: float | None) ->
     return sum(j[2] <= centre <= j[3] for j in judged), len(judged)
 
 
-def table(by_scenario: dict[str, list[Comparison]], loads: list[str]) -> list[str]:
-    """The issue's table: rows of scenarios, a column per load and statistic."""
-    columns = [(ld, st) for ld in loads for st in STATISTICS]
+def table(by_scenario: dict[str, list[Comparison]], loads: list[str], of: tuple[str, ...] = STATISTICS) -> list[str]:
+    """The issue's table: rows of scenarios, a column per load and statistic (of `of`)."""
+    columns = [(ld, st) for ld in loads for st in of]
     title = {"new": "gate", "old": "hierarchical", "wall": "wall", "cpu": "CPU time", "either": "wall, else CPU"}
     lines = ["| scenario | " + " | ".join(f"{ld}: {title[st]}" for ld, st in columns) + " |"]
     lines.append("|---" * (len(columns) + 1) + "|")
@@ -219,6 +232,17 @@ def table(by_scenario: dict[str, list[Comparison]], loads: list[str]) -> list[st
         coverage.append(f"{hit / total * 100:.0f}% ({hit}/{total})" if total else "—")
     lines.append("| undecided, all scenarios | " + " | ".join(undecided) + " |")
     lines.append("| 95 % interval coverage | " + " | ".join(coverage) + " |")
+    if len({ld for ld in loads if "/" in ld}) > 1:  # --rules: how long each stop rule measured
+        pairs, seconds, on_cpu = [], [], []
+        for ld, _ in columns:
+            every = [r for key, rs in by_scenario.items() if key.startswith(f"{ld} ") for r in rs]
+            pairs.append(f"{statistics.mean(r.pairs for r in every):.1f}" if every else "—")
+            seconds.append(f"{statistics.mean(r.seconds for r in every):.1f}" if every else "—")
+            n = sum(r.stop == "decided_cpu" for r in every)
+            on_cpu.append(f"{n}/{len(every)}")
+        lines.append("| process pairs per comparison (mean) | " + " | ".join(pairs) + " |")
+        lines.append("| seconds per comparison (mean) | " + " | ".join(seconds) + " |")
+        lines.append("| stopped early on CPU time | " + " | ".join(on_cpu) + " |")
     return lines
 
 
@@ -232,10 +256,14 @@ def main() -> None:
     parser.add_argument("--busy-max-s", type=float, default=7200.0, help="the busy loop ends itself after this")
     parser.add_argument("--case", default="square_512", help="a cpu case of deepgemm_tile")
     parser.add_argument("--save", type=Path, help="write every comparison's samples and verdicts here (JSON)")
+    parser.add_argument("--rules", default="after", help="the early stop: after (the judge's), before, or both")
     args = parser.parse_args()
     loads = [ld for ld in args.loads.split(",") if ld]
     if any(ld not in ("idle", "busy") for ld in loads):
         raise SystemExit("gate_power: --loads takes idle and/or busy")
+    rules = [r for r in args.rules.split(",") if r]
+    if not rules or any(r not in RUNNERS for r in rules):
+        raise SystemExit("gate_power: --rules takes before and/or after")
 
     kernel = load_kernel(KERNEL)
     case = next(c for c in kernel.manifest.cases if c.name == args.case)
@@ -265,18 +293,21 @@ def main() -> None:
                 for name, head, n in heads:
                     if n <= 0:
                         continue
-                    results = comparisons(folder, case, base, head, measure, n)
-                    by_scenario[f"{kind} {name}"] = results
-                    print(
-                        f"# {kind} {name}: {n} comparisons, wall {_share(results, 'wall', 'fail')} fail / "
-                        f"{_share(results, 'wall', 'inconclusive')} undecided, CPU "
-                        f"{_share(results, 'cpu', 'fail')} fail / {_share(results, 'cpu', 'inconclusive')} "
-                        f"undecided; median pairs {statistics.median(r.pairs for r in results):.0f}, "
-                        f"{statistics.median(r.seconds for r in results):.1f} s per comparison, other cores "
-                        f"{statistics.median(r.other_cores or 0.0 for r in results):.2f}",
-                        flush=True,
-                    )
-        for line in table(by_scenario, loads):
+                    for rule, results in comparisons(folder, case, base, head, measure, n, rules).items():
+                        at = kind if len(rules) == 1 else f"{kind}/{rule}"
+                        by_scenario[f"{at} {name}"] = results
+                        print(
+                            f"# {at} {name}: {n} comparisons, wall {_share(results, 'wall', 'fail')} fail / "
+                            f"{_share(results, 'wall', 'inconclusive')} undecided, gate "
+                            f"{_share(results, 'new', 'inconclusive')} undecided; median pairs "
+                            f"{statistics.median(r.pairs for r in results):.0f}, "
+                            f"{statistics.median(r.seconds for r in results):.1f} s per comparison, other cores "
+                            f"{statistics.median(r.other_cores or 0.0 for r in results):.2f}, load "
+                            f"{os.getloadavg()[0]:.1f}",
+                            flush=True,
+                        )
+        columns = [kind if len(rules) == 1 else f"{kind}/{rule}" for kind in loads for rule in rules]
+        for line in table(by_scenario, columns, STATISTICS if len(rules) == 1 else ("new",)):
             print(line)
         if args.save:
             args.save.write_text(json.dumps({k: [r.__dict__ for r in rs] for k, rs in by_scenario.items()}))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import BuildSpec
-from bot.untrusted.build import build_key, plan_units, unit_flags, unit_key
+from bot.untrusted.build import Built, build_key, plan_units, same_binary, unit_flags, unit_key
 from bot.untrusted.toolchain import toolchain
 
 
@@ -112,3 +112,14 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
     assert cuda.verdict == "undecided"  # never a green pass for the CUDA kernel nobody ran
     cpu_only = judged([f"{folder}/gemm_cpu.cpp", f"{folder}/tile_config.json"])
     assert cpu_only.undecided == [] and cpu_only.verdict == "pass"
+
+
+def test_the_same_extension_bytes_called_the_same_way_are_the_same_binary():
+    """A comment-only change has its own build key but compiles to base's very ext.so (issue 40, 4)."""
+    base = Built(ok=True, device="cpu", key="k1", entry="gemm", so_path="/b/ext.so", sha256="ab" * 32)
+    comment = base.model_copy(update={"key": "k2", "so_path": "/h/ext.so"})
+    assert same_binary(base, comment) and same_binary(base, base)
+    assert not same_binary(base, comment.model_copy(update={"sha256": "cd" * 32}))  # other bytes: timed
+    assert not same_binary(base, comment.model_copy(update={"entry": "gemm_fast"}))  # another function of it
+    assert not same_binary(base.model_copy(update={"sha256": ""}), comment.model_copy(update={"sha256": ""}))  # unknown
+    assert not same_binary(base, comment.model_copy(update={"ok": False}))

@@ -67,11 +67,13 @@ def cpu_cases(run, name):
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
-def test_a_comment_only_change_passes_with_every_cpu_case_measured(opgate, tmp_path, name):
+def test_a_no_op_change_passes_with_every_cpu_case_measured(opgate, tmp_path, name):
+    """An unused function: other bytes, the same behaviour (a comment alone compiles to base's very ext.so, which is
+    checked but not timed: tests/test_review_spine.py)."""
     cpu_body = KERNELS[name][0]
     repo = make_repo(tmp_path / "repo", [name])
     path = repo.path / "kernels" / name / cpu_body
-    path.write_text("// reviewed: no behaviour change\n" + path.read_text())
+    path.write_text(path.read_text() + '\nextern "C" int opgate_no_op_marker() { return 40; }\n')
     run = review(opgate, repo)
     assert run.code == 0, run.stdout + run.stderr
     kernel = run.kernel(name)

@@ -159,10 +159,23 @@ def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgat
     for case in (c for c in kernel["cases"] if c["device"] == "cpu"):
         assert case["max_abs_err"] < 1e-3  # correctness still checked
         assert case["stop_reason"] == "identical_build" and case["base_p50_ms"] is None
+    # a comment in the body: a new build key, but the very bytes base's ext.so has (issue 40, 4): not timed either
+    kernel_repo.edit(GEMM, "namespace {", "// reviewed: no behaviour change\nnamespace {")
+    run = review(opgate, kernel_repo, kernel_repo.commit())
+    assert run.code == 0
+    kernel = run.kernel("deepgemm_tile")
+    assert kernel["verdict"] == "pass" and kernel["build"]["key"] != kernel["base_build"]["key"]
+    for case in (c for c in kernel["cases"] if c["device"] == "cpu"):
+        assert case["max_abs_err"] < 1e-3 and case["stop_reason"] == "identical_build"
+        assert case["base_p50_ms"] is None and case.get("simulated") is None  # neither timed nor counted
+
+
+# An unused function with external linkage: the same behaviour, other bytes (a comment alone compiles to base's).
+NO_OP = 'extern "C" int opgate_no_op_marker() { return 40; }\n'
 
 
 def test_a_second_review_on_the_same_base_is_compared_with_the_stored_baseline(opgate, kernel_repo):
-    kernel_repo.edit(GEMM, "namespace {", "// second look\nnamespace {")
+    kernel_repo.edit(GEMM, "namespace {", NO_OP + "namespace {")
     head = kernel_repo.commit()
     first = review(opgate, kernel_repo, head)
     timed = [c for c in first.kernel("deepgemm_tile")["cases"] if c["base_p50_ms"] is not None]  # read before rerun

@@ -250,3 +250,103 @@ def test_the_hierarchical_interval_is_tight_when_processes_agree_and_needs_two_p
     assert 1.08 < low < ratio < high < 1.12
     with pytest.raises(ValueError):
         hierarchical_ratio_ci(head[:1], base[:1])
+
+
+# -- the early stop on a deciding CPU-time interval (issue 40, 2) -------------------------------------------------
+
+
+def _wall_and_cpu(rng, wall_truth: float, cpu_truth: float, pairs: int = 10, blocks: int = 5):
+    """(head, base) of wall and of CPU time per pair and block: the CPU time is the work (quiet, 1 % noise), the
+    wall time is the work plus what a loaded host adds (preemption: heavy-tailed, 6 %, and a per-pair effect)."""
+    wall_h, wall_b, cpu_h, cpu_b = [], [], [], []
+    for _ in range(pairs):
+        effect = rng.normal(0.0, 0.02)
+        rows: tuple[list[float], ...] = ([], [], [], [])
+        for _ in range(blocks):
+            work_b = math.log(19.0) + rng.normal(0.0, 0.01)
+            work_h = math.log(19.0) + cpu_truth + rng.normal(0.0, 0.01)
+            rows[2].append(math.exp(work_h))
+            rows[3].append(math.exp(work_b))
+            rows[0].append(math.exp(work_h + wall_truth - cpu_truth + effect + abs(rng.standard_t(3)) * 0.03))
+            rows[1].append(math.exp(work_b + abs(rng.standard_t(3)) * 0.03))
+        for out, row in zip((wall_h, wall_b, cpu_h, cpu_b), rows, strict=True):
+            out.append(row)
+    return wall_h, wall_b, cpu_h, cpu_b
+
+
+def _run_of(wall_h, wall_b, cpu_h, cpu_b) -> CaseRun:
+    firsts = [[stats.base_first(p, b) for b in range(len(x))] for p, x in enumerate(wall_b)]
+
+    def timing(label, wall, cpu, first):
+        return Timing(label=label, samples_ms=[x for p in wall for x in p], processes=wall, cpu_processes=cpu,
+                      first=first)  # fmt: skip
+
+    return CaseRun(
+        status=CaseStatus.ok,
+        checks={"head": Check(label="head", max_abs_err=1e-4), "base": Check(label="base", max_abs_err=1e-4)},
+        timings={
+            "head": timing("head", wall_h, cpu_h, [[not f for f in p] for p in firsts]),
+            "base": timing("base", wall_b, cpu_b, firsts),
+        },
+    )
+
+
+def _look(sides, *, cpu_stop: bool, max_pairs: int = 10) -> tuple[int, str | None]:
+    """The sampler's looks over `sides` (3..max_pairs pairs): (pairs measured, the early stop or None at the cap);
+    `cpu_stop=False` is the rule before issue 40's early stop (both intervals decided at 99.9 %)."""
+    wall_h, wall_b, cpu_h, cpu_b = sides
+    for n in range(3, max_pairs):
+        wall, cpu = stats.paired(wall_h[:n], wall_b[:n]), stats.paired(cpu_h[:n], cpu_b[:n])
+        early = stats.early_stop(wall, cpu, 3.0)
+        if early == "decided" or (cpu_stop and early is not None):
+            return n, early
+    return max_pairs, None
+
+
+def test_a_deciding_cpu_time_stops_the_sampler_earlier_where_a_loaded_host_leaves_the_wall_time_straddling():
+    rng = np.random.default_rng(40)
+    aa = [_wall_and_cpu(rng, 0.0, 0.0) for _ in range(60)]
+    before = [_look(s, cpu_stop=False) for s in aa]
+    after = [_look(s, cpu_stop=True) for s in aa]
+    assert sum(n for n, _ in after) < 0.7 * sum(n for n, _ in before)
+    assert sum(stop is None for _, stop in after) < sum(stop is None for _, stop in before) / 2
+    assert all(a <= b for (a, _), (b, _) in zip(after, before, strict=True))  # never later than before
+
+
+def test_the_sampler_never_stops_where_the_gate_would_decide_otherwise_on_the_same_blocks():
+    rng = np.random.default_rng(41)
+    scenarios = {  # (wall, CPU) log-effects: A/A, a real +5 %, a head slower on the clock alone (it sleeps)
+        "A/A": (0.0, 0.0), "+5%": (math.log(1.05), math.log(1.05)), "sleeps": (math.log(1.045), 0.0),
+        "threads": (0.0, math.log(1.10)), "2x": (math.log(2.0), math.log(2.0)),
+    }  # fmt: skip
+    stops: dict[str, list[str | None]] = {name: [] for name in scenarios}
+    for name, (wall_truth, cpu_truth) in scenarios.items():
+        for _ in range(40):
+            sides = _wall_and_cpu(rng, wall_truth, cpu_truth)
+            n, early = _look(sides, cpu_stop=True)
+            stops[name].append(early)
+            if early is None:
+                continue
+            cut = _run_of(*(side[:n] for side in sides))
+            report = case_verdict(CASE, Constraints(), cut)
+            cpu = stats.paired(sides[2][:n], sides[3][:n])
+            expected = stats.decide(cpu, 3.0, last=False)  # the CPU time decided the stop: the gate follows it
+            wall = stats.paired(sides[0][:n], sides[1][:n])
+            if early == "decided":
+                expected = "fail" if "fail" in (expected, stats.decide(wall, 3.0, last=False)) else "pass"
+            elif expected == "pass":  # never on CPU time against the clock: not above, not leaning over the limit
+                assert wall.ratio <= 1.03 and stats.latency_verdict(*wall.interval(), 3.0) != "fail"
+            assert report.verdict == expected, (name, n, early, report.reasons)
+    assert stops["A/A"].count("decided_cpu") > 20  # the stop this adds: a quiet CPU time, a straddling clock
+    # a head slower on the clock alone is measured on while its estimate leans over the limit (a noisy one below
+    # it can still stop: the gate then passes a straddling wall time by its CPU time, as it would at the cap)
+    assert stops["sleeps"].count("decided_cpu") < stops["A/A"].count("decided_cpu") / 2
+    assert stops["threads"].count("decided_cpu") > 30  # more CPU than the clock shows fails early
+
+
+def test_the_cpu_time_never_cuts_short_a_wall_time_over_the_limit():
+    wall_h, wall_b, cpu_h, cpu_b = _wall_and_cpu(np.random.default_rng(42), math.log(1.045), 0.0, pairs=4)
+    wall, cpu = stats.paired(wall_h, wall_b), stats.paired(cpu_h, cpu_b)
+    assert stats.decide(cpu, 3.0, last=False) == "pass" and wall.ratio > 1.03
+    assert stats.early_stop(wall, cpu, 3.0) is None
+    assert stats.early_stop(wall, None, 3.0) is None  # a GPU case: the wall time alone, undecided

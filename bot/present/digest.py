@@ -21,6 +21,7 @@ HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under 
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
 STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads (message ids: translated where shown)
     "decided": N_("decided early: the 99.9%% interval cleared the limit"),
+    "decided_cpu": N_("decided early: the CPU time's 99.9%% interval cleared the limit"),
     "precision": N_("precise: the 95%% interval is narrow enough"),
     "max_processes": N_("cap: processes"),
     "max_samples": N_("cap: samples"),

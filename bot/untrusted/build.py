@@ -64,6 +64,15 @@ class Built(BaseModel):
     errors: list[CompileError] = []  # the first error of each failed unit, as the repository names its file
 
 
+def same_binary(a: Built, b: Built) -> bool:
+    """Whether two builds are the same extension called the same way: the same build key, or byte for byte the same
+    ext.so (its recorded sha256, which `verify` checks before it is loaded) with the same module and entry — a
+    comment-only change compiles to the very bytes base has, whose latency and counts cannot differ from base's."""
+    if not (a.ok and b.ok):
+        return False
+    return a.key == b.key or (bool(a.sha256) and a.sha256 == b.sha256 and (a.module, a.entry) == (b.module, b.entry))
+
+
 class Unit(BaseModel):
     """One compilation unit: a binding (torch headers, no tunables) or a kernel body (tunables, no torch)."""
 

@@ -179,3 +179,28 @@ def decide(p: Paired, max_regression_pct: float, *, last: bool) -> LatencyVerdic
     looks spend almost none of the error rate), at the last look the LEVEL interval does (Haybittle-Peto)."""
     low, high = p.interval(LEVEL if last else INTERIM_LEVEL)
     return latency_verdict(low, high, max_regression_pct)
+
+
+EarlyStop = Literal["decided", "decided_cpu"]
+
+
+def early_stop(wall: Paired, cpu: Paired | None, max_regression_pct: float) -> EarlyStop | None:
+    """Whether an interim look (not the last) may stop, and on what, where the gate would decide the same way on the
+    same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case.
+
+    `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
+    decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).
+    `decided_cpu`: the CPU time's INTERIM_LEVEL interval clears the limit while the wall time's does not — above it
+    the gate fails whatever the clock says; wholly within it the gate passes a straddling wall time, so the stop
+    needs the wall time unable to decide against it: its 95 % interval not above the limit and its estimate at or
+    below it (a wall time leaning over the limit is measured on, never cut short on CPU time)."""
+    walls = decide(wall, max_regression_pct, last=False)
+    cpus = decide(cpu, max_regression_pct, last=False) if cpu is not None else None
+    if walls != "inconclusive" and cpus != "inconclusive":
+        return "decided"
+    if cpus == "fail":
+        return "decided_cpu"
+    limit = 1.0 + max_regression_pct / 100.0
+    if cpus == "pass" and latency_verdict(*wall.interval(LEVEL), max_regression_pct) != "fail" and wall.ratio <= limit:
+        return "decided_cpu"
+    return None

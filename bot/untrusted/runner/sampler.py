@@ -23,7 +23,7 @@ from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
 from bot.verdict.messages import phrase
-from bot.verdict.stats import Paired, decide, paired
+from bot.verdict.stats import Paired, early_stop, paired
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
@@ -64,8 +64,9 @@ class Sampler:
 
     Each pair is one new worker per side (forked from the side's zygote, placed afresh): warm-up, then
     `min_blocks` blocks A B, B A, … of fresh inputs. After each pair the paired statistic is looked at
-    (`bot.verdict.stats.decide`): it stops early when its 99.9 % interval clears the limit, else at the last look —
-    a cap, or a 95 % interval narrow enough — where the 95 % interval decides. A busy runner (other processes
+    (`bot.verdict.stats.early_stop`): it stops early when its 99.9 % interval clears the limit (on the CPU with the
+    CPU time's; or the CPU time's alone where the gate would then decide by it), else at the last look — a cap, or a
+    95 % interval narrow enough — where the 95 % interval decides. A busy runner (other processes
     over `noise_limit_cores`) raises the caps by BUSY_FACTOR: noise buys measurement, it never vetoes a verdict.
     """
 
@@ -263,12 +264,10 @@ class Sampler:
             return cap
         precise = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0 <= m.target_pct
         last = cap is not None or precise
-        limit = self.case["max_regression_pct"]
-        # An early stop needs the CPU time decided too (it fails a head whose threads cost more, gate.py).
-        cpu = self._paired(self.cpu_processes) if not self.gpu and _positive(self.cpu_processes) else None
-        cpu_decided = cpu is None or decide(cpu, limit, last=False) != "inconclusive"
-        if decide(stats, limit, last=last) != "inconclusive" and cpu_decided and not last:
-            return "decided"
+        if not last:  # an early stop on the wall time with the CPU time, or on the CPU time alone (stats.early_stop)
+            cpu = self._paired(self.cpu_processes) if not self.gpu and _positive(self.cpu_processes) else None
+            if (early := early_stop(stats, cpu, self.case["max_regression_pct"])) is not None:
+                return early
         return cap or ("precision" if precise else None)
 
     def _paired(self, of: dict[str, list[list[float]]] | None = None) -> Paired | None:

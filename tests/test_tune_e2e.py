@@ -46,6 +46,7 @@ def rows(tmp_path: Path, sql: str) -> list[tuple]:
         db.close()
 
 
+@pytest.mark.untimed  # counts; a trial is pass or fail whatever the load
 def test_both_strategies_judge_each_config_once_and_report_the_agents_regret(opgate, tmp_path, httpserver):
     repo = small_space(tmp_path, "[128, 256]")
     gateway = Gateway(httpserver, [reply({"tile_m": 128, "tile_n": 256, "tile_k": 64})])
@@ -81,6 +82,7 @@ def test_both_strategies_judge_each_config_once_and_report_the_agents_regret(opg
     assert rows(tmp_path, "SELECT COUNT(*) FROM tuning_trials WHERE verify_of = ''") == [(1,)]
 
 
+@pytest.mark.untimed  # counts and states, no verdict
 def test_a_killed_run_resumes_and_judges_no_trial_twice(opgate, tmp_path, build_dir):
     repo = small_space(tmp_path, "[64, 128, 256]")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}

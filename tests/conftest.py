@@ -90,8 +90,14 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
 
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build cache for the whole session: an unchanged base is compiled once."""
-    return tmp_path_factory.getbasetemp() / "opgate" / "build"  # laid out like the default ~/.cache/opgate/build
+    """One build cache for the whole session: an unchanged base is compiled once. Under OPGATE_TEST_BUILD_CACHE
+    (scripts/test.sh sets it) the cache outlives the session: each pytest-xdist worker keeps its own, never two
+    at once in one, and the timed run after the parallel one reuses the first worker's."""
+    shared = os.environ.get("OPGATE_TEST_BUILD_CACHE")
+    if shared:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        return Path(shared) / worker / "opgate" / "build"  # laid out like the default ~/.cache/opgate/build
+    return tmp_path_factory.getbasetemp() / "opgate" / "build"
 
 
 @dataclass

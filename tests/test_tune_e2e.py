@@ -87,6 +87,7 @@ def test_a_killed_run_resumes_and_judges_no_trial_twice(opgate, tmp_path, build_
     repo = small_space(tmp_path, "[64, 128, 256]")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}
     env.update(FAST, OPGATE_BUILD_DIR=str(build_dir), OPGATE_DATABASE_URL=str(tmp_path / "ledger.sqlite"))
+    env["OPGATE_SIMULATE"] = "off"  # as tests/conftest.py: no callgrind re-verification of an undecided winner
     argv = [sys.executable, "-m", "bot", "tune", "deepgemm_tile", "--repo", str(repo.path), "--strategy",
             "exhaustive", "--out", str(tmp_path / "tune")]  # fmt: skip
     with (tmp_path / "first.log").open("wb") as log:

@@ -138,10 +138,11 @@ def test_a_worker_that_dies_is_a_crash_of_that_side(ext_factory) -> None:
 @pytest.mark.untimed  # a timeout
 def test_a_hanging_worker_times_out_and_the_next_case_still_runs(ext_factory) -> None:
     hanging = ext_factory(100, "HANG")
-    two = job({"head": hanging}).model_copy(update={"timeout_s": 5})
+    # the timeout covers the zygote's start and the reference too: 10 s holds beside another test (untimed)
+    two = job({"head": hanging}).model_copy(update={"timeout_s": 10})
     two = two.model_copy(update={"cases": [*two.cases, {**two.cases[0], "name": "tiny2"}]})
     runs = run_cases(two)
-    assert runs["tiny"].status == CaseStatus.timeout and "timed out after 5 s during head check" in runs["tiny"].detail
+    assert runs["tiny"].status == CaseStatus.timeout and "timed out after 10 s during head check" in runs["tiny"].detail
     assert runs["tiny2"].status == CaseStatus.timeout  # a fresh zygote, the same hang
 
 

@@ -88,6 +88,18 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
     return repo
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` deselected what this run leaves out
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with the most slow tests first, each file's tests together and in order: scripts/test.sh's
+    parallel run (`--dist loadfile --no-loadscope-reorder`) then hands the longest files out first and the fast
+    ones fill in at the end, so neither worker is left finishing a long file alone."""
+    slow: dict[Path, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow[item.path] = slow.get(item.path, 0) + 1
+    items.sort(key=lambda item: -slow.get(item.path, 0))  # stable: every other order is kept
+
+
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One build cache for the whole session: an unchanged base is compiled once. Under OPGATE_TEST_BUILD_CACHE

@@ -12,9 +12,14 @@ if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
 # Every test, in two runs: the fast tests and the slow ones marked untimed (their assertions hold whatever the
-# load) two at a time, one test file per worker; then the other slow tests, which judge a measured latency or CPU
-# time, alone, so no other test loads the machine under them. Both runs always run; the exit status is the first failure's.
+# load) two at a time, one test file per worker, the files with the most slow tests first (tests/conftest.py); then
+# the other slow tests, which judge a measured latency or CPU time, alone, so no other test loads the machine under
+# them. Both runs always run; the exit status is the first failure's.
+# The two runs share one build cache (tests/conftest.py's build_dir): the timed run builds no base twice.
+OPGATE_TEST_BUILD_CACHE="$(mktemp -d)"
+export OPGATE_TEST_BUILD_CACHE
+trap 'chmod -R u+w "$OPGATE_TEST_BUILD_CACHE" 2>/dev/null || true; rm -rf "$OPGATE_TEST_BUILD_CACHE" || true' EXIT
 status=0
-.venv/bin/python -m pytest -n 2 --dist loadfile -m "not slow or untimed" || status=$?
+.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not slow or untimed" || status=$?
 .venv/bin/python -m pytest -m "slow and not untimed" || { rc=$?; [ "$status" -ne 0 ] || status=$rc; }
 exit "$status"

@@ -88,10 +88,28 @@ def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
     return repo
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` deselected what this run leaves out
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with the most slow tests first, each file's tests together and in order: scripts/test.sh's
+    parallel run (`--dist loadfile --no-loadscope-reorder`) then hands the longest files out first and the fast
+    ones fill in at the end, so neither worker is left finishing a long file alone."""
+    slow: dict[Path, int] = {}
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            slow[item.path] = slow.get(item.path, 0) + 1
+    items.sort(key=lambda item: -slow.get(item.path, 0))  # stable: every other order is kept
+
+
 @pytest.fixture(scope="session")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One build cache for the whole session: an unchanged base is compiled once."""
-    return tmp_path_factory.getbasetemp() / "opgate" / "build"  # laid out like the default ~/.cache/opgate/build
+    """One build cache for the whole session: an unchanged base is compiled once. Under OPGATE_TEST_BUILD_CACHE
+    (scripts/test.sh sets it) the cache outlives the session: each pytest-xdist worker keeps its own, never two
+    at once in one, and the timed run after the parallel one reuses the first worker's."""
+    shared = os.environ.get("OPGATE_TEST_BUILD_CACHE")
+    if shared:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        return Path(shared) / worker / "opgate" / "build"  # laid out like the default ~/.cache/opgate/build
+    return tmp_path_factory.getbasetemp() / "opgate" / "build"
 
 
 @dataclass

@@ -71,6 +71,7 @@ def _gate(head: Kernel, base: Kernel, build_dir: Path) -> KernelReport:
 # -- the resource gate per architecture ----------------------------------------------------------------------
 
 
+@pytest.mark.untimed  # compile-only
 @pytest.mark.slow
 @needs_nvcc
 def test_a_cu_change_that_spills_only_on_sm_100a_fails_and_names_the_architecture(tmp_path, build_dir):
@@ -95,6 +96,7 @@ def test_a_cu_change_that_spills_only_on_sm_100a_fails_and_names_the_architectur
     assert partial[2].startswith("0 → ") and partial[2] != "0 → 0"  # base → head spill bytes
 
 
+@pytest.mark.untimed  # compile-only
 @pytest.mark.slow
 @needs_nvcc
 def test_a_toolchain_that_cannot_compile_an_architecture_says_so_for_that_architecture(tmp_path, build_dir):
@@ -259,6 +261,7 @@ def test_a_cpu_case_above_the_measured_peak_fails_as_implausible_and_not_as_a_la
     assert "❌" not in table["square_512"][4]  # -99.9% is not a regression: the peak failed it
 
 
+@pytest.mark.untimed  # 1e5x above the peak: any load
 @pytest.mark.slow
 def test_a_cpu_case_whose_head_beats_the_runners_measured_peak_fails_the_review(opgate, tmp_path, build_dir):
     """The work deepgemm_tile's base declares is 100,000 times the truth: head's rate exceeds what this core
@@ -426,6 +429,7 @@ def test_an_implausible_candidate_is_never_the_tuning_loops_best():
     assert best["square_512"].key == "h"  # 7 % faster wins; a 1000x "speedup" above the hardware limit wins nothing
 
 
+@pytest.mark.untimed  # the cache's rules, any peak > 0
 @pytest.mark.slow
 def test_a_cpu_peak_measured_on_a_busy_machine_is_measured_again_and_only_rises(tmp_path):
     first = cpu_peak(tmp_path)

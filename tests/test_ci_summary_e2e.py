@@ -103,6 +103,7 @@ def test_the_merge_asks_from_the_validated_parts_and_a_part_never_asks(opgate, g
     assert (row["domain"], row["pr"], row["head_sha"], row["status"]) == ("ci_summary", cr.PR, cr.HEAD, "ok")
 
 
+@pytest.mark.untimed  # correctness and a crash
 @pytest.mark.slow
 def test_an_instruction_a_kernel_prints_changes_no_verdict_and_no_status(opgate, kernel_repo, gateway):
     if Sandbox.detect().isolation.mode != "bwrap":

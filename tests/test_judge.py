@@ -62,6 +62,7 @@ def job(sides: dict[str, Path], **measure: float) -> JudgeJob:
     )
 
 
+@pytest.mark.untimed  # pure
 def test_blocks_alternate_so_each_side_goes_first_half_the_time() -> None:
     orders = [block_order(i, ["base", "head"]) for i in range(4)]
     assert orders == [["base", "head"], ["head", "base"], ["base", "head"], ["head", "base"]]
@@ -80,6 +81,7 @@ def test_identical_builds_pass_and_sampling_stops_once_decided_or_precise(ext_fa
     assert report.verdict == "pass" and report.spot_checks >= 1
 
 
+@pytest.mark.untimed  # a 0 % limit: only the cap stops it, whatever the load
 def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
     so = ext_factory(2000)
     capped = job({"base": so, "head": so}, target_pct=1e-9, max_seconds=0.5)
@@ -116,6 +118,7 @@ def test_a_busy_runner_buys_more_measurement_and_a_2x_slower_head_still_fails(ex
     assert report.p50_ms / report.base_p50_ms - 1 == pytest.approx(report.regression_pct / 100, abs=1e-5)
 
 
+@pytest.mark.untimed  # seeds, no verdict
 def test_the_secret_decides_the_inputs_and_is_revealed_after_the_run(ext_factory) -> None:
     so = ext_factory(500)
     first = job({"head": so}, max_seconds=0.2)
@@ -125,6 +128,7 @@ def test_the_secret_decides_the_inputs_and_is_revealed_after_the_run(ext_factory
     assert run_cases(first)["tiny"].seed == again.seed  # the same secret gives the same inputs
 
 
+@pytest.mark.untimed  # a crash
 def test_a_worker_that_dies_is_a_crash_of_that_side(ext_factory) -> None:
     crashing = ext_factory(100, "CRASH")
     run = run_cases(job({"base": ext_factory(100), "head": crashing}))["tiny"]
@@ -133,15 +137,18 @@ def test_a_worker_that_dies_is_a_crash_of_that_side(ext_factory) -> None:
     assert run.why is not None and phrase(run.why) == run.detail  # the same line, a phrase of the catalog
 
 
+@pytest.mark.untimed  # a timeout
 def test_a_hanging_worker_times_out_and_the_next_case_still_runs(ext_factory) -> None:
     hanging = ext_factory(100, "HANG")
-    two = job({"head": hanging}).model_copy(update={"timeout_s": 5})
+    # the timeout covers the zygote's start and the reference too: 10 s holds beside another test (untimed)
+    two = job({"head": hanging}).model_copy(update={"timeout_s": 10})
     two = two.model_copy(update={"cases": [*two.cases, {**two.cases[0], "name": "tiny2"}]})
     runs = run_cases(two)
-    assert runs["tiny"].status == CaseStatus.timeout and "timed out after 5 s during head check" in runs["tiny"].detail
+    assert runs["tiny"].status == CaseStatus.timeout and "timed out after 10 s during head check" in runs["tiny"].detail
     assert runs["tiny2"].status == CaseStatus.timeout  # a fresh zygote, the same hang
 
 
+@pytest.mark.untimed  # probes; the latency only as pass or undecided
 def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_skips_them(ext_factory) -> None:
     so = ext_factory(200)
     run = run_cases(job({"base": so, "head": so}, max_seconds=0.3))["tiny"]
@@ -159,6 +166,7 @@ def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_s
     assert again.status == CaseStatus.ok and again.probe_count is None and again.probes == {}
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_a_side_wrong_on_the_random_inputs_is_not_probed_so_a_probe_cannot_turn_its_fail_into_a_crash(
     ext_factory,
 ) -> None:

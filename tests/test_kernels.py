@@ -66,6 +66,7 @@ def cpu_cases(run, name):
     return [c for c in run.kernel(name)["cases"] if c["device"] == "cpu"]
 
 
+@pytest.mark.untimed  # the latency only as pass or undecided
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_a_no_op_change_passes_with_every_cpu_case_measured(opgate, tmp_path, name):
     """An unused function: other bytes, the same behaviour (a comment alone compiles to base's very ext.so, which is
@@ -136,6 +137,7 @@ def test_a_spilling_cuda_change_fails_the_resource_gate_without_a_gpu(opgate, tm
     assert kernel["build"]["key"] == kernel["base_build"]["key"]  # a .cu edit does not rebuild the CPU twin
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_a_split_k_reduction_that_drifts_fails_random_inputs_on_the_long_bucket_and_the_drift_probe_everywhere(
     opgate, tmp_path
 ):
@@ -159,6 +161,7 @@ def test_a_split_k_reduction_that_drifts_fails_random_inputs_on_the_long_bucket_
     assert "cpu_seq_8192: fail" not in reasons and "**correctness** `cpu_seq_8192` max_abs_err " in run.comment
 
 
+@pytest.mark.untimed  # compile-only
 @needs_nvcc
 def test_a_cuda_source_that_does_not_compile_fails_the_kernel_on_a_cpu_machine(opgate, tmp_path):
     repo = make_repo(tmp_path / "repo", ["flashmla_decode"])

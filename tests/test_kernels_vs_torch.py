@@ -16,6 +16,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.untimed  # statuses and p50 > 0, no verdict
 def test_the_benchmark_times_each_headline_case_and_its_torch_baseline_through_the_judge(tmp_path, build_dir):
     env = {**os.environ, "OPGATE_BUILD_DIR": str(build_dir), "GPU_CHECK_STEP_JSON": str(tmp_path / "step.json")}
     argv = [sys.executable, "-m", "benchmarks.kernels_vs_torch", "--device", "cpu", "--mode", "time", "--quick"]

@@ -67,6 +67,7 @@ def _writer(url: str, worker: int, ready: str) -> int:
     return inserted
 
 
+@pytest.mark.untimed  # row counts
 @pytest.mark.slow
 def test_eight_writers_of_500_rows_lose_and_double_none(url, tmp_path):
     open_ledger(url).close()

@@ -22,6 +22,7 @@ def _merge(rows: list[dict]) -> dict:
     return row
 
 
+@pytest.mark.untimed  # resource figures; the CPU build is base's
 @needs_nvcc
 def test_merging_split_k_partials_in_fp64_costs_a_quarter_of_the_resident_warps_and_fails_naming_registers(
     opgate, tmp_path
@@ -51,6 +52,7 @@ def test_merging_split_k_partials_in_fp64_costs_a_quarter_of_the_resident_warps_
     assert "| 100% → **" in run.comment and "| registers, threads → registers |" in run.comment
 
 
+@pytest.mark.untimed  # resource figures, no latency asserted
 @needs_nvcc
 def test_tile_n_128_to_256_doubles_the_dynamic_shared_memory_and_the_comment_shows_it(opgate, tmp_path):
     name = "deepgemm_tile"
@@ -66,6 +68,7 @@ def test_tile_n_128_to_256_doubles_the_dynamic_shared_memory_and_the_comment_sho
     assert any(n.endswith("dynamic_smem_bytes 98304 -> 196608 on sm_90a") for n in run.kernel(name)["notes"])
 
 
+@pytest.mark.untimed  # bad input, nothing built
 def test_a_launch_expression_outside_the_language_fails_the_kernel_naming_manifest_and_expression(opgate, tmp_path):
     name = "flashmla_decode"
     repo = make_repo(tmp_path / "repo", [name])

@@ -29,6 +29,7 @@ def mutation(mutation_id: str) -> dict:
     return next(m for m in data["mutation"] if m["id"] == mutation_id)
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_a_probe_catches_what_random_inputs_pass_and_the_reason_names_probe_metric_and_element(opgate, tmp_path):
     repo = make_repo(tmp_path / "repo", list(PLANTED))
     for mutation_id in PLANTED.values():

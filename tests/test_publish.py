@@ -373,6 +373,7 @@ def test_plan_of_a_change_outside_every_kernel_is_empty(opgate, kernel_repo) -> 
     assert run.code == 0 and json.loads(run.stdout) == {"include": [], "gpu": []}
 
 
+@pytest.mark.untimed  # the same build: never timed
 @pytest.mark.slow
 def test_a_passing_review_sets_success(review: Review, server, kernel_repo) -> None:
     kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "a note: touches the kernel, changes no code\n")

@@ -67,6 +67,7 @@ def everything_written(run) -> str:
     return "\n".join([run.stdout, run.stderr, *files])
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_a_kernel_that_replaces_the_judges_comparison_still_fails(opgate, kernel_repo):
     hostile(kernel_repo, load=redteam.PATCH_JUDGE, replace=redteam.ZEROS)
     run = review(opgate, kernel_repo)
@@ -77,6 +78,7 @@ def test_a_kernel_that_replaces_the_judges_comparison_still_fails(opgate, kernel
         assert case["status"] == "incorrect" and case["max_abs_err"] > case["tolerance"]
 
 
+@pytest.mark.untimed  # fail or error, no latency judged
 def test_forged_lines_in_every_file_and_descriptor_change_nothing(opgate, kernel_repo):
     hostile(kernel_repo, call=redteam.on_call(redteam.FORGE), replace=redteam.ZEROS)
     run = review(opgate, kernel_repo)
@@ -85,6 +87,7 @@ def test_forged_lines_in_every_file_and_descriptor_change_nothing(opgate, kernel
     assert all(c["verdict"] in ("fail", "error") for c in cpu_cases(run))
 
 
+@pytest.mark.untimed  # correctness of the checked timed calls
 def test_replaying_the_first_result_fails_on_the_fresh_inputs_of_timed_calls(opgate, kernel_repo):
     hostile(kernel_repo, replace=redteam.REPLAY)
     run = review(opgate, kernel_repo)
@@ -94,6 +97,7 @@ def test_replaying_the_first_result_fails_on_the_fresh_inputs_of_timed_calls(opg
         assert any("checked timed calls differ from the reference" in r for r in case["reasons"]), case["reasons"]
 
 
+@pytest.mark.untimed  # caught as wrong, crashed or CPU outside the calls
 def test_work_left_running_after_the_timed_calls_is_caught(opgate, kernel_repo):
     hostile(kernel_repo, replace=redteam.ASYNC)
     run = review(opgate, kernel_repo)
@@ -106,6 +110,7 @@ def test_work_left_running_after_the_timed_calls_is_caught(opgate, kernel_repo):
         assert any(word in r for r in case["reasons"] for word in caught), case["reasons"]
 
 
+@pytest.mark.untimed  # leaks and statuses, no verdict
 def test_the_canary_key_is_out_of_reach_of_kernel_code(opgate, kernel_repo):
     hostile(kernel_repo, load=redteam.hunt(CANARY), call=redteam.on_call(redteam.hunt(CANARY), once=True))
     run = review(opgate, kernel_repo, env=KEY_ENV)
@@ -115,6 +120,7 @@ def test_the_canary_key_is_out_of_reach_of_kernel_code(opgate, kernel_repo):
     assert all(c["status"] == "ok" for c in cpu_cases(run)), cpu_cases(run)
 
 
+@pytest.mark.untimed  # connections and statuses, no verdict
 def test_kernel_code_reaches_no_network(opgate, kernel_repo):
     connections: list[object] = []
     with socket.socket() as listener:
@@ -146,6 +152,7 @@ def _hashes(folder: Path) -> dict[str, str]:
     return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.mark.untimed  # the cache's hashes and statuses, no verdict
 def test_kernel_code_cannot_rewrite_the_build_cache(opgate, kernel_repo, build_dir):
     before = _hashes(build_dir)
     poison = redteam.poison(str(build_dir))
@@ -174,6 +181,7 @@ def test_a_tampered_cache_entry_is_refused_and_rebuilt(opgate, kernel_repo, buil
     assert not so.read_bytes().startswith(b"\x7fELF poisoned")
 
 
+@pytest.mark.untimed  # opgate's log lines, no verdict
 def test_kernel_output_cannot_write_workflow_commands_into_opgates_log(opgate, kernel_repo):
     hostile(kernel_repo, load=redteam.PARENT_STDOUT, call=redteam.on_call(redteam.PARENT_STDOUT, once=True))
     run = review(opgate, kernel_repo)
@@ -182,6 +190,7 @@ def test_kernel_output_cannot_write_workflow_commands_into_opgates_log(opgate, k
     assert "\r" not in run.stdout + run.stderr
 
 
+@pytest.mark.untimed  # refused before any compile
 def test_compiler_flags_that_run_pr_code_are_refused_before_any_compile(opgate, kernel_repo, tmp_path):
     marker = tmp_path / "pwned"
     script = kernel_repo.path / "kernels/deepgemm_tile/evil.sh"
@@ -200,6 +209,7 @@ def test_compiler_flags_that_run_pr_code_are_refused_before_any_compile(opgate, 
     assert not marker.exists()
 
 
+@pytest.mark.untimed  # leaks and statuses, no verdict
 def test_a_new_kernels_own_reference_runs_in_the_sandbox_too(opgate, kernel_repo):
     """A kernel new in the change is judged by its own reference: PR code, so the judge is sandboxed as well."""
     new_kernel(kernel_repo, "newgemm", reference_extra=redteam.hunt(CANARY))
@@ -249,6 +259,7 @@ def judge(sides: dict[str, Path], entries: dict[str, str] | None = None) -> tupl
     return run, case_verdict(TINY, Constraints(), run)
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_outputs_computed_only_when_the_judge_fetches_them_fail(fake):
     """Issue 24, 1: timed calls return at once; the answer is computed when fetched (write_tensors replaced)."""
     run, report = judge({"base": fake("honest"), "head": fake("lazy", onload=redteam.LAZY_FETCH)})
@@ -257,6 +268,7 @@ def test_outputs_computed_only_when_the_judge_fetches_them_fail(fake):
     assert run.spots["head"].failed == run.spots["head"].checked == run.spots["base"].checked  # every block
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_lazy_outputs_computed_in_a_self_reaped_child_fail(fake):
     """Issue 24, 2: the same lazy answer, computed in a forked child with SIGCHLD ignored (invisible CPU)."""
     run, report = judge({"base": fake("honest"), "head": fake("lazy_child", onload=redteam.LAZY_CHILD)})
@@ -264,6 +276,7 @@ def test_lazy_outputs_computed_in_a_self_reaped_child_fail(fake):
     assert any("checked timed calls differ from the reference" in r for r in report.reasons), report.reasons
 
 
+@pytest.mark.untimed  # a refused fork
 def test_a_kernel_cannot_start_processes_to_hide_cpu(fake):
     """Issue 24, 2: every call forks a self-reaped child that does half the work; the filter refuses the fork."""
     run, report = judge({"base": fake("honest"), "head": fake("hidden_cpu", onload=redteam.HIDDEN_CPU)})
@@ -272,6 +285,7 @@ def test_a_kernel_cannot_start_processes_to_hide_cpu(fake):
     assert run.checks["base"].error is None  # base, honest, is unaffected
 
 
+@pytest.mark.untimed  # a refused fork
 def test_module_init_code_cannot_start_processes_either(fake):
     """The extension's module init runs in the worker under the filter: a helper process it forks is refused."""
     run, report = judge({"base": fake("honest"), "head": fake("helper", onload=redteam.HELPER_ON_LOAD)})
@@ -279,6 +293,7 @@ def test_module_init_code_cannot_start_processes_either(fake):
     assert "Operation not permitted" in run.detail, run.detail
 
 
+@pytest.mark.untimed  # a protocol error
 def test_a_frame_nested_too_deep_is_an_error_of_that_side_not_a_judge_crash(fake):
     """Issue 24, 5: a 200 KB [[[[…]]]] reply crashed the judge (RecursionError): every case blamed on the runner."""
     run, report = judge({"base": fake("honest"), "head": fake("deep", onload=redteam.DEEP_FRAME)})
@@ -287,6 +302,7 @@ def test_a_frame_nested_too_deep_is_an_error_of_that_side_not_a_judge_crash(fake
     assert report.verdict == "error" and report.reasons[0].startswith("head crashed"), report.reasons
 
 
+@pytest.mark.untimed  # a protocol error
 def test_a_tensor_header_of_impossible_shape_is_an_error_of_that_side_not_a_judge_crash(fake):
     """Issue 24, 5: shape [0, 2**70] with nbytes 0 made read_tensors raise TypeError inside the judge."""
     run, report = judge({"base": fake("honest"), "head": fake("bad_header", onload=redteam.BAD_HEADER)})
@@ -295,6 +311,7 @@ def test_a_tensor_header_of_impossible_shape_is_an_error_of_that_side_not_a_judg
     assert report.verdict == "error", report.reasons
 
 
+@pytest.mark.untimed  # statuses; the latency only as pass or undecided
 def test_base_runs_its_own_entry_not_the_one_heads_build_names(fake):
     """Issue 24, 6: head's manifest names entry gemm2; base's extension has only gemm (base crashed on main)."""
     head = fake("gemm2", defines=("ENTRY=gemm2",))
@@ -313,6 +330,7 @@ def reference(a, b):  # rewritten in the same change: agrees with a kernel that 
 """
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_a_renamed_kernel_is_judged_by_bases_manifest_and_reference(opgate, kernel_repo):
     """Issue 24, 3: git mv to a new name, a body that writes zeros and a reference that returns zeros: PASS on main."""
     git(kernel_repo.path, "mv", "kernels/deepgemm_tile", "kernels/deepgemm_fast")
@@ -352,6 +370,7 @@ def new_kernel(repo, name: str, *, reference_extra: str = "", body: str | None =
         (new / f.name).write_text(text)
 
 
+@pytest.mark.untimed  # a new kernel: no base to time against
 def test_a_new_kernel_with_a_reference_that_agrees_with_anything_needs_a_person(opgate, kernel_repo):
     """Issue 24, 3: a brand-new kernel brings its own reference (zeros) and a body that writes zeros: PASS on main."""
     new_kernel(kernel_repo, "zerogemm", reference_extra=ZERO_REFERENCE, body=redteam.ZEROS)
@@ -546,6 +565,7 @@ def more_shared_memory(repo, extra: str) -> None:
     repo.edit(GEMM_CUDA, LAUNCH, LAUNCH.replace("Cfg::kSmemBytes", f"Cfg::kSmemBytes + {extra}"))
 
 
+@pytest.mark.untimed  # resource figures (ptxas)
 def test_a_launch_asking_64_kib_more_shared_memory_is_judged_as_the_code_launches_it(opgate, kernel_repo):
     more_shared_memory(kernel_repo, "65536")
     run = review(opgate, kernel_repo)
@@ -569,6 +589,7 @@ def test_a_launch_asking_64_kib_more_shared_memory_is_judged_as_the_code_launche
     assert "the launch (kernels/deepgemm_tile/gemm_cuda.cu:406 kernel&lt;&lt;&lt;…" in run.comment
 
 
+@pytest.mark.untimed  # a .cu edit: the CPU build is base's, never timed
 def test_a_launch_sized_at_run_time_on_a_cpu_runner_is_undecided_naming_the_launch(opgate, kernel_repo):
     more_shared_memory(kernel_repo, "(k > 4096 ? 65536 : 0)")  # no compile-time constant: nothing to read back
     run = review(opgate, kernel_repo)

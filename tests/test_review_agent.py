@@ -58,6 +58,7 @@ def run_with_agent(opgate, kernel_repo, httpserver, reply: dict):
     return run, seen, head
 
 
+@pytest.mark.untimed  # a static failure: nothing is built or timed
 def test_agent_usage_reaches_the_ledger_and_the_comment(opgate, kernel_repo, httpserver, tmp_path):
     reply = completion(json.dumps(REVIEW_JSON))
     run, seen, head = run_with_agent(opgate, kernel_repo, httpserver, reply)
@@ -88,6 +89,7 @@ def test_agent_usage_reaches_the_ledger_and_the_comment(opgate, kernel_repo, htt
     assert json.loads(candidate.read_text())["expected_metrics"]["max_abs_err"] == 0.001
 
 
+@pytest.mark.untimed  # a static failure: nothing is built or timed
 def test_a_reply_that_is_not_json_is_an_agent_error_and_the_gates_still_decide(opgate, kernel_repo, httpserver):
     run, _, head = run_with_agent(opgate, kernel_repo, httpserver, completion("Sure! The tile looks fine."))
     assert run.code == 1
@@ -99,6 +101,7 @@ def test_a_reply_that_is_not_json_is_an_agent_error_and_the_gates_still_decide(o
     assert kept.read_text() == "Sure! The tile looks fine."
 
 
+@pytest.mark.untimed  # a static failure: nothing is built or timed
 def test_without_a_key_the_agent_is_offline_and_the_comment_says_which_variable(opgate, kernel_repo):
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
     run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", kernel_repo.commit())
@@ -106,6 +109,7 @@ def test_without_a_key_the_agent_is_offline_and_the_comment_says_which_variable(
     assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.comment
 
 
+@pytest.mark.untimed  # the same build: never timed
 def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, kernel_repo):
     kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "a note\n")  # touches the kernel, passes
     head = kernel_repo.commit()
@@ -116,6 +120,7 @@ def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, k
     assert CANARY not in run.stdout + run.stderr + run.comment
 
 
+@pytest.mark.untimed  # a static failure: nothing is built or timed
 def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpserver):
     """The task file is read from base: pointing api_key_env at another domain's key changes nothing."""
     kernel_repo.edit(
@@ -134,6 +139,7 @@ def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpse
     assert len(httpserver.log) == 0
 
 
+@pytest.mark.untimed  # the same build; the candidate fails statically
 def test_try_candidates_gates_the_agents_patch_on_top_of_head(opgate, kernel_repo, httpserver):
     patch = (
         "--- a/kernels/deepgemm_tile/tile_config.json\n"
@@ -155,6 +161,7 @@ def test_try_candidates_gates_the_agents_patch_on_top_of_head(opgate, kernel_rep
     assert run.report["agent"]["requests"] == 1  # the candidate pass does not ask the agent again
 
 
+@pytest.mark.untimed  # nothing built
 def test_agent_only_asks_the_agent_and_builds_nothing(opgate, kernel_repo, httpserver, tmp_path):
     """CI's agent job: the key and the ledger, the diff as data, no build and no run of the change."""
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(
@@ -175,6 +182,7 @@ def test_agent_only_asks_the_agent_and_builds_nothing(opgate, kernel_repo, https
     db.close()
 
 
+@pytest.mark.untimed  # bad input, nothing built
 def test_require_isolation_refuses_to_run_pr_code_without_a_sandbox(opgate, kernel_repo):
     kernel_repo.edit(CONFIG, '"tile_n": 128', '"tile_n": 256')
     head = kernel_repo.commit()

@@ -19,6 +19,7 @@ def review(opgate, repo, head: str, *extra: str, env=None):
     return opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline", *extra, env=env)
 
 
+@pytest.mark.untimed  # the latency only as pass or undecided
 def test_comment_only_change_passes(opgate, kernel_repo):
     kernel_repo.edit(
         GEMM, "namespace deepgemm_tile {\nnamespace {", "namespace deepgemm_tile {\n// reviewed\nnamespace {"
@@ -42,6 +43,7 @@ def test_comment_only_change_passes(opgate, kernel_repo):
     Report.model_validate(run.report)  # the contract model accepts what was written
 
 
+@pytest.mark.untimed  # fails before any build
 def test_tunable_outside_the_allowed_set_fails_before_any_build(opgate, kernel_repo):
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
     run = review(opgate, kernel_repo, kernel_repo.commit())
@@ -53,6 +55,7 @@ def test_tunable_outside_the_allowed_set_fails_before_any_build(opgate, kernel_r
     assert "tile_m=96 not in {64,128,256}" in run.comment
 
 
+@pytest.mark.untimed  # correctness: a wrong side is never timed
 def test_broken_arithmetic_fails_on_correctness(opgate, kernel_repo):
     kernel_repo.edit(GEMM, INNER, "crow[jj] += a_ip * brow[jj] * 1.001f;")
     run = review(opgate, kernel_repo, kernel_repo.commit())
@@ -65,6 +68,7 @@ def test_broken_arithmetic_fails_on_correctness(opgate, kernel_repo):
     assert case["p50_ms"] is None  # an incorrect kernel is not timed
 
 
+@pytest.mark.untimed  # stability: a wrong side is never timed
 def test_nan_output_fails_on_stability(opgate, kernel_repo):
     kernel_repo.edit(
         GEMM,
@@ -80,6 +84,7 @@ def test_nan_output_fails_on_stability(opgate, kernel_repo):
     assert any("NaN/Inf" in r for r in case["reasons"])
 
 
+@pytest.mark.untimed  # a crash
 def test_crashing_kernel_is_an_error_and_the_review_finishes(opgate, kernel_repo):
     kernel_repo.edit(
         GEMM,
@@ -97,6 +102,7 @@ def test_crashing_kernel_is_an_error_and_the_review_finishes(opgate, kernel_repo
     assert (run.out / "comment.md").exists()
 
 
+@pytest.mark.untimed  # a timeout
 def test_hanging_kernel_times_out_and_the_review_finishes(opgate, kernel_repo):
     kernel_repo.edit(
         GEMM,
@@ -110,6 +116,7 @@ def test_hanging_kernel_times_out_and_the_review_finishes(opgate, kernel_repo):
     assert "timed out after 20 s during head check" in cases[0]["reasons"][0]
 
 
+@pytest.mark.untimed  # nothing built
 def test_change_outside_every_kernel_builds_nothing_and_passes(opgate, kernel_repo):
     kernel_repo.write("README.md", "docs only\n")
     run = review(opgate, kernel_repo, kernel_repo.commit())
@@ -119,6 +126,7 @@ def test_change_outside_every_kernel_builds_nothing_and_passes(opgate, kernel_re
     assert "no kernel changed" in run.stdout
 
 
+@pytest.mark.untimed  # fails before any build; the ledger's rows
 def test_verdict_is_recorded_in_the_ledger(opgate, kernel_repo, tmp_path):
     kernel_repo.edit(CONFIG, '"tile_k": 64', '"tile_k": 48')
     head = kernel_repo.commit()
@@ -131,6 +139,7 @@ def test_verdict_is_recorded_in_the_ledger(opgate, kernel_repo, tmp_path):
     db.close()
 
 
+@pytest.mark.untimed  # bad input
 def test_unknown_revision_is_bad_input_with_one_line(opgate, kernel_repo):
     run = review(opgate, kernel_repo, "no-such-branch")
     assert run.code == 2
@@ -140,6 +149,7 @@ def test_unknown_revision_is_bad_input_with_one_line(opgate, kernel_repo):
     assert "Traceback" not in run.stderr
 
 
+@pytest.mark.untimed  # bad input
 def test_not_a_repository_is_bad_input(opgate, tmp_path):
     (tmp_path / "plain").mkdir()
     run = opgate("review", "--repo", str(tmp_path / "plain"), "--base", "a", "--head", "b")
@@ -149,6 +159,7 @@ def test_not_a_repository_is_bad_input(opgate, tmp_path):
     assert not (tmp_path / "ledger.sqlite").exists()
 
 
+@pytest.mark.untimed  # the same build: never timed
 def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgate, kernel_repo):
     kernel_repo.write("kernels/deepgemm_tile/NOTES.md", "tuning notes, no code\n")
     run = review(opgate, kernel_repo, kernel_repo.commit())
@@ -174,6 +185,7 @@ def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgat
 NO_OP = 'extern "C" int opgate_no_op_marker() { return 40; }\n'
 
 
+@pytest.mark.untimed  # the latency only as pass or undecided; the drift's arithmetic
 def test_a_second_review_on_the_same_base_is_compared_with_the_stored_baseline(opgate, kernel_repo):
     kernel_repo.edit(GEMM, "namespace {", NO_OP + "namespace {")
     head = kernel_repo.commit()

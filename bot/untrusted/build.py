@@ -8,9 +8,10 @@ and moves it into the store → a `Built` record whose sha256 every later load c
 A binding (a source that includes a torch header) is compiled without the tunable defines, so it is
 compiled once per binding source and toolchain; a tunable or kernel-body change recompiles only the
 body (seconds) and relinks. A binding whose first include is torch's extension header is compiled with a
-precompiled one (`pch.py`), built once per toolchain and flag set into the store. Nothing is imported at build
-time. Sandboxed processes never see the store: objects and the .so are handed to them one file at a time (a
-precompiled header as its own folder: the .gch and its stub), read-only, after their hash was checked.
+precompiled one (`pch.py`), built once per toolchain and flag set into the store (by the second such binding).
+Nothing is imported at build time. Sandboxed processes never see the store: objects and the .so are handed to them
+one file at a time (a precompiled header as its own folder: the .gch and its stub), read-only, after their hash
+was checked.
 """
 
 from __future__ import annotations
@@ -292,6 +293,14 @@ def _precompile(
                 where[header.key] = f"{pch.PCH}/{n}"
                 out.binds.append((str(store), where[header.key]))
                 state = "from the build store"
+            elif not (store / pch.WANTED).is_file():  # building it costs two plain compiles: only for a second one
+                store.mkdir(parents=True, exist_ok=True)
+                (store / pch.WANTED).write_text(f"{u.source}\n")
+                out.notes.append(
+                    f"opgate: {u.source} is compiled without a precompiled header: the first binding of these flags "
+                    f"(the next one compiles <{header.name}> {header.key[:12]})"
+                )
+                continue
             else:
                 where[header.key] = f"{OUT}/pch/{n}"
                 (work / "pch" / str(n) / header.name).parent.mkdir(parents=True, exist_ok=True)
@@ -381,12 +390,10 @@ def build(
     sandbox: Sandbox,
     includes: Sequence[Path] = (),
     names: Sequence[str] = (),
-    precompile: bool = True,
 ) -> Built:
     """Build (or reuse) the extension of `folder` with the given tunables and include directories (folders of
     the repository, bound read-only); never raises for a compile error. `names`: the repository paths of the folder
-    and the include directories, which name a failed unit's first error (`errors`); `precompile`: bindings use the
-    precompiled torch header (off only to measure what it saves)."""
+    and the include directories, which name a failed unit's first error (`errors`)."""
     started = time.perf_counter()
     try:
         tc = toolchain(device, build_root / "toolchain")
@@ -412,8 +419,7 @@ def build(
     work_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{kernel}-{device}-", dir=work_parent))
     try:
-        headers = _precompile(units, cached if precompile else {u.key for u in units}, flags, folder, spec, includes,
-                              tc, build_root, work)  # fmt: skip
+        headers = _precompile(units, cached, flags, folder, spec, includes, tc, build_root, work)
         binds = [Bind(folder.resolve(), SRC), *include_binds(includes), Bind(work, OUT, writable=True)]
         binds += [Bind(objects / f"{k}.o", f"{OBJ}/{k}.o") for k in sorted(cached)]
         binds += [Bind(Path(store), target) for store, target in headers.binds]

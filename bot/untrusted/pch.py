@@ -5,8 +5,11 @@ precompiled header of that header, built once (in the sandbox, from torch's head
 its include path) and kept in the build store under a key over the toolchain, the header and the exact flags it was
 built with. The `.gch` lies beside a stub header of the same name (`#include_next` of the real one) in a folder put
 on the include path after the kernel's own folders: GCC takes the `.gch` when it is valid for the compile and the
-stub otherwise (`-Winvalid-pch` says why), so a build never fails for the precompiled header. Bindings compiled by
-nvcc are left alone: nvcc hands its host compiler a preprocessed file, which no precompiled header can serve.
+stub otherwise (`-Winvalid-pch` says why), so a build never fails for the precompiled header. Compiling the
+header costs about two plain compiles of a binding and saves about half of each later one, so the first binding of
+a toolchain and flag set is compiled without it and the second compiles it: a cold build is never slower. Bindings
+compiled by nvcc are left alone: nvcc hands its host compiler a preprocessed file, which no precompiled header can
+serve.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from bot.untrusted.toolchain import Toolchain
 
 KEY_VERSION = "opgate.pch/1"
 HEADERS = ("torch/extension.h", "torch/all.h", "torch/python.h")
+WANTED = "wanted"  # in a header's store folder: a binding of these flags was compiled without it
 PCH = "/opgate/pch"  # where the sandbox sees a stored precompiled header's folder: PCH/N
 # Folders in the kernel's own include path that would shadow a header the precompiled one holds.
 SHADOWS = ("torch", "ATen", "c10", "caffe2", "pybind11", "Python.h")

@@ -4,7 +4,9 @@ Each run is `opgate review --offline` on a scratch repository whose head adds on
 kernels/<kernel>'s CPU body (a real rebuild the first time, cached afterwards; always a real, interleaved
 timing). Prints one line per run and the tally. Usage:
 
-  .venv/bin/python benchmarks/aa_reviews.py [--runs 10] [--kernel deepgemm_tile]
+  .venv/bin/python benchmarks/aa_reviews.py [--runs 10] [--kernel deepgemm_tile] [--keep DIR]
+
+`--keep DIR` leaves each run's report.json in DIR/runN (benchmarks/coverage.py reads them).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--kernel", default="deepgemm_tile")
+    parser.add_argument("--keep", type=Path, help="copy each run's report.json into DIR/runN")
     args = parser.parse_args()
     manifest = tomllib.loads((ROOT / "kernels" / args.kernel / "kernel.toml").read_text())
     body = next(s for s in manifest["build"]["cpu"]["sources"] if not s.startswith("binding"))
@@ -72,6 +75,9 @@ def main() -> None:
                 env={**_env(), "OPGATE_DATABASE_URL": str(Path(tmp_name) / "ledger.sqlite")},
             )
             report = json.loads((out / "report.json").read_text())
+            if args.keep is not None:
+                (args.keep / f"run{i}").mkdir(parents=True, exist_ok=True)
+                shutil.copy(out / "report.json", args.keep / f"run{i}" / "report.json")
             kernel = next(k for k in report["kernels"] if k["name"] == args.kernel)
             cases = "; ".join(
                 f"{c['name']} {c['regression_pct']:+.2f}% [{c['ci95_pct'][0]:+.2f},{c['ci95_pct'][1]:+.2f}] "

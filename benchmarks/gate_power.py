@@ -55,6 +55,7 @@ from bot.verdict.stats import latency_verdict  # noqa: E402
 KERNEL = ROOT / "kernels" / "deepgemm_tile"
 BATCH = 10  # comparisons per judge process
 LIMIT = 3.0
+STATISTICS = ("wall", "cpu", "either", "new")  # the table's columns per load (`old`: the pre-issue-25 statistic)
 
 
 def compose_folder(tmp: Path) -> Path:
@@ -102,6 +103,11 @@ class Comparison:
 
     new: tuple[str, float, float, float]
     old: tuple[str, float, float, float] | None
+    # Issue 40, 2: the paired interval on wall time alone, on CPU time alone (every thread of each side's sandbox,
+    # the kernel's accounting) and `either`: wall time where it clears the limit, else CPU time where that does.
+    wall: tuple[str, float, float, float] | None
+    cpu: tuple[str, float, float, float] | None
+    either: tuple[str, float, float, float] | None
     pairs: int
     seconds: float
     other_cores: float | None
@@ -114,15 +120,22 @@ def judge_both(case: Case, run: CaseRun, seconds: float) -> Comparison:
     head = run.timings["head"].processes if "head" in run.timings else []
     base = run.timings["base"].processes if "base" in run.timings else []
     if report.regression_pct is None or not report.ci95_pct:
-        return Comparison(("error", math.nan, math.nan, math.nan), None, 0, seconds, run.other_cores, head, base)
+        error = ("error", math.nan, math.nan, math.nan)
+        return Comparison(error, None, None, None, None, 0, seconds, run.other_cores, head, base)
     low, high = (1 + x / 100 for x in report.ci95_pct)
     new = (report.verdict, 1 + report.regression_pct / 100, low, high)
+    wall = (latency_verdict(low, high, LIMIT), new[1], low, high)
+    cpu = None
+    if report.cpu_regression_pct is not None and report.cpu_ci95_pct:
+        c_low, c_high = (1 + x / 100 for x in report.cpu_ci95_pct)
+        cpu = (latency_verdict(c_low, c_high, LIMIT), 1 + report.cpu_regression_pct / 100, c_low, c_high)
+    either = cpu if wall[0] == "inconclusive" and cpu is not None and cpu[0] != "inconclusive" else wall
     pairs = [(h, b) for h, b in zip(head, base, strict=False) if len(h) >= 2 and len(b) >= 2]
     old = None
     if len(pairs) >= 2:
         ratio, lo, hi = hierarchical_ratio_ci([h for h, _ in pairs], [b for _, b in pairs])
         old = (latency_verdict(lo, hi, LIMIT), ratio, lo, hi)
-    return Comparison(new, old, report.processes, seconds, run.other_cores, head, base)
+    return Comparison(new, old, wall, cpu, either, report.processes, seconds, run.other_cores, head, base)
 
 
 def comparisons(
@@ -182,8 +195,8 @@ def _coverage(results: list[Comparison], statistic: str, truth: float | None) ->
 
 def table(by_scenario: dict[str, list[Comparison]], loads: list[str]) -> list[str]:
     """The issue's table: rows of scenarios, a column per load and statistic."""
-    columns = [(ld, st) for ld in loads for st in ("new", "old")]
-    title = {"new": "paired (new)", "old": "hierarchical (current)"}
+    columns = [(ld, st) for ld in loads for st in STATISTICS]
+    title = {"new": "gate", "old": "hierarchical", "wall": "wall", "cpu": "CPU time", "either": "wall, else CPU"}
     lines = ["| scenario | " + " | ".join(f"{ld}: {title[st]}" for ld, st in columns) + " |"]
     lines.append("|---" * (len(columns) + 1) + "|")
     rows = [("A/A false fail", "A/A", "fail"), ("+5% caught", "+5%", "fail"), ("+10% caught", "+10%", "fail"),
@@ -255,9 +268,9 @@ def main() -> None:
                     results = comparisons(folder, case, base, head, measure, n)
                     by_scenario[f"{kind} {name}"] = results
                     print(
-                        f"# {kind} {name}: {n} comparisons, new {_share(results, 'new', 'fail')} fail / "
-                        f"{_share(results, 'new', 'inconclusive')} undecided, current "
-                        f"{_share(results, 'old', 'fail')} fail / {_share(results, 'old', 'inconclusive')} "
+                        f"# {kind} {name}: {n} comparisons, wall {_share(results, 'wall', 'fail')} fail / "
+                        f"{_share(results, 'wall', 'inconclusive')} undecided, CPU "
+                        f"{_share(results, 'cpu', 'fail')} fail / {_share(results, 'cpu', 'inconclusive')} "
                         f"undecided; median pairs {statistics.median(r.pairs for r in results):.0f}, "
                         f"{statistics.median(r.seconds for r in results):.1f} s per comparison, other cores "
                         f"{statistics.median(r.other_cores or 0.0 for r in results):.2f}",

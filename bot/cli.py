@@ -30,6 +30,7 @@ from bot.config.repo import load_config
 from bot.config.secrets import credential_values
 from bot.config.settings import Settings, load_settings
 from bot.errors import OpgateError
+from bot.text.i18n import speaking
 from bot.text.redact import RedactingFilter
 from bot.text.safe import LogSafeFormatter, one_line
 
@@ -149,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "create_ledger", False):
             settings = settings.model_copy(update={"create_ledger": True})
         _setup_logging(args.quiet or args.json, args.verbose, settings.secrets())
-        return int(command.module.run(args, settings))
+        with speaking(settings.locale):  # what every comment, reply and issue this command writes is written in
+            return int(command.module.run(args, settings))
     except OpgateError as exc:
         print(f"opgate: error: {one_line(exc, limit=2000)}", file=sys.stderr)
         return exc.exit_code

@@ -1,6 +1,7 @@
 """Screenshot a PR comment as GitHub shows it, with headless Chromium: docs/comment.png in the README.
 
     .venv/bin/python scripts/comment_screenshot.py                        # the README's example -> docs/comment.png
+    .venv/bin/python scripts/comment_screenshot.py --locale zh-CN --out docs/comment-zh.png   # the same, in Chinese
     .venv/bin/python scripts/comment_screenshot.py reports/latest/comment.md --out /tmp/comment.png
 
 The Markdown is rendered with cmark-gfm (GitHub's renderer), alerts and ```mermaid charts as github.com draws
@@ -19,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.present.render import render_comment  # noqa: E402
+from bot.text.i18n import LOCALES  # noqa: E402
 from tests import browser, comment_page  # noqa: E402
 from tests import comment_reports as examples  # noqa: E402
 
@@ -28,6 +30,7 @@ def main() -> int:
     parser.add_argument("markdown", nargs="?", type=Path, help="a comment.md (default: the README's example)")
     parser.add_argument("--example", default="fail_latency", choices=sorted(examples.REPORTS))
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "comment.png")
+    parser.add_argument("--locale", default="en", choices=LOCALES, help="the language of the example's comment")
     parser.add_argument("--width", type=int, default=960)
     parser.add_argument(
         "--height",
@@ -41,7 +44,7 @@ def main() -> int:
         text = args.markdown.read_text()
     else:
         report = examples.REPORTS[args.example]()
-        text = render_comment(report, pr=examples.pr_for(report))
+        text = render_comment(report, pr=examples.pr_for(report), locale=args.locale)
     if (why := browser.missing_reason()) is not None:
         print(f"comment_screenshot: {why}", file=sys.stderr)
         return 2

@@ -36,6 +36,11 @@ if [[ "$mode" == dev ]]; then
     echo "setup: installing Chromium (Debian's chromium package) for the dashboard tests" >&2
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
   fi
+  # A Chinese font, so the browser test and docs/comment-zh.png draw the zh-CN comment's characters (5 MB).
+  if ! fc-list :lang=zh 2>/dev/null | grep -q . && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "setup: installing a Chinese font (Debian's fonts-wqy-microhei) for the zh-CN comment's screenshot" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null
+  fi
 fi
 
 [[ -x .venv/bin/python ]] || "$python" -m venv .venv

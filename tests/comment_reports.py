@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.edges.publish import PrContext, pr_context
+from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
     AgentReport,
@@ -30,7 +30,8 @@ from bot.models.report import (
     SimulatedCost,
 )
 from bot.spend.budget import BudgetState
-from bot.verdict.gate import case_reason
+from bot.spend.pull_request import PrContext, pr_context
+from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -61,15 +62,34 @@ def cpu_use(timed: float = 0.09, untimed: float = 0.02) -> dict[str, CpuUse]:
     }
 
 
+def found(gate: Gate, key: str, outcome: Outcome = Outcome.fail, **params: str | int | float) -> Finding:
+    """A finding as the gate makes it (bot/verdict/gate.py)."""
+    return Finding(gate=gate, outcome=outcome, key=key, params=params)
+
+
+def span(delta: float, low: float, high: float, **more: str | int | float) -> dict[str, str | int | float]:
+    """A latency finding's parameters: Δp50, its 95% CI and the 3% limit, formatted as the gate formats them."""
+    return {"delta": f"{delta:+.2f}%", "low": f"{low:+.2f}%", "high": f"{high:+.2f}%", "limit": "3", **more}
+
+
+def with_findings(case: CaseReport, *findings: Finding, **update: object) -> CaseReport:
+    """The case with these findings (and the reasons rendered from them) in place of its own."""
+    case = case.model_copy(update={"reasons": [], "findings": [], **update})
+    for f in findings:
+        add_case(case, f)
+    return case
+
+
 def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **update: object) -> CaseReport:
     """A case measured on both sides: correct, Δp50 `delta` with its CI, judged like bot.gate does at 3%."""
     verdict = "fail" if low > 3.0 else "pass" if high <= 3.0 else "inconclusive"
-    reasons = []
-    span = f"p50 {delta:+.2f}% (95% CI {low:+.2f}%..{high:+.2f}%)"
+    findings = []
     if verdict == "fail":
-        reasons.append(f"performance: {span} > 3% limit")
+        findings.append(found(Gate.performance, "performance.regression", **span(delta, low, high)))
     elif verdict == "inconclusive":
-        reasons.append(f"performance inconclusive: {span} straddles the 3% limit")
+        findings.append(
+            found(Gate.performance, "performance.inconclusive", Outcome.undecided, **span(delta, low, high))
+        )
     case = CaseReport(
         name=name,
         device="cpu",
@@ -89,20 +109,13 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
         sandbox_cpu=cpu_use(),
         other_cores=0.08,
         verdict=verdict,
-        reasons=reasons,
     )
-    return case.model_copy(update=update)
+    return with_findings(case, *findings, **update)
 
 
 def skipped(name: str, device: str = "cuda", why: str = NO_GPU) -> CaseReport:
-    return CaseReport(
-        name=name,
-        device=device,
-        tolerance=0.01,
-        status=CaseStatus.skipped,
-        verdict="skipped",  # type: ignore[arg-type]
-        reasons=[why],
-    )
+    case = CaseReport(name=name, device=device, tolerance=0.01, status=CaseStatus.skipped, verdict="skipped")  # type: ignore[arg-type]
+    return with_findings(case, found(Gate.run, "run.skipped", Outcome.undecided, reason=why))
 
 
 def resources(n: int, threads: int, dyn: int, blocks: int) -> list[Resource]:
@@ -136,21 +149,24 @@ def builds(kernel: KernelReport, device: str = "cpu") -> KernelReport:
     return kernel
 
 
-def kernel(name: str, cases: list[CaseReport], verdict: str, reasons: list[str] | None = None, **kw) -> KernelReport:
-    from bot.verdict.gate import case_reason
-
-    found = list(reasons or [])
-    found += [case_reason(c.name, r) for c in cases if c.verdict in ("fail", "error") for r in c.reasons]
+def kernel(name: str, cases: list[CaseReport], verdict: str, *findings: Finding, **kw) -> KernelReport:
+    """The kernel as kernel_verdict states it: its own findings, then each failing case's, naming the case."""
     k = KernelReport(
         name=name,
         domain=kw.pop("domain", "deepgemm"),
         changed=True,
         verdict=verdict,  # type: ignore[arg-type]
-        reasons=found,
         cases=cases,
         notes=["change size: 1 file(s) of this kernel changed, +1/-1 lines (what reverting this pull request undoes)"],
         **kw,
     )
+    for f in findings:
+        add_kernel(k, f)
+    for c in cases:
+        outcome = {"fail": Outcome.fail, "error": Outcome.error, "inconclusive": Outcome.undecided}.get(c.verdict)
+        if outcome is not None and (outcome != Outcome.undecided or verdict == "undecided"):
+            for f in c.findings:
+                add_kernel(k, f.model_copy(update={"outcome": outcome}))
     return builds(k)
 
 
@@ -215,16 +231,11 @@ def fail_correctness() -> Report:
             spot_checks=0,
             sandbox_cpu={},
             other_cores=None,
-            reasons=["correctness: max_abs_err 0.0625 > tolerance 0.01"],
         )
     )
-    nan = wrong.model_copy(
-        update=dict(
-            name="cpu_seq_4096",
-            nan_inf=True,
-            max_abs_err=0.0,
-            reasons=["stability: output has NaN/Inf where the reference has none (or misses them)"],
-        ),
+    wrong = with_findings(wrong, found(Gate.correctness, "correctness.max_abs_err_total", value="0.0625", limit="0.01"))
+    nan = with_findings(
+        wrong, found(Gate.stability, "stability.nan_inf"), name="cpu_seq_4096", nan_inf=True, max_abs_err=0.0
     )
     cases = [timed("cpu_seq_2048", 1.1, -0.5, 2.4), nan, wrong, skipped("cuda_seq_8192")]
     return report([kernel("v41_attention_splitk", cases, "fail", domain="v41_attention")])
@@ -240,11 +251,12 @@ def tampered() -> Report:
         verdict="error",
         seed="77",
         spot_checks=3,
-        reasons=[
-            "measurement rejected: head: the GPU was still busy 4.1 ms after the worker reported its calls done "
-            "(work left running outside the timed region)"
-        ],
     )
+    busy = (
+        "head: the GPU was still busy 4.1 ms after the worker reported its calls done (work left running outside the "
+        "timed region)"
+    )
+    case = with_findings(case, found(Gate.measurement, "measurement.rejected", Outcome.error, detail=busy))
     r = report([kernel("deepgemm_tile", [case, timed("ragged_200x328x264", 0.2, -0.8, 1.1)], "error")])
     return r.model_copy(
         update={"health": GPU_HEALTH, "environment": Machine(device="cuda", gpu="NVIDIA H200", python="3.11.7")}
@@ -259,22 +271,24 @@ def crashed() -> Report:
         status=CaseStatus.crashed,
         verdict="error",
         seed="99",
-        reasons=["head crashed: worker exited with signal 11 (SIGSEGV) during head timing"],
+    )
+    why = "worker exited with signal 11 (SIGSEGV) during head timing"
+    case = with_findings(
+        case, found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed", detail=why)
     )
     return report([kernel("deepgemm_tile", demo_cases(timed("square_512", 0.3, -1.0, 1.5), case), "error")])
 
 
 def noisy() -> Report:
     """A busy runner: the intervals widened, measured twice as long, and still straddle the limit (undecided)."""
-    span = "p50 +4.10% (95% CI -0.80%..+9.20%)"
-    noise = "noisy runner: other processes kept 1.6 of 2 cores busy; measured 20 process pairs"
-    busy = timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6).model_copy(
-        update={"reasons": [f"performance inconclusive: {span} straddles the 3% limit ({noise})"]},
+    noise = span(4.1, -0.8, 9.2, noisy="noisy runner: other processes kept 1.6 of 2 cores busy", pairs=20)
+    busy = with_findings(
+        timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6),
+        found(Gate.performance, "performance.inconclusive_noisy", Outcome.undecided, **noise),
     )
     k = kernel(
         "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"
     )
-    k.undecided = [case_reason(c.name, r) for c in k.cases if c.verdict == "inconclusive" for r in c.reasons]
     k.notes.append(
         "ragged_200x328x264: base measured -55.0% against its first measurement on this device (same binary): the "
         "runner is noisier or slower than it was; head and base were interleaved, so the verdict stands"
@@ -289,8 +303,9 @@ def isolation_none() -> Report:
 
 def gpu_skipped() -> Report:
     """Every case of a kernel needs a GPU and the runner has none: nothing ran, nothing failed."""
-    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided")
-    k.undecided = ["no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)"]
+    summary = "7 cuda cases (needs a CUDA GPU; this machine has none)"
+    none_ran = found(Gate.coverage, "coverage.no_case_ran", Outcome.undecided, summary=summary)
+    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided", none_ran)
     return report([k])
 
 
@@ -307,7 +322,6 @@ def cuda_changed() -> Report:
 
 def simulated() -> Report:
     """A CPU case whose wall time straddles the limit, decided by its simulated cost (callgrind)."""
-    span = "p50 +2.10% (95% CI -1.40%..+5.70%)"
     sim = SimulatedCost(
         tool="callgrind (valgrind-3.19.0)",
         head=SideCost(instructions=1_049_000_000, l1_misses=2_100_000, ll_misses=90_000, cycles=1_079_000_000, calls=3),
@@ -317,14 +331,10 @@ def simulated() -> Report:
         decided=True,
         seconds=48.2,
     )
-    cost = "simulated cost x1.049 (callgrind cycles; instructions x1.049)"
-    slower = timed("square_512", 2.1, -1.4, 5.7, p50=31.15).model_copy(
-        update={
-            "verdict": "fail",
-            "simulated": sim,
-            "reasons": [f"performance: {cost} > 3% limit; on wall time alone {span} straddles the 3% limit"],
-        }
-    )
+    wall = Phrase(key="performance.inconclusive", params=span(2.1, -1.4, 5.7))
+    cost = found(Gate.performance, "performance.simulated", ratio="1.049", instructions="1.049", limit="3")
+    cost.phrases["wall"] = [wall]
+    slower = with_findings(timed("square_512", 2.1, -1.4, 5.7, p50=31.15), cost, verdict="fail", simulated=sim)
     cases = demo_cases(slower, timed("ragged_200x328x264", 0.3, -0.9, 1.4))
     return report([kernel("deepgemm_tile", cases, "fail")])
 
@@ -348,11 +358,33 @@ def resource_fail() -> Report:
     assert k.build is not None and k.resource_check is not None
     k.build.resources, k.resource_check.head = head, head
     fn = head[0].function
-    k.reasons = [
-        f"resource: {fn} spills 16 bytes (stores 8 B, loads 8 B)",
-        f"resource: {fn}: occupancy 12.5% -> 12.5% (2 -> 1 blocks/SM, 8 -> 8 warps/SM), limited by registers",
-    ]
-    k.notes += [f"{fn}: dynamic_smem_bytes 98304 -> 196608", f"{head[1].function}: registers 215 -> 223"]
+    limited = [Phrase(key="resources.limited_by", params={"factor": "registers", "why": "256 registers x 256 threads"})]
+    occupancy = {"old": "25", "new": "12.5", "old_blocks": 2, "new_blocks": 1, "old_warps": 16, "new_warps": 8}
+    for f in (
+        found(Gate.resources, "resources.spill", function=fn, bytes=16, stores=8, loads=8),
+        found(Gate.resources, "resources.occupancy_drop", function=fn, drop="50", limit="25", **occupancy),
+        found(
+            Gate.resources,
+            "resources.grew",
+            Outcome.note,
+            function=fn,
+            field="dynamic_smem_bytes",
+            old=98304,
+            new=196608,
+        ),
+        found(
+            Gate.resources,
+            "resources.grew",
+            Outcome.note,
+            function=head[1].function,
+            field="registers",
+            old=215,
+            new=223,
+        ),
+    ):
+        if f.key == "resources.occupancy_drop":
+            f.phrases["limited_by"] = limited
+        add_kernel(k, f.model_copy(update={"function": f.params["function"]}))
     return report([k])
 
 
@@ -377,7 +409,9 @@ def sm100_spill() -> Report:
     head[0] = head[0].model_copy(update={"spill_bytes": 5016, "spill_store_bytes": 2424, "spill_load_bytes": 2592})
     base = resources(128, 128, 98_304, 2)
     k.arch_checks = [ResourceCheckReport(status="ok", arch="sm_100a", head=head, base=base, base_status="ok")]
-    k.reasons = [f"resource: {head[0].function} spills 5016 bytes (stores 2424 B, loads 2592 B) on sm_100a"]
+    spill = found(Gate.resources, "resources.spill", function=head[0].function, bytes=5016, stores=2424, loads=2592)
+    on = [Phrase(key="tail.arch", params={"arch": "sm_100a"})]
+    add_kernel(k, spill.model_copy(update={"tail": on, "arch": "sm_100a", "function": head[0].function}))
     return report([k])
 
 
@@ -553,7 +587,44 @@ def biggest() -> Report:
     return report(kernels, agents=agents, agent=agents[0], coverage=coverage, pr=PR, health=GPU_HEALTH)
 
 
+def agent_cases() -> Report:
+    """The agent's test matrix: one case head breaks (base right), one base breaks too, one passing a slower
+    latency (reported, not gated), two entries refused; the kernel fails on the first one alone."""
+    from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentCasesReport, Violation
+    from bot.verdict.agent_cases import fold
+    from bot.verdict.gate import violation_finding
+
+    bad = Violation(metric="max_abs_err", output="out", index=[46, 0], value=1.5, limit=1e-05, got=0.0, expected=1.5)
+    tail = timed("tail_15", 0.0, 0.0, 0.0).model_copy(
+        update=dict(status=CaseStatus.incorrect, verdict="fail", reasons=[], base_correct=True, p50_ms=None,
+                    base_p50_ms=None, regression_pct=None, ci95_pct=None)
+    )  # fmt: skip
+    add_case(tail, violation_finding(bad))  # as the gate makes it
+    wrong = tail.reasons[0]
+    shared = tail.model_copy(update=dict(name="tail_31", base_correct=False))
+    slower = timed("rows_1", 9.0, 6.0, 12.0).model_copy(update=dict(base_correct=True))
+    block = AgentCasesReport(
+        agent="deepseek-v4",
+        proposed=5,
+        cases=[
+            AgentCaseReport(name="tail_15", shape={"m": 47, "n": 16}, verdict="fail", reasons=[wrong], case=tail),
+            AgentCaseReport(
+                name="tail_31", shape={"m": 31, "n": 16}, verdict="base_fails", case=shared,
+                reasons=[wrong, "base fails too (base is wrong on it): not failed for it"],
+            ),
+            AgentCaseReport(name="rows_1", shape={"m": 1, "n": 8}, verdict="pass", case=slower),
+        ],
+        refused=[
+            AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]"),
+            AgentCaseRefusal(name="x|`![p](https://evil.example/p.png)", reason="the name must be 1 to 64 letters"),
+        ],
+    )  # fmt: skip
+    cases = demo_cases(timed("square_512", 0.2, -1.0, 1.4), timed("ragged_200x328x264", 0.41, -1.2, 1.9))
+    return report([fold(kernel("deepgemm_tile", cases, "pass", agent_cases=block))])
+
+
 REPORTS: dict[str, Callable[[], Report]] = {
+    "agent_cases": agent_cases,
     "pass": passing,
     "fail_latency": fail_latency,
     "fail_correctness": fail_correctness,

@@ -26,6 +26,11 @@ Supported endpoints (paths relative to the API root):
     POST   /repos/{o}/{r}/statuses/{sha}
     GET    /repos/{o}/{r}/commits/{ref}/statuses       (paginated, newest first)
     GET    /repos/{o}/{r}/commits/{ref}/status         (combined status)
+    POST   /repos/{o}/{r}/check-runs                   (output.annotations: at most 50, each checked as documented)
+    PATCH  /repos/{o}/{r}/check-runs/{id}              (output.annotations are appended; at most 50 a request)
+    GET    /repos/{o}/{r}/check-runs/{id}
+    GET    /repos/{o}/{r}/check-runs/{id}/annotations  (paginated)
+    GET    /repos/{o}/{r}/commits/{ref}/check-runs     (check_name; {total_count, check_runs})
     GET    /repos/{o}/{r}/collaborators/{user}/permission   (permission: the legacy level; role_name; user.permissions)
     GET    /user                                       (an installation token: 403, as on GitHub; user_token=True: 200)
     GET    /search/issues?q=...                        (repo:, is:, type:, state:, label:, author:, in:title|body)
@@ -40,6 +45,13 @@ Supported endpoints (paths relative to the API root):
     POST   /repos/{o}/{r}/git/refs
     PATCH  /repos/{o}/{r}/git/refs/{ref}               (force)
     POST   /repos/{o}/{r}/actions/workflows/{id}/dispatches   (recorded in `server.dispatches`; 204)
+    GET    /repos/{o}/{r}/pulls/{n}/reviews            (paginated, oldest first)
+    POST   /repos/{o}/{r}/pulls/{n}/reviews            (commit_id, body, event, comments[path, line, side]: a RIGHT line
+                                                         must be one the pull request's diff shows, else 422)
+    PUT    /repos/{o}/{r}/pulls/{n}/reviews/{id}       (body)
+    GET    /repos/{o}/{r}/pulls/{n}/reviews/{id}/comments   (paginated)
+    PATCH  /repos/{o}/{r}/pulls/comments/{id}          (body)
+    DELETE /repos/{o}/{r}/pulls/comments/{id}          (204)
 
 The git data endpoints are backed by a real bare repository per repository (tests/github_git.py): push a local
 branch into `server.git(full_name).path` to seed it, fetch from it to see what a client pushed.
@@ -74,6 +86,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "github"
 DOCS = "https://docs.github.com/rest"
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
 STATUS_STATES = ("error", "failure", "pending", "success")
+CHECK_STATUSES = ("queued", "in_progress", "completed")
+CHECK_CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out")
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+MAX_ANNOTATIONS = 50  # per create or update request (docs.github.com/rest/checks/runs)
 PERMISSIONS = {
     "admin": {"admin": True, "maintain": True, "push": True, "triage": True, "pull": True},
     "maintain": {"admin": False, "maintain": True, "push": True, "triage": True, "pull": True},
@@ -187,6 +203,7 @@ class _Repo:
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)  # number -> issue record (PRs too)
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)  # lower name -> label record
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sha -> status records, oldest first
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)  # id -> check run record, oldest first
     permissions: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # lower login -> (perm, role)
     next_number: int = 1
     git: BareRepo | None = None  # the repository's objects and refs (created by FakeGitHub.git)
@@ -221,6 +238,7 @@ class FakeGitHub:
         self._forks: dict[str, _Repo] = {}
         self._users: dict[str, dict[str, Any]] = {}
         self._comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
+        self._review_comments: dict[int, tuple[str, int, dict[str, Any]]] = {}  # id -> (repo key, number, record)
         self._faults: list[Fault] = []
         self.dispatches: list[dict[str, Any]] = []  # workflow_dispatch events: workflow, ref, inputs
         self._scratch = Path(tempfile.mkdtemp(prefix="fake-github-"))
@@ -376,6 +394,7 @@ class FakeGitHub:
                 "files": [self._file_record(f) for f in files],
                 "diff": diff,
                 "commits": [],
+                "reviews": [],
             }
             git = repo.git
             if commits is None and git is not None and git.kind(head_sha) == git.kind(base_sha) == "commit":
@@ -492,6 +511,35 @@ class FakeGitHub:
             issue = self._issue(repo, number)
             return [self._comment_payload(repo, c) for c in issue["comments"]]
 
+    def reviews(self, full_name: str, number: int) -> list[dict[str, Any]]:
+        """The reviews of a pull request, oldest first, as API payloads, each with its live `comments` (payloads)."""
+        with self._lock:
+            repo = self._repo(full_name)
+            issue = self._issue(repo, number)
+            return [
+                {
+                    **self._review_payload(repo, issue, r),
+                    "comments": [self._review_comment_payload(repo, issue, c) for c in self._live_comments(r)],
+                }
+                for r in issue["pull"]["reviews"]
+            ]
+
+    def add_review(
+        self,
+        full_name: str,
+        number: int,
+        body: str,
+        *,
+        author: str = "reviewer",
+        comments: Iterable[dict[str, Any]] = (),
+    ) -> int:
+        """A person's review of the pull request's head (a COMMENT review) with inline `comments` (path, line, body)."""
+        with self._lock:
+            repo = self._repo(full_name)
+            issue = self._issue(repo, number)
+            review = self._new_review(repo, issue, body, issue["pull"]["head"]["sha"], self.user(author), comments)
+            return int(review["id"])
+
     def issues(self, full_name: str, *, include_pulls: bool = False) -> list[dict[str, Any]]:
         with self._lock:
             repo = self._repo(full_name)
@@ -506,6 +554,16 @@ class FakeGitHub:
         with self._lock:
             repo = self._repo(full_name)
             return [self._status_payload(repo, s) for s in repo.statuses.get(sha, [])]
+
+    def check_runs(self, full_name: str, sha: str | None = None) -> list[dict[str, Any]]:
+        """The check runs (on `sha`), oldest first, as API payloads, each with its `annotations` as recorded."""
+        with self._lock:
+            repo = self._repo(full_name)
+            return [
+                {**self._check_run_payload(repo, run), "annotations": [dict(a) for a in run["annotations"]]}
+                for run in repo.check_runs.values()
+                if sha is None or run["head_sha"] == sha
+            ]
 
     def reactions(self, comment_id: int) -> list[dict[str, Any]]:
         with self._lock:
@@ -872,6 +930,111 @@ class FakeGitHub:
             "reactions": {"url": api + "/reactions", "total_count": len(comment["reactions"]), **counts},
         }
 
+    def _new_review(
+        self,
+        repo: _Repo,
+        issue: dict[str, Any],
+        body: str,
+        commit_id: str,
+        user: dict[str, Any],
+        comments: Iterable[dict[str, Any]],
+        event: str = "COMMENT",
+    ) -> dict[str, Any]:
+        now = self._now()
+        review: dict[str, Any] = {
+            "id": self._new_id(),
+            "user": user,
+            "body": body,
+            "commit_id": commit_id,
+            "state": {"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}[event],
+            "submitted_at": now,
+            "comments": [],
+        }
+        for c in comments:
+            record = {
+                "id": self._new_id(),
+                "review_id": review["id"],
+                "path": c["path"],
+                "line": int(c["line"]),
+                "side": c.get("side", "RIGHT"),
+                "body": c["body"],
+                "user": user,
+                "commit_id": commit_id,
+                "created_at": now,
+                "updated_at": now,
+                "deleted": False,
+            }
+            review["comments"].append(record)
+            self._review_comments[record["id"]] = (repo.full_name.lower(), issue["number"], record)
+        issue["pull"]["reviews"].append(review)
+        return review
+
+    @staticmethod
+    def _live_comments(review: dict[str, Any]) -> list[dict[str, Any]]:
+        return [c for c in review["comments"] if not c["deleted"]]
+
+    def _review_payload(self, repo: _Repo, issue: dict[str, Any], review: dict[str, Any]) -> dict[str, Any]:
+        n = issue["number"]
+        pull_api = self._api(f"/repos/{repo.full_name}/pulls/{n}")
+        return {
+            "id": review["id"],
+            "node_id": _node_id("PRR", review["id"]),
+            "user": self._user_payload(review["user"]),
+            "body": review["body"],
+            "state": review["state"],
+            "html_url": self._html(f"/{repo.full_name}/pull/{n}#pullrequestreview-{review['id']}"),
+            "pull_request_url": pull_api,
+            "author_association": "MEMBER" if review["user"]["type"] == "Bot" else "CONTRIBUTOR",
+            "submitted_at": review["submitted_at"],
+            "commit_id": review["commit_id"],
+        }
+
+    def _review_comment_payload(self, repo: _Repo, issue: dict[str, Any], c: dict[str, Any]) -> dict[str, Any]:
+        n = issue["number"]
+        api = self._api(f"/repos/{repo.full_name}/pulls/comments/{c['id']}")
+        return {
+            "url": api,
+            "id": c["id"],
+            "node_id": _node_id("PRRC", c["id"]),
+            "pull_request_review_id": c["review_id"],
+            "diff_hunk": "",
+            "path": c["path"],
+            "commit_id": c["commit_id"],
+            "original_commit_id": c["commit_id"],
+            "user": self._user_payload(c["user"]),
+            "body": c["body"],
+            "created_at": c["created_at"],
+            "updated_at": c["updated_at"],
+            "html_url": self._html(f"/{repo.full_name}/pull/{n}#discussion_r{c['id']}"),
+            "pull_request_url": self._api(f"/repos/{repo.full_name}/pulls/{n}"),
+            "author_association": "MEMBER" if c["user"]["type"] == "Bot" else "CONTRIBUTOR",
+            "line": c["line"],
+            "original_line": c["line"],
+            "side": c["side"],
+            "start_line": None,
+            "original_start_line": None,
+            "start_side": None,
+            "subject_type": "line",
+        }
+
+    def _diff_lines(self, pull: dict[str, Any]) -> dict[str, set[int]]:
+        """Per path, the lines of head's file the pull request's diff shows (added or context): where GitHub lets a
+        RIGHT-side review comment sit."""
+        lines: dict[str, set[int]] = {}
+        path = ""
+        new = 0
+        for text in self._diff_text(pull).split("\n"):
+            if text.startswith("+++ "):
+                path = text[4:].removeprefix("b/")
+                lines.setdefault(path, set())
+            elif text.startswith("@@"):
+                match = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", text)
+                new = int(match.group(1)) if match else 0
+            elif path and new and text[:1] in (" ", "+"):
+                lines[path].add(new)
+                new += 1
+        return lines
+
     def _reaction_payload(self, reaction: dict[str, Any]) -> dict[str, Any]:
         return {
             "id": reaction["id"],
@@ -997,6 +1160,11 @@ class FakeGitHub:
                 r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/collaborators/(?P<user>[^/]+)/permission",
                 "get_permission",
             ),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs", "create_check_run"),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)", "update_check_run"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)", "get_check_run"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)/annotations", "list_annotations"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<ref>[^/]+)/check-runs", "list_check_runs"),
             ("GET", r"/search/issues", "search_issues"),
             ("GET", r"/user", "get_user"),
             ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "list_pulls"),
@@ -1010,6 +1178,16 @@ class FakeGitHub:
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs", "create_ref"),
             ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/git/refs/(?P<ref>.+)", "update_ref"),
             ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/workflows/(?P<wf>[^/]+)/dispatches", "dispatch"),
+            ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews", "list_reviews"),
+            ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews", "create_review"),
+            ("PUT", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews/(?P<id>\d+)", "update_review"),
+            (
+                "GET",
+                r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)/reviews/(?P<id>\d+)/comments",
+                "list_review_comments",
+            ),
+            ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/comments/(?P<id>\d+)", "edit_review_comment"),
+            ("DELETE", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/comments/(?P<id>\d+)", "delete_review_comment"),
         )
     )
 
@@ -1284,6 +1462,180 @@ class FakeGitHub:
                 "url": api + "/status",
             },
         )
+
+    # check runs: docs.github.com/rest/checks/runs (create, update, get, list for a ref, list annotations)
+
+    def _check_run_payload(self, repo: _Repo, run: dict[str, Any]) -> dict[str, Any]:
+        api = self._api(f"/repos/{repo.full_name}/check-runs/{run['id']}")
+        return {
+            "id": run["id"],
+            "node_id": _node_id("CR", run["id"]),
+            "head_sha": run["head_sha"],
+            "external_id": run["external_id"],
+            "url": api,
+            "html_url": self._html(f"/{repo.full_name}/runs/{run['id']}"),
+            "details_url": run["details_url"],
+            "status": run["status"],
+            "conclusion": run["conclusion"],
+            "started_at": run["started_at"],
+            "completed_at": run["completed_at"],
+            "name": run["name"],
+            "output": {
+                "title": run["output"].get("title"),
+                "summary": run["output"].get("summary"),
+                "text": run["output"].get("text"),
+                "annotations_count": len(run["annotations"]),
+                "annotations_url": api + "/annotations",
+            },
+            "check_suite": {"id": run["id"] + 1},
+            "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+            "pull_requests": [],
+        }
+
+    def _check_output(self, body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The output of a create or update, checked as GitHub checks it (422 otherwise), and its annotations."""
+        output = body.get("output")
+        if output is None:
+            return None, []
+        if not isinstance(output, dict):
+            raise _invalid("CheckRun", "output")
+        for key in ("title", "summary"):
+            if not isinstance(output.get(key), str) or not output[key]:
+                raise _invalid("CheckRun", f"output.{key}", "missing_field")
+        if len(output["summary"]) > 65535:
+            raise _invalid("CheckRun", "output.summary", "custom", "summary is too long (maximum is 65535 characters)")
+        annotations = output.get("annotations") or []
+        if not isinstance(annotations, list):
+            raise _invalid("CheckRun", "output.annotations")
+        if len(annotations) > MAX_ANNOTATIONS:
+            raise _invalid(
+                "CheckRun",
+                "output.annotations",
+                "custom",
+                f"only {MAX_ANNOTATIONS} annotations are allowed per request",
+            )
+        for a in annotations:
+            self._check_annotation(a)
+        return output, [dict(a) for a in annotations]
+
+    def _check_annotation(self, a: Any) -> None:
+        if not isinstance(a, dict):
+            raise _invalid("CheckRun", "output.annotations")
+        for key in ("path", "message"):
+            if not isinstance(a.get(key), str) or not a[key]:
+                raise _invalid("CheckRun", f"annotation.{key}", "missing_field")
+        for key in ("start_line", "end_line"):
+            if not isinstance(a.get(key), int) or isinstance(a.get(key), bool) or a[key] < 1:
+                raise _invalid("CheckRun", f"annotation.{key}", "missing_field")
+        if a["end_line"] < a["start_line"]:
+            raise _invalid("CheckRun", "annotation.end_line", "custom", "end_line must not be before start_line")
+        if a.get("annotation_level") not in ANNOTATION_LEVELS:
+            raise _invalid("CheckRun", "annotation.annotation_level")
+        if ("start_column" in a or "end_column" in a) and a["start_line"] != a["end_line"]:
+            raise _invalid("CheckRun", "annotation.start_column", "custom", "columns only on one line")
+        if len(str(a.get("title") or "")) > 255:
+            raise _invalid("CheckRun", "annotation.title", "custom", "title is too long (maximum is 255 characters)")
+        if len(a["message"].encode()) > 64 * 1024 or len(str(a.get("raw_details") or "").encode()) > 64 * 1024:
+            raise _invalid("CheckRun", "annotation.message", "custom", "message is too long (maximum is 64 KB)")
+
+    def _check_state(self, run: dict[str, Any], body: dict[str, Any]) -> None:
+        status = body.get("status", run["status"])
+        conclusion = body.get("conclusion", run["conclusion"])
+        if status not in CHECK_STATUSES:
+            raise _invalid("CheckRun", "status")
+        if conclusion is not None and conclusion not in CHECK_CONCLUSIONS:
+            raise _invalid("CheckRun", "conclusion")
+        if conclusion is not None:
+            status = "completed"  # GitHub: giving a conclusion completes the run
+        if status == "completed" and conclusion is None:
+            raise _invalid("CheckRun", "conclusion", "missing_field", "conclusion is required when status is completed")
+        run["status"], run["conclusion"] = status, conclusion
+        if status == "completed" and run["completed_at"] is None:
+            run["completed_at"] = body.get("completed_at") or self._now()
+
+    def _h_create_check_run(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        if not isinstance(body, dict):
+            raise ApiError(400, "Problems parsing JSON")
+        for key in ("name", "head_sha"):
+            if not isinstance(body.get(key), str) or not body[key]:
+                raise _invalid("CheckRun", key, "missing_field")
+        output, annotations = self._check_output(body)
+        run: dict[str, Any] = {
+            "id": self._new_id(),
+            "name": body["name"],
+            "head_sha": body["head_sha"],
+            "external_id": body.get("external_id") or "",
+            "details_url": body.get("details_url"),
+            "status": "queued",
+            "conclusion": None,
+            "started_at": body.get("started_at") or self._now(),
+            "completed_at": None,
+            "output": dict(output or {}),
+            "annotations": annotations,
+            "requests": [len(annotations)],  # annotations per request that carried output
+        }
+        self._check_state(run, body)
+        repo.check_runs[run["id"]] = run
+        return self._json(201, self._check_run_payload(repo, run))
+
+    def _check_run_record(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any]]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        run = repo.check_runs.get(int(params["id"]))
+        if run is None:
+            raise _not_found()
+        return repo, run
+
+    def _h_update_check_run(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, run = self._check_run_record(params)
+        if not isinstance(body, dict):
+            raise ApiError(400, "Problems parsing JSON")
+        output, annotations = self._check_output(body)
+        self._check_state(run, body)
+        for key in ("name", "details_url", "external_id"):
+            if key in body:
+                run[key] = body[key]
+        if output is not None:
+            run["output"] = {k: v for k, v in output.items() if k != "annotations"}
+            run["annotations"].extend(annotations)  # GitHub appends an update's annotations
+            run["requests"].append(len(annotations))
+        return self._json(200, self._check_run_payload(repo, run))
+
+    def _h_get_check_run(self, params: dict[str, str], **_: Any) -> _Response:
+        repo, run = self._check_run_record(params)
+        return self._json(200, self._check_run_payload(repo, run))
+
+    def _h_list_annotations(
+        self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any
+    ) -> _Response:
+        repo, run = self._check_run_record(params)
+        blob = self._html(f"/{repo.full_name}/blob/{run['head_sha']}")
+        items = [
+            {
+                "path": a["path"],
+                "start_line": a["start_line"],
+                "end_line": a["end_line"],
+                "start_column": a.get("start_column"),
+                "end_column": a.get("end_column"),
+                "annotation_level": a["annotation_level"],
+                "title": a.get("title"),
+                "message": a["message"],
+                "raw_details": a.get("raw_details"),
+                "blob_href": f"{blob}/{quote(a['path'])}",
+            }
+            for a in run["annotations"]
+        ]
+        return self._paged(path, query, items)
+
+    def _h_list_check_runs(self, params: dict[str, str], query: dict[str, list[str]], **_: Any) -> _Response:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        name = _first(query, "check_name")
+        runs = [
+            self._check_run_payload(repo, run)
+            for run in reversed(list(repo.check_runs.values()))  # newest first
+            if run["head_sha"] == params["ref"] and (name is None or run["name"] == name)
+        ]
+        return self._json(200, {"total_count": len(runs), "check_runs": runs})
 
     def _h_get_permission(self, params: dict[str, str], **_: Any) -> _Response:
         repo = self._repo(f"{params['o']}/{params['r']}")
@@ -1629,6 +1981,82 @@ class FakeGitHub:
             issue["closed_at"] = self._now() if body["state"] == "closed" else None
         issue["updated_at"] = self._now()
         return self._json(200, self._pull_payload(repo, issue))
+
+    def _review_of(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any], dict[str, Any]]:
+        repo, issue = self._pull_record(params)
+        for review in issue["pull"]["reviews"]:
+            if review["id"] == int(params["id"]):
+                return repo, issue, review
+        raise _not_found()
+
+    def _h_list_reviews(self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        items = [self._review_payload(repo, issue, r) for r in issue["pull"]["reviews"]]
+        return self._paged(path, query, items)
+
+    def _h_create_review(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue = self._pull_record(params)
+        pull = issue["pull"]
+        if not isinstance(body, dict):
+            raise ApiError(400, "Problems parsing JSON")
+        event = body.get("event", "PENDING")
+        if event not in ("COMMENT", "APPROVE", "REQUEST_CHANGES"):
+            raise _invalid("PullRequestReview", "event", "custom", "this server records submitted reviews only")
+        commit_id = body.get("commit_id") or pull["head"]["sha"]
+        comments = body.get("comments") or []
+        if event == "COMMENT" and not body.get("body") and not comments:
+            raise ApiError(422, "Unprocessable Entity", [{"message": "Review body or comments are required"}])
+        shown = self._diff_lines(pull)
+        for c in comments:
+            if not isinstance(c, dict) or not c.get("path") or not isinstance(c.get("line"), int) or not c.get("body"):
+                raise _invalid("PullRequestReviewComment", "comments", "missing_field")
+            if c.get("side", "RIGHT") != "RIGHT" or c["line"] not in shown.get(c["path"], set()):
+                raise ApiError(
+                    422,
+                    "Unprocessable Entity",
+                    [{"message": f"Line could not be resolved: {c['path']}:{c['line']} is not in the diff"}],
+                )
+        user = self.user(self.bot_login, self.bot_type)
+        review = self._new_review(repo, issue, body.get("body") or "", commit_id, user, comments, event)
+        return self._json(200, self._review_payload(repo, issue, review))
+
+    def _h_update_review(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue, review = self._review_of(params)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            raise _invalid("PullRequestReview", "body", "missing_field")
+        if review["user"]["login"].lower() != self.bot_login.lower():
+            raise ApiError(403, "Resource not accessible by integration")
+        review["body"] = body["body"]
+        return self._json(200, self._review_payload(repo, issue, review))
+
+    def _h_list_review_comments(
+        self, params: dict[str, str], query: dict[str, list[str]], path: str, **_: Any
+    ) -> _Response:
+        repo, issue, review = self._review_of(params)
+        items = [self._review_comment_payload(repo, issue, c) for c in self._live_comments(review)]
+        return self._paged(path, query, items)
+
+    def _review_comment(self, params: dict[str, str]) -> tuple[_Repo, dict[str, Any], dict[str, Any]]:
+        repo = self._repo(f"{params['o']}/{params['r']}")
+        found = self._review_comments.get(int(params["id"]))
+        if found is None or found[0] != repo.full_name.lower() or found[2]["deleted"]:
+            raise _not_found()
+        if found[2]["user"]["login"].lower() != self.bot_login.lower():
+            raise ApiError(403, "Resource not accessible by integration")
+        return repo, self._issue(repo, found[1]), found[2]
+
+    def _h_edit_review_comment(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
+        repo, issue, comment = self._review_comment(params)
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str) or not body["body"]:
+            raise _invalid("PullRequestReviewComment", "body", "missing_field")
+        comment["body"] = body["body"]
+        comment["updated_at"] = self._now()
+        return self._json(200, self._review_comment_payload(repo, issue, comment))
+
+    def _h_delete_review_comment(self, params: dict[str, str], **_: Any) -> _Response:
+        _repo, _issue, comment = self._review_comment(params)
+        comment["deleted"] = True
+        return _Response(204, b"", {})
 
     def _h_dispatch(self, params: dict[str, str], body: Any, **_: Any) -> _Response:
         repo = self._repo(f"{params['o']}/{params['r']}")

@@ -70,10 +70,10 @@ def test_commits_that_cannot_be_judged_next_to_the_first_bad_one_leave_it_ambigu
 
 def test_the_plan_is_log2_candidates_plus_the_bad_end():
     p = bisect.plan(15, 8, budget_s=1200)
-    assert (p.max_probes, p.untouched, p.remeasure) == (4, 7, bisect.REMEASURE)
+    assert (p.max_probes, p.untouched, p.longer) == (4, 7, bisect.LONGER)
     text = bisect.plan_text(p, "deepgemm_tile", "square_512", "a" * 40, "b" * 40)
     assert "15 commit(s)" in text and "8 touch the kernel (7 skipped unbuilt)" in text and "at most 4 probe(s)" in text
-    assert "budget 20 min" in text
+    assert "budget 20 min" in text and f"one sequential measurement that may run {bisect.LONGER}x" in text
     assert bisect.plan(3, 1, 60).max_probes == 1 and bisect.plan(3, 0, 60).max_probes == 0
 
 
@@ -126,11 +126,13 @@ def test_the_split_is_halfway_in_ratio_to_the_bad_end_and_never_below_the_gate()
     assert split_pct(3.0, 4.0) == 3.0  # a small drift: the gate's own limit
 
 
-def test_re_measurements_time_longer_in_more_processes():
-    m = MeasureSettings(max_seconds=0.5, min_processes=3, max_processes=10)
-    assert bisect.longer(m, 0) == m
-    assert (bisect.longer(m, 1).max_seconds, bisect.longer(m, 1).min_processes) == (1.0, 6)
-    assert (bisect.longer(m, 2).max_seconds, bisect.longer(m, 2).min_processes) == (2.0, 10)
+def test_a_probe_is_the_reviews_sequential_rule_with_longer_caps_and_the_same_floor():
+    m = MeasureSettings(max_seconds=0.5, min_processes=3, max_processes=10, max_samples=200)
+    assert bisect.longer(m, 1) == m
+    four = bisect.longer(m)
+    assert (four.max_seconds, four.max_processes, four.max_samples) == (2.0, 40, 800)
+    assert four.min_processes == 3  # a probe whose interval clears the limit early stops as early as a review
+    assert (four.min_blocks, four.target_pct) == (m.min_blocks, m.target_pct)
 
 
 def test_a_drifting_case_is_bisected_from_the_reference_to_the_first_record_beyond_the_limit():
@@ -211,6 +213,7 @@ def url(request: pytest.FixtureRequest, tmp_path) -> str:
         (["--case", "nope", "--good", "HEAD~2", "--bad", "HEAD"], "--case nope: kernel deepgemm_tile has no such case"),
         (["--case", "square_512"], "main's record has no figures for it since v0.3"),
         (["--case", "square_512", "--good", "HEAD~1", "--bad", "HEAD", "--budget", "0"], "--budget 0"),
+        (["--case", "square_512", "--good", "HEAD~1", "--bad", "HEAD", "--remeasure", "2"], "--remeasure was removed"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2_before_anything_is_built(opgate, tmp_path, args, words):

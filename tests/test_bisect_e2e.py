@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 REPO = "octo-org/kernels"
 TOKEN = "ghs_bisectE2eToken0123456789abcdefgh"
 # Five processes per side from the first measurement: on a 2-core runner a good probe's interval then lies below the
-# split (about +40 % for a 2x change) without a re-measurement, which would cost more than the extra processes.
+# split (about +40 % for a 2x change) at an early look of its one sequential measurement (4x the review's caps).
 QUICK = {"OPGATE_MEASURE_MIN_PROCESSES": "5"}
 
 

@@ -115,11 +115,6 @@ def _job(tmp_path: Path, sides: dict[str, Path], reference: str = REFERENCE, dev
 
 @pytest.mark.slow
 @pytest.mark.untimed
-@pytest.mark.xfail(
-    reason="open bug (issue 36 item 3): on an idle runner the worker exits 70 during head timing of an output-argument "
-    "entry; passed under load when written; see the stop's closing note",
-    strict=False,
-)
 def test_an_entry_that_writes_its_output_argument_passes_and_is_timed_with_spot_checks(tmp_path, out_ext):
     so = out_ext()
     run = run_cases(_job(tmp_path, {"base": so, "head": so}))["mul"]

@@ -16,10 +16,10 @@ from bot.agent import ci_summary as agent_summary
 from bot.agent import estimate
 from bot.config.manifest import load_task
 from bot.config.settings import Settings, load_settings
-from bot.edges.publish import acceptance_status
 from bot.ledger import open_ledger
 from bot.models.report import CiSummary, Report
 from bot.present.render import render_comment
+from bot.present.status import acceptance_status
 from bot.review import ci_summary as summary
 from bot.spend import budget, tokens
 from tests import comment_reports as cr

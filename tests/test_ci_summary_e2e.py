@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.edges.publish import acceptance_status
 from bot.models.report import Report
 from bot.present.render import render_comment
+from bot.present.status import acceptance_status
 from bot.untrusted.sandbox import Sandbox
 from tests import comment_reports as cr
 from tests import redteam

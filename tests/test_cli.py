@@ -93,3 +93,20 @@ def test_no_private_argparse_api() -> None:
         if path.name == "test_cli.py":
             continue
         assert not private.search(path.read_text()), f"{path.relative_to(ROOT)} uses argparse's private API"
+
+
+def test_every_json_output_is_a_models_dump_not_a_hand_built_dict() -> None:
+    """`--json` prints a pydantic model (bot/models/output.py, bot/lint/output.py): no command dumps a dict itself."""
+    root = Path(__file__).resolve().parents[1]
+    for path in [*sorted((root / "bot" / "commands").glob("*.py")), root / "bot" / "lint" / "output.py"]:
+        source = path.read_text()
+        assert "print(json.dumps(" not in source and "return json.dumps(" not in source, path.name
+    from bot.models.output import ExportOutput, SlashOutput
+
+    assert json.loads(ExportOutput(rows=2, csv="t.csv").text()) == {"rows": 2, "csv": "t.csv"}
+    ignored = SlashOutput(ignored="a bot", granted=None, posted=False)
+    assert json.loads(ignored.model_dump_json(exclude_unset=True)) == {
+        "ignored": "a bot",
+        "granted": None,
+        "posted": False,
+    }

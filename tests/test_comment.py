@@ -10,12 +10,15 @@ import pytest
 
 from bot.config.manifest import Constraints
 from bot.edges import publish
+from bot.models.finding import Gate, Outcome
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import CaseReport, KernelReport, Report
 from bot.present import digest
 from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
+from bot.present.status import acceptance_status
 from bot.review import fanout
 from bot.text.safe import one_line
+from bot.verdict.findings import add_kernel
 from bot.verdict.gate import Policy, case_reason, kernel_verdict
 from tests import comment_reports as cr
 from tests.comment_checks import rows, sections, structure_problems, text_of
@@ -229,7 +232,7 @@ def test_even_far_beyond_the_biggest_review_the_comment_is_cut_under_the_limit()
 
 def test_the_step_summary_is_the_comment_without_its_marker(tmp_path: Path):
     report = cr.fail_latency()
-    text = publish.compose(report, [], cr.pr_for(report))
+    text = render_comment(report, unseen_files=[], pr=cr.pr_for(report))
     path = tmp_path / "summary.md"
     publish.write_step_summary(path, text)
     summary = path.read_text()
@@ -238,12 +241,12 @@ def test_the_step_summary_is_the_comment_without_its_marker(tmp_path: Path):
 
 
 def test_the_status_names_gate_case_value_and_limit():
-    state, description = publish.acceptance_status(cr.fail_latency())
+    state, description = acceptance_status(cr.fail_latency())
     assert (state, description) == (
         "failure",
         "gate failed: deepgemm_tile — performance: ragged_200x328x264 p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
     )
-    _, resource = publish.acceptance_status(cr.resource_fail())
+    _, resource = acceptance_status(cr.resource_fail())
     assert resource.startswith("gate failed: deepgemm_tile — resource: deepgemm_tile::gemm_bf16_kernel<128, 256, 64, ")
 
 
@@ -284,7 +287,7 @@ def test_no_state_but_a_judged_pass_has_a_green_headline_or_a_plain_success():
     for name, (headline, state, description) in expected.items():
         report = cr.REPORTS[name]()
         assert comment(name).split("\n")[1].startswith(f"## {headline}"), name
-        got_state, got_description = publish.acceptance_status(report)
+        got_state, got_description = acceptance_status(report)
         assert got_state == state and got_description.startswith(description), (name, got_description)
     gpu = comment("gpu_skipped")
     assert "❔ no case ran: 7 cuda cases (needs a CUDA GPU; this machine has none)" in gpu
@@ -295,34 +298,59 @@ def test_a_new_kernel_turns_green_only_after_a_persons_accept_for_this_head():
     row = AcceptanceRow(
         pr=7, head_sha=report.head_sha, login="maint", role="write", kernels=["deepgemm_fast"], comment_id=1
     )
-    state, description = publish.acceptance_status(report, [row])
+    state, description = acceptance_status(report, [row])
     assert state == "success" and description.startswith("accepted by @maint: nothing failed")
     old = row.model_copy(update={"head_sha": "0" * 40})
-    assert publish.acceptance_status(report, [old])[0] == "pending"  # an acceptance of another commit counts nothing
+    assert acceptance_status(report, [old])[0] == "pending"  # an acceptance of another commit counts nothing
 
 
 # -- the gate states each reason once ----------------------------------------------------------------------
 
 
 def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limit():
+    span = cr.span(10.53, 9.73, 12.0)
     cases = [
-        CaseReport(
-            name="sq", tolerance=0.01, verdict="fail", reasons=["correctness: max_abs_err 0.5 > tolerance 0.01"]
+        cr.with_findings(
+            CaseReport(name="sq", tolerance=0.01, verdict="fail"),
+            cr.found(Gate.correctness, "correctness.max_abs_err_total", value="0.5", limit="0.01"),
         ),
-        CaseReport(name="rg", tolerance=0.01, verdict="fail", reasons=["performance: p50 +10.53% (…) > 3% limit"]),
-        CaseReport(name="cr", tolerance=0.01, verdict="error", reasons=["head crashed: signal 11"]),
-        CaseReport(name="nc", tolerance=0.01, verdict="inconclusive", reasons=["performance inconclusive: p50 …"]),
+        cr.with_findings(
+            CaseReport(name="rg", tolerance=0.01, verdict="fail"),
+            cr.found(Gate.performance, "performance.regression", **span),
+        ),
+        cr.with_findings(
+            CaseReport(name="cr", tolerance=0.01, verdict="error"),
+            cr.found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed", detail="signal 11"),
+        ),
+        cr.with_findings(
+            CaseReport(name="nc", tolerance=0.01, verdict="inconclusive"),
+            cr.found(Gate.performance, "performance.inconclusive", Outcome.undecided, **span),
+        ),
+        CaseReport(
+            name="old", tolerance=0.01, verdict="fail", reasons=["head does not build"]
+        ),  # made outside the gate
     ]
     k = KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped")
     judged = kernel_verdict(k, [], cases, Constraints(), Policy())
     assert judged.reasons == [
         "correctness: sq max_abs_err 0.5 > tolerance 0.01",
-        "performance: rg p50 +10.53% (…) > 3% limit",
+        "performance: rg p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
         "cr: head crashed: signal 11",
+        "old: head does not build",
+    ]
+    assert [(f.gate, f.case, f.outcome) for f in judged.findings] == [
+        (Gate.correctness, "sq", Outcome.fail),
+        (Gate.performance, "rg", Outcome.fail),
+        (Gate.run, "cr", Outcome.error),
+        (Gate.performance, "nc", Outcome.undecided),
+        (Gate.run, "old", Outcome.fail),
+    ]
+    assert judged.undecided == [
+        "performance inconclusive: nc p50 +10.53% (95% CI +9.73%..+12.00%) straddles the 3% limit"
     ]
     strict = kernel_verdict(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
-    assert strict.reasons[-1] == "performance inconclusive: nc p50 …" and strict.verdict == "error"
-    assert case_reason("x", "stability: output has NaN/Inf") == "stability: x output has NaN/Inf"
+    assert strict.reasons[3].startswith("performance inconclusive: nc p50 +10.53%") and strict.verdict == "error"
+    assert case_reason("x", "head does not build") == "x: head does not build"
 
 
 # -- the terminal ------------------------------------------------------------------------------------------
@@ -341,8 +369,11 @@ def test_the_plain_text_form_has_the_warnings_failing_lines_and_counts():
 def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tmp_path: Path):
     report = cr.fail_latency()
     report.kernels = report.kernels[:1]
-    report.kernels[0].cases[1].reasons = [f"performance: {HOSTILE}"]
-    report.kernels[0].reasons = [case_reason("ragged_200x328x264", f"performance: {HOSTILE}")]
+    hostile = cr.found(Gate.performance, "performance.regression", **{**cr.span(10.53, 9.73, 12.0), "delta": HOSTILE})
+    kernel = report.kernels[0]
+    kernel.cases[1] = cr.with_findings(kernel.cases[1], hostile)
+    kernel.findings, kernel.reasons = [], []
+    add_kernel(kernel, kernel.cases[1].findings[0])
     part = tmp_path / "part-deepgemm_tile"
     part.mkdir()
     (part / "report.json").write_text(report.to_json())
@@ -351,7 +382,8 @@ def test_opgate_review_prints_the_headline_and_failing_lines_log_safe(opgate, tm
     assert run.code == 1, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0] == "opgate: verdict FAIL (deepgemm_tile fail)"
-    assert lines[1] == "  " + one_line(f"fail: deepgemm_tile: performance: ragged_200x328x264 {HOSTILE}", limit=2000)
+    hostile = f"fail: deepgemm_tile: performance: ragged_200x328x264 p50 {HOSTILE} (95% CI +9.73%..+12.00%) > 3% limit"
+    assert lines[1] == "  " + one_line(hostile, limit=2000)
     assert lines[2].startswith("  9 cases: 2 ran (0 faster, 1 slower, 1 unchanged), 1 failed, 7 not run")
     assert not any(line.lstrip().startswith(("::", "##[")) for line in lines) and "\r" not in run.stdout
     assert json.loads((run.out / "report.json").read_text())["verdict"] == "fail"
@@ -371,7 +403,8 @@ def test_the_comment_reads_the_same_from_report_json():
 
 
 def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
-    """Each ```mermaid block parses and draws one bar per case (three overlapping series: CI high, Δp50, mask)."""
+    """Each ```mermaid block parses and draws one bar per case (three overlapping series: CI high, Δp50, mask), in
+    every comment in English and in Chinese (zh-CN: its titles and labels in Han characters)."""
     from tests import browser, comment_page
 
     mermaid = comment_page.mermaid_path()
@@ -381,7 +414,8 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
     comments = []
     for make in cr.REPORTS.values():
         report = make()
-        comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000)))
+        for locale in ("en", "zh-CN"):
+            comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000), locale=locale))
     every = "\n\n".join(comments)  # one page: each chart in the order the comments hold them
     expected = [
         len(re.search(r"x-axis \[(.*)\]", block).group(1).split('", "')) for block in every.split("```mermaid\n")[1:]
@@ -394,7 +428,9 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
             "[...document.querySelectorAll('.mermaid svg')].map(s => s.querySelectorAll('g.bar-plot-0 rect').length)",
         )
         assert not chromium.evaluate(loaded, "document.body.innerText.includes('Syntax error')")
-    assert bars == expected and len(bars) >= 10
+        titles = chromium.evaluate(loaded, "[...document.querySelectorAll('.mermaid svg')].map(s => s.textContent)")
+    assert bars == expected and len(bars) >= 20
+    assert any("颜色在测得值处变化" in t for t in titles) and any("shade changes" in t for t in titles)
 
 
 def test_every_resource_column_reads_base_to_head_threads_and_stack_included():
@@ -420,12 +456,30 @@ def test_a_launch_declared_not_measured_is_named_first_in_the_headline_and_the_s
         f"{site} (…)"
     )
     k.resource_check = ResourceCheckReport(status="ok", launch_unmeasured=[site])
-    state, description = publish.acceptance_status(report)
+    state, description = acceptance_status(report)
     assert state == "success"
     assert description.startswith(
         "undecided, not blocking: deepgemm_tile (launch figures declared, not measured: "
         "kernels/deepgemm_tile/gemm_cuda.cu:406 "
     )
     assert len(description[: description.index(":406") + 4]) <= 140  # GitHub keeps 140 characters: the line stays
-    headline = publish.compose(report, [], None).split("\n")[1]
+    headline = render_comment(report, unseen_files=[], pr=None).split("\n")[1]
     assert "undecided: launch figures declared, not measured: kernels/deepgemm_tile/gemm_cuda.cu:406 kernel" in headline
+
+
+def test_agent_cases_are_listed_under_the_agents_name_and_only_the_one_base_passes_fails():
+    text = comment("agent_cases")
+    assert "## ❌ opgate: **fail** — `deepgemm_tile` fails a gate" in text
+    assert "**Agent cases** proposed by `deepseek-v4` (5 proposed, 3 run, 2 refused)" in text
+    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in text
+    assert "| `tail_31` | `m=31, n=16` | ⚠️ base fails too |" in text and "base fails too (base is wrong on it)" in text
+    assert "| `rows_1` | `m=1, n=8` | ✅ pass | 1.9e-05 ≤ 0.01 | +9.00% (+6.00%..+12.00%) | — |" in text  # not gated
+    assert "- refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in text
+    block = text[text.index("**Agent cases**") : text.index("### Agent review")]
+    assert problems(block) == []  # the refused name is inert code: no image, no link, no broken table
+    report = cr.agent_cases()
+    [k] = [k for k in report.kernels if k.agent_cases]
+    assert k.verdict == "fail" and [r for r in k.reasons if "agent case" in r] == [
+        "correctness: agent case tail_15 (proposed by deepseek-v4) max_abs_err 1.5 > tolerance 1e-05 on out, first "
+        "bad element out[46, 0]: got 0, reference 1.5"
+    ]

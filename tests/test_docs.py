@@ -91,7 +91,7 @@ def test_the_manifest_page_names_every_key_a_kernel_toml_may_hold():
 
     page = (ROOT / "docs" / "manifest.md").read_text()
     models = (m.KernelManifest, m.BuildSpec, m.ReferenceSpec, m.Constraints, m.OutputLimits, m.Launch, m.Case, m.Buffer)
-    for model in (*models, m.LaunchFunction):
+    for model in (*models, m.LaunchFunction, m.AgentCases, m.AgentBound):
         for key in model.model_fields:
             named = re.search(rf"(?m)(^#?\s*{key}\s*=|`{key}`|\[\[?([\w.]+\.)?{key}[.\]])", page)
             assert named, f"docs/manifest.md does not name {model.__name__}'s key `{key}`"

@@ -12,7 +12,7 @@ import requests
 
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
-from bot.models.github import Role
+from bot.models.github import Annotation, Role
 from bot.present.render import REVIEW_MARKER
 from tests.conftest import git
 from tests.github_server import FakeGitHub
@@ -303,6 +303,68 @@ def test_statuses_are_recorded_with_a_short_description(edge: GitHubEdge, server
     assert "target_url" not in posted[0].body and posted[1].body["target_url"] == "https://ci.example/run/7"
     with pytest.raises(ValueError, match="unknown status state"):
         edge.set_status(HEAD, "opgate/review", "passed", "x")  # type: ignore[arg-type]
+
+
+def notes(n: int, path: str = "kernels/deepgemm_tile/gemm_cuda.cu") -> list[Annotation]:
+    return [
+        Annotation(path=path, start_line=i, end_line=i, annotation_level="warning", message=f"m{i}", title=f"t{i}")
+        for i in range(1, n + 1)
+    ]
+
+
+def test_more_than_50_annotations_go_in_50_a_request_to_one_check_run(edge: GitHubEdge, server: FakeGitHub) -> None:
+    ref = edge.create_check_run(HEAD, "opgate/review", "51 findings", "the summary", notes(51))
+    writes = [(r.method, r.path, len(r.body["output"]["annotations"])) for r in server.writes()]
+    assert writes == [
+        ("POST", f"/repos/{REPO}/check-runs", 50),
+        ("PATCH", f"/repos/{REPO}/check-runs/{ref.id}", 1),
+    ]
+    (run,) = server.check_runs(REPO, HEAD)
+    assert run["name"] == "opgate/review" and (run["status"], run["conclusion"]) == ("completed", "neutral")
+    assert run["output"]["annotations_count"] == 51 and [a["message"] for a in run["annotations"]][-2:] == [
+        "m50",
+        "m51",
+    ]
+    assert run["output"]["title"] == "51 findings" and run["output"]["summary"] == "the summary"
+    assert (ref.annotations, ref.requests, ref.url) == (51, 2, run["html_url"])
+
+
+def test_github_refuses_51_annotations_in_one_request(edge: GitHubEdge, server: FakeGitHub) -> None:
+    body = {"title": "t", "summary": "s", "annotations": [a.payload() for a in notes(51)]}
+    answer = requests.post(
+        f"{server.base_url}/repos/{REPO}/check-runs",
+        json={"name": "x", "head_sha": HEAD, "status": "completed", "conclusion": "neutral", "output": body},
+        headers={"Authorization": f"token {TOKEN}"},
+        timeout=5,
+    )
+    assert answer.status_code == 422 and "50 annotations" in answer.text
+    assert server.check_runs(REPO) == []
+
+
+def test_a_check_run_without_annotations_is_one_request(edge: GitHubEdge, server: FakeGitHub) -> None:
+    ref = edge.create_check_run(HEAD, "opgate/review", "no finding on a line", "nothing to place")
+    assert [(r.method, r.path) for r in server.writes()] == [("POST", f"/repos/{REPO}/check-runs")]
+    assert "annotations" not in server.writes()[0].body["output"]  # none rather than an empty list
+    assert (ref.annotations, ref.requests) == (0, 1)
+
+
+def test_a_lost_answer_adds_no_check_run_and_no_annotation_twice(
+    edge: GitHubEdge, server: FakeGitHub, sleeps: Sleeps
+) -> None:
+    server.fail(f"/repos/{REPO}/check-runs", method="POST", status=502, times=1, after=True)
+    server.fail(re.compile(rf"/repos/{REPO}/check-runs/\d+"), method="PATCH", status=502, times=1, after=True)
+    ref = edge.create_check_run(HEAD, "opgate/review", "120 findings", "s", notes(120))
+    (run,) = server.check_runs(REPO, HEAD)  # the first POST took effect: found by its external_id, not repeated
+    assert run["id"] == ref.id and run["external_id"]
+    assert [a["start_line"] for a in run["annotations"]] == list(range(1, 121))  # the lost PATCH not repeated
+    assert [len(r.body["output"]["annotations"]) for r in server.requests_to("PATCH")] == [50, 20]
+    assert len(sleeps) == 2
+
+
+def test_a_token_that_may_not_create_check_runs_is_a_service_error(edge: GitHubEdge, server: FakeGitHub) -> None:
+    server.fail(f"/repos/{REPO}/check-runs", method="POST", status=403, times=None)
+    with pytest.raises(ServiceError, match="create the check run opgate/review"):
+        edge.create_check_run(HEAD, "opgate/review", "t", "s", notes(3))
 
 
 def test_role_reads_role_name_and_falls_back_to_permission(edge: GitHubEdge, server: FakeGitHub) -> None:

@@ -281,3 +281,30 @@ def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_neve
     assert judged.verdict == "undecided"
     assert judged.undecided == [f"resource: {unmeasured}"]
     assert not any("unchanged" in n for n in judged.notes)
+
+
+def test_a_wall_time_straddling_the_limit_is_decided_by_a_cpu_time_interval_within_it():
+    """Issue 40, 2: processes alternately 2 % below and 8 % above on the clock (p50's interval straddles +3 %), CPU
+    time per call +1 % in every process: the CPU-time interval decides the case, and the comment says so."""
+    noisy = _timed(1.0, 1.01, 1)
+    noisy.processes = [[x * (1.08 if p % 2 else 0.98) for x in row] for p, row in enumerate(noisy.processes)]
+    noisy.samples_ms = [x for row in noisy.processes for x in row]
+    report = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    assert report.ci95_pct is not None and report.ci95_pct[0] < 3.0 < report.ci95_pct[1]  # the clock straddles
+    assert report.cpu_ci95_pct is not None and report.cpu_ci95_pct[1] < 3.0
+    assert report.verdict == "pass" and report.reasons == []
+    assert delta_cell(report).endswith("✅ decided: p50 straddled 3%") and " · **CPU +" in delta_cell(report)
+    cpu_straddles = noisy.model_copy(
+        update={"cpu_processes": [[x * (1.08 if p % 2 else 0.98) for x in r] for p, r in enumerate(noisy.processes)]}
+    )
+    undecided = case_verdict(CASE, LIMITS, _run(cpu_straddles, _timed(1.0, 1.0, 2)))  # neither clears it
+    assert undecided.verdict == "inconclusive" and undecided.reasons[0].startswith("performance inconclusive:")
+    assert "decided" not in delta_cell(undecided)
+
+
+def test_a_decisive_wall_time_is_never_overturned_by_a_cpu_time_within_the_limit():
+    slow = case_verdict(CASE, LIMITS, _run(_timed(1.10, 1.0, 1), _timed(1.0, 1.0, 2)))  # sleeping: the clock fails
+    assert slow.ci95_pct is not None and slow.ci95_pct[0] > 3.0
+    assert slow.cpu_ci95_pct is not None and slow.cpu_ci95_pct[1] < 3.0
+    assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +")
+    assert "decided" not in delta_cell(slow)

@@ -10,11 +10,11 @@ import pytest
 from bot.commands.bisect import Named, render_md
 from bot.commands.history import render_issue
 from bot.commands.summary import render_token_summary
-from bot.edges.publish import PrContext
 from bot.mainline.bisect import BisectReport
 from bot.mainline.drift import KernelDrift
 from bot.models.report import Report
 from bot.present.render import TEMPLATES, commit_url, render, render_accept_reply, render_comment
+from bot.spend.pull_request import PrContext
 from bot.spend.tokens import WeeklySummary
 from bot.tune.command import TuneDecision
 from bot.tune.result import TuneResult, render_tune

@@ -89,6 +89,7 @@ def test_a_comment_only_change_passes_with_every_cpu_case_measured(opgate, tmp_p
         assert check["status"] == "no_nvcc"
 
 
+@pytest.mark.untimed  # a wrong side is never timed
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_a_wrong_result_fails_on_correctness(opgate, tmp_path, name):
     cpu_body, _, (old, new), _, _ = KERNELS[name]
@@ -102,6 +103,7 @@ def test_a_wrong_result_fails_on_correctness(opgate, tmp_path, name):
     assert all(c["p50_ms"] is None for c in wrong)  # a wrong kernel is not timed
 
 
+@pytest.mark.untimed  # a wrong side is never timed
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_a_nan_the_reference_does_not_have_fails_on_stability(opgate, tmp_path, name):
     cpu_body, _, _, (old, new), _ = KERNELS[name]
@@ -112,6 +114,7 @@ def test_a_nan_the_reference_does_not_have_fails_on_stability(opgate, tmp_path, 
     assert any(c["nan_inf"] and c["verdict"] == "fail" for c in cpu_cases(run, name))
 
 
+@pytest.mark.untimed  # compile-only; the CPU twin is the same build, never timed
 @needs_nvcc
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_a_spilling_cuda_change_fails_the_resource_gate_without_a_gpu(opgate, tmp_path, name):

@@ -22,13 +22,19 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 TOY = ROOT / "tests" / "fixtures" / "toy_repo"
 
 
+def _shipped() -> list[Path]:
+    """The templates and the message catalogs (templates/locale) the package reads at run time."""
+    folder = ROOT / "templates"
+    return [*folder.rglob("*.j2"), *folder.rglob("*.po"), *folder.rglob("*.pot")]
+
+
 def test_every_package_and_template_is_in_the_wheel_list():
     tool = PYPROJECT["tool"]["setuptools"]
     packages = {".".join(p.relative_to(ROOT).parts[:-1]) for p in (ROOT / "bot").rglob("__init__.py")}
     assert set(tool["packages"]) == packages | {"bot.templates"}
     assert tool["package-dir"] == {"bot.templates": "templates"}  # the top-level folder, shipped in the package
     patterns = tool["package-data"]["bot.templates"]
-    templates = [p.relative_to(ROOT / "templates").as_posix() for p in (ROOT / "templates").rglob("*.j2")]
+    templates = [p.relative_to(ROOT / "templates").as_posix() for p in _shipped()]
     assert templates and all(any(fnmatch.fnmatch(t, g) for g in patterns) for t in templates)
     assert (ROOT / "bot" / "untrusted" / "runner" / "worker.py").is_file()
     assert (ROOT / "bot" / "untrusted" / "runner" / "protocol.py").is_file()
@@ -72,9 +78,7 @@ def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_
     )
     (wheel,) = wheels.glob(f"opgate-{__version__}-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    templates = {
-        f"bot/templates/{p.relative_to(ROOT / 'templates').as_posix()}" for p in (ROOT / "templates").rglob("*.j2")
-    }
+    templates = {f"bot/templates/{p.relative_to(ROOT / 'templates').as_posix()}" for p in _shipped()}
     assert templates <= names and {"bot/untrusted/runner/worker.py", "bot/untrusted/runner/protocol.py"} <= names
 
     venv = tmp_path / "venv"

@@ -72,3 +72,12 @@ def test_a_tensor_file_that_does_not_match_its_header_is_refused(tmp_path: Path)
     (tmp_path / "link.bin").symlink_to(path)
     with pytest.raises(ProtocolError, match="cannot open"):
         protocol.read_tensors(str(tmp_path / "link.bin"), entries, max_bytes=1 << 20)
+
+
+def test_the_writer_refuses_more_tensors_than_one_header_may_hold(tmp_path: Path):
+    """The worker refuses a header over MAX_TENSORS; the judge must say so before writing one, not after a crash."""
+    many = [torch.zeros(1)] * (protocol.MAX_TENSORS + 1)
+    with pytest.raises(ProtocolError, match=f"{protocol.MAX_TENSORS + 1} tensors for one file, over"):
+        protocol.write_tensors(str(tmp_path / "in.bin"), many)
+    entries = protocol.write_tensors(str(tmp_path / "ok.bin"), many[:-1])
+    assert len(protocol.check_entries(entries, max_bytes=1 << 20)) == protocol.MAX_TENSORS

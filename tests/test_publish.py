@@ -15,7 +15,9 @@ from bot.edges.events import PullRequestEvent
 from bot.ledger import open_ledger
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import AgentReport, Build, Resource
-from bot.present.render import REVIEW_MARKER
+from bot.present.render import REVIEW_MARKER, render_comment
+from bot.present.status import acceptance_status
+from bot.spend import pull_request
 from bot.spend.budget import BudgetState
 from tests.github_server import FakeGitHub, load_fixture
 from tests.test_accept import BASE, HEAD, OLD, PR, REPO, TOKEN, Accept, github_env, make_report
@@ -67,7 +69,8 @@ def test_pr_context_splits_acceptances_by_head_and_sums_spend_of_this_pr_only() 
     report.agents.append(AgentReport(status="ok", domain="deepgemm", requests=1, total_tokens=1500))
     rows = [usage("deepgemm", 1000), usage("deepgemm", 1500), usage("deepgemm", 9999, pr=7), usage("flashmla", 10)]
     week = BudgetState(domain="deepgemm", week="2024-W18", limit=10_000, used=2_000, reserved=500)
-    ctx = publish.pr_context(report, PR, rows, [acceptance(OLD), acceptance(HEAD, comment_id=2)], {"deepgemm": week})
+    accs = [acceptance(OLD), acceptance(HEAD, comment_id=2)]
+    ctx = pull_request.pr_context(report, PR, rows, accs, {"deepgemm": week})
     assert [a.head_sha for a in ctx.voided] == [OLD] and [a.head_sha for a in ctx.accepted] == [HEAD]
     spend = {d.domain: d for d in ctx.spend}
     assert (spend["deepgemm"].run_tokens, spend["deepgemm"].pr_requests, spend["deepgemm"].pr_tokens) == (1500, 2, 2500)
@@ -79,8 +82,8 @@ def test_pr_context_splits_acceptances_by_head_and_sums_spend_of_this_pr_only() 
 def test_the_comment_says_which_head_it_is_for_what_a_push_voided_and_what_the_pr_spent() -> None:
     report = make_report()
     report.agents.append(AgentReport(status="ok", domain="deepgemm", model="deepseek-v4", requests=1, total_tokens=90))
-    ctx = publish.pr_context(report, PR, [usage("deepgemm", 90), usage("deepgemm", 410)], [acceptance(OLD)])
-    text = publish.compose(report, ["kernels/deepgemm_tile/huge.cu"], ctx)
+    ctx = pull_request.pr_context(report, PR, [usage("deepgemm", 90), usage("deepgemm", 410)], [acceptance(OLD)])
+    text = render_comment(report, unseen_files=["kernels/deepgemm_tile/huge.cu"], pr=ctx)
     assert text.startswith(REVIEW_MARKER + "\n")
     assert f"updated for {HEAD}" in text
     assert "A new push voided an earlier `/accept`" in text
@@ -93,11 +96,12 @@ def test_the_comment_says_which_head_it_is_for_what_a_push_voided_and_what_the_p
 
 def test_the_comment_warns_while_self_acceptance_is_allowed() -> None:
     report = make_report()
-    allowed = publish.pr_context(report, PR, [], [], self_accept=True)
-    text = publish.compose(report, [], allowed)
+    allowed = pull_request.pr_context(report, PR, [], [], self_accept=True)
+    text = render_comment(report, unseen_files=[], pr=allowed)
     assert "> [!WARNING]\n> **Self-acceptance is allowed here**" in text
     assert "sets `allow_self_accept = true`, so the author of this pull request and whoever pushed" in text
-    assert "Self-acceptance" not in publish.compose(report, [], publish.pr_context(report, PR, [], []))
+    plain = pull_request.pr_context(report, PR, [], [])
+    assert "Self-acceptance" not in render_comment(report, unseen_files=[], pr=plain)
 
 
 def test_agent_notes_cannot_post_images_html_or_links() -> None:
@@ -111,7 +115,7 @@ def test_agent_notes_cannot_post_images_html_or_links() -> None:
             ],
         )
     )
-    text = publish.compose(report, [], None)
+    text = render_comment(report, unseen_files=[], pr=None)
     assert "<img" not in text and "![x]" not in text and "](https://" not in text and "https://t.example" not in text
 
 
@@ -126,7 +130,7 @@ def test_resources_put_base_beside_head_and_build_logs_fold() -> None:
         ok=True, seconds=1.0, cached=True, device="cuda",
         resources=[Resource(function="gemm_tile", registers=96, spill_bytes=0, smem_bytes=32768)],
     )  # fmt: skip
-    text = publish.compose(report, [], None)
+    text = render_comment(report, unseen_files=[], pr=None)
     # a report without launch descriptions (older, or no [launch]): static smem only, no occupancy
     assert "| `gemm_tile` | 96 → 128 | 0 → **16** | 32,768 → 49,152 | — | — → — | — → — | — | 0 → 0 |" in text
     assert "<details><summary>build log (head, cuda)</summary>" in text and "Used 128 registers" in text
@@ -142,14 +146,14 @@ def test_resources_put_base_beside_head_and_build_logs_fold() -> None:
     ],
 )
 def test_the_status_is_one_line_per_verdict(verdicts, state, description) -> None:
-    got_state, got_description = publish.acceptance_status(make_report(verdicts=verdicts))
+    got_state, got_description = acceptance_status(make_report(verdicts=verdicts))
     assert got_state == state and got_description.startswith(description)
 
 
 def test_an_override_for_this_head_keeps_the_gate_green_on_a_rerun() -> None:
     report = make_report(verdicts={"deepgemm_tile": "fail"})
-    assert publish.acceptance_status(report, [acceptance(OLD, override=True)])[0] == "failure"
-    state, description = publish.acceptance_status(report, [acceptance(HEAD, override=True)])
+    assert acceptance_status(report, [acceptance(OLD, override=True)])[0] == "failure"
+    state, description = acceptance_status(report, [acceptance(HEAD, override=True)])
     assert state == "success" and description == "gates failed, overridden by @maint-bob (maintain): timer noise"
 
 
@@ -212,6 +216,7 @@ def test_a_pull_request_event_posts_one_comment_and_a_status(review: Review, ser
         ("GET", f"/repos/{REPO}/issues/{PR}/comments"),
         ("POST", f"/repos/{REPO}/issues/{PR}/comments"),
         ("POST", f"/repos/{REPO}/statuses/{head}"),
+        ("POST", f"/repos/{REPO}/check-runs"),
     ]
     (comment,) = server.comments(REPO, PR)
     assert comment["body"] == run.comment  # comment.md is exactly what was posted
@@ -223,6 +228,11 @@ def test_a_pull_request_event_posts_one_comment_and_a_status(review: Review, ser
     assert review.summary.read_text().startswith("## ❌ opgate: **fail**")
     assert "| deepgemm | 0 | 0 | 0 | 0 | 500,000 | 0.0% |" in comment["body"]  # offline: no spend, default budget
     assert f"posted:  {comment['html_url']} (opgate/acceptance=failure)" in run.stdout
+    (check,) = server.check_runs(REPO, head)  # the static failure has no line of head to sit on
+    assert (check["name"], check["conclusion"], check["annotations"]) == ("opgate/review", "neutral", [])
+    assert check["output"]["summary"].startswith(f"opgate/acceptance: {status['description']}")
+    assert f"check:   opgate/review: 0 annotation(s) {check['html_url']}" in run.stdout
+    assert json.loads((run.out / "annotations.json").read_text()) == []
     assert TOKEN not in run.stdout + run.stderr
 
 
@@ -239,6 +249,7 @@ def test_a_rerun_edits_the_same_comment(review: Review, server, kernel_repo) -> 
         ("GET", f"/repos/{REPO}/issues/{PR}/comments"),
         ("PATCH", f"/repos/{REPO}/issues/comments/{original['id']}"),
         ("POST", f"/repos/{REPO}/statuses/{second}"),
+        ("POST", f"/repos/{REPO}/check-runs"),  # a check run of its own per review: GitHub shows the newest
     ]
     (edited,) = server.comments(REPO, PR)
     assert (
@@ -311,6 +322,7 @@ def test_post_without_a_token_is_a_configuration_error(opgate, kernel_repo) -> N
 
 def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_path) -> None:
     kernel_repo.edit(CONFIG, '"tile_m": 128', '"tile_m": 96')
+    kernel_repo.write("docs/tiles.md", "# Tiles\n\ntile_m 96 measured by hand\n")  # no gate reads it
     head = kernel_repo.commit()
     server.add_pull(REPO, number=PR, head_sha=head, base_sha=kernel_repo.base)
     repo, base = str(kernel_repo.path), kernel_repo.base
@@ -341,6 +353,13 @@ def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_pa
     assert status["state"] == "error" and status["description"].startswith("could not judge: deepgemm_tile, flashmla")
     (comment,) = server.comments(REPO, PR)
     assert comment["body"] == (out / "comment.md").read_text()
+    (check,) = server.check_runs(REPO, head)  # the part's annotations, located where head was, posted by the merge
+    assert [(a["path"], a["start_line"], a["annotation_level"]) for a in check["annotations"]] == [
+        ("docs/tiles.md", 1, "warning")
+    ]
+    assert json.loads((out / "annotations.json").read_text()) == json.loads(
+        (parts / "part-deepgemm_tile" / "annotations.json").read_text()
+    )
     ledger = open_ledger(str(tmp_path / "ledger.sqlite"))
     latest = ledger.latest_review(head)
     ledger.close()

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import load_kernel
-from bot.edges.publish import acceptance_status
 from bot.lint import lint_paths
 from bot.models.report import Report, Resource, ResourceCheckReport
+from bot.present.status import acceptance_status
 from bot.review.resource_check import flag_findings, resource_reads, unchanged_note, without_unchanged
 from bot.verdict.gate import RESOURCES_ONLY
 from tests.compile_repo import make_compile_repo, prepend, review

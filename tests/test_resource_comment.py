@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from bot.config.manifest import Constraints
 from bot.models.report import (
     AgentReport,
     KernelReport,
@@ -17,6 +18,8 @@ from bot.models.report import (
 from bot.present.digest import abbreviate, short_names
 from bot.present.render import render_comment
 from bot.text.safe import untrusted
+from bot.verdict.findings import add_kernel
+from bot.verdict.gate import resource_findings
 from tests.comment_checks import structure_problems, text_of
 from tests.hostile import html
 
@@ -52,11 +55,17 @@ def test_a_cxx_template_name_keeps_its_angle_brackets():
 
 def test_a_cutlass_sized_name_is_abbreviated_in_the_reason_and_table_and_given_whole_in_the_details():
     assert len(FN) > 5000
-    spill = f"resource: {FN} spills 14150 bytes (stores 7000 B, loads 7150 B)"
-    check = ResourceCheckReport(status="ok", head=[_row(spill_bytes=14150)], base=[_row()], base_status="ok")
-    kernel = KernelReport(
-        name="dense", domain="flashmla", changed=True, verdict="fail", reasons=[spill], resource_check=check
+    check = ResourceCheckReport(
+        status="ok",
+        head=[_row(spill_bytes=14150, spill_store_bytes=7000, spill_load_bytes=7150)],
+        base=[_row()],
+        base_status="ok",
     )
+    kernel = KernelReport(name="dense", domain="flashmla", changed=True, verdict="fail", resource_check=check)
+    [spill], _ = resource_findings(check.head, check.base, Constraints())  # as the gate finds it
+    add_kernel(kernel, spill)
+    assert kernel.reasons == [f"resource: {FN} spills 14150 bytes (stores 7000 B, loads 7150 B)"]
+    assert (spill.gate, spill.function, spill.value, spill.unit) == ("resources", FN, 14150, "B")
     report = _report(kernel)
     md = render_comment(report)
     assert structure_problems(md, report) == []

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 from werkzeug import Request, Response
 
-from tests.gateway import completion
+from tests.conftest import KernelRepo, make_repo
+from tests.gateway import Gateway, completion
 
 pytestmark = pytest.mark.slow
 
@@ -181,3 +184,130 @@ def test_require_isolation_refuses_to_run_pr_code_without_a_sandbox(opgate, kern
     assert run.code == 2 and "Traceback" not in run.stderr
     assert "--require-isolation: OPGATE_SANDBOX=none" in run.stderr
     assert not (run.out / "report.json").exists()
+
+
+@pytest.mark.untimed  # a static failure: nothing is built or timed
+def test_a_note_on_a_diff_line_is_placed_and_expectations_are_held_against_the_review(
+    opgate, kernel_repo, httpserver, tmp_path
+):
+    """The agent's note naming tile_config.json line 1 (the changed line) is placed there; a note naming no line
+    stays in the comment; expected metrics the review could not measure (a static failure: nothing built or run)
+    say "not measured", in report.json, the comment and the ledger."""
+    reply = dict(
+        REVIEW_JSON,
+        risk_notes=[f"{CONFIG}:1: tile_m 96 is off the allowed grid", "the rest of the change looks fine"],
+        expected_metrics={"latency_p50_regression": "-2%"},
+    )
+    run, _, _head = run_with_agent(opgate, kernel_repo, httpserver, completion(json.dumps(reply)))
+    assert run.code == 1, run.stderr
+    (agent,) = run.report["agents"]
+    assert agent["inline_notes"] == [{"path": CONFIG, "line": 1, "note": reply["risk_notes"][0]}]
+    assert "risk: the rest of the change looks fine" in run.comment
+    assert "tile_m 96 is off the allowed grid" not in run.comment
+    assert f"`{CONFIG}:1`" in run.comment
+    (check,) = agent["expectations"]
+    assert (check["metric"], check["outcome"]) == ("latency_p50_regression", "not_measured")
+    assert "`latency_p50_regression`: expected -2%, not measured (no case's p50 was timed against base)" in run.comment
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert db.execute("SELECT metric, outcome FROM agent_expectations").fetchall() == [
+        ("latency_p50_regression", "not_measured")
+    ]
+    db.close()
+
+
+ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
+BODY = "kernels/row_scale/row_scale_cpu.cpp"
+RIGHT_TAIL = "  for (; i < m; ++i) row(x, w, y, i, n);\n"
+# The head bug: the tail (at most 15 rows) unrolled in pairs, its odd last row only when the tail is under 15 rows.
+# m % 16 == 15 loses row m - 1; no manifest case (m = 64, 40) and no probe (the reference defines none) has that tail.
+BROKEN_TAIL = (
+    "  const int64_t tail = m - i;\n"
+    "  for (int64_t r = 0; r + 1 < tail; r += 2) {\n"
+    "    row(x, w, y, i + r, n);\n"
+    "    row(x, w, y, i + r + 1, n);\n"
+    "  }\n"
+    "  if (tail % 2 == 1 && tail < ROWS - 1) row(x, w, y, m - 1, n);\n"
+)
+MATRIX = {
+    **REVIEW_JSON,
+    "candidate_patch": None,
+    "test_matrix": [
+        {"name": "tail_15", "shape": {"m": 47, "n": 16}},  # 2 blocks and a 15-row tail
+        {"name": "huge", "shape": {"m": 5000, "n": 16}},  # outside [agent_cases.shape] m = [1, 256]
+    ],
+}
+
+
+def row_scale_repo(path: Path) -> KernelRepo:
+    """A scratch repository whose one kernel is tests/fixtures/row_scale (right on every tail) at `base`."""
+    repo = make_repo(path, [])
+    shutil.copytree(ROW_SCALE, path / "kernels" / "row_scale")
+    repo.base = repo.commit("row_scale")
+    return repo
+
+
+@pytest.mark.untimed  # what is asserted is correctness; the latency of agent cases is reported, never gated
+def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_spares_one_base_shares(
+    opgate, tmp_path, httpserver
+):
+    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(MATRIX))])
+    repo = row_scale_repo(tmp_path / "repo")
+    repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
+    broken = repo.commit("tail rows in pairs")
+    run = with_key(opgate, repo, broken, gateway.url)
+    assert run.code == 1, run.stdout + run.stderr
+    kernel = run.kernel("row_scale")
+    assert {c["name"]: c["status"] for c in kernel["cases"]} == {"rows_64": "ok", "rows_40": "ok"}  # right on them
+    block = kernel["agent_cases"]
+    assert block["agent"] == "deepseek-v4" and block["proposed"] == 2
+    [tail] = block["cases"]
+    assert tail["name"] == "tail_15" and tail["verdict"] == "fail" and tail["case"]["base_correct"] is True
+    assert tail["case"]["failure"]["index"][0] == 46  # the last row, never written
+    assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
+    reason = next(r for r in kernel["reasons"] if "agent case" in r)
+    assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
+    assert "**Agent cases** proposed by `deepseek-v4`" in run.comment
+    assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in run.comment
+    assert "refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in run.comment
+    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
+    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+
+    # Base carries the same bug (head only touches a comment): the agent's case shows it, and does not fail the change.
+    repo.base = broken
+    repo.edit(BODY, "// The kernel body", "// The kernel body, unchanged")
+    run = with_key(opgate, repo, repo.commit("a comment"), gateway.url)
+    kernel = run.kernel("row_scale")
+    [tail] = kernel["agent_cases"]["cases"]
+    assert tail["verdict"] == "base_fails" and tail["case"]["base_correct"] is False
+    assert kernel["verdict"] != "fail" and not any("agent case" in r for r in kernel["reasons"]), kernel["reasons"]
+    assert run.code != 1, run.stdout + run.stderr
+    assert "⚠️ base fails too" in run.comment and "base fails too (base is wrong on it)" in run.comment
+
+
+@pytest.mark.untimed
+def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgate, kernel_repo, httpserver, tmp_path):
+    """The review reads both checkouts for the enclosing function of a hunk; with no main history in the ledger the
+    prompt and the report say base's figures are not available."""
+    seen: list[Request] = []
+
+    def handler(request: Request) -> Response:
+        seen.append(request)
+        return Response(json.dumps(completion(json.dumps(REVIEW_JSON))), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_handler(handler)
+    source = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    kernel_repo.edit(source, "void gemm_tiled(", "// the tail rows, reviewed\nvoid gemm_tiled(")
+    kernel_repo.edit(source, "  for (int64_t", "  // head's own line\n  for (int64_t")
+    head = kernel_repo.commit()
+    url = httpserver.url_for("/").rstrip("/")
+    run = with_key(opgate, kernel_repo, head, url, "--agent-only", "--kernel", "deepgemm_tile")
+    assert run.code == 0, run.stderr
+    [request] = seen
+    user = json.loads(request.get_data(as_text=True))["messages"][1]["content"]
+    functions = user[user.index("<<<DATA: every function the diff changes") :]
+    assert f"head `{source}` lines" in functions and f"base `{source}` lines" in functions
+    assert functions.count("void gemm_tiled(") == 2 and functions.count("// head's own line") == 1
+    assert "base figures: not available — main's history in this ledger holds no figures of deepgemm_tile" in user
+    [agent] = run.report["agents"]
+    assert "2 changed function(s) whole" in agent["inputs"]
+    assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from bot.models.finding import Gate, Outcome
 from bot.models.report import CaseReport, SideCost, SimulatedCost
 from bot.present.comment_md import delta_cell
 from bot.untrusted.runner.cost import Costs, parse_dump, side_cost
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.gate import simulated_verdict
+from tests import comment_reports as cr
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,12 +54,13 @@ def test_a_callgrind_dump_becomes_a_cost_per_call():
 
 
 def _undecided(delta: float = 2.0, low: float = -1.0, high: float = 6.0) -> CaseReport:
-    span = f"p50 {delta:+.2f}% (95% CI {low:+.2f}%..{high:+.2f}%)"
-    return CaseReport(
+    """A case whose p50 straddles the 3% limit, with the finding the gate makes of it."""
+    case = CaseReport(
         name="square_512", tolerance=0.01, verdict="inconclusive", regression_pct=delta, ci95_pct=[low, high],
         max_regression_pct=3.0, p50_ms=1.02, base_p50_ms=1.0,
-        reasons=[f"performance inconclusive: {span} straddles the 3% limit"],
     )  # fmt: skip
+    straddles = cr.found(Gate.performance, "performance.inconclusive", Outcome.undecided, **cr.span(delta, low, high))
+    return cr.with_findings(case, straddles)
 
 
 def _cost(head: int, base: int) -> SimulatedCost:

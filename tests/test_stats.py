@@ -116,6 +116,15 @@ def test_the_paired_statistic_needs_blocks_timed_on_both_sides():
     assert one.pairs == 1 and one.df == 3 and one.ratio == pytest.approx(1.1, abs=0.01)
 
 
+def test_a_wildly_spread_comparison_is_undecided_never_an_error():
+    """Two pairs of CPU blocks a thousandfold apart (a timer's near-zero reading): the interval's ends leave exp's
+    range. The judge stopped with "math range error" during a side's exit; it must be 0..inf, undecided."""
+    wild = stats.paired([[1e-6, 1e-6], [1.0, 1.0]], [[1.0, 1.0], [1e-6, 1e-6]])
+    low, high = wild.interval(0.999)
+    assert low == pytest.approx(0.0, abs=1e-300) and high > 1e300
+    assert stats.decide(wild, 3.0, last=False) == "inconclusive"
+
+
 CASE = Case(name="ragged", device="cpu", shape={"m": 8})
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.config.settings import load_settings
 from bot.tune import analysis
 from bot.tune.model import Trial
+from bot.tune.trial import candidate_settings
 from tests.tune_trials import BASE, case, events, trial
 
 
@@ -95,3 +97,11 @@ def test_regret_and_evaluations_to_the_optimum_compare_the_agent_with_the_sweep(
     assert lost.evaluations_to_optimum is None and lost.regret_pct > 10
     flat = analysis.compare([], [trial("64x64", case("a", 5.0), verdict="fail")])
     assert flat.optimum_label == "the current config" and flat.evaluations_to_optimum == 0
+
+
+def test_a_search_candidate_is_reviewed_without_callgrind_and_the_winner_as_a_pull_request_is():
+    """Issue 40, 4: the search ranks candidates by their intervals; only the re-verification asks callgrind."""
+    settings = load_settings({"OPGATE_SIMULATE": "always", "OPGATE_MEASURE_MAX_SECONDS": "2"})
+    search = candidate_settings(settings, search=True)
+    assert search.simulate == "off" and search.measure == settings.measure  # timed exactly as before
+    assert candidate_settings(settings, search=False) == settings

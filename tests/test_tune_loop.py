@@ -183,3 +183,19 @@ def test_a_new_run_on_the_same_base_replays_cached_replies_and_known_trials_for_
     assert r["tokens"]["total_tokens"] == 0 and "judging" not in again.stderr
     cached = ledger_rows(tmp_path, "SELECT status, purpose, tuning_run FROM operator_agent_usage WHERE cached = 1")
     assert cached == [{"status": "cached", "purpose": "tune", "tuning_run": r["run_id"]}]
+
+
+def test_a_candidates_test_matrix_reaches_its_review_and_base_decides_whether_it_runs(
+    opgate, kernel_repo, gateway, tmp_path
+):
+    """The tune agent's reply carries a test matrix: the candidate's review holds it as its agent cases (deepgemm_tile
+    declares no [agent_cases], so none run and the trial's report says why)."""
+    body = json.loads(reply({**BASE, "tile_m": 96})["choices"][0]["message"]["content"])
+    body["test_matrix"] = [{"name": "edge_m", "shape": {"m": 255, "n": 256, "k": 64}}]
+    gateway.push(completion(json.dumps(body)), reply(None))
+    run = tune(opgate, kernel_repo, gateway, "--rounds", "2", tmp=tmp_path)
+    assert run.code == 0, run.stderr
+    [report] = [json.loads(p.read_text()) for p in (tmp_path / "tune" / "trials").glob("*/report.json")]
+    [kernel] = report["kernels"]
+    assert kernel["agent_cases"]["agent"] == "deepseek-v4" and kernel["agent_cases"]["proposed"] == 1
+    assert kernel["agent_cases"]["note"].startswith("base's kernel.toml declares no [agent_cases]")

@@ -211,7 +211,7 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     run = next(s["run"] for s in jobs["review"]["steps"] if "opgate review" in s.get("run", ""))
     assert '"${arch[@]}" --out "part-$PART"' in run  # --arch A: this job's architecture; its part part-K@A
     publish = jobs["publish"]
-    assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses"}
+    assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses", "checks"}
     assert "!cancelled()" in publish["if"] and "needs.plan.result == 'success'" in publish["if"]
     assert not any("opgate-head" in str(s) for s in publish["steps"])  # the job that writes never sees PR code
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,10 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.agent import estimate
 from bot.agent.ci_summary_reply import CiSummaryReply, contradictions, parse_ci_summary
-from bot.agent.client import GatewayError, validate_base_url
+from bot.agent.client import validate_base_url
+from bot.agent.exchange import Cache, Reader, exchange, sanitise
 from bot.agent.prompt import render_prompt
-from bot.agent.review import AgentOutputError
-from bot.agent.run import Call, OverBudget, ReplyCut, _spent, cache_key, remember, sanitise, with_repair
+from bot.agent.run import Call, cache_key
 from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.config.settings import Settings
@@ -26,6 +25,7 @@ from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts
 from bot.models.report import AgentReport, CiSummary, CiSummaryCause
+from bot.text.i18n import LANGUAGES
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -92,10 +92,10 @@ def facts_json(facts: CiSummaryFacts, secrets: list[str]) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def messages(task: AgentTask, facts: CiSummaryFacts, secrets: list[str]) -> list[dict[str, str]]:
-    """System and user messages for these facts (nothing shortened here)."""
+def messages(task: AgentTask, facts: CiSummaryFacts, secrets: list[str], locale: str = "en") -> list[dict[str, str]]:
+    """System and user messages for these facts (nothing shortened here), asking for an answer in `locale`."""
     kernels = [(k.name, k.verdict) for k in facts.kernels]
-    system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels)
+    system = render_prompt("ci_summary_system.md.j2", task=task, kernels=kernels, language=LANGUAGES.get(locale))
     user = render_prompt(
         "ci_summary_user.md.j2",
         task=task,
@@ -149,12 +149,12 @@ class Prompt(BaseModel):
     tokens: int
 
 
-def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str]) -> Prompt:
+def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str], locale: str = "en") -> Prompt:
     """The first level whose prompt fits `budget` tokens; the smallest one when none fits (the caller refuses it)."""
     prompt = None
     for level in LEVELS:
         used = shaped(facts, level)
-        msgs = messages(task, used, secrets)
+        msgs = messages(task, used, secrets, locale)
         prompt = Prompt(messages=msgs, facts=used, tokens=estimate.count_messages(msgs))
         if prompt.tokens <= budget:
             break
@@ -219,7 +219,7 @@ def ask(
         return out
     secrets = settings.secrets()
     limit = settings.budget_request.get(CI_SUMMARY_DOMAIN)
-    prompt = trim(task, facts, limit, secrets)
+    prompt = trim(task, facts, limit, secrets, settings.locale)
     out.prompt_estimate, out.left_out = prompt.tokens, prompt.facts.left_out
     if prompt.tokens > limit:
         agent.status = "over_budget"
@@ -233,62 +233,45 @@ def ask(
         task, CI_SUMMARY_DOMAIN, settings, ledger, key=key, head_sha=facts.head_sha, pr=facts.pr, session=session,
         sleep=sleep,
     )  # fmt: skip
-    hit = ledger.cached_reply(key_of_prompt)
-    if hit is not None and (reply := _reparse(hit.content, facts)) is not None:
-        call.record(
-            call.row(
-                f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
-            )
-        )
-        agent.status, agent.cached, agent.model = "ok", True, hit.model
-        agent.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
-        return _filled(out, reply, facts)
-    stem = f"{facts.head_sha[:12]}_{CI_SUMMARY_DOMAIN}"
-    try:
-        reply, content = converse(call, prompt.messages, facts, candidates_dir, stem)
-    except OverBudget as exc:
-        _spent(agent, call)
-        agent.status, agent.reason = "over_budget", exc.reason
-        return out
-    except GatewayError as exc:
-        _spent(agent, call)
-        agent.status, agent.reason = "error", str(exc)
-        log.warning("the %s request failed: %s; the review is otherwise unchanged", CI_SUMMARY_DOMAIN, exc)
-        return out
-    except ReplyCut as exc:
-        _spent(agent, call)
-        agent.status, agent.reason = "error", f"reply rejected: {exc}"
-        return out
-    except AgentOutputError as exc:
-        _spent(agent, call)
-        agent.status, agent.reason = "error", f"reply rejected after one repair request: {exc}"
-        return out
-    _spent(agent, call)
-    agent.status = "ok"
-    remember(ledger, key_of_prompt, agent, agent.model or task.model, settings.agent_wire, content)
-    return _filled(out, reply, facts)
-
-
-def converse(
-    call: Call, msgs: list[dict[str, str]], facts: CiSummaryFacts, candidates_dir: Path, stem: str
-) -> tuple[CiSummaryReply, str]:
-    """The CI summary's request, with one repair, as the review's (run.with_repair)."""
-    kernels = [k.name for k in facts.kernels]
-    return with_repair(
+    answer = exchange(
         call,
-        msgs,
-        lambda content: parse_ci_summary(content, facts),
-        lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels),
-        candidates_dir / stem,
-        f"{CI_SUMMARY_DOMAIN} reply",
+        prompt.messages,
+        reader(facts, settings.locale),
+        keep_as=candidates_dir / f"{facts.head_sha[:12]}_{CI_SUMMARY_DOMAIN}",
+        cache=Cache(ledger, key_of_prompt, settings.agent_wire),
     )
+    answer.spend.onto(agent)
+    if answer.outcome == "cached":
+        agent.cached, agent.model = True, answer.model
+        agent.reason = f"cached reply of {answer.cached_at} for the same model and prompt: 0 tokens spent"
+    elif answer.outcome == "over_budget":
+        agent.status, agent.reason = "over_budget", answer.reason
+        return out
+    elif answer.outcome == "gateway_error":
+        agent.status, agent.reason = "error", answer.reason
+        log.warning("the %s request failed: %s; the review is otherwise unchanged", CI_SUMMARY_DOMAIN, answer.reason)
+        return out
+    elif answer.outcome == "cut":
+        agent.status, agent.reason = "error", f"reply rejected: {answer.reason}"
+        return out
+    elif answer.outcome == "rejected":
+        agent.status, agent.reason = "error", f"reply rejected after one repair request: {answer.reason}"
+        return out
+    assert answer.reply is not None
+    agent.status = "ok"
+    return _filled(out, answer.reply, facts)
 
 
-def _reparse(content: str, facts: CiSummaryFacts) -> CiSummaryReply | None:
-    try:
-        return parse_ci_summary(content, facts)
-    except AgentOutputError:
-        return None  # stored under older rules: ask again
+def reader(facts: CiSummaryFacts, locale: str = "en") -> Reader[CiSummaryReply]:
+    """How the CI summary's reply is validated (CiSummaryReply, against the facts, in `locale`: a reply in another
+    language is refused and repaired like any other) and repaired."""
+    kernels = [k.name for k in facts.kernels]
+    language = LANGUAGES.get(locale)
+    return Reader(
+        parse=lambda content: parse_ci_summary(content, facts, locale),
+        repair=lambda error: render_prompt("ci_summary_repair.md.j2", error=error, kernels=kernels, language=language),
+        what=f"{CI_SUMMARY_DOMAIN} reply",
+    )
 
 
 def _filled(out: CiSummary, reply: CiSummaryReply, facts: CiSummaryFacts) -> CiSummary:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.agent.review import AgentOutputError, field_error, reply_object
 from bot.models.ci_summary import CiSummaryFacts
 from bot.models.report import KernelVerdict
+from bot.text.i18n import LANGUAGES, SOURCE_LOCALE, english_runs, is_chinese
 
 # Read by people in the comment, under the headline: a few sentences and a few short items.
 MAX_SUMMARY_CHARS = 1_000
@@ -43,9 +44,10 @@ class CiSummaryReply(BaseModel):
     cannot_tell: list[Item] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
-def parse_ci_summary(text: str, facts: CiSummaryFacts) -> CiSummaryReply:
+def parse_ci_summary(text: str, facts: CiSummaryFacts, locale: str = SOURCE_LOCALE) -> CiSummaryReply:
     """The reply as a CiSummaryReply whose kernels and cases are the facts' own: it states every changed kernel's
-    verdict and names no kernel or case the review does not have (else AgentOutputError, so it can be repaired)."""
+    verdict, names no kernel or case the review does not have, and is written in `locale` (else AgentOutputError,
+    so it can be repaired)."""
     data = reply_object(text, MAX_REPLY_BYTES)
     try:
         reply = CiSummaryReply.model_validate(data)
@@ -63,7 +65,23 @@ def parse_ci_summary(text: str, facts: CiSummaryFacts) -> CiSummaryReply:
             raise AgentOutputError(
                 f"reply field likely_cause.{i}.cases: {', '.join(strangers)} is not a case of {cause.kernel}"
             )
+    if locale != SOURCE_LOCALE:
+        _in_language(reply, facts, locale)
     return reply
+
+
+def _in_language(reply: CiSummaryReply, facts: CiSummaryFacts, locale: str) -> None:
+    """Every text the comment shows is in the locale's language: Chinese for zh-CN, the kernels' and cases' names,
+    numbers, units and code aside (bot.text.i18n.is_chinese)."""
+    names = frozenset(facts.case_names()) | frozenset(n for ns in facts.case_names().values() for n in ns)
+    texts = [("summary", reply.summary)]
+    texts += [(f"likely_cause.{i}.text", c.text) for i, c in enumerate(reply.likely_cause)]
+    texts += [(f"look_next.{i}", t) for i, t in enumerate(reply.look_next)]
+    texts += [(f"cannot_tell.{i}", t) for i, t in enumerate(reply.cannot_tell)]
+    for field, value in texts:
+        if not is_chinese(value, names):
+            english = "; ".join(repr(r) for r in english_runs(value, names)[:2]) or "no Chinese in it"
+            raise AgentOutputError(f"reply field {field}: not written in {LANGUAGES[locale]} ({english})")
 
 
 def contradictions(reply: CiSummaryReply, facts: CiSummaryFacts) -> list[str]:

@@ -1,15 +1,16 @@
-"""The agent's prompt: the task, its constraints and the diff as data, trimmed to a token budget (pure)."""
+"""The agent's prompt: the task, the diff as data and the domain's materials, trimmed to a token budget (pure)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import PurePosixPath
 
 import jinja2
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from bot.agent.materials import Piece
 from bot.config.manifest import MANIFEST_NAME, Kernel
 from bot.models.diff import FileChange
 from bot.templates import TEMPLATES
@@ -48,6 +49,8 @@ class Trimmed(BaseModel):
     left_out: list[str]
     prompt_tokens: int
     budget: int
+    pieces: list[Piece] = Field(default_factory=list)
+    pieces_left_out: list[str] = Field(default_factory=list)
 
 
 def priority(change: FileChange, kernel: Kernel) -> int:
@@ -67,10 +70,25 @@ def order(changes: list[FileChange], kernel: Kernel) -> list[FileChange]:
     return sorted(changes, key=lambda c: priority(c, kernel))
 
 
-def messages(kernel: Kernel, changes: list[FileChange], left_out: list[str]) -> list[dict[str, str]]:
-    """System and user messages for the given diff (nothing trimmed here)."""
+def matrix_bounds(kernel: Kernel) -> dict[str, object]:
+    """What the prompt says of the test matrix: `[agent_cases]`'s bounds (None: no matrix asked) and the case names."""
+    return {"bounds": kernel.manifest.agent_cases, "cases": [c.name for c in kernel.manifest.cases]}
+
+
+def messages(
+    kernel: Kernel,
+    changes: list[FileChange],
+    left_out: list[str],
+    pieces: Sequence[Piece] = (),
+    pieces_left_out: Sequence[str] = (),
+    not_available: Sequence[str] = (),
+) -> list[dict[str, str]]:
+    """System and user messages for the given diff and materials (nothing trimmed here). `not_available`: the
+    materials the domain asks for that this job could not read, each with why."""
     assert kernel.task is not None
-    system = render_prompt("review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path)
+    system = render_prompt(
+        "review_system.md.j2", task=kernel.task, kernel=kernel.name, folder=kernel.path, **matrix_bounds(kernel)
+    )
     user = render_prompt(
         "review_user.md.j2",
         task=kernel.task,
@@ -80,17 +98,33 @@ def messages(kernel: Kernel, changes: list[FileChange], left_out: list[str]) -> 
         files=[c.path for c in changes],
         left_out=left_out,
         diff="".join(c.diff for c in changes),
+        trusted=[p.text for p in pieces if p.material != "functions"],
+        functions=[p.text for p in pieces if p.material == "functions"],
+        pieces_left_out=list(pieces_left_out),
+        not_available=list(not_available),
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def trim(kernel: Kernel, changes: list[FileChange], budget: int, count: Counter) -> Trimmed:
-    """Fill the prompt with whole file diffs by priority (sources, then configs, then the rest) while
-    it stays within `budget` tokens; a file too large is left out and smaller ones after it still go in."""
+PIECE_JOIN_TOKENS = 2  # the blank line between two pieces, counted generously
+
+
+def trim(
+    kernel: Kernel,
+    changes: list[FileChange],
+    budget: int,
+    count: Counter,
+    pieces: Sequence[Piece] = (),
+    not_available: Sequence[str] = (),
+) -> Trimmed:
+    """Fill the prompt with whole file diffs by priority (sources, then configs, then the rest), then with the
+    domain's material pieces in its order (each material whole; changed functions one by one), while it stays
+    within `budget` tokens; a piece too large is left out and smaller ones after it still go in."""
     ordered = order(changes, kernel)
     every_path = [c.path for c in ordered]
-    # The frame is measured with every path listed as left out: an upper bound on the final listing.
-    frame = count(messages(kernel, [], every_path))
+    every_label = [p.label for p in pieces]
+    # The frame is measured with everything listed as left out: an upper bound on the final listings.
+    frame = count(messages(kernel, [], every_path, (), every_label, not_available))
     used, included, left_out = frame, [], []
     for change in ordered:
         cost = count([{"role": "user", "content": change.diff}]) - count([])
@@ -99,5 +133,21 @@ def trim(kernel: Kernel, changes: list[FileChange], budget: int, count: Counter)
             used += cost
         else:
             left_out.append(change.path)
-    final = count(messages(kernel, included, left_out))
-    return Trimmed(included=included, left_out=left_out, prompt_tokens=final, budget=budget)
+    kept: list[Piece] = []
+    dropped: list[str] = []
+    for piece in pieces:
+        cost = count([{"role": "user", "content": piece.text}]) - count([]) + PIECE_JOIN_TOKENS
+        if used + cost <= budget:
+            kept.append(piece)
+            used += cost
+        else:
+            dropped.append(piece.label)
+    final = count(messages(kernel, included, left_out, kept, dropped, not_available))
+    return Trimmed(
+        included=included,
+        left_out=left_out,
+        prompt_tokens=final,
+        budget=budget,
+        pieces=kept,
+        pieces_left_out=dropped,
+    )

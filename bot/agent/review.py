@@ -11,6 +11,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from bot.config.manifest import KERNELS_DIR
+from bot.models.report import ProposedCase
 from bot.text.safe import one_line
 
 MAX_PATCH_BYTES = 64 * 1024
@@ -40,6 +41,7 @@ class AgentReview(BaseModel):
     risk_notes: list[Note] = Field(default_factory=list, max_length=MAX_ITEMS)
     local_commands: list[Command] = Field(default_factory=list, max_length=MAX_ITEMS)
     expected_metrics: dict[MetricName, MetricValue] = Field(default_factory=dict, max_length=MAX_ITEMS)
+    test_matrix: list[ProposedCase] = Field(default_factory=list, max_length=MAX_ITEMS)  # base's bounds admit them
 
     @model_validator(mode="after")
     def _fields_within_their_totals(self) -> AgentReview:

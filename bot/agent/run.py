@@ -1,38 +1,37 @@
-"""Ask the agent about one kernel's change: prompt → cache → budget → gateway → AgentReview → ledger rows."""
+"""Ask the agent about one kernel's change: prompt → the shared exchange (cache, budget, gateway, one repair) →
+AgentReview → ledger rows."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
 import requests
 
-from bot.agent import estimate, prompt
-from bot.agent.client import Attempt, ChatResult, GatewayClient, GatewayError, fingerprint, validate_base_url
+from bot.agent import estimate, materials, prompt
+from bot.agent.client import Attempt, ChatResult, GatewayClient, fingerprint, validate_base_url
+from bot.agent.exchange import Cache, OverBudget, Reader, ReplyCut, exchange, sanitise
+from bot.agent.materials import Baseline, Piece, Sources
 from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
-from bot.agent.review import AgentOutputError, AgentReview, parse_review
+from bot.agent.review import AgentReview, parse_review
 from bot.config.manifest import AgentTask, Kernel
 from bot.config.settings import Settings
-from bot.ledger import Ledger, now
+from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.ledger import CachedReply, UsageRow
+from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
-from bot.text.redact import scrub
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
-_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def cache_key(wire: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
@@ -42,11 +41,6 @@ def cache_key(wire: str, model: str, messages: list[dict[str, str]], max_tokens:
         sort_keys=True,
     )
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
-
-
-def sanitise(text: str, secrets: list[str]) -> str:
-    """A reply made safe to keep on disk: every known secret masked, terminal escapes removed."""
-    return _CONTROL.sub("", scrub(text, secrets))
 
 
 def estimated_usage(result: ChatResult, estimated_prompt: int) -> dict[str, int]:
@@ -59,12 +53,6 @@ def estimated_usage(result: ChatResult, estimated_prompt: int) -> dict[str, int]
         "completion_tokens": completion,
         "total_tokens": max(prompt + completion, result.total_tokens),
     }
-
-
-class OverBudget(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class Call:
@@ -112,6 +100,15 @@ class Call:
         }
         data.update(fields)
         return UsageRow.model_validate(data)
+
+    def secrets(self) -> list[str]:
+        return self.settings.secrets()
+
+    def record_cached(self, model: str) -> None:
+        """The ledger row of a reply reused from the cache (0 tokens)."""
+        self.record(
+            self.row(f"cache-{uuid.uuid4().hex}", model_name=model, status="cached", cached=True, usage_source="cache")
+        )
 
     def record(self, row: UsageRow) -> None:
         if not self.ledger.record_usage(row):
@@ -206,6 +203,15 @@ class Call:
         )
 
 
+def reader(kernel: Kernel) -> Reader[AgentReview]:
+    """How a review's reply is validated (AgentReview, the candidate confined to the kernel's folder) and repaired."""
+    return Reader(
+        parse=lambda content: parse_review(content, kernel.name, kernel.path),
+        repair=lambda error: render_prompt("repair_user.md.j2", error=error, kernel=kernel.name, folder=kernel.path),
+        what=f"agent reply for {kernel.name}",
+    )
+
+
 def ask(
     kernel: Kernel,
     changes: list[FileChange],
@@ -219,9 +225,15 @@ def ask(
     session: requests.Session | None = None,
     sleep: Callable[[float], None] = time.sleep,
     use_cache: bool = True,
+    rules: Kernel | None = None,
+    sources: Sources | None = None,
+    base_sha: str | None = None,
 ) -> tuple[AgentReport, list[str]]:
-    """One agent review of one kernel; returns it and the files left out of the prompt for size.
-    Raises AgentFailed (carrying the report) only when the gateway failed, after recording what happened."""
+    """One agent review of one kernel; returns it and the files left out of the prompt for size. `rules`: the
+    manifest the change is held to (base's; default `kernel`), whose cases, limits and tunables the prompt shows;
+    `sources`: the changed files' text on each side (the changed functions); `base_sha`: whose figures of main's
+    history to prefer. Raises AgentFailed (carrying the report) only when the gateway failed, after recording what
+    happened."""
     domain = kernel.manifest.domain
     task = kernel.task
     if task is None:
@@ -245,8 +257,14 @@ def ask(
         return report, []
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
-    trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages)
+    pieces, not_available = gather(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
+    report.inputs = seen(trimmed.pieces)
+    report.inputs_missing = [
+        *not_available,
+        *([f"left out for size: {', '.join(trimmed.pieces_left_out)}"] if trimmed.pieces_left_out else []),
+    ]
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
         report.reason = (
@@ -254,182 +272,94 @@ def ask(
             f"{limit} (OPGATE_BUDGET_REQUEST_{domain.upper()}); the agent was not asked, the gates still run"
         )
         return report, unseen
-    messages = prompt.messages(kernel, trimmed.included, unseen)
+    messages = prompt.messages(kernel, trimmed.included, unseen, trimmed.pieces, trimmed.pieces_left_out, not_available)
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
     call = Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
-    hit = ledger.cached_reply(key_of_prompt) if use_cache else None
-    if hit is not None and (review := _reparse(hit.content, kernel.name, kernel.path)) is not None:
-        call.record(
-            call.row(
-                f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True, usage_source="cache"
-            )
-        )
-        report.cached = True
-        report.reason = f"cached reply of {hit.created_at} for the same model and prompt: 0 tokens spent"
-        return _ok(report, review, hit.model, kernel, head_sha, candidates_dir), unseen
-    try:
-        review, content = converse(call, kernel, messages, candidates_dir, f"{head_sha[:12]}_{kernel.name}")
-    except OverBudget as exc:
-        _spent(report, call)
-        report.status, report.reason = "over_budget", f"{exc.reason}; the agent was not asked, the gates still run"
-        return report, unseen
-    except GatewayError as exc:
-        _spent(report, call)
-        report.status, report.reason = "error", str(exc)
-        raise AgentFailed(report, unseen) from exc
-    except ReplyCut as exc:
-        _spent(report, call)
-        report.status, report.reason = "error", f"agent reply rejected: {exc}"
-        return report, unseen
-    except AgentOutputError as exc:
-        _spent(report, call)
-        report.status, report.reason = "error", f"agent reply rejected after one repair request: {exc}"
-        return report, unseen
-    _spent(report, call)
-    if use_cache:
-        remember(ledger, key_of_prompt, report, report.model or task.model, settings.agent_wire, content)
-    return _ok(report, review, report.model or task.model, kernel, head_sha, candidates_dir), unseen
-
-
-class ReplyCut(AgentOutputError):
-    """The reply stopped at the completion cap (`finish_reason: "length"`) even with the larger allowance, or
-    the larger allowance did not fit the budget: a repair request would be cut off the same way."""
-
-
-def answered(
-    call: Call, messages: list[dict[str, str]], max_tokens: int | None = None, *, retry: bool = True
-) -> ChatResult:
-    """A reply that was not cut off. One cut off at max_tokens N is asked once more with 2N (reserved against the
-    budget like any request); cut off again, or no room for 2N: ReplyCut, saying so."""
-    first = call.chat(messages, max_tokens)
-    if not first.truncated:
-        return first
-    cut = f'the reply was cut off at max_tokens {first.max_tokens} (finish_reason "length")'
-    if not retry:
-        raise ReplyCut(f"{cut}; not asked again")
-    larger = 2 * first.max_tokens
-    log.info("agent reply %s: %s; asking once more with max_tokens %s", first.request_id, cut, larger)
-    try:
-        second = call.chat(messages, larger)
-    except OverBudget as over:
-        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})") from over
-    if second.truncated:
-        raise ReplyCut(f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task")
-    return second
-
-
-def no_text(result: ChatResult) -> str | None:
-    """Why a reply holds no text to read (tool calls instead, a refusal, a filter); None when it has some."""
-    if result.content.strip():
-        return None
-    if result.tool_calls:
-        names = ", ".join(result.tool_calls[:5])
-        return (
-            f"the reply holds no text (content null) but {len(result.tool_calls)} tool call(s) ({names}); opgate "
-            "offers no tools and reads one JSON object in the message content"
-        )
-    if result.refusal:
-        return f"the model refused: {result.refusal[:300]}"
-    why = f" (finish_reason {result.finish_reason!r})" if result.finish_reason else ""
-    return f"the reply holds no text{why}"
-
-
-def converse(
-    call: Call, kernel: Kernel, messages: list[dict[str, str]], candidates_dir: Path, stem: str
-) -> tuple[AgentReview, str]:
-    """The review's request, with one repair (with_repair)."""
-    return with_repair(
+    answer = exchange(
         call,
         messages,
-        lambda content: parse_review(content, kernel.name, kernel.path),
-        lambda error: render_prompt("repair_user.md.j2", error=error, kernel=kernel.name, folder=kernel.path),
-        candidates_dir / stem,
-        f"agent reply for {kernel.name}",
+        reader(kernel),
+        keep_as=candidates_dir / f"{head_sha[:12]}_{kernel.name}",
+        cache=Cache(ledger, key_of_prompt, settings.agent_wire) if use_cache else None,
     )
+    answer.spend.onto(report)
+    if answer.outcome == "cached":
+        report.cached = True
+        report.reason = f"cached reply of {answer.cached_at} for the same model and prompt: 0 tokens spent"
+    elif answer.outcome == "over_budget":
+        report.status, report.reason = "over_budget", f"{answer.reason}; the agent was not asked, the gates still run"
+        return report, unseen
+    elif answer.outcome == "gateway_error":
+        report.status, report.reason = "error", answer.reason
+        raise AgentFailed(report, unseen) from answer.error
+    elif answer.outcome == "cut":
+        report.status, report.reason = "error", f"agent reply rejected: {answer.reason}"
+        return report, unseen
+    elif answer.outcome == "rejected":
+        report.status, report.reason = "error", f"agent reply rejected after one repair request: {answer.reason}"
+        return report, unseen
+    assert answer.reply is not None
+    return _ok(report, answer.reply, answer.model or task.model, kernel, head_sha, candidates_dir), unseen
 
 
-def with_repair(
-    call: Call,
-    messages: list[dict[str, str]],
-    parse: Callable[[str], T],
-    repair: Callable[[str], str],
-    keep_as: Path,
-    what: str,
-) -> tuple[T, str]:
-    """Ask; on a reply with no text or one `parse` rejects keep it (sanitised, as `keep_as`.rejected.txt) and ask
-    once more with the `repair` prompt for the error. A reply cut off at the token limit is asked again with a
-    larger allowance instead (answered), never repaired: a repair would be cut off the same way."""
-    secrets = call.settings.secrets()
-    reply = answered(call, messages)
-    content = scrub(reply.content, secrets)
-    try:
-        return _read(reply, content, parse), content
-    except AgentOutputError as exc:
-        first = exc
-        _keep(keep_as.with_name(f"{keep_as.name}.rejected.txt"), content, secrets)
-        log.info("%s rejected (%s): asking once to repair it", what, exc)
-        follow_up = [
-            *messages,
-            {"role": "assistant", "content": content},
-            {"role": "user", "content": repair(str(exc))},
-        ]
-    try:
-        fixed = answered(call, follow_up, reply.max_tokens, retry=False)
-    except OverBudget as over:
-        raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
-    except ReplyCut as cut:
-        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
-    second = scrub(fixed.content, secrets)
-    try:
-        return _read(fixed, second, parse), second
-    except AgentOutputError:
-        _keep(keep_as.with_name(f"{keep_as.name}.rejected-repair.txt"), second, secrets)
-        raise
-
-
-def _read(result: ChatResult, content: str, parse: Callable[[str], T]) -> T:
-    """The reply's content parsed, or the reason it has none to parse (tool calls, a refusal, a filter)."""
-    missing = no_text(result)
-    if missing is not None:
-        raise AgentOutputError(missing)
-    return parse(content)
-
-
-def remember(ledger: Ledger, key: str, report: AgentReport, model: str, wire: str, content: str) -> None:
-    """Store a validated reply under its prompt's cache key, with the tokens it cost."""
-    ledger.store_reply(
-        CachedReply(
-            cache_key=key,
-            model=model,
-            wire=wire,
-            content=content,
-            prompt_tokens=report.prompt_tokens,
-            completion_tokens=report.completion_tokens,
-            created_at=now(),
+def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
+    """Base's figures of `kernel` from main's history in this ledger (base's own commit where it was recorded, else
+    the latest recorded main commit), or why there are none."""
+    cases = ledger.main_case_figures(kernel, base_sha)
+    resources = ledger.main_resource_figures(kernel, base_sha)
+    if not cases and not resources:
+        return Baseline(
+            missing=f"main's history in this ledger holds no figures of {kernel} (`opgate history record` stores "
+            "them for every push to main; main-record.yml runs it)"
         )
-    )
+    sha = cases[0].sha if cases else resources[0].sha
+    return Baseline(sha=sha, cases=cases, resources=resources, is_base=sha == base_sha)
 
 
-def _reparse(content: str, kernel: str, folder: str | None = None) -> AgentReview | None:
+def gather(
+    kernel: Kernel,
+    rules: Kernel,
+    changes: list[FileChange],
+    settings: Settings,
+    ledger: Ledger,
+    sources: Sources | None,
+    base_sha: str | None,
+) -> tuple[list[Piece], list[str]]:
+    """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
+    cannot read ("base figures: not available — …")."""
+    order = settings.repo_config.materials(kernel.manifest.domain)
+    missing: list[str] = []
+    baseline = Baseline(missing="not asked")
+    if "baseline" in order:
+        baseline = base_figures(ledger, kernel.name, base_sha)
+        if not baseline.available:
+            missing.append(f"base figures: not available — {baseline.missing}")
+    if "functions" in order and sources is None:
+        missing.append("changed functions: not available — this job read no file of base or head")
+    reference = rules.folder / rules.manifest.reference.module
     try:
-        return parse_review(content, kernel, folder)
-    except AgentOutputError:
-        return None  # stored under older rules: ask again
+        reference_text: str | None = reference.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        reference_text = None
+    found = materials.pieces(
+        kernel,
+        rules,
+        changes,
+        order=order,
+        baseline=baseline,
+        sources=sources or Sources(),
+        reference_text=reference_text,
+    )
+    return found, missing
 
 
-def _keep(path: Path, text: str, secrets: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(sanitise(text, secrets))
-
-
-def _spent(report: AgentReport, call: Call) -> None:
-    report.requests = len(call.answered)
-    report.prompt_tokens = sum(r.prompt_tokens for r in call.answered)
-    report.completion_tokens = sum(r.completion_tokens for r in call.answered)
-    report.total_tokens = sum(r.total_tokens for r in call.answered)
-    report.usage_estimated = sum(1 for r in call.answered if not r.usage_reported)
-    if call.answered:
-        report.model = call.answered[-1].model
+def seen(pieces: list[Piece]) -> list[str]:
+    """What the prompt carried besides the task and the diff, as the comment names it."""
+    out = [p.label for p in pieces if p.material != "functions"]
+    functions = [p for p in pieces if p.material == "functions"]
+    if functions:
+        out.append(f"{len(functions)} changed function(s) whole")
+    return out
 
 
 def _ok(
@@ -443,6 +373,7 @@ def _ok(
     report.candidate_patch = review.candidate_patch
     report.local_commands = review.local_commands
     report.expected_metrics = review.expected_metrics
+    report.test_matrix = review.test_matrix
     return report
 
 
@@ -453,3 +384,6 @@ class AgentFailed(Exception):
         super().__init__(report.reason)
         self.report = report
         self.unseen = unseen
+
+
+__all__ = ["AgentFailed", "Call", "OverBudget", "ReplyCut", "ask", "cache_key", "reader", "sanitise"]

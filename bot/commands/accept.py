@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
+from typing import Any
 
 from bot.commands import Commands
 from bot.config.settings import Settings
@@ -14,7 +14,9 @@ from bot.edges.events import load_issue_comment_event
 from bot.edges.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.models.github import PullInfo
+from bot.models.output import SlashOutput
 from bot.present.render import render_accept_reply
+from bot.present.status import acceptance_status
 from bot.text.safe import one_line
 from bot.verdict import accept
 from bot.verdict.slash import SlashCommand
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         state, description = accept.accepted_status(report, rows)
         edge.set_status(pull.head_sha, publish.ACCEPTED_CONTEXT, state, description)
         if decision.override or set(decision.kernels) & set(accept.needs_accept(report)):
-            gate_state, gate_description = publish.acceptance_status(report, rows)
+            gate_state, gate_description = acceptance_status(report, rows)
             edge.set_status(pull.head_sha, publish.ACCEPTANCE_CONTEXT, gate_state, gate_description)
         if decision.override or decision.self_accept:  # what a person should see on the pull request itself
             edge.reply(pull.number, SLASH.reply(decision, command.line))
@@ -105,8 +107,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _say(args: argparse.Namespace, text: str, data: dict[str, object]) -> None:
-    print(json.dumps(data) if args.json else text)
+def _say(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
+    print(SlashOutput(**data).model_dump_json(exclude_unset=True) if args.json else text)
 
 
 def _refuse(edge: GitHubEdge, number: int, comment_id: int, decision: accept.Decision, line: str) -> None:

@@ -22,6 +22,7 @@ from bot.mainline import bisect, bisect_run, commits
 from bot.mainline import drift as drift_core
 from bot.mainline.bisect import BisectReport
 from bot.mainline.store import History
+from bot.models.output import BisectSummary
 from bot.present.render import commit_url, render
 from bot.text.safe import one_line
 
@@ -37,7 +38,8 @@ def register(actions: Commands) -> None:
         help="find the main commit that made one case slower",
         description="Bisect main's first-parent commits between a good and a bad build of one kernel for one case: "
         "each probe is a review of one commit against the good build (same judge, sandbox, statistics and build "
-        "cache), commits that do not touch the kernel's globs are skipped unbuilt, an undecided probe is re-measured. "
+        f"cache) in one sequential measurement with {bisect.LONGER}x the review's caps, commits that do not touch the "
+        "kernel's globs are skipped unbuilt. "
         "Without --good/--bad the range comes from main's record (the drift reference, and the first recorded commit "
         "at which the case's drift passes the limit). Writes bisect.json and bisect.md.",
     )
@@ -50,13 +52,7 @@ def register(actions: Commands) -> None:
     b.add_argument("--reference", help="release, Nd or a revision, for a range from the record (default: drift's)")
     b.add_argument("--limit", type=float, help="drift limit in %% that picks the bad record (default: drift's, 5)")
     _budget_flag(b)
-    b.add_argument(
-        "--remeasure",
-        type=int,
-        default=bisect.REMEASURE,
-        help="re-measurements of an undecided probe, each twice as long in twice the processes "
-        f"(default {bisect.REMEASURE})",
-    )
+    b.add_argument("--remeasure", help=argparse.SUPPRESS)  # removed: only its clear error is left (docs/cli.md)
     b.add_argument("--out", type=Path, default=Path("reports/bisect"), help="where bisect.json and bisect.md go")
     b.add_argument("--require-isolation", action="store_true", help="never build or run without the sandbox")
 
@@ -88,8 +84,12 @@ def _budget_s(args: argparse.Namespace, settings: Settings) -> float:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    if args.remeasure < 0:
-        raise InputError(f"--remeasure {args.remeasure}: give 0 or more re-measurements")
+    if args.remeasure is not None:
+        raise InputError(
+            "--remeasure was removed: a probe is no longer reviewed again while undecided, it is one sequential "
+            f"measurement that may run {bisect.LONGER}x the review's caps (OPGATE_MEASURE_* sets them) and stops once "
+            "decided"
+        )
     budget = _budget_s(args, settings)
     repo = gitio.toplevel(args.repo)
     say = (lambda _: None) if args.json else print
@@ -103,13 +103,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             bad=bad,
             work=args.out / "probes",
             budget_s=budget,
-            remeasure=args.remeasure,
             require_isolation=args.require_isolation,
         )
         result = _bisect(req, settings, ledger, say)
     _, path = write(result, args.out, settings)
     if args.json:
-        print(json.dumps(summary(result, path)))
+        print(BisectSummary.model_validate(summary(result, path)).text())
     else:
         print(f"opgate: {headline(result)} -> {path}")
         print(f"opgate: reproduce: {result.reproduce}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from bot.dashboard import site
 from bot.dashboard.figures import TUNING_TABLES, SiteData
 from bot.ledger import open_ledger
 from bot.mainline.store import History
+from bot.models.output import DashboardOutput
 
 
 def register(commands: Commands) -> None:
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     sizes = site.write(data, args.out, where)
     total = sum(sizes.values())
     if args.json:
-        print(json.dumps({"index": str(args.out / "index.html"), "pages": sorted(sizes), "bytes": total}))
+        print(DashboardOutput(index=str(args.out / "index.html"), pages=sorted(sizes), bytes=total).text())
     else:
         print(f"opgate: dashboard -> {args.out / 'index.html'} ({len(sizes)} pages, {total / 1024:.0f} KiB)")
     return 0

@@ -4,7 +4,6 @@ naming each drifting case's first bad commit); bisect one case (bot/commands/bis
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from bot.ledger import open_ledger
 from bot.mainline import commits, record
 from bot.mainline import drift as drift_core
 from bot.mainline.store import History
+from bot.models.output import DriftKernel, DriftOutput, RecordOutput, Reference
 from bot.models.report import Report
 from bot.present.render import commit_url, render
 from bot.text.safe import Safe, one_line
@@ -84,7 +84,7 @@ def _load_report(path: Path) -> Report:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"--report {path}: not an opgate.report/1 file ({where}: {first['msg']})") from exc
+        raise InputError(f"--report {path}: not an opgate.report file ({where}: {first['msg']})") from exc
 
 
 def _record(args: argparse.Namespace, settings: Settings) -> int:
@@ -110,16 +110,16 @@ def _record(args: argparse.Namespace, settings: Settings) -> int:
         store.record(commit, cases, resources)
     kernels = sorted({c.kernel for c in cases} | {r.kernel for r in resources})
     if args.json:
-        data = {
-            "branch": args.branch,
-            "head_sha": report.head_sha,
-            "base_sha": report.base_sha,
-            "pr": pr,
-            "cases": len(cases),
-            "functions": len(resources),
-            "kernels": kernels,
-        }
-        print(json.dumps(data))
+        recorded = RecordOutput(
+            branch=args.branch,
+            head_sha=report.head_sha,
+            base_sha=report.base_sha,
+            pr=pr,
+            cases=len(cases),
+            functions=len(resources),
+            kernels=kernels,
+        )
+        print(recorded.text())
         return 0
     print(
         f"opgate: recorded {args.branch} {report.head_sha[:12]} (against {report.base_sha[:12]}"
@@ -194,26 +194,26 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
         urls = _post(settings, drifts, bodies, say) if args.post else {}
         store.record_checks(drift_core.checks(drifts, now.isoformat(timespec="seconds"), urls))
     if args.json:
-        data = {
-            "reference": {"label": ref.label, "sha": ref.sha},
-            "commits": len(line),
-            "limit_pct": limit,
-            "path": str(path),
-            "kernels": [
-                {
-                    "kernel": d.kernel,
-                    "drift_pct": d.worst.drift_pct,
-                    "case": d.worst.case_name,
-                    "device": d.worst.device_name,
-                    "flagged": d.flagged,
-                    "gaps": d.gaps,
-                    "issue": urls.get(d.kernel),
-                    "bisections": [_bisection_json(n) for n in named.get(d.kernel, [])],
-                }
+        out = DriftOutput(
+            reference=Reference(label=ref.label, sha=ref.sha),
+            commits=len(line),
+            limit_pct=limit,
+            path=str(path),
+            kernels=[
+                DriftKernel(
+                    kernel=d.kernel,
+                    drift_pct=d.worst.drift_pct,
+                    case=d.worst.case_name,
+                    device=d.worst.device_name,
+                    flagged=d.flagged,
+                    gaps=d.gaps,
+                    issue=urls.get(d.kernel),
+                    bisections=[_bisection_json(n) for n in named.get(d.kernel, [])],
+                )
                 for d in drifts
             ],
-        }
-        print(json.dumps(data))
+        )
+        print(out.text())
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import subprocess
@@ -20,6 +19,7 @@ from bot.commands.scaffold import UNIT_SUFFIXES, holds_sources, propose
 from bot.config.manifest import MANIFEST_NAME, ROOT, repo_file
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
 from bot.errors import InputError
+from bot.models.output import InitOutput
 from bot.templates import TEMPLATES
 
 GATEWAY = "https://taotoken.net/api"
@@ -355,19 +355,16 @@ def _lint_and_report(plan: Plan, args: argparse.Namespace) -> int:
             f"$(git ls-remote https://github.com/{args.source} refs/tags/v{__version__} | cut -f1)"
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "written": plan.written,
-                    "kept": plan.kept,
-                    "skipped": plan.skipped,
-                    "notes": plan.notes,
-                    "ignored": plan.ignored,
-                    "findings": [f.model_dump() for f in findings],
-                    "next": next_steps,
-                }
-            )
+        out = InitOutput(
+            written=plan.written,
+            kept=plan.kept,
+            skipped=plan.skipped,
+            notes=plan.notes,
+            ignored=plan.ignored,
+            findings=[f.model_dump() for f in findings],
+            next=next_steps,
         )
+        print(out.text())
         return code
     for rel in plan.written:
         print(f"opgate: wrote {rel}")

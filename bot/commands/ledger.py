@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.ledger import Ledger, open_ledger
 from bot.models.ledger import UsageRow
+from bot.models.output import BudgetOutput, ExportOutput
 from bot.spend import budget, tokens
 
 
@@ -37,7 +37,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         if args.ledger_command == "budget":
             now = datetime.now(UTC)
-            print(json.dumps(budget_data(ledger, settings, now)) if args.json else budget_text(ledger, settings, now))
+            if args.json:
+                print(BudgetOutput.model_validate(budget_data(ledger, settings, now)).text())
+            else:
+                print(budget_text(ledger, settings, now))
             return 0
         rows = ledger.usage()
     finally:
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             writer.writerow(row.model_dump())
     tmp.replace(args.csv)
     if args.json:
-        print(json.dumps({"rows": len(rows), "csv": str(args.csv)}))
+        print(ExportOutput(rows=len(rows), csv=str(args.csv)).text())
     else:
         print(f"opgate: {len(rows)} usage rows -> {args.csv}")
     return 0

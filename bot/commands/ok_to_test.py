@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+from typing import Any
 
 from bot.commands import Commands
 from bot.config.settings import Settings
 from bot.edges import publish
 from bot.edges.events import load_issue_comment_event
 from bot.errors import InputError
+from bot.models.output import SlashOutput
 from bot.text.safe import one_line
 from bot.verdict import slash
 from bot.verdict.slash import SlashCommand
@@ -70,5 +71,5 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _say(args: argparse.Namespace, text: str, data: dict[str, object]) -> None:
-    print(json.dumps(data) if args.json else text)
+def _say(args: argparse.Namespace, text: str, data: dict[str, Any]) -> None:
+    print(SlashOutput(**data).model_dump_json(exclude_unset=True) if args.json else text)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from bot.config.settings import Settings
 from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
 from bot.errors import GitError, InputError, OpgateError
+from bot.models.output import Posted, ReviewKernel, ReviewOutput
 from bot.present import digest
 from bot.review import fanout, orchestrate
 from bot.review.checkout import INVALID
@@ -174,20 +174,17 @@ def _print(result: ReviewResult, as_json: bool) -> None:
     unclaimed = unclaimed_reason(report.coverage) if report.coverage and report.coverage.kernel_sources.total else None
     if as_json:
         posted = result.posted
-        print(
-            json.dumps(
-                {
-                    "verdict": report.verdict,
-                    "summary": summary,
-                    "kernels": [{"name": k.name, "domain": k.domain, "verdict": k.verdict} for k in changed],
-                    "unclaimed": unclaimed,
-                    "report": str(result.report_path),
-                    "comment": str(result.comment_path),
-                    "service_errors": result.service_errors,
-                    "posted": None if posted is None else {"url": posted.comment.url, "status": posted.status.state},
-                }
-            )
+        out = ReviewOutput(
+            verdict=report.verdict,
+            summary=summary,
+            kernels=[ReviewKernel(name=k.name, domain=k.domain, verdict=k.verdict) for k in changed],
+            unclaimed=unclaimed,
+            report=str(result.report_path),
+            comment=str(result.comment_path),
+            service_errors=result.service_errors,
+            posted=None if posted is None else Posted(url=posted.comment.url, status=posted.status.state),
         )
+        print(out.text())
         return
     print(f"opgate: verdict {report.verdict.upper()} ({one_line(summary, limit=2000)})")
     if unclaimed is not None:
@@ -204,3 +201,7 @@ def _print(result: ReviewResult, as_json: bool) -> None:
     elif result.posted is not None:
         posted = result.posted
         print(f"  posted:  {posted.comment.url} ({publish.ACCEPTANCE_CONTEXT}={posted.status.state})")
+        if posted.check is not None:
+            print(f"  check:   {publish.CHECK_RUN_NAME}: {posted.check.annotations} annotation(s) {posted.check.url}")
+        elif posted.check_error is not None:
+            print(f"opgate: the {publish.CHECK_RUN_NAME} check run was not created: {one_line(posted.check_error)}")

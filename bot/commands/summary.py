@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,8 +13,9 @@ from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.mainline.drift import DriftCheck
 from bot.mainline.store import History
+from bot.models.output import Issue, PayoffLine, SummaryOutput
 from bot.present.render import render
-from bot.spend import budget, tokens
+from bot.spend import budget, payoff, tokens
 from bot.text.safe import Safe, one_line
 
 TOKEN_SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
@@ -40,13 +40,19 @@ def title(week: str) -> str:
     return f"opgate token summary — {week}"
 
 
-def render_token_summary(summary: tokens.WeeklySummary, drift: list[DriftCheck] | None = None) -> str:
-    """The summary issue; `drift` is the latest `opgate history drift` run (its flagged cases are listed)."""
+def render_token_summary(
+    summary: tokens.WeeklySummary,
+    drift: list[DriftCheck] | None = None,
+    payoffs: list[payoff.DomainPayoff] | None = None,
+) -> str:
+    """The summary issue; `drift` is the latest `opgate history drift` run (its flagged cases are listed), `payoffs`
+    what the agent's spend bought per domain (expectations held, proposals passed, the stop rule)."""
     checks = drift or []
     return render(
         "summary.md.j2",
         marker=TOKEN_SUMMARY_MARKER,
         s=summary,
+        payoffs=payoffs or [],
         drift=[c for c in checks if c.flagged],
         drift_run=checks[0] if checks else None,
     )
@@ -72,16 +78,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             now=now,
             labels=settings.labels(),
         )
+        payoffs = payoff.payoff(
+            ledger.expectations(since=since),
+            ledger.proposals(since=since),
+            {d.domain: d.total for d in summary.domains},
+            settings.budget_weekly.model_dump(),
+            week,
+            tokens.weeks_before(week, 1)[0],
+            labels=settings.labels(),
+        )
         drift = History(ledger).latest_checks()
     finally:
         ledger.close()
-    body = render_token_summary(summary, drift)
+    body = render_token_summary(summary, drift, payoffs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"summary-{week}.md"
     path.write_text(body)
     flagged = [c for c in drift if c.flagged]
     lines = [f"opgate: token summary {week} -> {path}"]
     lines += [f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}" for d in summary.anomalies]
+    lines += [
+        f"opgate: {one_line(p.domain)}: over budget, pass rate not improving: {payoff.STOP_TEXT}"
+        for p in payoffs
+        if p.stop
+    ]
     lines += [
         f"opgate: drift: {one_line(c.kernel)} {c.drift_pct:+.1f}% on {one_line(c.case_name)} since "
         f"{one_line(c.reference_label)}"
@@ -95,15 +115,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         verb = "opened" if issue.created else ("edited" if issue.updated else "unchanged")
         lines.append(f"opgate: issue #{issue.number} {verb}: {issue.url}")
     if args.json:
-        data = {
-            "week": week,
-            "path": str(path),
-            "domains": [d.model_dump(mode="json", exclude={"weekly", "daily"}) for d in summary.domains],
-            "anomalies": [d.domain for d in summary.anomalies],
-            "drift": [c.model_dump(mode="json") for c in flagged],
-            "issue": None if issue is None else {"number": issue.number, "url": issue.url},
-        }
-        print(json.dumps(data))
+        out = SummaryOutput(
+            week=week,
+            path=str(path),
+            domains=[d.model_dump(mode="json", exclude={"weekly", "daily"}) for d in summary.domains],
+            anomalies=[d.domain for d in summary.anomalies],
+            payoff=[
+                PayoffLine(
+                    domain=p.domain,
+                    expectations_inside=p.expectations.rate,
+                    pass_rate=p.passes.rate,
+                    pass_rate_before=p.passes_before.rate,
+                    stop=p.stop,
+                )
+                for p in payoffs
+            ],
+            drift=[c.model_dump(mode="json") for c in flagged],
+            issue=None if issue is None else Issue(number=issue.number, url=issue.url),
+        )
+        print(out.text())
     else:
         print("\n".join(lines))
     return 0

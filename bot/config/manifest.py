@@ -440,6 +440,50 @@ class Case(_Strict):
         )
 
 
+class AgentBound(_Strict):
+    """`[agent_cases.shape]` / `[agent_cases.params]` entry: the integers an agent case may give one key."""
+
+    range: tuple[int, int] = Field(description="[lo, hi], both included")
+    multiple_of: int | None = Field(None, gt=0, description="the value must be a multiple of this")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, value: Any) -> Any:
+        return {"range": value} if isinstance(value, list) else value  # m = [1, 256]: the range alone
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> AgentBound:
+        lo, hi = self.range
+        if lo > hi:
+            raise ValueError(f"range [{lo}, {hi}]: lo is above hi")
+        if self.multiple_of is not None and hi // self.multiple_of * self.multiple_of < lo:
+            raise ValueError(f"range [{lo}, {hi}] holds no multiple of {self.multiple_of}")
+        return self
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` is outside this bound (or not an integer), else None."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{repr(value)[:40]} is not an integer"
+        lo, hi = self.range
+        if not lo <= value <= hi:
+            return f"{value} is outside [{lo}, {hi}]"
+        if self.multiple_of is not None and value % self.multiple_of:
+            return f"{value} is not a multiple of {self.multiple_of}"
+        return None
+
+
+class AgentCases(_Strict):
+    """`[agent_cases]`: the cases the agent's test matrix may add (base's table bounds them; no table: none)."""
+
+    max_cases: int = Field(4, ge=0, le=32, description="at most this many agent cases per review")
+    device: Literal["cpu", "cuda"] = Field("cpu", description="where agent cases run")
+    dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
+        None, description="their dtype (default: the first manifest case's on that device)"
+    )
+    shape: dict[str, AgentBound] = Field(default_factory=dict, description="every shape key an agent case gives")
+    params: dict[str, AgentBound] = Field(default_factory=dict, description="the params an agent case may give")
+
+
 class KernelManifest(_Strict):
     """The contract of one kernel folder; see docs/manifest.md."""
 
@@ -462,6 +506,30 @@ class KernelManifest(_Strict):
     cases: list[Case] = Field(
         default_factory=list, description="none: a resource-only kernel (compile-only checks, no reference needed)"
     )
+    agent_cases: AgentCases | None = Field(
+        None, description="bounds of the cases the agent may add (none: the agent's test matrix is not run)"
+    )
+
+    @model_validator(mode="after")
+    def _agent_bounds(self) -> KernelManifest:
+        """[agent_cases] bounds every shape key the cases of its device have, and every scalar the entry takes."""
+        bounds = self.agent_cases
+        if bounds is None:
+            return self
+        on = [c for c in self.cases if c.device == bounds.device]
+        if not on or (spec := self.build.get(bounds.device)) is None:
+            raise ValueError(f"agent_cases: no {bounds.device} case with a build to model agent cases on")
+        keys = sorted({k for c in on for k in c.shape})
+        if missing := [k for k in keys if k not in bounds.shape]:
+            raise ValueError(
+                f"agent_cases.shape: no bound for {', '.join(missing)} (the {bounds.device} cases' shape keys; "
+                f"a fixed value is a range of one, {missing[0]} = [128, 128])"
+            )
+        if extra := [k for k in bounds.shape if k not in keys]:
+            raise ValueError(f"agent_cases.shape: {', '.join(extra)} is no shape key of a {bounds.device} case")
+        if missing := [n for n in [*spec.args, *spec.kwargs] if n not in bounds.params]:
+            raise ValueError(f"agent_cases.params: no bound for {', '.join(missing)} (the entry takes it)")
+        return self
 
     @model_validator(mode="after")
     def _unique_case_names(self) -> KernelManifest:

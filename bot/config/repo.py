@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from bot.config.manifest import Constraints
 from bot.config.secrets import RESERVED_KEYS
 from bot.errors import InputError
+from bot.text.i18n import LOCALES
 
 CONFIG_FILE = "opgate.toml"
 PYPROJECT = "pyproject.toml"
@@ -22,6 +23,16 @@ KERNEL_SOURCES = ("*.cu", "*.cuh")  # a changed file like these that no manifest
 CI_SUMMARY_DOMAIN = (
     "ci_summary"  # the domain asked once per review, after the gates, for a summary of what was measured
 )
+# What a review prompt may carry besides the task and the diff (docs/review.md, "What the agent sees"), and the
+# order a domain keeps them in when the per-request budget is short: the users' token table names what each of
+# their domains reads first; the rest follow, first to be trimmed.
+Material = Literal["constraints", "baseline", "cases", "tunables", "functions"]
+MATERIALS: tuple[Material, ...] = ("constraints", "baseline", "cases", "tunables", "functions")
+DEFAULT_MATERIALS: dict[str, tuple[Material, ...]] = {
+    "deepgemm": ("constraints", "baseline", "cases", "tunables", "functions"),  # constraints, baseline, shape list
+    "flashmla": ("functions", "cases", "baseline", "constraints", "tunables"),  # kernel excerpt, case list
+    "v41_attention": ("baseline", "constraints", "tunables", "cases", "functions"),  # trace, constraints, configs
+}
 
 
 def default_key(domain: str) -> str:
@@ -38,7 +49,9 @@ class DomainConfig(_Strict):
 
     key: str | None = Field(None, description="environment variable of the domain's key (default: the users' name)")
     weekly_budget: int = Field(gt=0, description="tokens per ISO week")
-    request_budget: int = Field(gt=0, description="prompt tokens per request (the diff is trimmed to it)")
+    request_budget: int = Field(
+        gt=0, description="prompt tokens per request (the diff and the materials are trimmed to it)"
+    )
     label: str = Field("", description="how summaries and the dashboard name the domain (default: its name)")
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens",
@@ -51,6 +64,18 @@ class DomainConfig(_Strict):
     task: str | None = Field(
         None, description="a task file from the repository root, for a domain no kernel's task names (ci_summary)"
     )
+    materials: list[Material] | None = Field(
+        None,
+        description="what the review prompt carries besides the task and the diff, kept in this order when the "
+        "request budget is short (default: the users' token table's order for their domains, else every material)",
+    )
+
+    @field_validator("materials")
+    @classmethod
+    def _each_once(cls, value: list[Material] | None) -> list[Material] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("name each material once")
+        return value
 
     @field_validator("key")
     @classmethod
@@ -83,6 +108,10 @@ class RepoConfig(_Strict):
         description="a weakening: the pull request's author and whoever pushed commits to it may /accept it (and "
         "--override its gates) themselves; every review comment says so while it is on",
     )
+    locale: str = Field(
+        "en",
+        description="the language of comments, replies and issues: en or zh-CN (OPGATE_LOCALE overrides it)",
+    )
     source: str = Field("built-in defaults", exclude=True)
     root: Path = Field(Path("."), exclude=True)
 
@@ -93,6 +122,13 @@ class RepoConfig(_Strict):
             if glob.startswith("/") or ".." in Path(glob).parts or not glob.endswith("kernel.toml"):
                 raise ValueError(f"{glob!r}: a glob of kernel.toml files inside the repository, e.g. ops/*/kernel.toml")
         return globs
+
+    @field_validator("locale")
+    @classmethod
+    def _a_locale(cls, locale: str) -> str:
+        if locale not in LOCALES:
+            raise ValueError(f"{locale!r} is not a locale opgate speaks: choose one of {', '.join(LOCALES)}")
+        return locale
 
     @field_validator("domains")
     @classmethod
@@ -138,6 +174,13 @@ class RepoConfig(_Strict):
             return None
         path = Path(d.task).expanduser()
         return path if path.is_absolute() else self.root / path
+
+    def materials(self, domain: str) -> tuple[Material, ...]:
+        """What the domain's review prompt carries, most important first."""
+        d = self.domains.get(domain)
+        if d is not None and d.materials is not None:
+            return tuple(d.materials)
+        return DEFAULT_MATERIALS.get(domain, MATERIALS)
 
     def label(self, domain: str) -> str:
         d = self.domains.get(domain)

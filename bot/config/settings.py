@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, field_validator
 
 from bot.config.repo import RepoConfig
 from bot.config.secrets import AGENT_KEY, credential_values
 from bot.errors import InputError
 from bot.models.judging import MeasureSettings
+from bot.text.i18n import LOCALES
 
 # Every variable opgate reads, with its default and meaning. The table in docs/configuration.md and
 # .env.example are kept in step with this list (a test checks it).
@@ -33,6 +34,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
     "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit at the last look: neutral (default) or fail",
     "OPGATE_SIMULATE": "CPU cases under callgrind: undecided (default: only where p50 stays undecided), always, off",
+    "OPGATE_LOCALE": "the language of comments, replies and issues: en or zh-CN (default: [tool.opgate] locale, en)",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
     # Per domain (the repository's [tool.opgate.domains]): its key variable, named there, and two overrides.
     "<DOMAIN KEY>": "a domain's gateway key, in the variable its [tool.opgate.domains.<domain>] key names",
@@ -106,6 +108,7 @@ class Settings(BaseModel):
     case_timeout_s: float | None = None
     agent_timeout_s: float = 120.0
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
+    locale: str = Field("en", description="what comments, replies and issues are written in (bot.config.repo.LOCALES)")
     noise_limit_cores: float = Field(0.5, ge=0)
     simulate: Literal["undecided", "always", "off"] = "undecided"
     require_isolation: bool = False
@@ -136,6 +139,13 @@ class Settings(BaseModel):
     agent_key: str | None = Field(None, repr=False, description="OPGATE_AGENT_KEY: one domain's key, one kernel")
     # Other secret values to scrub (GITHUB_TOKEN, generic gateway keys); never used for requests here.
     extra_secrets: tuple[str, ...] = Field((), repr=False)
+
+    @field_validator("locale")
+    @classmethod
+    def _a_locale(cls, locale: str) -> str:
+        if locale not in LOCALES:
+            raise ValueError(f"not a locale opgate speaks: choose one of {', '.join(LOCALES)}")
+        return locale
 
     def agent_key_for(self, variable: str) -> str | None:
         """The key for a task's key variable: the variable itself, else OPGATE_AGENT_KEY (CI: one domain's key)."""
@@ -173,6 +183,7 @@ _FIELDS: dict[str, str] = {
     "OPGATE_AGENT_TIMEOUT_S": "agent_timeout_s",
     "TAOTOKEN_BASE_URL": "base_url_override",
     "OPGATE_INCONCLUSIVE_POLICY": "inconclusive_policy",
+    "OPGATE_LOCALE": "locale",
     "OPGATE_MEASURE_MAX_SECONDS": "measure.max_seconds",
     "OPGATE_MEASURE_MIN_BLOCKS": "measure.min_blocks",
     "OPGATE_MEASURE_MIN_PROCESSES": "measure.min_processes",
@@ -214,6 +225,7 @@ def load_settings(env: Mapping[str, str] | None = None, config: RepoConfig | Non
         raw["database_url"], raw["create_ledger"] = ledger, False
     if config.inconclusive is not None:
         raw["inconclusive_policy"] = config.inconclusive
+    raw["locale"] = config.locale
     for variable, path in _FIELDS.items():
         value = env.get(variable, "").strip()
         if not value:

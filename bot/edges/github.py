@@ -23,13 +23,16 @@ import base64
 import logging
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import requests
 from github import Auth, Github, GithubException, InputGitAuthor, InputGitTreeElement
+from github.Commit import Commit
 from github.GithubException import BadAttributeException, IncompletableObject
+from github.GithubObject import NotSet
 from github.IssueComment import IssueComment
 
 from bot.edges.ratelimit import Wait, limit_kind, limit_wait, retry_after
@@ -38,7 +41,9 @@ from bot.models.github import (
     BASE_ROLES,
     REACTIONS,
     STATUS_STATES,
+    Annotation,
     BaseRole,
+    CheckRunRef,
     CommentRef,
     CommitPeople,
     FileBlob,
@@ -46,6 +51,8 @@ from bot.models.github import (
     PullInfo,
     PullRef,
     Reaction,
+    ReviewNote,
+    ReviewRef,
     Role,
     StatusRef,
     StatusState,
@@ -59,6 +66,8 @@ T = TypeVar("T")
 DEFAULT_API_URL = "https://api.github.com"
 MAX_BODY_CHARS = 65536  # GitHub's limit for issue and comment bodies
 MAX_DESCRIPTION_CHARS = 140  # GitHub's limit for a commit status description
+MAX_ANNOTATIONS = 50  # GitHub's limit of check-run annotations per request (create or update)
+MAX_CHECK_TITLE_CHARS = 255  # a check run's output title (GitHub documents no lower limit; its UI cuts long ones)
 TRUNCATION_NOTE = "\n\n… (truncated: GitHub allows at most 65536 characters)"
 
 
@@ -313,6 +322,72 @@ class GitHubEdge:
 
         return self._call(f"set status {context}={state} on {sha[:12]}", op)
 
+    # ------------------------------------------------------------------ check runs
+
+    def create_check_run(
+        self,
+        sha: str,
+        name: str,
+        title: str,
+        summary: str,
+        annotations: Iterable[Annotation] = (),
+        *,
+        conclusion: str = "neutral",
+        details_url: str | None = None,
+    ) -> CheckRunRef:
+        """Create a completed check run `name` on `sha` carrying `annotations`: the first 50 with the POST, the rest
+        in PATCHes of the same check run, 50 each (GitHub's limit; each update appends). A check run of its own per
+        call: GitHub shows the newest of a name. Retries never add an annotation twice: the check run is looked up
+        by a random `external_id` before a POST is repeated, and its `annotations_count` before a PATCH is.
+        Creating check runs needs a GitHub App's token (Actions' GITHUB_TOKEN with `checks: write`)."""
+        if not sha or not name:
+            raise ValueError("create_check_run needs a sha and a name")
+        items = [a.payload() for a in annotations]
+        chunks = [items[i : i + MAX_ANNOTATIONS] for i in range(0, len(items), MAX_ANNOTATIONS)] or [[]]
+        heading = truncate(" ".join(title.split()), MAX_CHECK_TITLE_CHARS)
+        text = truncate(summary, MAX_BODY_CHARS - 1, TRUNCATION_NOTE)
+        marker = uuid.uuid4().hex
+        tried = {"create": False, "patch": False}
+
+        def output(chunk: list[dict[str, str | int]]) -> dict[str, Any]:
+            return {"title": heading, "summary": text, **({"annotations": chunk} if chunk else {})}
+
+        def create() -> tuple[int, str]:
+            if tried["create"]:
+                for run in self._repo.get_commit(sha).get_check_runs(check_name=name):
+                    if run.external_id == marker:
+                        return int(run.id), str(run.html_url or "")
+            tried["create"] = True
+            run = self._repo.create_check_run(
+                name=name,
+                head_sha=sha,
+                external_id=marker,
+                status="completed",
+                conclusion=conclusion,
+                output=output(chunks[0]),
+                details_url=details_url or NotSet,
+            )
+            return int(run.id), str(run.html_url or "")
+
+        run_id, url = self._call(f"create the check run {name} on {sha[:12]}", create)
+        requests = 1
+        url_of = f"{self._repo.url}/check-runs/{run_id}"
+        for n, chunk in enumerate(chunks[1:], start=1):
+            carried = n * MAX_ANNOTATIONS  # what the check run holds before this update
+            tried["patch"] = False
+
+            def update(chunk: list[dict[str, str | int]] = chunk, carried: int = carried) -> None:
+                if tried["patch"]:
+                    _, data = self._repo.requester.requestJsonAndCheck("GET", url_of)
+                    if int((data.get("output") or {}).get("annotations_count") or 0) >= carried + len(chunk):
+                        return  # the lost answer's update took effect
+                tried["patch"] = True
+                self._repo.requester.requestJsonAndCheck("PATCH", url_of, input={"output": output(chunk)})
+
+            self._call(f"add annotations {carried + 1}-{carried + len(chunk)} to the check run {name}", update)
+            requests += 1
+        return CheckRunRef(id=run_id, name=name, url=url, annotations=len(items), requests=requests)
+
     # ------------------------------------------------------------------ people
 
     def role(self, user: str) -> Role:
@@ -489,6 +564,78 @@ class GitHubEdge:
             self._repo.get_workflow(workflow).create_dispatch(ref, inputs, throw=True)
 
         self._call(f"dispatch {workflow} on {ref}", op)
+
+    # ------------------------------------------------------------------ pull-request reviews (inline notes)
+
+    def upsert_review_notes(
+        self, number: int, head_sha: str, marker: str, body: str, notes: Sequence[ReviewNote], replaced_body: str
+    ) -> ReviewRef:
+        """opgate's one pull-request review of `head_sha` with `notes` as inline comments (side RIGHT, GitHub's
+        "create a review" with `comments`), found again by `marker` and opgate's login: a re-run whose notes sit on
+        the same lines edits their text and removes the comments no longer wanted; notes on other lines make a new
+        review, and the earlier one loses opgate's comments and gets `replaced_body` (a submitted review cannot be
+        deleted). Nothing to place and nothing to clear: no write. A person's review or comment is never touched."""
+        self.login()
+        wanted = {(n.path, n.line): n.body for n in notes}
+
+        def op() -> ReviewRef:
+            pull = self._repo.get_pull(number)
+            marked = [
+                r
+                for r in pull.get_reviews()
+                if self._mine(r.user) and r.commit_id == head_sha and (r.body or "").lstrip().startswith(marker)
+            ]
+            current = marked[-1] if marked else None
+            if current is not None:
+                comments = [c for c in pull.get_single_review_comments(current.id) if self._mine(c.user)]
+                have = {(c.path, c.line if c.line is not None else c.original_line): c for c in comments}
+                if wanted and set(wanted) <= set(have):
+                    edited = self._keep_review(current, have, wanted, body)
+                    self._clear_reviews(pull, marked[:-1], replaced_body)
+                    return ReviewRef(id=current.id, updated=edited, comments=len(wanted), url=current.html_url or "")
+            if not wanted:
+                self._clear_reviews(pull, marked, replaced_body)
+                return ReviewRef(id=None, replaced=current.id if current is not None else None)
+            commit = Commit(self._repo.requester, {}, {"sha": head_sha, "url": f"{self._repo.url}/commits/{head_sha}"})
+            comments_in = [{"path": p, "line": ln, "side": "RIGHT", "body": text} for (p, ln), text in wanted.items()]
+            created = pull.create_review(commit=commit, body=body, event="COMMENT", comments=comments_in)  # type: ignore[arg-type]
+            self._check_author(created.user, f"review {created.id} on #{number}")
+            self._clear_reviews(pull, marked, replaced_body)
+            return ReviewRef(
+                id=created.id,
+                created=True,
+                replaced=current.id if current is not None else None,
+                comments=len(wanted),
+                url=created.html_url or "",
+            )
+
+        return self._call(f"post opgate's review of {head_sha[:12]} on #{number}", op)
+
+    def _keep_review(
+        self, review: Any, have: dict[tuple[str, int], Any], wanted: dict[tuple[str, int], str], body: str
+    ) -> bool:
+        """Edit our review in place: each wanted comment's text, our other comments removed, the body. Whether
+        anything changed."""
+        edited = False
+        for place, comment in have.items():
+            if place not in wanted:
+                comment.delete()
+                edited = True
+            elif comment.body != wanted[place]:
+                comment.edit(wanted[place])
+                edited = True
+        if (review.body or "") != body:
+            review.edit(body)
+            edited = True
+        return edited
+
+    def _clear_reviews(self, pull: Any, reviews: Iterable[Any], replaced_body: str) -> None:
+        """Remove opgate's comments from its earlier reviews of this head and mark each replaced."""
+        for review in reviews:
+            for comment in pull.get_single_review_comments(review.id):
+                if self._mine(comment.user):
+                    comment.delete()
+            review.edit(replaced_body)
 
     # ------------------------------------------------------------------ retries and errors
 

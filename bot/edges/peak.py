@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.edges.machine import cpu_name
-from bot.verdict.throughput import Peak
+from bot.models.evidence import Peak
 
 log = logging.getLogger(__name__)
 

@@ -309,4 +309,42 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE main_resources_arch RENAME TO main_resources
         """,
     ),
+    (
+        8,
+        """
+        CREATE TABLE agent_expectations (
+            id {pk},
+            review_id {bigint} NOT NULL REFERENCES reviews (id),
+            created_at TEXT NOT NULL,
+            head_sha TEXT NOT NULL,
+            pr INTEGER,
+            kernel TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            expected TEXT NOT NULL,
+            quantity TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            expected_value {real},
+            measured {real},
+            low {real},
+            high {real},
+            unit TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            note TEXT NOT NULL
+        );
+        CREATE INDEX agent_expectations_domain ON agent_expectations (domain, created_at);
+        CREATE TABLE agent_proposals (
+            id {pk},
+            review_id {bigint} REFERENCES reviews (id),
+            created_at TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            kernel TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            passed INTEGER NOT NULL
+        );
+        CREATE INDEX agent_proposals_domain ON agent_proposals (domain, created_at)
+        """,
+    ),
 ]

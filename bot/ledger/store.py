@@ -8,10 +8,23 @@ from typing import Any
 
 from bot.ledger.db import Database, now
 from bot.ledger.schema import MIGRATIONS
-from bot.models.ledger import AcceptanceRow, BaselineRow, CachedReply, ReservationRow, UsageRow, VerdictRow
+from bot.models.ledger import (
+    AcceptanceRow,
+    BaselineRow,
+    CachedReply,
+    ExpectationRow,
+    MainCaseRow,
+    MainResourceRow,
+    ProposalRow,
+    ReservationRow,
+    UsageRow,
+    VerdictRow,
+)
 from bot.models.report import Report
 
 _USAGE_COLUMNS = list(UsageRow.model_fields)
+_EXPECTATION_COLUMNS = list(ExpectationRow.model_fields)
+_PROPOSAL_COLUMNS = ["created_at", "domain", "kernel", "kind", "name", "verdict", "passed"]
 
 
 def open_ledger(url: str, *, create: bool = False) -> Ledger:
@@ -78,6 +91,10 @@ class Ledger:
     # -- reviews and verdicts -----------------------------------------------------------------
 
     def record_review(self, report: Report) -> int:
+        """The review, its kernels' verdicts, its agents' expectations beside the measurements and what the agent
+        proposed that was judged (candidate patches), in one transaction; those rows are dated when the review ran
+        (the report's created_at)."""
+        created = report.created_at or now()
         with self.db.transaction() as tx:
             row = tx.one(
                 "INSERT INTO reviews (created_at, base_sha, head_sha, pr, verdict, report_json)"
@@ -91,7 +108,41 @@ class Ledger:
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (review_id, k.name, k.domain, int(k.changed), k.verdict, json.dumps(k.reasons)),
                 )
+            for e in expectation_rows(report, review_id, created):
+                data = e.model_dump()
+                tx.execute(
+                    f"INSERT INTO agent_expectations ({', '.join(data)}) VALUES ({', '.join('?' for _ in data)})",
+                    list(data.values()),
+                )
+            for p in proposal_rows(report, created):
+                tx.execute(
+                    f"INSERT INTO agent_proposals (review_id, {', '.join(_PROPOSAL_COLUMNS)})"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (review_id, p.created_at, p.domain, p.kernel, p.kind, p.name, p.verdict, int(p.passed)),
+                )
         return review_id
+
+    def expectations(self, *, since: str | None = None, domain: str | None = None) -> list[ExpectationRow]:
+        """The agent's expected metrics beside what was measured, every recorded review's, in insertion order."""
+        where, params = _filters(domain=domain, since=since)
+        cols = ", ".join(_EXPECTATION_COLUMNS)
+        rows = self.db.rows(f"SELECT {cols} FROM agent_expectations{where} ORDER BY id", params)
+        return [ExpectationRow.model_validate(r) for r in rows]
+
+    def proposals(self, *, since: str | None = None) -> list[ProposalRow]:
+        """What the agent proposed and the local runner judged: the candidates and agent cases of recorded reviews,
+        then the `opgate tune` candidates the agent proposed (tuning_trials of source `agent`, not a re-verify)."""
+        where, params = _filters(since=since)
+        rows = self.db.rows(f"SELECT {', '.join(_PROPOSAL_COLUMNS)} FROM agent_proposals{where} ORDER BY id", params)
+        tune_where, tune_params = ("AND t.created_at >= ?", [since]) if since else ("", [])
+        rows += self.db.rows(
+            "SELECT t.created_at, r.domain, t.kernel, 'tune' AS kind, t.candidate_key AS name, t.verdict,"
+            " CASE WHEN t.verdict = 'pass' THEN 1 ELSE 0 END AS passed"
+            " FROM tuning_trials t JOIN tuning_runs r ON r.run_id = t.run_id"
+            f" WHERE t.source = 'agent' AND t.verify_of = '' {tune_where} ORDER BY t.id",
+            tune_params,
+        )
+        return [ProposalRow.model_validate({**r, "passed": bool(r["passed"])}) for r in rows]
 
     def latest_review(self, head_sha: str) -> Report | None:
         row = self.db.one("SELECT report_json FROM reviews WHERE head_sha = ? ORDER BY id DESC LIMIT 1", (head_sha,))
@@ -210,6 +261,37 @@ class Ledger:
         row = self.db.one("SELECT * FROM baselines WHERE cache_key = ? ORDER BY id LIMIT 1", (cache_key,))
         return BaselineRow.model_validate({k: v for k, v in row.items() if k != "id"}) if row else None
 
+    # -- main's history, as the agent's prompt reads it ----------------------------------------
+
+    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainCaseRow]:
+        """One kernel's case figures at one main commit: `prefer_sha` when main's history holds it, else the latest
+        commit that has figures of the kernel; empty when none was recorded (bot/mainline writes them)."""
+        sha = self._main_sha("main_figures", kernel, prefer_sha)
+        if sha is None:
+            return []
+        rows = self.db.rows(
+            "SELECT * FROM main_figures WHERE kernel = ? AND sha = ? ORDER BY device_name, id", (kernel, sha)
+        )
+        return [MainCaseRow.model_validate(r) for r in rows]
+
+    def main_resource_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainResourceRow]:
+        """One kernel's compiled functions at one main commit (chosen as main_case_figures chooses), per arch."""
+        sha = self._main_sha("main_resources", kernel, prefer_sha)
+        if sha is None:
+            return []
+        rows = self.db.rows(
+            "SELECT * FROM main_resources WHERE kernel = ? AND sha = ? ORDER BY arch, function", (kernel, sha)
+        )
+        return [MainResourceRow.model_validate(r) for r in rows]
+
+    def _main_sha(self, table: str, kernel: str, prefer_sha: str | None) -> str | None:
+        if prefer_sha and self.db.one(f"SELECT 1 AS x FROM {table} WHERE kernel = ? AND sha = ?", (kernel, prefer_sha)):
+            return prefer_sha
+        row = self.db.one(
+            f"SELECT sha FROM {table} WHERE kernel = ? ORDER BY committed_at DESC, id DESC LIMIT 1", (kernel,)
+        )
+        return str(row["sha"]) if row else None
+
     # -- response cache -----------------------------------------------------------------------
 
     def cached_reply(self, cache_key: str) -> CachedReply | None:
@@ -224,6 +306,42 @@ class Ledger:
             f"INSERT INTO agent_response_cache ({cols}) VALUES ({marks}) ON CONFLICT (cache_key) DO NOTHING",
             list(data.values()),
         )
+
+
+def expectation_rows(report: Report, review_id: int, created_at: str) -> list[ExpectationRow]:
+    """Each kernel agent's expectation checks as ledger rows."""
+    return [
+        ExpectationRow(
+            review_id=review_id,
+            created_at=created_at,
+            head_sha=report.head_sha,
+            pr=report.pr,
+            kernel=a.kernel or "",
+            domain=a.domain or "",
+            metric=c.metric,
+            expected=json.dumps(c.expected),
+            **c.model_dump(exclude={"metric", "expected"}),
+        )
+        for a in report.agents
+        for c in a.expectations
+    ]
+
+
+def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
+    """The agent's candidate patches the review judged (`--try-candidates`): passed when every gate passed."""
+    return [
+        ProposalRow(
+            created_at=created_at,
+            domain=k.domain,
+            kernel=k.name,
+            kind="candidate",
+            name=k.name,
+            verdict=k.candidate.verdict,
+            passed=k.candidate.verdict == "pass",
+        )
+        for k in report.kernels
+        if k.candidate is not None
+    ]
 
 
 def acceptance_row(r: dict[str, Any]) -> AcceptanceRow:

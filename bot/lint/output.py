@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel
 
 from bot.lint.findings import SEVERITIES, Finding, Severity
 from bot.text.safe import one_line
@@ -37,10 +38,16 @@ def format_summary(findings: Sequence[Finding]) -> str:
     return f"opgate lint: {n['error']} error(s), {n['warning']} warning(s), {n['info']} info"
 
 
+class LintOutput(BaseModel):
+    """`opgate lint --json`: the findings and their counts per severity."""
+
+    findings: list[Finding]
+    counts: dict[str, int]
+
+
 def format_json(findings: Sequence[Finding]) -> str:
     """`{"findings": [...], "counts": {"error": n, "warning": n, "info": n}}`."""
-    body = {"findings": [f.model_dump() for f in findings], "counts": counts(findings)}
-    return json.dumps(body, indent=2, ensure_ascii=False)
+    return LintOutput(findings=list(findings), counts=counts(findings)).model_dump_json(indent=2)
 
 
 def exit_code(findings: Iterable[Finding], fail_on: Iterable[Severity] = ("error",)) -> int:

@@ -16,7 +16,7 @@ from bot.models.report import CaseReport, CaseStatus, KernelReport
 
 SCHEMA = "opgate.bisect/1"
 DEFAULT_BUDGET_MIN = 20.0
-REMEASURE = 2  # re-measurements of a step the review left undecided, each longer and in more processes
+LONGER = 4  # a probe's one sequential measurement may run this many times the review's caps (it stops when decided)
 MAX_SKIPS = 3  # commits that do not build (or cannot be judged) before the bisection gives up
 
 Side = Literal["good", "bad", "undecided", "skipped", "error"]
@@ -39,7 +39,7 @@ class BisectStep(_Model):
     )
     verdict: str = Field(description="the case's review verdict (pass|fail|inconclusive|skipped|error) at the end")
     why: str = Field(description="one line: what decided the side")
-    measurements: int = Field(1, description="reviews of this commit against the good build (1 + re-measurements)")
+    measurements: int = Field(1, description="reviews of this commit against the good build (one sequential one)")
     attempts: int = Field(1, description="judge runs in fresh processes, every measurement together")
     regression_pct: float | None = Field(None, description="p50 against the good build, in %")
     ci95_pct: list[float] | None = Field(None, description="its 95% interval, in %")
@@ -63,7 +63,10 @@ class Plan(_Model):
     candidates: int = Field(description="those whose change touches the kernel's globs (the others are skipped)")
     max_probes: int = Field(description="⌈log2 candidates⌉ + 1 (the bad end first, to confirm it)")
     max_skips: int = MAX_SKIPS
-    remeasure: int = Field(REMEASURE, description="re-measurements of an undecided probe, at most")
+    longer: int = Field(
+        LONGER,
+        description="a probe's caps (seconds, processes, samples) in times the review's: one sequential measurement",
+    )
     budget_s: float
 
     @property
@@ -118,17 +121,17 @@ class BisectReport(_Model):
         return self.kernel, self.case_name, self.device_name
 
 
-def plan(commits: int, candidates: int, budget_s: float, remeasure: int = REMEASURE) -> Plan:
+def plan(commits: int, candidates: int, budget_s: float) -> Plan:
     steps = math.ceil(math.log2(candidates)) + 1 if candidates > 1 else candidates
-    return Plan(commits=commits, candidates=candidates, max_probes=steps, remeasure=remeasure, budget_s=budget_s)
+    return Plan(commits=commits, candidates=candidates, max_probes=steps, budget_s=budget_s)
 
 
 def plan_text(p: Plan, kernel: str, case: str, good: str, bad: str) -> str:
     return (
         f"bisect {kernel}/{case}: {good[:12]}..{bad[:12]}, {p.commits} commit(s) on main's first-parent line, "
         f"{p.candidates} touch the kernel ({p.untouched} skipped unbuilt); at most {p.max_probes} probe(s) "
-        f"(+1 per commit that does not build, {p.max_skips} at most), each re-measured up to {p.remeasure} "
-        f"time(s) when undecided; budget {p.budget_s / 60:g} min"
+        f"(+1 per commit that does not build, {p.max_skips} at most), each one sequential measurement that may run "
+        f"{p.longer}x the review's timing caps and stops once decided; budget {p.budget_s / 60:g} min"
     )
 
 
@@ -238,9 +241,16 @@ def wanted(stored: BisectReport | None) -> bool:
     return stored is None or stored.verdict in ("undecided", "error")
 
 
-def longer(measure: MeasureSettings, k: int) -> MeasureSettings:
-    """The k-th re-measurement's settings: 2^k times the timing cap, in 2^k times the processes (up to the most)."""
-    if k <= 0:
+def longer(measure: MeasureSettings, factor: int = LONGER) -> MeasureSettings:
+    """A probe's settings: the review's sequential rule with `factor` times its caps (seconds, processes, samples).
+    The floor (min_processes) stays the review's, so a probe whose interval clears the limit early stops as early
+    as a review would; only an undecided one runs on, up to the longer caps, instead of being reviewed again."""
+    if factor <= 1:
         return measure
-    processes = max(measure.min_processes, min(measure.max_processes, measure.min_processes * 2**k))
-    return measure.model_copy(update={"max_seconds": measure.max_seconds * 2**k, "min_processes": processes})
+    return measure.model_copy(
+        update={
+            "max_seconds": measure.max_seconds * factor,
+            "max_processes": measure.max_processes * factor,
+            "max_samples": measure.max_samples * factor,
+        }
+    )

@@ -1,5 +1,6 @@
 """A bisection run for real: main's commits between two builds, each step a review of one commit against the good
-build (the review's judge, sandbox, statistics and build cache), re-measured while undecided, within a budget."""
+build (the review's judge, sandbox, statistics and build cache) in one sequential measurement with longer caps,
+within a budget."""
 
 from __future__ import annotations
 
@@ -38,7 +39,6 @@ class BisectRequest:
     bad: str
     work: Path  # where the steps' reviews may write (the agent's candidates folder; nothing is asked offline)
     budget_s: float = bisect.DEFAULT_BUDGET_MIN * 60
-    remeasure: int = bisect.REMEASURE
     require_isolation: bool = False
 
 
@@ -94,7 +94,7 @@ class _Run:
         estimate = sum(self.durations) / len(self.durations) if self.durations else 0.0
         return self.elapsed() + estimate > self.req.budget_s
 
-    def reviewer(self, sha: str, k: int, limit_pct: float | None) -> Reviewer:
+    def reviewer(self, sha: str, limit_pct: float | None) -> Reviewer:
         """The review of one step; building it raises for what no step can fix (no runner, no sandbox)."""
         from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when a step is measured
 
@@ -111,51 +111,47 @@ class _Run:
             resource_check=False,
             require_isolation=r.require_isolation,
         )
-        settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure, k)})
+        settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure)})
         return Reviewer(request, settings, self.ledger)
 
     def step(self, sha: str, subject: str, position: int, split: float | None) -> BisectStep:
         """Review one commit against the good build (judged against `split` when given, else the case's own limit)
-        until a side is decided, or the re-measurements run out."""
+        in one sequential measurement: the judge's own rule, stopping once the interval clears the limit, with
+        `bisect.LONGER` times the review's caps — never a second review of the same commit."""
         found: Side = "undecided"
         why, verdict, attempts, measurements, seconds = "the time budget was spent first", "skipped", 0, 0, 0.0
         figures: dict[str, object] = {}
-        for k in range(self.req.remeasure + 1):
-            if self.over_budget():
-                why = f"{why}; the time budget was spent before a re-measurement" if measurements else why
-                break
+        if not self.over_budget():
             start = time.monotonic()
-            reviewer = self.reviewer(sha, k, split)
+            reviewer = self.reviewer(sha, split)
             try:
                 report = reviewer.run()
             except OpgateError as exc:  # this commit could not be reviewed (no manifest, no such kernel …)
+                report = None
                 found, why = "skipped", f"could not be reviewed: {one_line(exc, limit=300)}"
-                measurements += 1
-                break
             finally:
                 self.durations.append(time.monotonic() - start)
-                seconds += time.monotonic() - start
-            measurements += 1
-            kernel = next((x for x in report.kernels if x.name == self.req.kernel), None)
-            case = next((c for c in kernel.cases if c.name == self.req.case), None) if kernel else None
-            found, why = bisect.side(kernel, case)
-            attempts += case.attempts if case is not None else 1
-            if case is not None:
-                verdict = case.verdict
-                figures = {
-                    "regression_pct": case.regression_pct,
-                    "ci95_pct": case.ci95_pct,
-                    "p50_ms": case.p50_ms,
-                    "base_p50_ms": case.base_p50_ms,
-                }
-                if split is None and case.max_regression_pct is not None:
-                    self.limit = case.max_regression_pct  # the gate's own limit (the bad end is judged by it)
-                if case.device == "cuda":
-                    self.device_name = report.environment.gpu or "cuda"
-            if found != "undecided":
-                break
+                seconds = time.monotonic() - start
+            measurements = 1
+            if report is not None:
+                kernel = next((x for x in report.kernels if x.name == self.req.kernel), None)
+                case = next((c for c in kernel.cases if c.name == self.req.case), None) if kernel else None
+                found, why = bisect.side(kernel, case)
+                attempts = case.attempts if case is not None else 1
+                if case is not None:
+                    verdict = case.verdict
+                    figures = {
+                        "regression_pct": case.regression_pct,
+                        "ci95_pct": case.ci95_pct,
+                        "p50_ms": case.p50_ms,
+                        "base_p50_ms": case.base_p50_ms,
+                    }
+                    if split is None and case.max_regression_pct is not None:
+                        self.limit = case.max_regression_pct  # the gate's own limit (the bad end is judged by it)
+                    if case.device == "cuda":
+                        self.device_name = report.environment.gpu or "cuda"
         if found == "undecided" and measurements:
-            why = f"{why} after {measurements} measurement(s)"
+            why = f"{why} at the end of one sequential measurement with {bisect.LONGER}x the review's caps"
         step = BisectStep(
             sha=sha,
             subject=subject,
@@ -176,7 +172,7 @@ def run(req: BisectRequest, settings: Settings, ledger: Ledger, say: Say) -> Bis
     """Bisect (good, bad] for the case: the plan first (printed), then the steps, then what was found."""
     found = line(req.repo, req.kernel, req.case, req.good, req.bad, settings.repo_config)
     cands = found.touching
-    p = bisect.plan(len(found.commits), len(cands), req.budget_s, req.remeasure)
+    p = bisect.plan(len(found.commits), len(cands), req.budget_s)
     say(f"opgate: {bisect.plan_text(p, req.kernel, req.case, req.good, req.bad)}")
     state = _Run(req, settings, ledger, say)
     search = Search(len(cands))

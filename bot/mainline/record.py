@@ -7,6 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from bot.edges.machine import device_key
+from bot.models.ledger import p50_band
 from bot.models.report import CaseReport, KernelReport, Report, Resource
 from bot.verdict.occupancy import occupancy, table
 
@@ -62,9 +63,7 @@ class CaseFigure(_Row):
     @property
     def band_ms(self) -> tuple[float, float] | None:
         """The 95% CI of the ratio as a p50 band in ms (base p50 × (1 + CI)); None without both."""
-        if self.base_p50_ms is None or self.ci_low_pct is None or self.ci_high_pct is None:
-            return None
-        return self.base_p50_ms * (1 + self.ci_low_pct / 100), self.base_p50_ms * (1 + self.ci_high_pct / 100)
+        return p50_band(self.base_p50_ms, self.ci_low_pct, self.ci_high_pct)
 
 
 class ResourceFigure(_Row):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 STATUS_STATES = ("error", "failure", "pending", "success")
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes")
@@ -104,3 +104,57 @@ class FileBlob(_Result):
     path: str
     content: bytes | None
     mode: Literal["100644", "100755"] = "100644"
+
+
+class ReviewNote(_Result):
+    """One inline comment of a pull-request review: a line of head's file (GitHub's side RIGHT) and its text."""
+
+    path: str
+    line: int
+    body: str
+
+
+class ReviewRef(_Result):
+    """opgate's pull-request review of one head commit: created, edited in place, or replaced by a new one."""
+
+    id: int | None  # None: no review (no note to place and none to clear)
+    created: bool = False
+    updated: bool = False  # comments or the body edited in place
+    replaced: int | None = None  # the earlier review for this head whose comments were removed
+    comments: int = 0
+    url: str = ""
+
+
+AnnotationLevel = Literal["notice", "warning", "failure"]
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+
+
+class Annotation(_Result):
+    """One check-run annotation as GitHub's Checks API takes it (`output.annotations[]`): a finding on head's lines.
+
+    GitHub's limits: `title` at most 255 characters, `message` at most 64 KB, lines from 1, at most 50 annotations a
+    request (further ones in PATCHes of the same check run, which append)."""
+
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    annotation_level: AnnotationLevel
+    message: str = Field(min_length=1, max_length=4096)
+    title: str = Field("", max_length=255)
+
+    def payload(self) -> dict[str, str | int]:
+        """The JSON object GitHub takes (no empty title)."""
+        body: dict[str, str | int] = self.model_dump(exclude={"title"})
+        if self.title:
+            body["title"] = self.title
+        return body
+
+
+class CheckRunRef(_Result):
+    """A check run opgate created, with how many annotations it carries and how many requests carried them."""
+
+    id: int
+    name: str
+    url: str = ""  # html_url
+    annotations: int = 0
+    requests: int = 0  # the POST and every PATCH that added annotations

@@ -1,10 +1,11 @@
-"""The ledger's rows as pydantic models: agent usage, acceptances, verdicts, reservations, cached replies."""
+"""The ledger's rows as pydantic models: agent usage, acceptances, verdicts, reservations, cached replies, the
+agent's expectations and proposals."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 UsageStatus = Literal["ok", "error", "cached", "over_budget"]
 UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
@@ -107,3 +108,83 @@ class CachedReply(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     created_at: str
+
+
+class ExpectationRow(BaseModel):
+    """One row of `agent_expectations`: an agent's expected metric beside what the review measured (a report's
+    ExpectationCheck, with the review, kernel and domain it belongs to)."""
+
+    review_id: int = 0
+    created_at: str = ""
+    head_sha: str = ""
+    pr: int | None = None
+    kernel: str
+    domain: str
+    metric: str
+    expected: str = Field(description="the agent's value as JSON (a number or a string)")
+    quantity: str = ""
+    subject: str = ""
+    expected_value: float | None = None
+    measured: float | None = None
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    outcome: Literal["inside", "outside", "not_measured"]
+    note: str = ""
+
+
+ProposalKind = Literal["candidate", "tune", "agent_case"]
+
+
+class ProposalRow(BaseModel):
+    """Something the agent proposed and the local runner judged: a candidate patch (`--try-candidates`), an
+    `opgate tune` candidate the agent proposed, a case of its test matrix. `passed`: the candidate passed its gates,
+    or the agent's case found a bug (head fails where base passes)."""
+
+    created_at: str
+    domain: str
+    kernel: str
+    kind: ProposalKind
+    name: str = ""
+    verdict: str
+    passed: bool
+
+
+def p50_band(base_p50_ms: float | None, low_pct: float | None, high_pct: float | None) -> tuple[float, float] | None:
+    """A paired interval of head/base as a p50 band in ms (base p50 × (1 + the interval)); None without all three."""
+    if base_p50_ms is None or low_pct is None or high_pct is None:
+        return None
+    return base_p50_ms * (1 + low_pct / 100), base_p50_ms * (1 + high_pct / 100)
+
+
+class MainCaseRow(BaseModel):
+    """One case figure of main's history as the agent's prompt reads it (main_figures)."""
+
+    sha: str
+    case_name: str
+    device_name: str
+    p50_ms: float
+    base_p50_ms: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    max_abs_err: float | None = None
+    verdict: str
+    committed_at: str
+
+    @property
+    def band_ms(self) -> tuple[float, float] | None:
+        """The p50's 95 % interval in ms (its parent's p50 × (1 + the paired interval)); None without both."""
+        return p50_band(self.base_p50_ms, self.ci_low_pct, self.ci_high_pct)
+
+
+class MainResourceRow(BaseModel):
+    """One compiled function of main's history as the agent's prompt reads it (main_resources)."""
+
+    sha: str
+    function: str
+    arch: str
+    registers: int
+    spill_bytes: int = 0
+    smem_bytes: int = 0
+    stack_bytes: int = 0
+    threads: int | None = None

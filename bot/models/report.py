@@ -1,13 +1,15 @@
-"""The `report.json` contract (schema opgate.report/1) as pydantic models."""
+"""The `report.json` contract (schema opgate.report/2; /1 reports still read) as pydantic models."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA = "opgate.report/1"
+from bot.models.finding import Finding
+
+SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
 
 
 class CaseStatus(StrEnum):
@@ -294,8 +296,14 @@ class CaseReport(_Model):
         None, description="judge wall time of the whole case, probes and a re-measurement included"
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(
+        default_factory=list, description="its findings, rendered in English (bot/verdict/messages.py)"
+    )
+    findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
+    base_correct: bool | None = Field(
+        None, description="base right on the same inputs and probes (None: base was not checked on them)"
+    )
 
 
 class DiffStat(_Model):
@@ -318,6 +326,45 @@ ReportVerdict = Literal["pass", "fail", "error", "undecided", "needs_accept"]
 VERDICT_ORDER = ("error", "fail", "needs_accept", "undecided", "pass", "skipped")  # the worst first
 
 
+class ProposedCase(BaseModel):
+    """One entry of the agent's test matrix as its reply gives it (untrusted: base's [agent_cases] admits it or not)."""
+
+    model_config = ConfigDict(extra="allow")  # an unknown key is refused with its reason, never dropped unseen
+
+    name: str  # any text: the reply's size bounds it, a refusal shows its first 64 characters
+    shape: dict[str, Any] = Field(default_factory=dict, max_length=16)
+    params: dict[str, Any] = Field(default_factory=dict, max_length=16)
+
+
+AgentCaseVerdict = Literal["pass", "fail", "base_fails", "not_judged"]
+
+
+class AgentCaseReport(_Model):
+    """One agent case the judge ran: pass, fail (head wrong where base is right), base fails too, or not judged."""
+
+    name: str
+    shape: dict[str, int]
+    params: dict[str, Any] = Field(default_factory=dict)
+    verdict: AgentCaseVerdict
+    reasons: list[str] = Field(default_factory=list)
+    case: CaseReport = Field(description="the judge's evidence, as for any case (its latency reported, not gated)")
+
+
+class AgentCaseRefusal(_Model):
+    name: str
+    reason: str
+
+
+class AgentCasesReport(_Model):
+    """The agent's test matrix for one kernel: what base's [agent_cases] admitted and refused, and the verdicts."""
+
+    agent: str = Field(description="who proposed them (the task's model)")
+    proposed: int
+    cases: list[AgentCaseReport] = Field(default_factory=list)
+    refused: list[AgentCaseRefusal] = Field(default_factory=list)
+    note: str = Field("", description="why none ran (no [agent_cases] in base's manifest …)")
+
+
 class KernelReport(_Model):
     name: str
     domain: str
@@ -331,6 +378,11 @@ class KernelReport(_Model):
         default_factory=list, description="why only a person's /accept can pass it (verdict needs_accept)"
     )
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
+    findings: list[Finding] = Field(
+        default_factory=list,
+        description="what the gates found, as data: reasons, undecided, accept_needed and notes are rendered from "
+        "them (a line made outside the gates may have none)",
+    )
     build: Build | None = None
     base_build: Build | None = None
     resource_check: ResourceCheckReport | None = Field(None, description="the first architecture the kernel ships for")
@@ -342,10 +394,43 @@ class KernelReport(_Model):
         None, description="--try-candidates: the agent's patch on top of head, through the same gates"
     )
     diff: DiffStat | None = Field(None, description="the change to the kernel's files (the CI summary reads it)")
+    agent_cases: AgentCasesReport | None = Field(
+        None, description="the agent's test matrix, run after the manifest's cases (only adds evidence)"
+    )
 
     def resource_checks(self) -> list[ResourceCheckReport]:
         """The resource check of every architecture, the first one first."""
         return ([self.resource_check] if self.resource_check is not None else []) + list(self.arch_checks)
+
+
+class ExpectationCheck(_Model):
+    """One `expected_metrics` entry of the agent held against what the review measured (bot/verdict/expectations.py).
+
+    inside: the expected value lies in the measured 95 % interval (a p50 change), equals the exact figure ptxas or the
+    occupancy table gives (registers, spills, shared memory, occupancy), or bounds the measured error from above
+    (max_abs_err); outside: it does not; not_measured: no measurement of this review matches the name (or the value
+    is not a number)."""
+
+    metric: str = Field(description="the agent's name for it (untrusted text)")
+    expected: float | str = Field(description="the agent's value, as it sent it")
+    quantity: str = Field("", description="what it was matched to: p50 change, p50, max_abs_err, registers, …")
+    subject: str = Field("", description="the case, or the function (and architecture), whose figure it is")
+    expected_value: float | None = Field(None, description="the expected value in the measured figure's unit")
+    measured: float | None = None
+    low: float | None = Field(None, description="the measured 95 % interval's low end (a p50 change or p50)")
+    high: float | None = None
+    unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
+    outcome: Literal["inside", "outside", "not_measured"]
+    note: str = Field("", description="why it was not measured, or how the value was read")
+
+
+class InlineNote(_Model):
+    """A risk note that names a file and a line of the diff (head's side): posted on that line, in opgate's pull-request
+    review of the head commit (bot/review/notes.py places it; the note's text is the agent's, untrusted)."""
+
+    path: str = Field(description="the repository path the diff names")
+    line: int = Field(description="the line in head's file, inside a hunk of the diff")
+    note: str = Field(description="the risk note as the agent wrote it")
 
 
 class AgentReport(_Model):
@@ -366,6 +451,17 @@ class AgentReport(_Model):
     candidate_patch: str | None = None
     local_commands: list[str] = Field(default_factory=list)
     expected_metrics: dict[str, float | str] = Field(default_factory=dict)
+    inline_notes: list[InlineNote] = Field(
+        default_factory=list, description="the risk notes that name a line inside the diff (posted on that line)"
+    )
+    expectations: list[ExpectationCheck] = Field(
+        default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
+    )
+    test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
+    inputs: list[str] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
+    inputs_missing: list[str] = Field(
+        default_factory=list, description="materials the domain asks for that were not available or left out for size"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
@@ -467,7 +563,7 @@ class Isolation(_Model):
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1"] = Field("opgate.report/1", alias="schema")
+    schema_: Literal["opgate.report/1", "opgate.report/2"] = Field(SCHEMA, alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

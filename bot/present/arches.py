@@ -6,6 +6,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from bot.models.finding import Outcome
 from bot.models.report import CaseReport, KernelReport, Resource, ResourceCheckReport
 from bot.verdict.gate import match_base
 from bot.verdict.throughput import peak_pct
@@ -55,7 +56,8 @@ def arch_blocks(k: KernelReport, resource_notes: list[str]) -> list[ArchBlock]:
     every resource reason opens it; with several each note and reason goes to the architecture it names."""
     checks = k.resource_checks()
     named = len(checks) > 1
-    lines = [r for r in (*k.reasons, *k.undecided) if r.startswith("resource: ")]
+    opens = (Outcome.fail, Outcome.error, Outcome.undecided)
+    failing = [f for f in k.findings if f.key.startswith("resources.") and f.outcome in opens]
     blocks = []
     for i, check in enumerate(checks or [None]):
         if i == 0:  # the first architecture's functions, where the review kept them in the builds
@@ -65,7 +67,7 @@ def arch_blocks(k: KernelReport, resource_notes: list[str]) -> list[ArchBlock]:
             assert check is not None  # checks[i] for i > 0
             head, base = check.head, check.base
         arch = check.arch if check else "sm_90a"
-        mine = [ln for ln in lines if not named or _about(ln, arch)]
+        mine = [f for f in failing if not named or f.arch == arch]
         notes = [n for n in resource_notes if not named or _about(n, arch) or (i == 0 and not _any(n, checks))]
         blocks.append(
             ArchBlock(

@@ -8,6 +8,8 @@ from typing import Any
 
 from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, KernelReport, RunnerHealth
 from bot.present.digest import STOP_REASONS, Counts, KernelView, Line, undecided_summary
+from bot.text.i18n import N_
+from bot.text.i18n import gettext as _
 from bot.text.safe import Safe, code, untrusted
 
 ICONS = {
@@ -21,19 +23,33 @@ ICONS = {
 }
 # What a verdict says after the kernel's name in the headline and its section.
 VERDICT_WORDS = {
-    "pass": "passes every gate",
-    "fail": "fails a gate",
-    "error": "could not be judged",
-    "skipped": "had no case to run",
-    "undecided": "is undecided: not everything it changes was judged",
-    "needs_accept": "needs /accept: nothing failed, but only a person can accept it",
+    "pass": N_("passes every gate"),
+    "fail": N_("fails a gate"),
+    "error": N_("could not be judged"),
+    "skipped": N_("had no case to run"),
+    "undecided": N_("is undecided: not everything it changes was judged"),
+    "needs_accept": N_("needs /accept: nothing failed, but only a person can accept it"),
 }
+# A verdict's own word (headings, tables); report.json keeps the enum's value.
+VERDICT_LABELS = {
+    "pass": N_("pass"),
+    "fail": N_("fail"),
+    "error": N_("error"),
+    "skipped": N_("skipped"),
+    "inconclusive": N_("inconclusive"),
+    "undecided": N_("undecided"),
+    "needs_accept": N_("needs accept"),
+}
+
+
+def verdict_label(verdict: str) -> Safe:
+    return Safe(_(VERDICT_LABELS[verdict]) if verdict in VERDICT_LABELS else untrusted(verdict))
 
 
 def verdict_words(k: KernelReport) -> Safe:
     """What a kernel's verdict says after its name: "is undecided: latency undecided on 2 cases" where counted."""
     summary = undecided_summary(k) if k.verdict == "undecided" else ""
-    return Safe(f"is undecided: {summary}" if summary else VERDICT_WORDS[k.verdict])
+    return Safe(_("is undecided: %(why)s", why=summary) if summary else _(VERDICT_WORDS[k.verdict]))
 
 
 def num(x: float | None, digits: int = 3) -> str:
@@ -53,33 +69,39 @@ def evidence(ln: Line, single: bool = False) -> Safe:
 
 
 _TALLY = (
-    ("fail", "fails a gate", "fail a gate"),
-    ("error", "could not be judged", "could not be judged"),
-    ("needs_accept", "needs /accept", "need /accept"),
-    ("undecided", "is undecided", "are undecided"),
-)
+    ("fail", N_("%(num)s of %(total)s kernels fails a gate"), N_("%(num)s of %(total)s kernels fail a gate"),
+     N_("%(num)s fails a gate"), N_("%(num)s fail a gate")),
+    ("error", N_("%(num)s of %(total)s kernels could not be judged"),
+     N_("%(num)s of %(total)s kernels could not be judged"),
+     N_("%(num)s could not be judged"), N_("%(num)s could not be judged")),
+    ("needs_accept", N_("%(num)s of %(total)s kernels needs /accept"), N_("%(num)s of %(total)s kernels need /accept"),
+     N_("%(num)s needs /accept"), N_("%(num)s need /accept")),
+    ("undecided", N_("%(num)s of %(total)s kernels is undecided"), N_("%(num)s of %(total)s kernels are undecided"),
+     N_("%(num)s is undecided"), N_("%(num)s are undecided")),
+)  # fmt: skip
 
 
 def tally(t: dict[str, int], total: int) -> Safe:
     """ "1 of 3 kernels fails a gate, 1 needs /accept, 1 is undecided" (the kernels that did not pass)."""
     parts: list[str] = []
-    for verdict, one, many in _TALLY:
+    for verdict, first_one, first_many, one, many in _TALLY:
         if t.get(verdict):
             n = t[verdict]
-            of = f" of {total} kernels" if not parts else ""
-            parts.append(f"{n}{of} {one if n == 1 else many}")
-    return Safe(", ".join(parts))
+            first = first_one if n == 1 else first_many  # each form its own message: the parts read as a list
+            parts.append(_(first, num=n, total=total) if not parts else _(one if n == 1 else many, num=n))
+    return Safe(_(", ").join(parts))
 
 
 def counts(n: Counts) -> Safe:
     """ "2 ran · 🚀 1 faster · 🐢 1 slower · ➖ 0 unchanged · ❌ 1 failed · ⏭️ 7 not run" (zero failures left out)."""
-    parts = [f"{n.ran} ran"]
+    parts = [_("%(n)s ran", n=n.ran)]
     if n.ran:
-        parts += [f"🚀 {n.faster} faster", f"🐢 {n.slower} slower", f"➖ {n.unchanged} unchanged"]
-    for value, label in ((n.failed, "❌ {} failed"), (n.errors, "⚠️ {} error"), (n.inconclusive, "❔ {} undecided"),
-                         (n.not_run, "⏭️ {} not run")):  # fmt: skip
+        parts += [_("🚀 %(n)s faster", n=n.faster), _("🐢 %(n)s slower", n=n.slower),
+                  _("➖ %(n)s unchanged", n=n.unchanged)]  # fmt: skip
+    for value, label in ((n.failed, N_("❌ %(n)s failed")), (n.errors, N_("⚠️ %(n)s error")),
+                         (n.inconclusive, N_("❔ %(n)s undecided")), (n.not_run, N_("⏭️ %(n)s not run"))):  # fmt: skip
         if value:
-            parts.append(label.format(value))
+            parts.append(_(label, n=value))
     return Safe(" · ".join(parts))
 
 
@@ -87,8 +109,9 @@ def built(b: Build | None, label: str) -> Safe:
     """ "head cpu ok 12.3 s", "base cpu ok (cached)", "head cuda **failed** 3.1 s"."""
     if b is None:
         return Safe("")
-    took = "(cached)" if b.cached else f"{b.seconds:.1f} s"
-    return Safe(f"{label} {b.device} {'ok' if b.ok else '**failed**'} {took}")
+    took = _("(cached)") if b.cached else f"{b.seconds:.1f} s"
+    outcome = _("ok") if b.ok else _("**failed**")
+    return Safe(f"{label} {b.device} {outcome} {took}")
 
 
 # -- the case table: one cell per gate, the failing one marked ---------------------------------------------
@@ -103,7 +126,7 @@ def err_cell(c: CaseReport) -> Safe:
     if c.max_abs_err is not None and c.max_abs_err > c.tolerance:
         return Safe(f"**{num(c.max_abs_err)}** > {num(c.tolerance)} ❌")
     if c.status == CaseStatus.incorrect:
-        return Safe(f"**wrong output** ❌ ({num(c.max_abs_err)} ≤ {num(c.tolerance)})")
+        return Safe(_("**wrong output** ❌ (%(err)s ≤ %(tol)s)", err=num(c.max_abs_err), tol=num(c.tolerance)))
     return Safe("—" if c.max_abs_err is None else f"{num(c.max_abs_err)} ≤ {num(c.tolerance)}")
 
 
@@ -116,22 +139,24 @@ def delta_cell(c: CaseReport) -> Safe:
     """Δp50 with its 95% CI; the regression that failed in bold with ❌ and the limit; ❔ when it straddles."""
     if c.regression_pct is None or not c.ci95_pct:
         if c.stop_reason in ("identical_build", "no_base"):
-            return Safe(STOP_REASONS[c.stop_reason])
+            return Safe(_(STOP_REASONS[c.stop_reason]))
         if c.p50_ms is not None:
-            return Safe("no base to compare")
-        return Safe("not timed" if c.status == CaseStatus.ok else f"not timed: {c.status.value}")
+            return Safe(_("no base to compare"))
+        return Safe(_("not timed") if c.status == CaseStatus.ok else _("not timed: %(why)s", why=c.status.value))
     limit = f" > {c.max_regression_pct:g}%" if c.max_regression_pct is not None else ""
     cpu = cpu_part(c)
     sim = c.simulated
     if sim is not None and sim.decided and sim.ratio is not None:  # the wall time straddled; the count failed it
-        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔{cpu} · **simulated x{sim.ratio:.3f}** ❌{limit}")
-    beside = cpu + (f" · simulated x{sim.ratio:.3f}" if sim is not None and sim.ratio is not None else "")
+        simulated = _("**simulated x%(ratio)s**", ratio=format(sim.ratio, ".3f"))
+        return Safe(f"{c.regression_pct:+.2f}% {_ci(c)} ❔{cpu} · {simulated} ❌{limit}")
+    ratio = sim.ratio if sim is not None else None
+    beside = cpu + (" · " + _("simulated x%(ratio)s", ratio=format(ratio, ".3f")) if ratio is not None else "")
     wall_failed = c.max_regression_pct is not None and c.ci95_pct[0] > c.max_regression_pct
     if (
         c.verdict == "fail"
         and c.status == CaseStatus.ok
         and wall_failed
-        and any(r.startswith("performance:") for r in c.reasons)
+        and any(f.key == "performance.regression" for f in c.findings)
     ):
         return Safe(f"**{c.regression_pct:+.2f}%** {_ci(c)} ❌{limit}{beside}")
     mark = " ❔" if c.verdict == "inconclusive" else ""
@@ -144,14 +169,19 @@ def cpu_part(c: CaseReport) -> str:
     if c.cpu_regression_pct is None or not c.cpu_ci95_pct:
         return ""
     low, high = c.cpu_ci95_pct
+    limit, wall = c.max_regression_pct, c.ci95_pct
+    if c.verdict == "pass" and limit is not None and wall is not None and wall[0] <= limit < wall[1] and high <= limit:
+        shown = f"{limit:g}"
+        decided = _("decided: p50 straddled %(limit)s%%", limit=shown)
+        return f" · **CPU {c.cpu_regression_pct:+.2f}%** ({low:+.2f}..{high:+.2f}) ✅ {decided}"
     if c.verdict == "fail" and c.max_regression_pct is not None and low > c.max_regression_pct:
         return f" · **CPU {c.cpu_regression_pct:+.2f}%** ({low:+.2f}..{high:+.2f}) ❌ > {c.max_regression_pct:g}%"
     return f" · CPU {c.cpu_regression_pct:+.2f}% ({low:+.2f}..{high:+.2f})"
 
 
 def stop(c: CaseReport) -> str:
-    words = STOP_REASONS.get(c.stop_reason or "", c.stop_reason or "—")
-    return words + (", re-measured in fresh processes" if c.attempts > 1 else "")
+    words = _(STOP_REASONS[c.stop_reason]) if c.stop_reason in STOP_REASONS else (c.stop_reason or "—")
+    return words + (_(", re-measured in fresh processes") if c.attempts > 1 else "")
 
 
 def cpu(use: CpuUse | None) -> str:
@@ -164,22 +194,24 @@ def cpu(use: CpuUse | None) -> str:
 def runner(h: RunnerHealth | None) -> str:
     """The machine while it measured, in one line."""
     if h is None:
-        return "not recorded"
-    parts = [f"{h.cores} cores"]
-    parts += [f"load {h.load1:g}"] if h.load1 is not None else []
-    parts += [f"governor {h.governor}"] if h.governor else []
+        return _("not recorded")
+    parts = [_("%(n)s cores", n=h.cores)]
+    parts += [_("load %(load)s", load=format(h.load1, "g"))] if h.load1 is not None else []
+    parts += [_("governor %(governor)s", governor=h.governor)] if h.governor else []
     parts += [f"{h.cpu_mhz:g} MHz"] if h.cpu_mhz else []
     if h.gpu_sm_mhz is not None:
-        parts.append(f"GPU SM {h.gpu_sm_mhz} MHz, memory {h.gpu_mem_mhz} MHz, {h.gpu_temp_c} °C")
-        parts.append("throttled: " + ", ".join(h.gpu_throttle) if h.gpu_throttle else "not throttled")
-        parts += [f"{h.gpu_other_processes} other GPU process(es)"] if h.gpu_other_processes else []
-    return ", ".join(parts)
+        parts.append(_("GPU SM %(sm)s MHz, memory %(mem)s MHz, %(temp)s °C", sm=h.gpu_sm_mhz, mem=h.gpu_mem_mhz,
+                       temp=h.gpu_temp_c))  # fmt: skip
+        throttle = ", ".join(h.gpu_throttle)
+        parts.append(_("throttled: %(why)s", why=throttle) if h.gpu_throttle else _("not throttled"))
+        parts += [_("%(n)s other GPU process(es)", n=h.gpu_other_processes)] if h.gpu_other_processes else []
+    return _(", ").join(parts)
 
 
 def names(items: list[str], limit: int = 10) -> Safe:
     """Names as code spans, the first `limit` of them, the rest counted."""
     shown = ", ".join(f"`{code(n)}`" for n in items[:limit])
-    return Safe(shown + (f" and {len(items) - limit} more" if len(items) > limit else ""))
+    return Safe(shown + (_(" and %(n)s more", n=len(items) - limit) if len(items) > limit else ""))
 
 
 def clip(text: str, chars: int, keep: str = "tail") -> str:
@@ -194,7 +226,7 @@ def clip(text: str, chars: int, keep: str = "tail") -> str:
             break
         kept.append(line)
         used += len(line) + 1
-    cut = f"[… {len(lines) - len(kept)} more line(s) in report.json]"
+    cut = _("[… %(n)s more line(s) in report.json]", n=len(lines) - len(kept))
     return "\n".join([cut, *reversed(kept)]) if keep == "tail" else "\n".join([*kept, cut])
 
 
@@ -227,7 +259,7 @@ def _init(palette: list[str], height: int) -> str:
 
 def _label(name: str, i: int) -> str:
     """A mermaid axis label: the case name when it is plain and short, else its position (never untrusted syntax)."""
-    return name if _LABEL.fullmatch(name) else f"case {i + 1}"
+    return name if _LABEL.fullmatch(name) else _("case %(n)s", n=i + 1)
 
 
 def _axis(values: list[float]) -> tuple[float, float]:
@@ -251,7 +283,7 @@ def delta_chart(view: KernelView) -> Safe:
     lines = [
         _init(palette, 320),
         "xychart-beta",
-        '    title "Δ p50 vs base (%): 95% CI, shade changes at the measured value"',
+        '    title "' + _("Δ p50 vs base (%%): 95%% CI, shade changes at the measured value") + '"',
         f"    x-axis [{labels}]",
         f'    y-axis "Δ p50 (%)" {low:g} --> {high:g}',
     ]
@@ -269,9 +301,9 @@ def spend_chart(spend: list[Any]) -> Safe:
             [
                 _init(["#0969da", "#cf222e"], 120 + 50 * len(rows)),
                 "xychart-beta horizontal",
-                '    title "Tokens this week, all PRs, in % of the weekly budget"',
+                '    title "' + _("Tokens this week, all PRs, in %% of the weekly budget") + '"',
                 f"    x-axis [{labels}]",
-                f'    y-axis "% of the weekly budget" 0 --> {max(110.0, max(used) * 1.1):.0f}',
+                '    y-axis "' + _("%% of the weekly budget") + f'" 0 --> {max(110.0, max(used) * 1.1):.0f}',
                 "    bar [" + ", ".join(f"{u:.1f}" for u in used) + "]",
                 "    line [" + ", ".join(["100"] * len(rows)) + "]",
             ]

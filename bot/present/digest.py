@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.finding import Finding, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
-from bot.verdict.gate import CASE_GATES, case_reason
+from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import gettext as _
+from bot.verdict.messages import label, register_locale, render, text
 
-KERNEL_GATES = ("resource", *CASE_GATES)
+for _locale in LOCALES:  # the findings' messages read through the same catalogs as the templates
+    if _locale != SOURCE_LOCALE:
+        register_locale(_locale, partial(translate, _locale))
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
-STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads
-    "decided": "decided early: the 99.9% interval cleared the limit",
-    "precision": "precise: the 95% interval is narrow enough",
-    "max_processes": "cap: processes",
-    "max_samples": "cap: samples",
-    "max_seconds": "cap: time",
-    "no_base": "no base to compare",
-    "identical_build": "identical build: not timed",
+STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads (message ids: translated where shown)
+    "decided": N_("decided early: the 99.9%% interval cleared the limit"),
+    "precision": N_("precise: the 95%% interval is narrow enough"),
+    "max_processes": N_("cap: processes"),
+    "max_samples": N_("cap: samples"),
+    "max_seconds": N_("cap: time"),
+    "no_base": N_("no base to compare"),
+    "identical_build": N_("identical build: not timed"),
 }
 
 
@@ -137,56 +143,61 @@ def count(cases: Iterable[CaseReport]) -> Counts:
     return Counts(**n)
 
 
-def _split(reason: str, gates: tuple[str, ...]) -> tuple[str | None, str]:
-    gate, sep, rest = reason.partition(": ")
-    return (gate, rest) if sep and gate in gates else (None, reason)
+_KIND = {Outcome.error: "error", Outcome.accept: "needs_accept", Outcome.undecided: "undecided"}
+
+
+def _findings_of(k: KernelReport) -> dict[str, Finding]:
+    """The kernel's lines -> the finding each was rendered from (a line made outside the gates has none)."""
+    return {render(f): f for f in k.findings}
 
 
 def kernel_lines(k: KernelReport) -> list[Line]:
     """The kernel's reasons as lines, the worst first: why it fails (or could not be judged), why it needs a
-    person's /accept, what was not decided. A case's reason is found by the text kernel_verdict made of it."""
-    of_case = {case_reason(c.name, r): (c, r) for c in k.cases for r in c.reasons}
+    person's /accept, what was not decided. Gate and case come from each line's finding, never from its text."""
+    found = _findings_of(k)
     short = short_names(sorted(_functions(k)))
     failing = k.reasons if k.verdict in ("fail", "error") else []
     lines = []
     for verdict, reasons in ((k.verdict, failing), ("needs_accept", k.accept_needed), ("undecided", k.undecided)):
         for reason in reasons:
-            if reason in of_case:
-                c, r = of_case[reason]
-                gate, rest = _split(r, CASE_GATES)
-                kind = c.verdict if verdict in ("fail", "error") and c.verdict in ("fail", "error") else verdict
-                kind = kind if kind in ("error", "needs_accept", "undecided") else "fail"
-                lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict=kind))  # type: ignore[arg-type]
-            else:
-                gate, rest = _split(reason, KERNEL_GATES)
-                lines.append(Line(kernel=k.name, gate=gate, text=shorten(rest, short), verdict=verdict))  # type: ignore[arg-type]
+            f = found.get(reason)
+            if f is None:  # made outside the gates (or an opgate.report/1 report): no gate to show
+                lines.append(Line(kernel=k.name, text=shorten(reason, short), verdict=verdict))  # type: ignore[arg-type]
+                continue
+            kind = verdict if f.case is None else _KIND.get(f.outcome, "fail")
+            body = text(f, current()) if f.case else shorten(text(f, current()), short)
+            lines.append(Line(kernel=k.name, case=f.case, gate=label(f, current()), text=body, verdict=kind))  # type: ignore[arg-type]
     return lines
 
 
 def undecided_summary(k: KernelReport) -> str:
     """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
     latency = [c for c in k.cases if c.verdict == "inconclusive"]
-    of_latency = {case_reason(c.name, r) for c in latency for r in c.reasons}
-    parts = [f"latency undecided on {len(latency)} case{'s' if len(latency) != 1 else ''}"] if latency else []
+    found, names = _findings_of(k), {c.name for c in latency}
+    parts = [ngettext("latency undecided on %(num)s case", "latency undecided on %(num)s cases", len(latency))]
+    parts = parts if latency else []
     if launches := list(dict.fromkeys(s for c in k.resource_checks() for s in c.launch_unmeasured)):
-        more = f" and {len(launches) - 1} more" if len(launches) > 1 else ""  # first: the status keeps 140 characters
-        parts.insert(0, f"launch figures declared, not measured: {launches[0]}{more}")
-    if any(u not in of_latency for u in k.undecided):
-        parts.append("not everything it changes was run")
-    return "; ".join(parts)
+        more = _(" and %(n)s more", n=len(launches) - 1) if len(launches) > 1 else ""  # the status keeps 140 chars
+        parts.insert(0, _("launch figures declared, not measured: %(first)s%(more)s", first=launches[0], more=more))
+    if any(u not in found or found[u].case not in names for u in k.undecided):
+        parts.append(_("not everything it changes was run"))
+    return _("; ").join(parts)
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
-    """Reasons of cases that passed and that the kernel does not state (base incorrect: latency not compared)."""
+    """Findings of cases that passed and that the kernel does not state (base incorrect: latency not compared)."""
     lines = []
     for c in k.cases:
         if c.verdict != "pass" or c.status in NOT_RUN_STATUSES:
             continue
-        for r in c.reasons:
-            if case_reason(c.name, r) in taken:
+        for f in c.findings:
+            if render(f) in taken:
                 continue
-            gate, rest = _split(r, CASE_GATES)
-            lines.append(Line(kernel=k.name, case=c.name, gate=gate, text=rest, verdict="undecided"))
+            lines.append(
+                Line(kernel=k.name, case=c.name, gate=label(f, current()), text=text(f, current()), verdict="undecided")
+            )
+        if not c.findings:  # a case made outside the gates (or an opgate.report/1 report): its lines as they are
+            lines += [Line(kernel=k.name, case=c.name, text=r, verdict="undecided") for r in c.reasons]
     return lines
 
 
@@ -292,12 +303,13 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     notes: list[str] = []
     stats: list[str] = []
     resources: list[str] = []
+    found = _findings_of(k)
     for note in k.notes:
-        head = note.split(": ", 1)[0]
+        f = found.get(note)
         if note.startswith(drift) and drift:
             stats.append(note)
-        elif note in launch or head in functions or note.startswith(("resource check", "base CUDA sources")):
-            resources.append(shorten(note, short))
+        elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):
+            resources.append(shorten(note, short))  # (a note without a finding: of a function, by its name)
         else:
             notes.append(note)
     return notes, stats, resources
@@ -320,7 +332,8 @@ def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> 
     lines = [ln for ln in kernel_lines(k) if (ln.kernel, ln.case, ln.text) not in headline]
     taken = {*k.reasons, *k.undecided, *k.accept_needed}
     notes, stats, resources = _sort_notes(k)
-    resource_failed = any(r.startswith("resource: ") for r in k.reasons)
+    resource_failed = any(f.key.startswith("resources.") and f.outcome in (Outcome.fail, Outcome.error)
+                          for f in k.findings)  # fmt: skip
     latency_decides = any(c.verdict in ("fail", "inconclusive") and c.status == CaseStatus.ok for c in ran)
     bars, timed = _bars(ran)
     limits = {c.max_regression_pct for c in ran if c.max_regression_pct is not None}

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.report import Occupancy, Report, Resource
+from bot.models.report import AgentCaseReport, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
@@ -29,11 +29,16 @@ from bot.present.comment_md import (
     spend_chart,
     stop,
     tally,
+    verdict_label,
     verdict_words,
 )
 from bot.present.digest import Digest, digest, short_names
+from bot.present.expectations import expected_line
 from bot.templates import TEMPLATES
+from bot.text import i18n
+from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
+from bot.verdict import messages
 from bot.verdict.gate import is_rename, match_base, removed_in_head
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
@@ -47,6 +52,20 @@ def ms(x: float | None) -> str:
 
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:+.2f}%"
+
+
+def said(text: str) -> str:
+    """Text report.json keeps in English (a constant of bot/ marked `N_`, e.g. bot/verdict/agent_cases.NO_TABLE), in
+    the current locale when the catalog has it, else as written: plain text, escaped like any other value."""
+    return i18n.translate(i18n.current(), text) if text else text  # "" would be the catalog's header
+
+
+def agent_reasons(c: AgentCaseReport) -> str:
+    """An agent case's reasons in the current locale: a reason that is one of its case's findings as report.json
+    holds it (English) is that finding's line in the locale; any other through the catalog (`said`), or as written."""
+    locale = i18n.current()
+    lines = {messages.render(f, case=False): messages.render(f, locale, case=False) for f in c.case.findings}
+    return "; ".join(lines.get(r) or said(r) for r in c.reasons)
 
 
 def tokens(x: int | None) -> str:
@@ -116,8 +135,17 @@ def occupancy(o: Occupancy | None) -> str:
     return "—" if o is None else f"{o.occupancy_pct:g}%"
 
 
+# What limits occupancy (bot/verdict/occupancy.py's names), as the table shows it.
+LIMITS = {"registers": N_("registers"), "shared memory": N_("shared memory"), "threads": N_("threads"),
+          "blocks": N_("blocks"), "barriers": N_("barriers")}  # fmt: skip
+
+
 def limited(o: Occupancy | None) -> str:
-    return "—" if o is None else ", ".join(o.limited_by)
+    return (
+        "—"
+        if o is None
+        else i18n.gettext(", ").join(i18n.gettext(LIMITS[f]) if f in LIMITS else f for f in o.limited_by)
+    )
 
 
 _GITHUB_URL = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?/[A-Za-z0-9._~/#?=&%-]*")
@@ -145,6 +173,11 @@ _SERVER = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]+)?")
 _REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 
 
+def span(value: Any) -> Safe:
+    """Untrusted text as an inline code span, for a message's parameter (`{{ _("for %(sha)s", sha=x | span) }}`)."""
+    return Safe(f"`{code(value)}`")
+
+
 def commit_url(server: str | None, repository: str | None) -> Safe:
     """The prefix of a commit's page (`https://github.com/OWNER/NAME/commit/`); empty when either is unusable."""
     server = (server or "").rstrip("/")
@@ -161,12 +194,36 @@ def commit_link(value: Any, base: str = "") -> Safe:
     return Safe(f"`{code(text[:12])}`")
 
 
+class Message(Safe):
+    """A catalog's message (trusted Markdown): `%` fills its parameters in, each through comment_safe, so a value a
+    `{% trans %}` block or a `_()` call names is escaped exactly like a `{{ … }}` of its own."""
+
+    def __mod__(self, params: Any) -> Safe:
+        return Safe(str.__mod__(self, {name: comment_safe(value) for name, value in params.items()}))
+
+
+def _gettext(locale: str) -> Any:
+    catalog = i18n.translations(locale)
+    return lambda message: Message(catalog.gettext(message))
+
+
+def _ngettext(locale: str) -> Any:
+    catalog = i18n.translations(locale)
+    return lambda one, many, n: Message(catalog.ngettext(one, many, n))
+
+
+# How templates and `pybabel extract` (tests/test_i18n.py) read `{% trans %}` blocks: whitespace collapsed.
+I18N_POLICIES = {"ext.i18n.trimmed": True}
+
+
 @cache
-def jinja_env() -> jinja2.Environment:
-    """The Jinja environment of everything opgate posts or writes for people (the agent's prompts have their own,
-    bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made Safe
-    (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten."""
+def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
+    """The Jinja environment of everything opgate posts or writes for people, in `locale` (the agent's prompts have
+    their own, bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made
+    Safe (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten. Words come from
+    the catalog (jinja2.ext.i18n, new-style gettext: `{% trans %}` and `_()` take named parameters)."""
     env = jinja2.Environment(
+        extensions=["jinja2.ext.i18n"],
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -175,6 +232,8 @@ def jinja_env() -> jinja2.Environment:
         lstrip_blocks=True,
         finalize=comment_safe,
     )
+    env.policies.update(I18N_POLICIES)
+    env.install_gettext_callables(_gettext(locale), _ngettext(locale), newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(
         untrusted=untrusted,
         fence=fence,
@@ -204,6 +263,8 @@ def jinja_env() -> jinja2.Environment:
         stop=stop,
         tally=tally,
         verdict_words=verdict_words,
+        verdict_label=verdict_label,
+        span=span,
         cpu=cpu,
         runner=runner,
         short_names=short_names,
@@ -220,12 +281,18 @@ def jinja_env() -> jinja2.Environment:
         achieved=achieved,
         peak_share=peak_share,
         peaks=peaks,
+        expected_line=expected_line,
+        said=said,
+        agent_reasons=agent_reasons,
     )
     return env
 
 
-def render(template: str, **context: Any) -> str:
-    return jinja_env().get_template(template).render(**context)
+def render(template: str, locale: str | None = None, **context: Any) -> str:
+    """`template` in `locale` (default: the one the command speaks, bot.text.i18n.speaking)."""
+    locale = locale or i18n.current()
+    with i18n.speaking(locale):  # the filters' own words (bot.present.comment_md) in the same language
+        return jinja_env(locale).get_template(template).render(**context)
 
 
 COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment body
@@ -250,15 +317,15 @@ class Room(BaseModel):
 
 ROOMS = (
     Room(log_chars=6_000, patch_chars=12_000),
-    Room(log_chars=1_500, patch_chars=3_000, left_out="most of the build logs and patches"),
-    Room(log_chars=0, patch_chars=0, stats=False, left_out="build logs, patches and statistics"),
+    Room(log_chars=1_500, patch_chars=3_000, left_out=N_("most of the build logs and patches")),
+    Room(log_chars=0, patch_chars=0, stats=False, left_out=N_("build logs, patches and statistics")),
     Room(
         log_chars=0,
         patch_chars=0,
         stats=False,
         resources=False,
         charts=False,
-        left_out="build logs, patches, statistics, resources and charts",
+        left_out=N_("build logs, patches, statistics, resources and charts"),
     ),
     Room(
         log_chars=0,
@@ -269,32 +336,37 @@ ROOMS = (
         headline_lines=5,
         case_rows=8,
         items=3,
-        left_out="build logs, patches, statistics, resources, charts and most passing cases",
+        left_out=N_("build logs, patches, statistics, resources, charts and most passing cases"),
     ),
 )
-CUT = "\n\n[… cut here to fit GitHub's 65,536 characters; `report.json` has everything]\n"
+CUT = N_("[… cut here to fit GitHub's 65,536 characters; `report.json` has everything]")
 
 
-def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
+def render_comment(
+    report: Report, *, unseen_files: list[str] | None = None, pr: Any = None, locale: str | None = None
+) -> str:
     """The review comment (what `--post` would post, and `comment.md`), under GitHub's 65,536 characters.
 
-    `pr` (a bot.publish.PrContext) adds what the pull request's history says: "updated for <head>",
+    `pr` (a bot.spend.pull_request.PrContext) adds what the pull request's history says: "updated for <head>",
     acceptances still valid or voided by a push, and the token spend of the whole pull request. A report
     too big for one comment loses detail in steps (logs and patches, statistics, resources and charts, then
     rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.
     """
     text = ""
-    for room in ROOMS:
-        text = _comment(report, unseen_files or [], pr, room)
-        if len(text) <= COMMENT_TARGET:
-            return text
-    return text[: text.rfind("\n", 0, COMMENT_TARGET - len(CUT))] + CUT
+    with i18n.speaking(locale or i18n.current()):  # the digest's lines as well as the template's words
+        for room in ROOMS:
+            text = _comment(report, unseen_files or [], pr, room, i18n.current())
+            if len(text) <= COMMENT_TARGET:
+                return text
+        cut = f"\n\n{i18n.gettext(CUT)}\n"
+    return text[: text.rfind("\n", 0, COMMENT_TARGET - len(cut))] + cut
 
 
-def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> str:
+def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room, locale: str) -> str:
     d: Digest = digest(report, headline_lines=room.headline_lines)
     return render(
         "comment.md.j2",
+        locale,
         marker=REVIEW_MARKER,
         r=report,
         d=d,
@@ -306,6 +378,6 @@ def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> st
     )
 
 
-def render_accept_reply(decision: Any, command_line: str) -> str:
+def render_accept_reply(decision: Any, command_line: str, locale: str | None = None) -> str:
     """The reply to an `/accept` (a bot.accept.Decision): why it was refused, or what an override recorded."""
-    return render("accept_reply.md.j2", marker=ACCEPT_MARKER, d=decision, command=command_line)
+    return render("accept_reply.md.j2", locale, marker=ACCEPT_MARKER, d=decision, command=command_line)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bot.config.manifest import Case, Kernel
 from bot.models.report import VERDICT_ORDER, CaseReport, KernelReport, KernelVerdict
+from bot.verdict.messages import render
 from bot.verdict.occupancy import family
 
 ELSEWHERE = " job of this review"  # "runs in the sm_100 job of this review": a case another job runs
@@ -60,7 +61,11 @@ def combine(parts: list[KernelReport]) -> KernelReport:
             if c.name not in cases or (_elsewhere(cases[c.name]) and not _elsewhere(c)):
                 cases[c.name] = c
     ran = any(c.verdict != "skipped" for c in cases.values())
-    undecided = [u for u in _union(parts, "undecided") if not (ran and u.startswith("no case ran"))]
+    findings = list({f.model_dump_json(): f for k in parts for f in k.findings}.values())
+    none_ran = {render(f) for f in findings if f.key == "coverage.no_case_ran"}  # another job ran a case
+    if ran:
+        findings = [f for f in findings if f.key != "coverage.no_case_ran"]
+    undecided = [u for u in _union(parts, "undecided") if not (ran and u in none_ran)]
     reasons, accept = _union(parts, "reasons"), _union(parts, "accept_needed")
     failing = [k.verdict for k in parts if k.verdict in ("error", "fail")]
     verdict: KernelVerdict
@@ -80,6 +85,7 @@ def combine(parts: list[KernelReport]) -> KernelReport:
             "undecided": undecided,
             "accept_needed": accept,
             "notes": _union(parts, "notes"),
+            "findings": findings,
             "cases": list(cases.values()),
         }
     )

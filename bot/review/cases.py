@@ -1,5 +1,6 @@
-"""One changed kernel's builds and cases: both sides built in the sandbox, the runnable cases run by the judge (one
-sequential measurement each, docs/review.md), base's latency kept as a baseline."""
+"""One changed kernel's builds and cases as evidence: both sides built in the sandbox, the runnable cases run by the
+judge (one sequential measurement each, docs/review.md), the others recorded as not run and why, base's latency kept
+as a baseline. The gate (`bot/verdict/kernel.py`) decides; nothing here sets a verdict."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from bot.edges.machine import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak
 from bot.errors import BuildError, InputError
 from bot.ledger import Ledger
-from bot.models.judging import CaseRun, JudgeJob, ReferenceSource, SideEntry
+from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun
+from bot.models.judging import JudgeJob, ReferenceSource, SideEntry
 from bot.models.ledger import BaselineRow
-from bot.models.report import Build, CaseReport, CaseStatus, Machine
+from bot.models.report import Build, KernelReport, Machine
 from bot.present.progress import Steps
 from bot.review.arch_jobs import other_job
 from bot.text.redact import scrub
@@ -24,10 +26,10 @@ from bot.untrusted.build import Built, build, verify
 from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.spawn import run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.compile_errors import manifest_error, new_errors
-from bot.verdict.gate import BASE, HEAD, case_verdict, simulated_verdict
+from bot.verdict.compile_errors import manifest_error
+from bot.verdict.gate import BASE, HEAD
+from bot.verdict.kernel import second_looks
 from bot.verdict.occupancy import family
-from bot.verdict.throughput import Peak, device_peak, judge_throughput, over_peak, throughput
 
 Builds = dict[str, dict[str, Built]]  # side (base/head) -> device -> its build
 
@@ -57,6 +59,7 @@ class KernelCases:
         self.settings, self.env, self.ledger, self.sandbox, self.steps = settings, env, ledger, sandbox, steps
         self.secret, self.base_sha = secret, base_sha
         self.arch = arch  # --arch: run only the cases of this architecture (one job of the fan-out)
+        self._baseline_keys: dict[str, str] = {}  # case -> its baseline's ledger key (base timed)
 
     def build(self, head_k: Kernel, base_k: Kernel | None) -> Builds:
         """Head (and base) builds for every device this machine can run."""
@@ -85,74 +88,87 @@ class KernelCases:
         return out
 
     def run(
-        self, rules: Kernel, builds: Builds, *, trusted_reference: bool, held_out: frozenset[str] = frozenset()
-    ) -> list[CaseReport]:
-        """Every case of `rules` (the manifest the change is held to): the runnable ones go to one judge run per
-        device; the rest are reported as skipped (`held_out` ones too), or failed when head does not build."""
-        constraints = rules.manifest.constraints
-        reports: dict[str, CaseReport] = {}
+        self,
+        rules: Kernel,
+        builds: Builds,
+        evidence: KernelEvidence,
+        *,
+        trusted_reference: bool,
+        held_out: frozenset[str] = frozenset(),
+        looks: bool = True,
+    ) -> None:
+        """Every case of `rules` (the manifest the change is held to) into `evidence`: the runnable ones go to one
+        judge run per device, the rest are recorded as not run and why (`held_out` ones too); then, unless `looks` is
+        off, the second looks the gate asks for (callgrind, the CPU peak measured again). Nothing here decides."""
+        by_name: dict[str, CaseEvidence] = {}
         runnable: dict[str, list[Case]] = {}
         for case in rules.manifest.cases:
             head_b = builds[HEAD].get(case.device)
+            why: tuple[NotRun, str] | None = None
             if case.name in held_out:
-                reports[case.name] = case_verdict(
-                    case, constraints, None, "held out of the tuning search (its re-verification runs it)"
-                )
+                why = NotRun.held_out, ""
             elif (elsewhere := other_job(case, rules.manifest.constraints.architectures, self.arch)) is not None:
-                reports[case.name] = case_verdict(case, constraints, None, elsewhere)
-            elif case.device == "cuda" and (why := self._wrong_gpu(case)) is not None:
-                reports[case.name] = case_verdict(case, constraints, None, why)
+                why = NotRun.other_job, elsewhere
+            elif case.device == "cuda" and self._wrong_gpu(case):
+                why = NotRun.wrong_gpu, ""
             elif case.device == "cuda" and self.env.device != "cuda":
-                reports[case.name] = case_verdict(case, constraints, None, "needs a CUDA GPU; this machine has none")
+                why = NotRun.no_gpu, ""
             elif head_b is None:
-                reports[case.name] = case_verdict(case, constraints, None, f"kernel.toml has no {case.device} build")
-            elif not head_b.ok and shared_failure(head_b, builds[BASE].get(case.device)):
-                reports[case.name] = case_verdict(case, constraints, None, "base and head fail to build alike")
+                why = NotRun.no_build, ""
             elif not head_b.ok:
-                report = case_verdict(case, constraints, None, "")
-                report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", ["head does not build"]
-                reports[case.name] = report
+                why = NotRun.head_build_failed, ""
+            if why is not None:
+                by_name[case.name] = CaseEvidence(name=case.name, not_run=why[0], detail=why[1])
             else:
                 runnable.setdefault(case.device, []).append(case)
+        jobs: dict[str, JudgeJob] = {}
         for device, cases in runnable.items():
-            reports.update(self._measure(rules, cases, builds, device, trusted_reference))
-        for case in rules.manifest.cases:
-            self._throughput(case, reports[case.name])
-        return [reports[case.name] for case in rules.manifest.cases]
-
-    def _wrong_gpu(self, case: Case) -> str | None:
-        """Why this runner's GPU is not the architecture the case names (sm_100a on an H100), else None."""
-        if case.arch is None or self.env.device != "cuda" or self.env.arch is None:
-            return None
-        if family(case.arch) == self.env.arch:
-            return None
-        return f"runs on {case.arch}; this runner's GPU is {self.env.arch} ({self.env.gpu})"
-
-    def _throughput(self, case: Case, report: CaseReport) -> None:
-        """Achieved rates and peak share from the case's declared work; above the peak it fails as implausible.
-        A CPU runner's own measured peak is measured again, longer, before a case is failed against it."""
-        if report.device == "cuda" and report.status != CaseStatus.skipped:
-            report.arch, report.gpu = self.env.arch, self.env.gpu
-        flops, nbytes = case.work()
-        if (flops is None and nbytes is None) or report.p50_ms is None:
+            measured, job = self._measure(rules, cases, builds, device, trusted_reference)
+            by_name.update(measured)
+            if job is not None:
+                jobs[device] = job
+        evidence.cases = [by_name[case.name] for case in rules.manifest.cases]
+        if any(_timed_work(case, by_name[case.name]) for case in rules.manifest.cases if case.device == "cpu"):
+            evidence.cpu_peak = cpu_peak(self.settings.build_dir / "peak")
+        if not looks:  # agent cases: their latency is reported, never gated, so no second look is bought for it
             return
-        peak = self._peak(case.device)
-        if case.device == "cpu" and peak is not None:
-            t = throughput(flops, nbytes, report, peak)
-            if t is not None and over_peak(t, "head"):
-                peak = self._peak(case.device, refresh=True)
-        judge_throughput(report, flops, nbytes, peak)
+        second = second_looks(evidence, rules, self.settings.simulate)
+        if second.simulate and "cpu" in jobs:
+            self._simulate(rules, jobs["cpu"], evidence, second.simulate, "plain" if trusted_reference else "sandboxed")
+        if second.refresh_cpu_peak:  # a case above the measured peak: measured again, longer, before it may fail
+            evidence.cpu_peak = cpu_peak(self.settings.build_dir / "peak", refresh=True)
 
-    def _peak(self, device: str, *, refresh: bool = False) -> Peak | None:
-        if device == "cuda":
-            return device_peak(self.env.gpu)
-        return cpu_peak(self.settings.build_dir / "peak", refresh=refresh)
+    def record_baselines(self, rules: Kernel, report: KernelReport) -> None:
+        """Keep each timed case's base latency by (base SHA, build, case, device model and architecture, torch,
+        driver): the first one kept is what later reviews compare base with (runner drift, never the verdict)."""
+        for c in report.cases:
+            key = self._baseline_keys.get(c.name)
+            if key is None or c.base_p50_ms is None or c.stop_reason == "identical_build":
+                continue
+            self.ledger.record_baseline(
+                BaselineRow(
+                    cache_key=key,
+                    base_sha=self.base_sha,
+                    kernel=rules.name,
+                    case_name=c.name,
+                    device_name=self._device_name(c.device),
+                    p50_ms=c.base_p50_ms,
+                    samples=c.base_samples,
+                )
+            )
+
+    def _wrong_gpu(self, case: Case) -> bool:
+        """This runner's GPU is not the architecture the case names (sm_100a on an H100)."""
+        if case.arch is None or self.env.device != "cuda" or self.env.arch is None:
+            return False
+        return family(case.arch) != self.env.arch
 
     def _measure(
         self, rules: Kernel, cases: list[Case], builds: Builds, device: str, trusted: bool
-    ) -> dict[str, CaseReport]:
+    ) -> tuple[dict[str, CaseEvidence], JudgeJob | None]:
         """Run `cases` in the judge: each is measured until its sequential rule stops (never measured again: a second
-        measurement judged on its own would double the error rate the interval claims)."""
+        measurement judged on its own would double the error rate the interval claims). Also the job (for a second
+        look under callgrind) and, for each case whose base is timed, the ledger's first base latency of it."""
         constraints = rules.manifest.constraints
         head_b, base_b = builds[HEAD][device], builds[BASE].get(device)
         # The same build key is the same binary: its latency cannot differ, so it is not timed again.
@@ -161,7 +177,8 @@ class KernelCases:
         try:
             so = {label: {device: str(verify(b))} for label, b in sides.items()}
         except BuildError as exc:
-            return {c.name: _refused(c, constraints, str(exc)) for c in cases}
+            refused = NotRun.artifact_refused
+            return {c.name: CaseEvidence(name=c.name, not_run=refused, detail=str(exc)) for c in cases}, None
         job = JudgeJob(
             kernel=rules.name,
             reference=ReferenceSource(
@@ -188,70 +205,66 @@ class KernelCases:
             secret=self.secret,
         )
         launch: Literal["plain", "sandboxed"] = "plain" if trusted else "sandboxed"
-        by_name = {c.name: c for c in cases}
         secrets = self.settings.secrets()
         with self.steps.step(f"run {rules.name}: {len(cases)} {device} case(s)"):
             jobs = [case_job(c, constraints, rules.manifest.written(c)) for c in cases]
             runs = run_cases(job.model_copy(update={"cases": jobs}), launch)
-        reports = {name: _judged(by_name[name], constraints, runs.get(name), secrets) for name in by_name}
-        if device == "cpu" and BASE in sides and self.settings.simulate != "off":
-            self._simulate(rules, job, reports, launch)
-        for name, result in reports.items():
-            if identical:
-                result.stop_reason = "identical_build"
-            elif base_b is not None and result.base_p50_ms is not None:
-                self._baseline(rules, by_name[name], base_b, result)  # the measurement the report shows
-        return reports
+        out: dict[str, CaseEvidence] = {}
+        for case in cases:
+            run = runs.get(case.name)
+            ce = CaseEvidence(name=case.name, run=run, identical_build=identical)
+            if run is not None and run.output_tail:
+                ce.log_tail = scrub(run.output_tail, secrets)
+            if not identical and base_b is not None and BASE in sides:
+                ce.prior_base_p50_ms = self._prior_baseline(rules, case, base_b)
+            out[case.name] = ce
+        return out, job
 
     def _simulate(
-        self, rules: Kernel, job: JudgeJob, reports: dict[str, CaseReport], launch: Literal["plain", "sandboxed"]
+        self,
+        rules: Kernel,
+        job: JudgeJob,
+        evidence: KernelEvidence,
+        wanted: list[str],
+        launch: Literal["plain", "sandboxed"],
     ) -> None:
-        """The CPU cases whose p50 stays undecided (every timed one: `always`) under callgrind: counted, not timed."""
+        """The CPU cases the gate asks a second look at (`second_looks`) under callgrind: counted, not timed."""
         constraints = rules.manifest.constraints
         by_name = {c.name: c for c in rules.manifest.cases}
-        wanted = [
-            name
-            for name, r in reports.items()
-            if r.regression_pct is not None and (r.verdict == "inconclusive" or self.settings.simulate == "always")
-        ]
-        if not wanted:
-            return
         with self.steps.step(f"simulate {rules.name}: {', '.join(wanted)} under callgrind"):
             cases = [case_job(by_name[name], constraints, rules.manifest.written(by_name[name])) for name in wanted]
             costs = run_costs(job.model_copy(update={"cases": cases, "probes": False}), launch)
         for name in wanted:
-            simulated_verdict(reports[name], costs[name], constraints.max_regression_pct)
+            ce = evidence.case(name)
+            if ce is not None:
+                ce.simulated = costs[name]
 
-    def _baseline(self, rules: Kernel, case: Case, base_b: Built, result: CaseReport) -> None:
-        """Keep the base latency by (base SHA, build, case, device model and architecture, torch, driver); compare
-        with the first one.
+    def _device_name(self, device: str) -> str:
+        gpu = device == "cuda" and self.env.gpu
+        return device_key(self.env.gpu, self.env.arch) if gpu else cpu_name()  # model and architecture, never mixed
+
+    def _prior_baseline(self, rules: Kernel, case: Case, base_b: Built) -> float | None:
+        """The first base latency the ledger kept of this base binary, case and device (None: this is the first).
 
         Interleaving decides the verdict; the stored baseline only shows when a runner drifts.
         """
-        gpu = case.device == "cuda" and self.env.gpu
-        device = device_key(self.env.gpu, self.env.arch) if gpu else cpu_name()  # model and architecture, never mixed
-        parts = [self.base_sha, base_b.key, rules.name, case.name, device, self.env.torch, driver_version()]
-        key = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
-        assert result.base_p50_ms is not None
+        parts = [self.base_sha, base_b.key, rules.name, case.name, self._device_name(case.device), self.env.torch]
+        key = hashlib.sha256(json.dumps([*parts, driver_version()]).encode()).hexdigest()
+        self._baseline_keys[case.name] = key
         prior = self.ledger.baseline(key)
-        if prior is not None:
-            result.base_drift_pct = round((result.base_p50_ms / prior.p50_ms - 1.0) * 100.0, 2)
-        self.ledger.record_baseline(
-            BaselineRow(
-                cache_key=key,
-                base_sha=self.base_sha,
-                kernel=rules.name,
-                case_name=case.name,
-                device_name=device,
-                p50_ms=result.base_p50_ms,
-                samples=result.base_samples,
-            )
-        )
+        return prior.p50_ms if prior is not None else None
 
 
-def shared_failure(head: Built, base: Built | None) -> bool:
-    """Head's build fails with first errors base's failed build has too (the runner's or the manifest's)."""
-    return base is not None and not base.ok and bool(head.errors) and not new_errors(head.errors, base.errors)
+def _timed_work(case: Case, ce: CaseEvidence) -> bool:
+    """The judge timed head on a case that declares its work: its rate needs the device's peak."""
+    flops, nbytes = case.work()
+    return (flops is not None or nbytes is not None) and ce.run is not None and HEAD in ce.run.timings
+
+
+def agent_rules(rules: Kernel, cases: list[Case]) -> Kernel:
+    """`rules` with the agent's admitted cases in place of the manifest's (its reference, builds, constraints and
+    buffers unchanged): `KernelCases.run` judges them after the manifest's, the same way, on both sides."""
+    return rules.model_copy(update={"manifest": rules.manifest.model_copy(update={"cases": cases})})
 
 
 def side_entries(builds: dict[str, Built]) -> dict[str, SideEntry]:
@@ -282,17 +295,3 @@ def case_job(case: Case, constraints: Constraints, buffers: list[dict[str, Any]]
         "limits": limits.model_dump(),
         "max_regression_pct": constraints.max_regression_pct,
     }
-
-
-def _judged(case: Case, constraints: Constraints, run: CaseRun | None, secrets: list[str]) -> CaseReport:
-    """The gate's verdict on one run, keeping the workers' last output (secrets masked) when a side crashed or hung."""
-    report = case_verdict(case, constraints, run)
-    if run is not None and run.output_tail:
-        report.log_tail = scrub(run.output_tail, secrets)
-    return report
-
-
-def _refused(case: Case, constraints: Constraints, why: str) -> CaseReport:
-    report = case_verdict(case, constraints, None, "")
-    report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {why}"]
-    return report

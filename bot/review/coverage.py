@@ -8,8 +8,10 @@ from collections.abc import Iterable, Mapping
 from bot.config.manifest import in_folder
 from bot.config.repo import KERNEL_SOURCES
 from bot.models.diff import FileChange
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import Coverage, Listed
 from bot.review.changes import matches
+from bot.verdict.messages import render
 
 LARGE_FILE_BYTES = 1024 * 1024  # a changed file larger than this in head is listed for a person to look at
 COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl")
@@ -69,10 +71,21 @@ def unclaimed_reason(cov: Coverage) -> str:
     )
 
 
+def _unread(key: str, path: str, **params: str) -> Finding:
+    return Finding(gate=Gate.coverage, outcome=Outcome.undecided, key=key, params={"path": path, **params}, file=path)
+
+
 def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str]], ran: Iterable[str]) -> list[str]:
-    """One line per changed C/C++/CUDA file of a kernel (`paths`, from the repository root) that no build which ran
-    here compiles: `compiled` is device -> the files each build section compiles (relative to the kernel's
-    `folder`), `ran` the devices built on this machine. Such a change is never a pass."""
+    """`not_judged_findings` as lines."""
+    return [render(f) for f in not_judged_findings(paths, folder, compiled, ran)]
+
+
+def not_judged_findings(
+    paths: Iterable[str], folder: str, compiled: Mapping[str, set[str]], ran: Iterable[str]
+) -> list[Finding]:
+    """One finding per changed C/C++/CUDA file of a kernel (`paths`, from the repository root) that no build which
+    ran here compiles, at that file: `compiled` is device -> the files each build section compiles (relative to the
+    kernel's `folder`), `ran` the devices built on this machine. Such a change is never a pass."""
     lines, ran = [], set(ran)
     for path in dict.fromkeys(paths):
         if not path.endswith(COMPILED_SUFFIXES):
@@ -82,29 +95,25 @@ def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str
         if any(d in ran for d in devices):
             continue
         if not devices:
-            lines.append(f"{path}: changed, compiled by no build: {NOT_JUDGED}")
+            lines.append(_unread("coverage.not_compiled", path))
         else:
             builds = ", ".join(f"[build.{d}]" for d in devices)
-            lines.append(
-                f"{path}: changed, compiled by no build that ran here (only {builds}, "
-                f"which needs a CUDA GPU): {NOT_JUDGED}"
-            )
+            lines.append(_unread("coverage.not_compiled_here", path, builds=builds))
     return lines
 
 
-RESOURCES_READ = (
-    "this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu files and what they "
-    "include"
-)
-
-
 def not_read(paths: Iterable[str], read: set[str]) -> list[str]:
-    """One line per changed file of a resource-only kernel (`paths`, from the repository root) that its resource
+    """`not_read_findings` as lines."""
+    return [render(f) for f in not_read_findings(paths, read)]
+
+
+def not_read_findings(paths: Iterable[str], read: set[str]) -> list[Finding]:
+    """One finding per changed file of a resource-only kernel (`paths`, from the repository root) that its resource
     check does not read (`read`: `resource_reads`): its binding .cpp, a Python wrapper, a host-side header. Such a
     change is never a pass, and never "unchanged from base"."""
     folders = {f"{'/'.join(r.split('/')[:i])}/" for r in read for i in range(1, r.count("/") + 1)}
     return [
-        f"{path}: changed, {RESOURCES_READ}: {NOT_JUDGED}"
+        _unread("coverage.not_read", path)
         for path in dict.fromkeys(paths)
         if path not in read and f"{path}/" not in folders  # a submodule's gitlink: read where its files are
     ]

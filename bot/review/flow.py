@@ -12,6 +12,8 @@ from pathlib import Path
 import requests
 
 from bot import __version__
+from bot.agent.functions import language
+from bot.agent.materials import Sources
 from bot.agent.run import AgentFailed, ask
 from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
 from bot.config.settings import Settings
@@ -20,11 +22,13 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.report import AgentReport, Coverage, KernelReport, Machine, Report, aggregate_agents
+from bot.models.evidence import KernelEvidence
+from bot.models.finding import Finding
+from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, to_build
+from bot.review.cases import KernelCases, agent_rules, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
     INVALID,
@@ -37,20 +41,21 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged, not_read, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
 from bot.review.lineage import Origin, origins, renamed_to
+from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
 from bot.untrusted.build import compiled_files
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict import agent_cases
 from bot.verdict.flags import check_defines
-from bot.verdict.gate import BASE, HEAD, Policy, kernel_verdict, overall
-from bot.verdict.static import check_tunables
+from bot.verdict.gate import BASE, HEAD, Policy, overall
+from bot.verdict.kernel import judge_kernel
+from bot.verdict.static import tunable_findings
 
 log = logging.getLogger(__name__)
-
-RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class ReviewRequest:
     agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
     held_out: frozenset[str] = frozenset()  # cases not run (the tuning search leaves its held-out shapes out)
     arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
+    # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
+    agent_cases: tuple[ProposedCase, ...] = ()
+    agent_name: str = ""
 
 
 class Reviewer:
@@ -166,74 +174,110 @@ class Reviewer:
     def review_kernel(
         self, name: str, base: Checkout, head: Checkout, changes: list[FileChange], *, candidate_pass: bool = False
     ) -> KernelReport:
+        """Gather the kernel's evidence (what changed, its static checks, builds, resource checks and cases), then
+        ask the gate once (`judge_kernel`); an agent candidate goes through the same steps on its own."""
         origin = self.origins.get(name)
         head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         touched = touching(changes, kernel_globs(name, base, head))
         known = head_k or base_k
         domain = known.manifest.domain if known else "unknown"
-        report = KernelReport(name=name, domain=domain, changed=bool(touched), verdict="skipped")
+        evidence = KernelEvidence(name=name, domain=domain, changed=bool(touched))
+        rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
+        case = self.request.only_case
+        if rules is not None and head_k is not None and touched and name not in head.broken and case is not None:
+            rules = only_case(rules, case, self.request.latency_limit_pct)
+        agent = self._gather(evidence, base, head, touched, origin, candidate_pass=candidate_pass)
+        evidence.agent_matrix, evidence.agent_proposer = list(self.request.agent_cases), self.request.agent_name
+        if agent is not None and agent.status == "ok":
+            task_model = rules.task.model if rules is not None and rules.task else "the agent"
+            evidence.agent_matrix, evidence.agent_proposer = list(agent.test_matrix), agent.model or task_model
+        runner = None
+        if evidence.gathered and rules is not None and head_k is not None:
+            runner = self._gate_evidence(evidence, rules, head_k, base_k, touched)
+        report = judge_kernel(evidence, rules, self.policy)  # the one decision on this kernel
+        if runner is not None and rules is not None:
+            runner.record_baselines(rules, report)
+        if agent is not None and agent.candidate_patch and self.request.try_candidates:
+            self._try_candidate(report, agent.candidate_patch, base, head)
+        return report
+
+    def _gather(
+        self,
+        evidence: KernelEvidence,
+        base: Checkout,
+        head: Checkout,
+        touched: list[FileChange],
+        origin: Origin | None,
+        *,
+        candidate_pass: bool,
+    ) -> AgentReport | None:
+        """What the change is, before anything is built: invalid, removed, untouched, or gathered further (its
+        diff, notes, the agent's reply, the changed files no gate reads). Returns the agent's report."""
+        name = evidence.name
+        head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         if name in head.broken:
-            report.verdict = "fail"
-            report.reasons.append(f"{INVALID}: {head.broken[name]}")
-            return report
+            evidence.invalid = f"{INVALID}: {head.broken[name]}"
+            return None
         if head_k is None:
             if (new := renamed_to(self.origins).get(name)) is not None:
-                report.notes.append(f"renamed to {new} in head: judged there, by this kernel's manifest and reference")
+                evidence.notes.append(
+                    f"renamed to {new} in head: judged there, by this kernel's manifest and reference"
+                )
             else:
-                report.notes.append("kernel removed in head")
-            return report
+                evidence.notes.append("kernel removed in head")
+            return None
         if not touched:
-            return report
-        report.diff = diff_stat(touched)
+            return None
+        evidence.diff = diff_stat(touched)
         for label, side, k in ((HEAD, head, head_k), (BASE, base, base_k)):
             if k is not None and (why := missing_submodule(k, side, label)) is not None:
                 raise InputError(why)
-        rules = base_k or head_k  # the base branch's manifest and reference hold the change to account
-        if self.request.only_case is not None:
-            rules = only_case(rules, self.request.only_case, self.request.latency_limit_pct)
-        self._notes(report, touched, base_k, head_k, origin)
+        rules = base_k or head_k
+        self._notes(evidence, touched, base_k, head_k, origin)
         agent = None
         if not candidate_pass:
             # The task file (which key variable, which gateway) comes from base too: a PR cannot pick the key.
             asked = head_k.model_copy(update={"task": rules.task}) if base_k is not None else head_k
             with self.phases.timed("agent"):
-                agent = self._ask_agent(asked, touched, head.sha)
+                agent = self._ask_agent(
+                    asked, touched, head.sha, rules=rules, sources=read_sources(touched, base, head)
+                )
         if self.request.agent_only:
-            report.notes.append("agent only: built, run and gated in another job")
-            return report
-        unread = self._not_judged(touched, head_k, base_k)
-        report.undecided.extend(unread)
-        report = self._gate_kernel(report, rules, head_k, base_k, touched, unread=bool(unread))
-        if agent is not None and agent.candidate_patch and self.request.try_candidates:
-            self._try_candidate(report, agent.candidate_patch, base, head)
-        return report
+            evidence.notes.append("agent only: built, run and gated in another job")
+            return agent
+        evidence.gathered = True
+        evidence.unread = self._not_judged(touched, head_k, base_k)
+        return agent
 
-    def _gate_kernel(
+    def _gate_evidence(
         self,
-        report: KernelReport,
+        evidence: KernelEvidence,
         rules: Kernel,
         head_k: Kernel,
         base_k: Kernel | None,
         touched: list[FileChange] | None = None,
-        *,
-        unread: bool = False,
-    ) -> KernelReport:
-        """Static checks, resource check, builds and cases of one changed kernel (`touched`: its changed files;
-        `unread`: changed files no gate reads, already listed as not judged)."""
+    ) -> KernelCases | None:
+        """Static checks, resource check, builds and cases of one changed kernel into `evidence` (`touched`: its
+        changed files); the kernel's builds and cases, or None when nothing was built. Static findings stop it
+        before anything is built: refused flags never reach a compiler."""
         name = head_k.name
-        findings = check_tunables(head_k.config, rules.manifest.tunables, head_k.manifest.config)
-        findings += check_defines(head_k.config, head_k.manifest.config) + flag_findings(head_k)
-        if findings:
-            return kernel_verdict(report, findings, [], rules.manifest.constraints, self.policy)
+        config = head_k.manifest.config
+        evidence.static = [
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
+            *check_defines(head_k.config, config),
+            *flag_findings(head_k),
+        ]
+        if evidence.static:
+            return None
         if self.request.resource_check:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
             with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
                 cache = self.settings.build_dir / "resources"
                 changed = [p for c in touched or [] for p in c.paths]
                 checks = resource_checks(head_k, base_k, arches, cache, self.sandbox, changed)
-            for check in checks if unread else []:
+            for check in checks if evidence.unread else []:
                 without_unchanged(check)
-            report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
+            evidence.resource_checks = checks
         runner = KernelCases(
             self.settings,
             self.env,
@@ -246,39 +290,32 @@ class Reviewer:
         )
         with self.phases.timed("build"):
             builds = runner.build(head_k, base_k)
-        device = "cuda" if self.env.device == "cuda" and "cuda" in builds.get(HEAD, {}) else "cpu"
-        if (hb := builds.get(HEAD, {}).get(device)) is not None:
-            report.build = to_build(hb)
-        if (bb := builds.get(BASE, {}).get(device)) is not None:
-            report.base_build = to_build(bb)
-        if report.build is not None and report.resource_check is not None:
-            report.build.resources = report.resource_check.head
-        if report.base_build is not None and report.resource_check is not None:
-            report.base_build.resources = report.resource_check.base
+        evidence.builds = {side: {d: to_build(b) for d, b in by_device.items()} for side, by_device in builds.items()}
+        evidence.device, evidence.arch, evidence.gpu = self.env.device, self.env.arch, self.env.gpu
         with self.phases.timed("run"):
-            cases = runner.run(rules, builds, trusted_reference=base_k is not None, held_out=self.request.held_out)
-        for c in cases:
-            if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT:
-                report.notes.append(
-                    f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
-                    " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
-                    " so the verdict stands"
-                )
-        return kernel_verdict(report, [], cases, rules.manifest.constraints, self.policy)
+            runner.run(rules, builds, evidence, trusted_reference=base_k is not None, held_out=self.request.held_out)
+        admitted = agent_cases.admit(evidence.agent_matrix, rules.manifest if base_k is not None else None)
+        if admitted.cases:  # after the manifest's: both sides, base's reference, the judge's own inputs
+            agent_ev = KernelEvidence(name=evidence.name, domain=evidence.domain)
+            with self.phases.timed("run"):
+                runner.run(agent_rules(rules, admitted.cases), builds, agent_ev, trusted_reference=True, looks=False)
+            # a shape under a manifest-free name has no history: no drift figure against an earlier base
+            evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
+        return runner
 
-    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[str]:
+    def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[Finding]:
         """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a
         kernel without cases, judged by its resource check alone, every changed file that check does not read."""
         paths = [p for c in touched for p in c.paths]
         if not (base_k or head_k).manifest.cases:
             same = [base_k] if base_k is not None and base_k.path == head_k.path else []
-            return not_read(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
+            return not_read_findings(paths, set().union(*(resource_reads(k) for k in [head_k, *same])))
         compiled: dict[str, set[str]] = {}
         for k in [head_k, *([base_k] if base_k is not None and base_k.path == head_k.path else [])]:
             for device, spec in k.manifest.build.items():
                 compiled.setdefault(device, set()).update(compiled_files(k.folder, spec, device))
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
-        return not_judged(paths, head_k.path, compiled, ran)
+        return not_judged_findings(paths, head_k.path, compiled, ran)
 
     def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
         """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
@@ -295,7 +332,7 @@ class Reviewer:
 
     def _notes(
         self,
-        report: KernelReport,
+        report: KernelEvidence,
         touched: list[FileChange],
         base_k: Kernel | None,
         head_k: Kernel,
@@ -307,8 +344,8 @@ class Reviewer:
             f"change size: {len(touched)} file(s) of this kernel changed, +{added}/-{removed} lines (what reverting "
             "this pull request undoes)"
         )
-        if base_k is None:  # a reference written in the same change proves nothing on its own: a person decides
-            report.accept_needed.append("new kernel: judged by its own manifest and reference, which this change wrote")
+        if base_k is None:  # judged by the manifest and reference this change wrote (the gate asks for a person)
+            report.new_kernel = True
             return
         if origin is not None:
             report.notes.append(
@@ -320,7 +357,15 @@ class Reviewer:
             if in_folder(head_k.path, c.path) in judged:
                 report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
 
-    def _ask_agent(self, kernel: Kernel, touched: list[FileChange], head_sha: str) -> AgentReport:
+    def _ask_agent(
+        self,
+        kernel: Kernel,
+        touched: list[FileChange],
+        head_sha: str,
+        *,
+        rules: Kernel | None = None,
+        sources: Sources | None = None,
+    ) -> AgentReport:
         candidates = self.request.out / "agent_candidates"
         try:
             agent, unseen = ask(
@@ -333,13 +378,36 @@ class Reviewer:
                 offline=self.request.offline,
                 candidates_dir=candidates,
                 session=self.session,
+                rules=rules,
+                sources=sources,
+                base_sha=self.base_sha,
             )
         except AgentFailed as exc:
             agent, unseen = exc.report, exc.unseen
             self.service_errors.append(agent.reason)
+        agent.inline_notes = place_notes(agent.risk_notes, touched)
         self.agents.append(agent)
         self.unseen.extend(unseen)
         return agent
+
+
+MAX_SOURCE_BYTES = 1 << 20  # a changed file larger than this is not read for its functions
+
+
+def read_sources(touched: list[FileChange], base: Checkout, head: Checkout) -> Sources:
+    """The text of every changed C/C++/CUDA or Python file on each side that has it (for the agent's changed
+    functions); a file a side lacks, a link, one that resolves outside its checkout or one over MAX_SOURCE_BYTES
+    is absent (a pull request's link to a file of the runner never reaches the gateway)."""
+    texts: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    for change in touched:
+        for out, side, path in ((texts[0], base, change.old_path or change.path), (texts[1], head, change.path)):
+            file = side.tree / path
+            if language(path) is None or file.is_symlink() or not file.is_file():
+                continue
+            if not file.resolve().is_relative_to(side.tree.resolve()) or file.stat().st_size > MAX_SOURCE_BYTES:
+                continue
+            out[path] = file.read_text(encoding="utf-8", errors="replace")
+    return Sources(base=texts[0], head=texts[1])
 
 
 def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) -> Kernel:

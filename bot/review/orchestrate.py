@@ -16,10 +16,15 @@ from bot.edges import publish
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
+from bot.models.github import Annotation
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import KernelReport, Report, aggregate_agents
-from bot.review import ci_summary, fanout
+from bot.present.annotations import ordered
+from bot.present.render import render_comment
+from bot.review import annotate, ci_summary, fanout
+from bot.spend import pull_request
 from bot.text.safe import one_line
+from bot.verdict import expectations
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -58,6 +63,7 @@ class ReviewResult:
     failure: Exception | None = None  # what stopped the review (the report says so)
     posted: publish.Published | None = None
     post_error: str | None = None
+    annotations: list[Annotation] = field(default_factory=list)  # annotations.json: the check run's
 
 
 def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None = None) -> ReviewResult:
@@ -72,7 +78,9 @@ def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None =
     if edge is not None and options.pr is not None:
         try:
             with edge:
-                result.posted = publish.post(edge, options.pr, result.report, result.comment, result.acceptances)
+                result.posted = publish.post(
+                    edge, options.pr, result.report, result.comment, result.acceptances, result.annotations
+                )
         except ServiceError as exc:
             result.post_error = str(exc)
             result.service_errors.append(str(exc))
@@ -107,6 +115,11 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, reviewer.unseen, ledger, settings, record=record, pr=options.pr)
     written.service_errors, written.failure = list(reviewer.service_errors), failure
+    if not options.agent_only and reviewer.base_sha and reviewer.head_sha:
+        written.annotations = annotate.gather(
+            reviewer.repo, reviewer.base_sha, reviewer.head_sha, report, settings.repo_config
+        )
+    annotate.write(options.out, written.annotations)
     return written
 
 
@@ -123,6 +136,8 @@ def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Review
     report, unseen = fanout.merge(parts, options.base, options.head, options.pr, agents=agents, planned=planned)
     report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
     written = write(report, options.out, unseen, ledger, settings, record=True, pr=options.pr)
+    written.annotations = ordered(a for part in parts for a in annotate.read(part.folder))
+    annotate.write(options.out, written.annotations)
     log.info("merged %d part(s) into %s", len(parts), written.report_path)
     return written
 
@@ -138,7 +153,9 @@ def write(
     pr: int | None,
 ) -> ReviewResult:
     """report.json, the agent's unseen files and comment.md (what --post posts) into `out`; the review in the
-    ledger when `record`. With a pull request the comment carries its history (acceptances, token spend)."""
+    ledger when `record`. With a pull request the comment carries its history (acceptances, token spend). The
+    agents' expected metrics are held against the measurements here, where every part has been merged."""
+    report = expectations.attach(report)
     out.mkdir(parents=True, exist_ok=True)
     report_path, comment_path = out / "report.json", out / "comment.md"
     report_path.write_text(report.to_json())
@@ -149,11 +166,10 @@ def write(
     context = None
     if pr is not None:
         rows = ledger.usage()
-        domains = sorted({a.domain for a in report.agents if a.domain} | {u.domain for u in rows if u.pr == pr})
-        budgets = publish.week_budgets(ledger, settings, domains)
+        budgets = pull_request.week_budgets(ledger, settings, pull_request.pr_domains(report, pr, rows))
         self_accept = settings.repo_config.allow_self_accept
-        context = publish.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
-    comment = publish.compose(report, unseen, context)
+        context = pull_request.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
+    comment = render_comment(report, unseen_files=unseen, pr=context)  # the comment as posted, with the PR's history
     comment_path.write_text(comment)
     return ReviewResult(report, report_path, comment_path, comment, acceptances=acceptances)
 

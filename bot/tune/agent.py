@@ -12,16 +12,16 @@ from typing import Any
 import requests
 from pydantic import BaseModel
 
-from bot.agent import estimate
+from bot.agent import estimate, prompt
 from bot.agent.client import validate_base_url
+from bot.agent.exchange import Cache, OverBudget, exchange
 from bot.agent.prompt import render_prompt
-from bot.agent.review import AgentOutputError, parse_review
-from bot.agent.run import Call, OverBudget, cache_key, converse
+from bot.agent.review import AgentReview
+from bot.agent.run import Call, cache_key, reader
 from bot.config.manifest import Kernel
 from bot.config.settings import Settings
 from bot.errors import InputError
-from bot.ledger import Ledger, now
-from bot.models.ledger import CachedReply
+from bot.ledger import Ledger
 from bot.spend import budget
 from bot.text.safe import one_line
 from bot.tune.model import WORST_CASE_PCT, Proposal, RoundEvent, Trial
@@ -114,7 +114,9 @@ def messages(
     rows, left_out = list(view.rows), 0
     best_label = best_row_label(view.rows)
     while True:
-        system = render_prompt("tune_system.md.j2", task=task, config_path=config_path(kernel))
+        system = render_prompt(
+            "tune_system.md.j2", task=task, config_path=config_path(kernel), **prompt.matrix_bounds(kernel)
+        )
         user = render_prompt(
             "tune_user.md.j2",
             task=task,
@@ -219,46 +221,38 @@ class TuneAgent:
         task = self.kernel.task
         assert task is not None
         key = cache_key(self.settings.agent_wire, task.model, messages, self.settings.agent_max_tokens)
-        hit = self.ledger.cached_reply(key)
-        if hit is not None:
-            try:
-                review = parse_review(hit.content, self.kernel.name)
-            except AgentOutputError:
-                review = None
-            if review is not None:
-                self.call.record(
-                    self.call.row(f"cache-{uuid.uuid4().hex}", model_name=hit.model, status="cached", cached=True,
-                                  usage_source="cache")
-                )  # fmt: skip
-                log.info("round %s: the same prompt was answered before (%s): 0 tokens", view.round, hit.created_at)
-                return _proposal(review.candidate_patch, tokens=0, cached=True)
-        before = len(self.call.answered)
-        try:
-            review, content = converse(self.call, self.kernel, messages, self.candidates_dir, stem)
-        except OverBudget as exc:
-            return Proposal(outcome="over_budget", detail=exc.reason, tokens=self._tokens(before))
-        except AgentOutputError as exc:
-            return Proposal(outcome="malformed", detail=str(exc), tokens=self._tokens(before))
-        self.ledger.store_reply(
-            CachedReply(
-                cache_key=key, model=self.call.answered[-1].model if self.call.answered else task.model,
-                wire=self.settings.agent_wire, content=content,
-                prompt_tokens=sum(r.prompt_tokens for r in self.call.answered[before:]),
-                completion_tokens=sum(r.completion_tokens for r in self.call.answered[before:]), created_at=now(),
-            )
-        )  # fmt: skip
-        return _proposal(review.candidate_patch, tokens=self._tokens(before))
-
-    def _tokens(self, before: int) -> int:
-        return sum(r.total_tokens for r in self.call.answered[before:])
+        answer = exchange(
+            self.call,
+            messages,
+            reader(self.kernel),
+            keep_as=self.candidates_dir / stem,
+            cache=Cache(self.ledger, key, self.settings.agent_wire),
+        )
+        tokens = answer.spend.total_tokens
+        if answer.outcome == "cached":
+            log.info("round %s: the same prompt was answered before (%s): 0 tokens", view.round, answer.cached_at)
+        elif answer.outcome == "gateway_error":
+            assert answer.error is not None
+            raise answer.error
+        elif answer.outcome == "over_budget":
+            return Proposal(outcome="over_budget", detail=answer.reason, tokens=tokens)
+        elif answer.outcome in ("cut", "rejected"):
+            return Proposal(outcome="malformed", detail=answer.reason, tokens=tokens)
+        assert answer.reply is not None
+        return _proposal(
+            answer.reply, tokens=tokens, cached=answer.outcome == "cached", proposer=answer.model or task.model
+        )
 
 
-def _proposal(patch: str | None, *, tokens: int, cached: bool = False) -> Proposal:
-    if patch is None:
+def _proposal(review: AgentReview, *, tokens: int, cached: bool = False, proposer: str = "") -> Proposal:
+    if review.candidate_patch is None:
         return Proposal(
             outcome="no_candidate", tokens=tokens, cached=cached, detail="the reply's candidate_patch is null"
         )
-    return Proposal(outcome="ok", patch=patch, tokens=tokens, cached=cached)
+    return Proposal(
+        outcome="ok", patch=review.candidate_patch, tokens=tokens, cached=cached, test_matrix=review.test_matrix,
+        proposer=proposer,
+    )  # fmt: skip
 
 
 def best_row_label(rows: Sequence[TableRow]) -> str | None:

@@ -279,7 +279,8 @@ class Tuner:
         self.status.line(one_line(f"tune {self.kernel.name}: round {rnd} ({source}): judging {_label(seen)}"))
         k, seconds = review_candidate(
             self.repo, self.base_sha, seen.patch, self.kernel.name, settings=self.settings, ledger=self.ledger,
-            out=self.request.out / "trials" / f"{seq:03d}-{_slug(_label(seen))}", held_out=self.held_out,
+            out=self.request.out / "trials" / f"{seq:03d}-{_slug(_label(seen))}", held_out=self.held_out, search=True,
+            agent_cases=proposal.test_matrix, agent_name=proposal.proposer,
         )  # fmt: skip
         trial = trial_from(
             k, key=seen.key, config=seen.config, source=source, patch=seen.patch, run_id=self.run_id, seconds=seconds

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.report import ProposedCase
 from bot.verdict.plausible import IMPLAUSIBLE
 
 Source = Literal["base", "agent", "exhaustive", "policy", "verify"]
@@ -150,6 +151,8 @@ class Proposal(BaseModel):
     detail: str = ""
     tokens: int = 0
     cached: bool = False
+    test_matrix: list[ProposedCase] = Field(default_factory=list, description="the agent's cases for this candidate")
+    proposer: str = Field("", description="who proposed the test matrix (the task's model)")
 
 
 class Stop(BaseModel):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bot.config.settings import Settings
 from bot.ledger import Ledger
-from bot.models.report import KernelReport
+from bot.models.report import KernelReport, ProposedCase
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer, ReviewRequest
 from bot.review.orchestrate import write
@@ -51,7 +52,7 @@ def trial_from(
         CaseResult(
             name=c.name,
             # above the hardware's peak: no speed to trust, whatever the interval says (as the review fails it)
-            status=IMPLAUSIBLE if any(r.startswith(f"{IMPLAUSIBLE}:") for r in c.reasons) else c.status.value,
+            status=IMPLAUSIBLE if any(f.key == "plausibility.over_peak" for f in c.findings) else c.status.value,
             verdict=c.verdict,
             regression_pct=c.regression_pct,
             ci95_pct=(c.ci95_pct[0], c.ci95_pct[1]) if c.ci95_pct and len(c.ci95_pct) == 2 else None,
@@ -85,6 +86,11 @@ def trial_from(
     )
 
 
+def candidate_settings(settings: Settings, *, search: bool) -> Settings:
+    """A search candidate's review settings: no callgrind (it is ranked by its intervals); the winner's: as given."""
+    return settings.model_copy(update={"simulate": "off"}) if search else settings
+
+
 def review_candidate(
     repo: Path,
     base_sha: str,
@@ -95,15 +101,24 @@ def review_candidate(
     ledger: Ledger,
     out: Path,
     held_out: frozenset[str] = frozenset(),
+    agent_cases: Sequence[ProposedCase] = (),
+    agent_name: str = "",
+    search: bool = False,
 ) -> tuple[KernelReport, float]:
     """Review base...(base + patch) for `kernel` only, offline (the candidate is the agent's; nobody asks it
     again): static checks, resources, builds, cases, gates. Every call is a new Reviewer, so a new secret seed
-    and fresh worker processes. Returns the kernel's section of the report (also written into `out`)."""
+    and fresh worker processes. Returns the kernel's section of the report (also written into `out`).
+
+    `search`: a candidate of the search, ranked by its intervals (tune/analysis.py), not by a second look: no case
+    is counted under callgrind (issue 40, 4 — it was most of a straddling candidate's time). The winner's
+    re-verification (`search=False`) is the review as a pull request gets it, callgrind where it asks for it."""
     started = time.perf_counter()
+    settings = candidate_settings(settings, search=search)
     with applied(repo, base_sha, patch, kernel) as cand:
         request = ReviewRequest(
-            repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out
-        )
+            repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out,
+            agent_cases=tuple(agent_cases), agent_name=agent_name,
+        )  # fmt: skip
         reviewer = Reviewer(request, settings, ledger)
         report = reviewer.run()
         write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.config.launch_sites import CHEVRON, LaunchSite
 from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, SRC, CompileJob, job_spec, nvcc_version, unit_headers
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict.flags import for_arch
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ def evaluate(
 
 # -- the launches themselves: each launch's block size and dynamic shared memory read back per instantiation ----------
 
-SITE_KEY_VERSION = "opgate.fold-sites/1"
+SITE_KEY_VERSION = "opgate.fold-sites/2"
 SITE_PRELUDE = (
     "namespace opgate_fold {\n"
     "template <int Site, auto F, unsigned long long V> __global__ void site_value() {}\n"
@@ -224,7 +225,10 @@ def _compile_marked(
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
         source = f"{OUT}/{unit}" if unit in rewritten else f"{SRC}/{unit}"
-        cmd = [nvcc, f"-I{OUT}", *job.flags, f"-arch={arch}", "--ptx", source, "-o", f"{OUT}/opgate-sites.ptx"]
+        # one target, as the build ships it for `arch` (nvcc refuses --ptx for several: a manifest's -gencode for
+        # sm_90a beside -arch=sm_100a left every sm_100a launch unfolded)
+        flags = for_arch(job.flags, arch)
+        cmd = [nvcc, f"-I{OUT}", *flags, "--ptx", source, "-o", f"{OUT}/opgate-sites.ptx"]
         code, output = sandbox.run(job_spec(job, Path(tmp)), cmd, timeout=COMPILE_TIMEOUT_S)
         ptx = Path(tmp) / "opgate-sites.ptx"
         text = ptx.read_text(errors="replace") if code == 0 and ptx.is_file() and not ptx.is_symlink() else ""

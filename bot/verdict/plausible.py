@@ -8,21 +8,37 @@ it believes. Here a case whose head p50 is more than `max_speedup` times faster 
 
 from __future__ import annotations
 
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import CaseReport
+from bot.verdict.messages import LABELS, render
 
-IMPLAUSIBLE = "implausible speedup — verify"
+IMPLAUSIBLE = LABELS["implausible_speedup"]  # "implausible speedup — verify"
 
 
 def implausible_speedups(cases: list[CaseReport], max_speedup: float) -> list[str]:
     """One line per case whose head p50 beats base's by more than `max_speedup` times."""
-    lines = []
+    return [render(f) for f in speedup_findings(cases, max_speedup)]
+
+
+def speedup_findings(cases: list[CaseReport], max_speedup: float) -> list[Finding]:
+    """One finding per case whose head p50 beats base's by more than `max_speedup` times (needs a person)."""
+    found = []
     for c in cases:
         if c.p50_ms is None or c.base_p50_ms is None or c.p50_ms <= 0:
             continue
         speedup = c.base_p50_ms / c.p50_ms
         if speedup > max_speedup:
-            lines.append(
-                f"{IMPLAUSIBLE}: {c.name} head p50 {c.p50_ms:.3g} ms vs base {c.base_p50_ms:.3g} ms "
-                f"({speedup:.1f}x faster, above max_speedup {max_speedup:g}x)"
+            params = {"head": f"{c.p50_ms:.3g}", "base": f"{c.base_p50_ms:.3g}", "speedup": f"{speedup:.1f}"}
+            found.append(
+                Finding(
+                    gate=Gate.plausibility,
+                    outcome=Outcome.accept,
+                    key="plausibility.speedup",
+                    case=c.name,
+                    params={**params, "limit": f"{max_speedup:g}"},
+                    value=speedup,
+                    limit=max_speedup,
+                    unit="x",
+                )
             )
-    return lines
+    return found

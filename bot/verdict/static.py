@@ -4,22 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.models.finding import Finding, Gate, Outcome
+from bot.verdict.messages import render
+
 
 def _fmt_set(values: list[Any]) -> str:
     return "{" + ",".join(str(v) for v in values) + "}"
 
 
 def check_tunables(config: dict[str, Any], allowed: dict[str, list[Any]], config_name: str) -> list[str]:
-    """Every key allowed, every allowed key present, every value in its set."""
+    """Every key allowed, every allowed key present, every value in its set (`tunable_findings`, as lines)."""
+    return [render(f) for f in tunable_findings(config, allowed, config_name)]
+
+
+def tunable_findings(
+    config: dict[str, Any], allowed: dict[str, list[Any]], config_name: str, path: str | None = None
+) -> list[Finding]:
+    """Every key allowed, every allowed key present, every value in its set; each finding at the config file (`path`
+    from the repository root, else `config_name`)."""
+
+    def found(message: str, **params: str) -> Finding:
+        return Finding(
+            gate=Gate.static,
+            outcome=Outcome.fail,
+            key=message,
+            params={"config": config_name, **params},
+            file=path or config_name,
+        )
+
     findings = []
     for key in sorted(set(config) - set(allowed)):
-        findings.append(f"{config_name}: unknown tunable {key!r} (allowed: {', '.join(sorted(allowed))})")
+        findings.append(found("static.unknown_tunable", key=repr(key), allowed=", ".join(sorted(allowed))))
     for key in sorted(set(allowed) - set(config)):
-        findings.append(f"{config_name}: missing tunable {key!r}")
+        findings.append(found("static.missing_tunable", key=repr(key)))
     for key, values in allowed.items():
         if key not in config:
             continue
         value = config[key]
         if isinstance(value, bool) or value not in values:
-            findings.append(f"{config_name}: {key}={value} not in {_fmt_set(values)}")
+            findings.append(found("static.tunable_value", key=key, value=str(value), values=_fmt_set(values)))
     return findings

@@ -98,6 +98,9 @@ def t_quantile(p: float, df: float) -> float:
     return (low + high) / 2.0
 
 
+MAX_LOG = 700.0  # exp(700) ~ 1e304: below float's limit
+
+
 class Paired(NamedTuple):
     """A paired comparison: the mean log-ratio over process pairs, its standard error and degrees of freedom."""
 
@@ -114,7 +117,13 @@ class Paired(NamedTuple):
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         """(low, high) of head/base at `level` (two-sided Student t over the pairs)."""
         half = t_quantile(0.5 + level / 2.0, self.df) * self.se
-        return math.exp(self.centre - half), math.exp(self.centre + half)
+        return _exp(self.centre - half), _exp(self.centre + half)
+
+
+def _exp(x: float) -> float:
+    """exp, saturating: two pairs of near-zero CPU blocks give a half-width beyond exp's range (an interval of
+    0..inf, undecided), never an OverflowError that stops the judge."""
+    return math.exp(max(-MAX_LOG, min(MAX_LOG, x))) if not math.isnan(x) else math.nan
 
 
 def base_first(pair: int, block: int) -> bool:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
-
+from bot.models.evidence import Peak
+from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import CaseReport, Throughput
+from bot.verdict.findings import add_case, rerender_case
+from bot.verdict.messages import LABELS, phrase
 
-IMPLAUSIBLE = "implausible"  # the gate a case above the hardware limit fails (bot/verdict/gate.py CASE_GATES)
+IMPLAUSIBLE = LABELS["implausible"]  # the label of a case above the hardware limit (Gate.plausibility)
 
 # NVIDIA's data sheets give tensor-core figures "with sparsity"; the dense rate is half of it. Bandwidth is the
 # memory's (HBM, GDDR or LPDDR). Where a sheet gives several FP16 rates (GeForce: FP32 accumulate at half the FP16
@@ -73,16 +75,6 @@ DEVICES: tuple[Device, ...] = (
 )
 
 
-class Peak(BaseModel):
-    """What one device can do at most: compute in TFLOP/s and memory traffic in GB/s, and whose figures."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tflops: float = Field(gt=0)
-    gbps: float = Field(gt=0)
-    of: str = Field(description="a data-sheet row (a GPU), or how this CPU runner measured itself")
-
-
 def device_peak(gpu: str | None) -> Peak | None:
     """The data-sheet peak of the GPU nvidia-smi names; None for a GPU the table does not know."""
     name = (gpu or "").lower()
@@ -133,13 +125,19 @@ def peak_pct(t: Throughput, side: str = "head") -> float | None:
 
 def over_peak(t: Throughput, side: str = "head") -> list[str]:
     """What `side` claims beyond the hardware: each rate above 100 % of its peak, in the reader's numbers."""
+    return [phrase(p) for p in over_peak_phrases(t, side)]
+
+
+def over_peak_phrases(t: Throughput, side: str = "head") -> list[Phrase]:
+    """`over_peak` as phrases of the message catalog."""
     out = []
     for pct, rate, peak, unit in (
         (getattr(t, f"{side}_flops_pct"), getattr(t, f"{side}_tflops"), t.peak_tflops, "TFLOP/s"),
         (getattr(t, f"{side}_bytes_pct"), getattr(t, f"{side}_gbps"), t.peak_gbps, "GB/s"),
     ):
         if pct is not None and pct > 100.0 and rate is not None and peak is not None:
-            out.append(f"{rate:,.4g} {unit} is {pct:,.0f}% of the peak {peak:,.4g} {unit}")
+            params = {"rate": f"{rate:,.4g}", "unit": unit, "pct": f"{pct:,.0f}", "peak": f"{peak:,.4g}"}
+            out.append(Phrase(key="plausibility.rate", params=params))
     return out
 
 
@@ -153,12 +151,28 @@ def judge_throughput(report: CaseReport, flops: int | None, nbytes: int | None, 
     report.throughput = t
     if t is None:
         return
-    if over := over_peak(t, "head"):  # first; an undecided latency of an impossible rate decides nothing
+    if over := over_peak_phrases(t, "head"):  # first; an undecided latency of an impossible rate decides nothing
         report.verdict = "fail"
-        report.reasons = [
-            f"{IMPLAUSIBLE}: above the hardware limit — verify: head {'; '.join(over)} ({t.peak_of}); "
-            "check the case's declared flops/bytes and the timing",
-            *(r for r in report.reasons if not r.startswith("performance inconclusive")),
+        pct = peak_pct(t, "head")
+        found = Finding(
+            gate=Gate.plausibility,
+            outcome=Outcome.fail,
+            key="plausibility.over_peak",
+            case=report.name,
+            params={"peak_of": t.peak_of},
+            phrases={"over": over},
+            value=pct,
+            limit=100.0,
+            unit="%",
+        )
+        kept = [
+            f for f in report.findings if f.key not in ("performance.inconclusive", "performance.inconclusive_noisy")
         ]
-    if over := over_peak(t, "base"):
-        report.reasons.append(f"base measured above the hardware limit: {'; '.join(over)}; verify the declared work")
+        rerender_case(report, [found, *kept])
+    if over := over_peak_phrases(t, "base"):
+        add_case(
+            report,
+            Finding(
+                gate=Gate.plausibility, outcome=Outcome.note, key="plausibility.base_over_peak", phrases={"over": over}
+            ),
+        )

@@ -96,7 +96,10 @@ def recv(fd: int) -> dict[str, Any]:
 
 
 def write_tensors(path: str, tensors: list[Any]) -> list[dict[str, Any]]:
-    """Write contiguous CPU copies of `tensors` into one file; return their header entries."""
+    """Write contiguous CPU copies of `tensors` into one file; return their header entries (at most MAX_TENSORS: the
+    reader refuses more, so the writer says so first)."""
+    if len(tensors) > MAX_TENSORS:
+        raise ProtocolError(f"{len(tensors)} tensors for one file, over {MAX_TENSORS}")
     entries, offset = [], 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as f:

@@ -16,6 +16,7 @@ import torch
 
 from bot.models.judging import Check, JudgeJob, Spot, Timing
 from bot.phases import Phases
+from bot.untrusted.runner import protocol
 from bot.untrusted.runner.case import CaseState, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy, snapshot
@@ -30,6 +31,14 @@ MAX_SETS = 16  # distinct input sets per block (each call of a block gets its ow
 SPOT_PROBABILITY = 0.25  # share of GPU blocks whose outputs are fetched and checked (a CPU case checks every block)
 GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
 BUSY_FACTOR = 2  # a busy runner measures this many times longer (processes, samples, seconds) before the last look
+
+
+def sets_per_block(calls: int, tensors_per_set: int, draw_per_set_s: float) -> int:
+    """Distinct input sets per block: one per call up to MAX_SETS, fewer where drawing one costs more than
+    DRAW_PER_BLOCK_S (big GPU cases draw hundreds of MB per set on the CPU), and no more than one file's header holds
+    (an entry with output and scratch arguments carries them in every set: 16 sets of 5 tensors are over 64)."""
+    per_file = protocol.MAX_TENSORS // max(1, tensors_per_set)
+    return max(1, min(calls, MAX_SETS, per_file, int(DRAW_PER_BLOCK_S / max(draw_per_set_s, 1e-6))))
 
 
 class Judging(Protocol):
@@ -159,6 +168,7 @@ class Sampler:
         file, header, size = self.judge.write_sets([self.warm])
         self.state.files.append(file)
         for label in labels:  # warm-up: at least warmup_ms and warmup_calls of calls
+            self.state.enter(label, "timing (loading inputs)")  # a side that dies loading is that side, named
             self.workers[label].load(file, header, size, self.deadline)
             self.loaded[label] = file
         call_ms = max(self._warm_up(label) for label in labels)
@@ -166,9 +176,7 @@ class Sampler:
         if not self.calls:  # the block length is fixed by the first pair, so every sample means the same
             self.calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
         calls = self.calls
-        # Distinct input sets per block: one per call up to MAX_SETS, fewer where drawing one costs more than
-        # DRAW_PER_BLOCK_S (big GPU cases draw hundreds of MB per set on the CPU).
-        n_sets = max(1, min(calls, MAX_SETS, int(DRAW_PER_BLOCK_S / max(self.draw_per_set, 1e-6))))
+        n_sets = sets_per_block(calls, len(header[0]), self.draw_per_set)
         cpu_start = {label: self.workers[label].side.cpu() for label in labels}
         timed_start = dict(self.account.timed_cpu)
         samples: dict[str, list[float]] = {label: [] for label in labels}
@@ -180,6 +188,7 @@ class Sampler:
             order = block_order(pair + b, labels)
             for label in order:
                 if self.loaded.get(label) != file:
+                    self.state.enter(label, "timing (loading inputs)")
                     self.workers[label].load(file, header, size, self.deadline)
                     self.loaded[label] = file
                     self.account.bytes_in += size

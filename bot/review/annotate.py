@@ -1,0 +1,132 @@
+"""The review's annotations: head's sources read from git for the locators of bot/present/annotations.py, `opgate
+lint` on the changed files it knows, and annotations.json beside report.json (a part's annotations travel to the
+publish job as data, like its report)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from bot.config.manifest import ROOT, find_manifests, load_kernel, repo_file
+from bot.config.repo import RepoConfig
+from bot.edges import gitio
+from bot.errors import OpgateError
+from bot.lint import KeyBook, detect_kind, lint_paths
+from bot.models.diff import FileChange
+from bot.models.github import Annotation
+from bot.models.report import KernelReport, Report
+from bot.present.annotations import SOURCE_SUFFIXES, EntryPlace, KernelSources, LintPlace, Sources, for_review
+from bot.review.changes import parse_diff
+
+log = logging.getLogger(__name__)
+
+ANNOTATIONS_FILE = "annotations.json"
+MAX_FILES = 400  # a kernel's C/C++/CUDA files read for the locators, at most
+MAX_FILE_BYTES = 1024 * 1024
+MAX_ANNOTATIONS_BYTES = 4 * 1024 * 1024  # a part's annotations.json, at most (it comes from a job that ran PR code)
+LINTED = ("manifest", "task", "env", "config")  # the kinds of changed file the review lints (bot/lint)
+_LIST = TypeAdapter(list[Annotation])
+
+
+def _wanted(kernel: KernelReport) -> bool:
+    """Whether a kernel has something a locator places: resources, or a case that failed."""
+    return kernel.changed and (
+        any(c.head for c in kernel.resource_checks()) or any(c.verdict in ("fail", "error") for c in kernel.cases)
+    )
+
+
+def _kernel_sources(tree: Path, folder: str, config: RepoConfig) -> tuple[KernelSources, dict[str, str]] | None:
+    try:
+        kernel = load_kernel(tree / folder, config=config, path=folder)
+    except OpgateError:
+        return None
+    builds = {
+        device: EntryPlace(entry=spec.entry, sources=[repo_file(folder, s) for s in spec.sources])
+        for device, spec in kernel.manifest.build.items()
+    }
+    if folder == ROOT:  # a kernel at the repository root: the files its builds name, not the whole repository
+        candidates = [tree / p for b in builds.values() for p in b.sources]
+    else:
+        candidates = sorted(p for p in (tree / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES)
+    texts: dict[str, str] = {}
+    for path in candidates[:MAX_FILES]:
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_size <= MAX_FILE_BYTES:
+                texts[path.relative_to(tree).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return KernelSources(files=sorted(texts), builds=builds), texts
+
+
+def _lint(tree: Path, changes: list[FileChange], config: RepoConfig) -> list[LintPlace]:
+    """`opgate lint`'s findings with a line in the changed files of a kind it knows (kernel.toml, task files, .env,
+    opgate's configuration), as head has them."""
+    paths = [
+        tree / c.path
+        for c in changes
+        if not c.binary
+        and detect_kind(c.path) in LINTED
+        and (tree / c.path).is_file()
+        and not (tree / c.path).is_symlink()
+    ]
+    if not paths:
+        return []
+    places = []
+    for f in lint_paths(paths, KeyBook.of(config)):
+        rel = Path(os.path.relpath(f.path, tree)).as_posix()
+        if f.line is not None and not rel.startswith("../"):
+            places.append(LintPlace(path=rel, line=f.line, rule=f.rule, message=f.message, severity=f.severity))
+    return places
+
+
+def gather(repo: Path, base: str, head: str, report: Report, config: RepoConfig) -> list[Annotation]:
+    """The annotations of a finished review: the diff of `base..head` and, for the kernels that have something to
+    place, their files in a worktree of head. Never fails the review: a git error logs and gives none."""
+    try:
+        changes = parse_diff(gitio.diff(repo, base, head))
+        kernels: dict[str, KernelSources] = {}
+        texts: dict[str, str] = {}
+        lint: list[LintPlace] = []
+        wanted = [k.name for k in report.kernels if _wanted(k)]
+        if wanted or any(detect_kind(c.path) in LINTED for c in changes if not c.binary):
+            with gitio.worktree(repo, head) as tree:
+                folders = find_manifests(tree, config.manifests)
+                for name in wanted:
+                    if name in folders and (found := _kernel_sources(tree, folders[name], config)) is not None:
+                        kernels[name], read = found
+                        texts.update(read)
+                lint = _lint(tree, changes, config)
+                for place in lint:
+                    if place.path not in texts and (tree / place.path).is_file():
+                        texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
+        return for_review(report, changes, Sources(texts=texts, kernels=kernels), lint)
+    except OpgateError as exc:
+        log.warning("no annotations: %s", exc)
+        return []
+
+
+def write(out: Path, items: list[Annotation]) -> Path:
+    path = out / ANNOTATIONS_FILE
+    path.write_text(_LIST.dump_json(items, indent=2).decode() + "\n")
+    return path
+
+
+def read(folder: Path) -> list[Annotation]:
+    """A part's annotations (none when it has no annotations.json); the job that wrote them ran PR code, so a file
+    that is too large or not the model is left out with a warning, never a failure of the merge."""
+    path = folder / ANNOTATIONS_FILE
+    try:
+        if not path.is_file():
+            return []
+        if path.stat().st_size > MAX_ANNOTATIONS_BYTES:
+            raise ValueError(f"over {MAX_ANNOTATIONS_BYTES // 2**20} MiB")
+        return _LIST.validate_json(path.read_bytes())
+    except (OSError, ValueError, ValidationError) as exc:
+        log.warning("%s: its annotations are left out (%s)", path, type(exc).__name__)
+        return []
+
+
+__all__ = ["ANNOTATIONS_FILE", "gather", "read", "write"]

@@ -1,0 +1,166 @@
+"""The agent's test matrix: which proposed cases base's `[agent_cases]` admits, and what each one ran to decides."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bot.config.manifest import AgentCases, Case, KernelManifest
+from bot.models.finding import Gate, Outcome
+from bot.models.report import (
+    AgentCaseRefusal,
+    AgentCaseReport,
+    AgentCasesReport,
+    AgentCaseVerdict,
+    CaseReport,
+    CaseStatus,
+    KernelReport,
+    ProposedCase,
+)
+from bot.text.i18n import N_
+from bot.text.safe import one_line
+from bot.verdict.findings import add_kernel, verbatim
+
+# report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
+NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
+NEW_KERNEL = N_("a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run")
+BASE_FAILS = "base fails too"
+BASE_FAILS_WHY = {
+    "same": N_("base fails too (the same build): not failed for it"),
+    "unbuilt": N_("base fails too (base does not build): not failed for it"),
+    "wrong": N_("base fails too (base is wrong on it): not failed for it"),
+}
+NOT_BUILT = N_("not run: the change fails its static checks before anything is built")
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_KEYS = {"name", "shape", "params"}
+
+
+@dataclass
+class Admission:
+    """The cases base's bounds admit (in the reply's order) and the entries refused, each with its reason."""
+
+    cases: list[Case] = field(default_factory=list)
+    refused: list[AgentCaseRefusal] = field(default_factory=list)
+    note: str = ""
+
+
+def _shown(name: object) -> str:
+    """Untrusted text of the reply as a refusal quotes it: one line, at most 64 characters."""
+    return one_line(str(name), 64)
+
+
+def entry_problem(entry: ProposedCase, bounds: AgentCases, taken: set[str]) -> str | None:
+    """Why one entry may not run (a key no manifest case has, a value outside its bound, a name in use), or None."""
+    if unknown := sorted(set(entry.model_extra or {}) - _KEYS):
+        named = ", ".join(repr(_shown(k)) for k in unknown[:3]) + (" …" if len(unknown) > 3 else "")
+        return f"unknown key {named} (an agent case has name, shape and params)"
+    if not _NAME.fullmatch(entry.name):
+        return "the name must be 1 to 64 letters, digits, _ . or -"
+    if entry.name in taken:
+        return f"the name {entry.name} is already a case of this kernel or of the matrix"
+    for part, given, allowed in (("shape", entry.shape, bounds.shape), ("params", entry.params, bounds.params)):
+        if unknown := [k for k in given if k not in allowed]:
+            known = ", ".join(allowed) or "none"
+            return f"{part}.{_shown(unknown[0])} has no bound in [agent_cases.{part}] (bounded: {known})"
+        if missing := [k for k in allowed if k not in given]:
+            return f"{part}.{missing[0]} is missing (every bounded key is given)"
+        for key, bound in allowed.items():
+            if (why := bound.problem(given[key])) is not None:
+                return f"{part}.{key} = {why}"
+    return None
+
+
+def admit(proposed: list[ProposedCase], rules: KernelManifest | None) -> Admission:
+    """Base's `[agent_cases]` applied to the matrix: at most `max_cases` admitted, every other entry refused with why.
+
+    `rules` is base's manifest (None for a new kernel). An admitted case is judged by the manifest's constraints
+    (no tolerance of its own) with the dtype [agent_cases] names, else that of the first case on its device."""
+    if not proposed:
+        return Admission()
+    if rules is None:
+        return Admission(note=NEW_KERNEL)
+    bounds = rules.agent_cases
+    if bounds is None:
+        return Admission(note=NO_TABLE)
+    out = Admission()
+    taken = {c.name for c in rules.cases}
+    dtype: str = bounds.dtype or next(c.dtype for c in rules.cases if c.device == bounds.device)
+    for entry in proposed:
+        why = entry_problem(entry, bounds, taken)
+        if why is None and len(out.cases) >= bounds.max_cases:
+            why = f"over max_cases = {bounds.max_cases} of [agent_cases]"
+        if why is None:
+            why = _resolvable(rules, entry, dtype)
+        if why is not None:
+            out.refused.append(AgentCaseRefusal(name=_shown(entry.name), reason=why))
+            continue
+        taken.add(entry.name)
+        out.cases.append(agent_case(entry, bounds, dtype))
+    return out
+
+
+def agent_case(entry: ProposedCase, bounds: AgentCases, dtype: str) -> Case:
+    return Case.model_validate(
+        {"name": entry.name, "device": bounds.device, "dtype": dtype, "shape": entry.shape, "params": entry.params}
+    )
+
+
+def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> str | None:
+    """Why the judge could not allocate the entry's output arguments over its shape, or None."""
+    assert rules.agent_cases is not None
+    try:
+        rules.written(agent_case(entry, rules.agent_cases, dtype))
+    except ValueError as exc:
+        return f"the output arguments do not resolve over its shape: {one_line(exc, 200)}"
+    return None
+
+
+def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseReport:
+    """One agent case's verdict from the judge's report: head wrong where base is right fails the change; where base is
+    wrong too (or is the same build, or does not build) it is "base fails too"; latency is reported, never gated."""
+    head_wrong = report.status == CaseStatus.incorrect
+    head_broke = report.status in (CaseStatus.crashed, CaseStatus.timeout, CaseStatus.tampered)
+    same_build = report.stop_reason == "identical_build"
+    base_fails = report.base_correct is False or same_build or not base_built
+    verdict: AgentCaseVerdict
+    if report.status in (CaseStatus.skipped, CaseStatus.compile_fail):
+        verdict = "not_judged"
+    elif head_wrong or (head_broke and report.base_correct is not None):
+        verdict = "base_fails" if base_fails else "fail"
+    elif head_broke:  # the reference (or the runner) failed before either side was checked
+        verdict = "base_fails" if same_build else "not_judged"
+    else:
+        verdict = "pass"
+    reasons = [r for r in report.reasons if not r.startswith(("performance", "implausible"))]
+    if verdict == "base_fails":
+        reasons.append(BASE_FAILS_WHY["same" if same_build else "unbuilt" if not base_built else "wrong"])
+    return AgentCaseReport(
+        name=case.name, shape=dict(case.shape), params=dict(case.params), verdict=verdict, reasons=reasons,
+        case=report.model_copy(update={"base_drift_pct": None}),
+    )  # fmt: skip
+
+
+def report(agent: str, proposed: int, admission: Admission, cases: list[AgentCaseReport]) -> AgentCasesReport:
+    return AgentCasesReport(
+        agent=agent, proposed=proposed, cases=cases, refused=admission.refused, note=admission.note
+    )  # fmt: skip
+
+
+def fold(kernel: KernelReport) -> KernelReport:
+    """An agent case that head fails where base passes fails the kernel (one reason each); nothing else changes: an
+    agent case never passes, excuses or loosens what the manifest's cases decided."""
+    block = kernel.agent_cases
+    failed = [c for c in block.cases if c.verdict == "fail"] if block is not None else []
+    if block is None or not failed:
+        return kernel
+    for c in failed:
+        named = f"agent case {c.name} (proposed by {block.agent})"
+        # the case's own failing findings, named as the agent's case: "correctness: agent case tail_15 (…) …"
+        found = [f for f in c.case.findings if f.outcome in (Outcome.fail, Outcome.error)]
+        if not found:
+            found = [verbatim(r, Gate.correctness, Outcome.fail) for r in c.reasons or [f"fail: {c.case.status.value}"]]
+        for f in found:
+            add_kernel(kernel, f.model_copy(update={"case": named}))
+    if kernel.verdict != "error":
+        kernel.verdict = "fail"
+    return kernel

@@ -1,0 +1,47 @@
+"""Findings into reports: a gate adds a Finding, and the report's reason lists are rendered from its findings."""
+
+from __future__ import annotations
+
+from bot.models.finding import Finding, Gate, Outcome, Phrase
+from bot.models.report import CaseReport, KernelReport
+from bot.verdict.messages import render
+
+__all__ = ["Finding", "Gate", "Outcome", "Phrase", "add_case", "add_kernel", "rerender_case", "verbatim"]
+
+
+def add_case(report: CaseReport, finding: Finding) -> None:
+    """The finding on its case: kept, and its line among the case's reasons (the case is not named again)."""
+    finding = finding.model_copy(update={"case": report.name})
+    report.findings.append(finding)
+    report.reasons.append(render(finding, case=False))
+
+
+def rerender_case(report: CaseReport, findings: list[Finding]) -> None:
+    """Replace the case's findings (a later gate rewrote them); its reasons follow (a line made outside the gates
+    stays after them)."""
+    made = {render(f, case=False) for f in report.findings}
+    report.findings = [f.model_copy(update={"case": report.name}) for f in findings]
+    report.reasons = [render(f, case=False) for f in report.findings] + [r for r in report.reasons if r not in made]
+
+
+def add_kernel(kernel: KernelReport, finding: Finding, *, once: bool = False) -> None:
+    """The finding on its kernel, its line in the list its outcome names: reasons (fail, error), undecided,
+    accept_needed, notes. `once`: not again when the same line is there already."""
+    finding = finding.model_copy(update={"kernel": kernel.name})
+    line = render(finding)
+    into = {
+        Outcome.fail: kernel.reasons,
+        Outcome.error: kernel.reasons,
+        Outcome.undecided: kernel.undecided,
+        Outcome.accept: kernel.accept_needed,
+        Outcome.note: kernel.notes,
+    }[finding.outcome]
+    if once and line in into:
+        return
+    kernel.findings.append(finding)
+    into.append(line)
+
+
+def verbatim(text: str, gate: Gate, outcome: Outcome, **where: str | int | None) -> Finding:
+    """A line made elsewhere that has no message of its own yet (a compile failure's text, a launch error)."""
+    return Finding(gate=gate, outcome=outcome, key="text", params={"text": text}, **where)  # type: ignore[arg-type]

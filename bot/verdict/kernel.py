@@ -1,0 +1,193 @@
+"""One kernel's verdict from its evidence, decided once: `judge_kernel` (pure; the review only gathers)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bot.config.manifest import Case, Constraints, Kernel
+from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
+from bot.verdict import agent_cases
+from bot.verdict.compile_errors import new_errors
+from bot.verdict.findings import add_kernel
+from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
+from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
+
+RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
+NEW_KERNEL = "new kernel: judged by its own manifest and reference, which this change wrote"
+HELD_OUT = "held out of the tuning search (its re-verification runs it)"
+NO_GPU = "needs a CUDA GPU; this machine has none"
+FAIL_ALIKE = "base and head fail to build alike"
+HEAD_FAILS = "head does not build"
+
+
+class SecondLooks(BaseModel):
+    """What the review measures again before the gate decides: the CPU cases whose latency stays undecided (or
+    every timed one, `simulate = "always"`) counted under callgrind, and this CPU runner's peak measured longer
+    when a case claims more than it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    simulate: list[str] = []
+    refresh_cpu_peak: bool = False
+
+
+def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy) -> KernelReport:
+    """The kernel's report and verdict from everything the review gathered, held to `rules` (base's manifest, or
+    head's for a new kernel; None where neither side has one): static findings, builds, resource checks, each
+    case's run or why it did not run. A kernel the review gathered nothing of is skipped; an invalid one fails."""
+    ev = evidence
+    report = KernelReport(
+        name=ev.name, domain=ev.domain, changed=ev.changed, verdict="skipped", notes=list(ev.notes), diff=ev.diff
+    )
+    if ev.invalid:
+        report.verdict = "fail"
+        report.reasons.append(ev.invalid)
+        return report
+    if not ev.gathered or rules is None:  # untouched, removed in head, or gated in another job: the notes say which
+        return report
+    constraints = rules.manifest.constraints
+    if ev.new_kernel:  # a reference written in the same change proves nothing on its own: a person decides
+        report.accept_needed.append(NEW_KERNEL)
+    for f in ev.unread:
+        add_kernel(report, f)
+    if ev.static:
+        return with_agent_cases(kernel_verdict(report, list(ev.static), [], constraints, policy), ev, rules)
+    checks = [c.model_copy(deep=True) for c in ev.resource_checks]
+    report.resource_check, report.arch_checks = (checks[0] if checks else None), checks[1:]
+    device = "cuda" if ev.device == "cuda" and "cuda" in ev.builds.get(HEAD, {}) else "cpu"
+    if (hb := ev.builds.get(HEAD, {}).get(device)) is not None:
+        report.build = hb.model_copy(deep=True)
+    if (bb := ev.builds.get(BASE, {}).get(device)) is not None:
+        report.base_build = bb.model_copy(deep=True)
+    if report.build is not None and report.resource_check is not None:
+        report.build.resources = report.resource_check.head
+    if report.base_build is not None and report.resource_check is not None:
+        report.base_build.resources = report.resource_check.base
+    cases = [judge_case(case, _evidence_of(ev, case), ev, constraints) for case in rules.manifest.cases]
+    report.notes.extend(drift_notes(cases))
+    return with_agent_cases(kernel_verdict(report, [], cases, constraints, policy), ev, rules)
+
+
+def with_agent_cases(report: KernelReport, ev: KernelEvidence, rules: Kernel) -> KernelReport:
+    """The agent's test matrix, admitted by base's [agent_cases] (the same pure rule the review ran them by), each
+    admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
+    passes fails the kernel (`agent_cases.fold`). Nothing an agent case shows passes or excuses anything."""
+    if not ev.agent_matrix:
+        return report
+    admitted = agent_cases.admit(ev.agent_matrix, None if ev.new_kernel else rules.manifest)
+    runs = {c.name: c for c in ev.agent_runs}
+    base_built = any(b.ok for b in ev.builds.get(BASE, {}).values())
+    judged = [
+        agent_cases.judged(
+            case, judge_case(case, runs[case.name], ev, rules.manifest.constraints), base_built=base_built
+        )
+        for case in admitted.cases
+        if case.name in runs
+    ]
+    proposer = ev.agent_proposer or "the agent"
+    report.agent_cases = agent_cases.report(proposer, len(ev.agent_matrix), admitted, judged)
+    if admitted.cases and ev.static:
+        report.agent_cases.note = agent_cases.NOT_BUILT
+    return agent_cases.fold(report)
+
+
+def judge_case(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints: Constraints) -> CaseReport:
+    """One case: not run (and why), or the judge's run through the gate, its simulated cost, the base's drift and
+    its throughput against the device's peak."""
+    if ce.not_run is not None:
+        report = not_run_report(case, ce, ev, constraints)
+    else:
+        report = case_verdict(case, constraints, ce.run)
+        if ce.run is not None and ce.log_tail:
+            report.log_tail = ce.log_tail
+        if ce.simulated is not None:
+            simulated_verdict(report, ce.simulated, constraints.max_regression_pct)
+        if ce.identical_build:
+            report.stop_reason = "identical_build"
+        elif ce.prior_base_p50_ms is not None and report.base_p50_ms is not None:
+            report.base_drift_pct = round((report.base_p50_ms / ce.prior_base_p50_ms - 1.0) * 100.0, 2)
+    if report.device == "cuda" and report.status != CaseStatus.skipped:
+        report.arch, report.gpu = ev.arch, ev.gpu
+    flops, nbytes = case.work()
+    if (flops is not None or nbytes is not None) and report.p50_ms is not None:
+        judge_throughput(report, flops, nbytes, _peak(case, ev))
+    return report
+
+
+def not_run_report(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints: Constraints) -> CaseReport:
+    """A case the review did not hand to the judge: skipped with the reason, or failed when head does not build
+    (and base does, or fails otherwise), or an error when an artifact was refused."""
+    why = ce.not_run
+    if why == NotRun.head_build_failed:
+        head_b = ev.builds.get(HEAD, {}).get(case.device)
+        if head_b is not None and shared_failure(head_b, ev.builds.get(BASE, {}).get(case.device)):
+            return case_verdict(case, constraints, None, FAIL_ALIKE)
+        report = case_verdict(case, constraints, None, "")
+        report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", [HEAD_FAILS]
+        return report
+    if why == NotRun.artifact_refused:
+        report = case_verdict(case, constraints, None, "")
+        report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {ce.detail}"]
+        return report
+    skipped = {
+        NotRun.held_out: HELD_OUT,
+        NotRun.other_job: ce.detail,
+        NotRun.wrong_gpu: f"runs on {case.arch}; this runner's GPU is {ev.arch} ({ev.gpu})",
+        NotRun.no_gpu: NO_GPU,
+        NotRun.no_build: f"kernel.toml has no {case.device} build",
+    }
+    return case_verdict(case, constraints, None, skipped.get(why, ce.detail) if why is not None else "")
+
+
+def second_looks(
+    evidence: KernelEvidence, rules: Kernel, simulate: Literal["off", "undecided", "always"] = "undecided"
+) -> SecondLooks:
+    """What to measure again before `judge_kernel` decides (pure): each timed CPU case whose latency interval stays
+    undecided (every timed one when `simulate` is "always"; none when "off"), and whether a CPU case claims more
+    than this runner's measured peak (a busy first measurement reads low: it is measured again, longer)."""
+    constraints = rules.manifest.constraints
+    wanted: list[str] = []
+    refresh = False
+    for case in rules.manifest.cases:
+        ce = _evidence_of(evidence, case)
+        if ce.run is None or ce.not_run is not None or case.device != "cpu":
+            continue
+        report = case_verdict(case, constraints, ce.run)
+        timed = simulate != "off" and report.regression_pct is not None
+        if timed and (report.verdict == "inconclusive" or simulate == "always"):
+            wanted.append(case.name)
+        flops, nbytes = case.work()
+        if evidence.cpu_peak is not None and report.p50_ms is not None and (flops is not None or nbytes is not None):
+            t = throughput(flops, nbytes, report, evidence.cpu_peak)
+            refresh = refresh or (t is not None and bool(over_peak(t, HEAD)))
+    return SecondLooks(simulate=wanted, refresh_cpu_peak=refresh)
+
+
+def shared_failure(head: Build, base: Build | None) -> bool:
+    """Head's build fails with first errors base's failed build has too (the runner's or the manifest's)."""
+    return base is not None and not base.ok and bool(head.errors) and not new_errors(head.errors, base.errors)
+
+
+def drift_notes(cases: list[CaseReport]) -> list[str]:
+    """A note for each case whose base latency moved more than RUNNER_DRIFT_PCT from its first measurement of the
+    same binary on this device: the runner changed, not the change (head and base were interleaved)."""
+    return [
+        f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
+        " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
+        " so the verdict stands"
+        for c in cases
+        if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT
+    ]
+
+
+def _evidence_of(ev: KernelEvidence, case: Case) -> CaseEvidence:
+    """The case's evidence; a case the review recorded nothing for was not run."""
+    return ev.case(case.name) or CaseEvidence(name=case.name)
+
+
+def _peak(case: Case, ev: KernelEvidence) -> Peak | None:
+    """A GPU's data-sheet peak, or this CPU runner's measured one."""
+    return device_peak(ev.gpu) if case.device == "cuda" else ev.cpu_peak

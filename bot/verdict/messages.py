@@ -1,0 +1,276 @@
+"""Every finding's English text, by message id: the one catalog the gates' findings render through (gettext msgids).
+
+A message is a label (the gate as the reader sees it, "performance inconclusive") and a text with `{named}`
+parameters. A case's finding reads `label: text` on the case and `label: case text` on its kernel (without a
+label: `case: text`), so a sentence names gate, case, value and limit once. Numbers come pre-formatted in the
+parameters: they are identical in every language. `render(finding, locale)` is the only way a finding becomes
+text; a locale other than English is looked up through the translator registered for it (`register_locale`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.models.finding import Finding, Phrase
+
+# Label id -> English label. A label is what a reader sees before the colon; the gate itself is Finding.gate.
+LABELS: dict[str, str] = {
+    "correctness": "correctness",
+    "stability": "stability",
+    "performance": "performance",
+    "performance_inconclusive": "performance inconclusive",
+    "performance_not_judged": "performance not judged",
+    "measurement_rejected": "measurement rejected",
+    "implausible": "implausible",
+    "implausible_speedup": "implausible speedup — verify",
+    "resource": "resource",
+}
+
+# Message id -> (label id or None, English text). Keep the ids stable: translations are keyed by the text.
+MESSAGES: dict[str, tuple[str | None, str]] = {
+    # the case was not run, or a side did not finish
+    "run.not_run": (None, "not run"),
+    "run.skipped": (None, "{reason}"),
+    "run.side_failed": (None, "{who} {status}: {detail}"),
+    "run.no_result": (None, "head produced no result"),
+    "run.verdict_status": (None, "{verdict}: {status}"),
+    "measurement.rejected": ("measurement_rejected", "{detail}"),
+    # correctness and stability of head (random inputs, boundary probes, timed calls)
+    "correctness.bad_output": (None, "{side} raised or returned a bad output: {error}"),
+    "correctness.bad_output_probe": (None, "{side} raised or returned a bad output on boundary probe {probe}: {error}"),
+    "correctness.unwritten": ("correctness", "output {output} has elements the kernel never wrote, first at {element}"),
+    "correctness.max_abs_err": (
+        "correctness",
+        "max_abs_err {value} > tolerance {limit} on {output}, first bad element {element}",
+    ),
+    "correctness.max_rel_err": (
+        "correctness",
+        "max_rel_err {value} > limit {limit} on {output}, first bad element {element}",
+    ),
+    "correctness.cos_diff": (
+        "correctness",
+        "cos_diff (1 - cos-sim) {value} > limit {limit} on {output}, first bad row {element}",
+    ),
+    "correctness.max_abs_err_total": ("correctness", "max_abs_err {value} > tolerance {limit}"),
+    "correctness.spot_checks": (
+        "correctness",
+        "{failed} of {checked} checked timed calls differ from the reference ({first}): "
+        "every call must compute its result",
+    ),
+    "correctness.base_incorrect": (None, "base is itself incorrect on this case; latency not compared"),
+    "correctness.base_incorrect_probe": (
+        None,
+        "base is itself incorrect on this case (boundary probe {probe}); latency not compared",
+    ),
+    "stability.nan_inf": ("stability", "output has NaN/Inf where the reference has none (or misses them)"),
+    "stability.nan_inf_at": (
+        "stability",
+        "output has NaN/Inf where the reference has none (or misses them), first at {element}",
+    ),
+    "stability.violation": ("stability", "NaN/Inf where the reference has none (or misses them), first at {element}"),
+    # the first bad element of an output (a phrase of the messages above)
+    "element.at": (None, "{where}"),
+    "element.value": (None, "{where}: got {got}, reference {expected}"),
+    "element.unwritten": (None, "{where}: got {got} (never written), reference {expected}"),
+    # latency, CPU time and the simulated cost against base
+    "performance.few_samples": ("performance_not_judged", "fewer than two valid timing samples (throttled GPU?)"),
+    "performance.not_paired": ("performance_not_judged", "head and base were not timed in the same blocks"),
+    "performance.regression": ("performance", "p50 {delta} (95% CI {low}..{high}) > {limit}% limit"),
+    "performance.inconclusive": (
+        "performance_inconclusive",
+        "p50 {delta} (95% CI {low}..{high}) straddles the {limit}% limit",
+    ),
+    "performance.inconclusive_noisy": (
+        "performance_inconclusive",
+        "p50 {delta} (95% CI {low}..{high}) straddles the {limit}% limit ({noisy}; measured {pairs} process pairs)",
+    ),
+    "performance.latency_undecided": (None, "latency undecided"),
+    "performance.p50_undecided": (None, "p50 undecided"),
+    "performance.cpu_time": (
+        "performance",
+        "CPU time per call {delta} (95% CI {low}..{high}, every thread of the sandbox) > {limit}% limit",
+    ),
+    "performance.simulated": (
+        "performance",
+        "simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) > {limit}% limit; "
+        "on wall time alone {wall}",
+    ),
+    "performance.small_only": (
+        None,
+        "faster only on the smaller cases: {faster} (base p50 up to {faster_max} ms), while the larger ones are not: "
+        "{rest} (from {rest_min} ms) — is it only faster on small batches?",
+    ),
+    "performance.case_delta": (None, "{case} {delta}"),
+    # above the hardware, or an implausible speed-up
+    "plausibility.over_peak": (
+        "implausible",
+        "above the hardware limit — verify: head {over} ({peak_of}); "
+        "check the case's declared flops/bytes and the timing",
+    ),
+    "plausibility.base_over_peak": (None, "base measured above the hardware limit: {over}; verify the declared work"),
+    "plausibility.rate": (None, "{rate} {unit} is {pct}% of the peak {peak} {unit}"),
+    "plausibility.speedup": (
+        "implausible_speedup",
+        "head p50 {head} ms vs base {base} ms ({speedup}x faster, above max_speedup {limit}x)",
+    ),
+    # resources, shared memory and occupancy (per architecture)
+    "resources.spill": ("resource", "{function} spills {bytes} bytes (stores {stores} B, loads {loads} B)"),
+    "resources.smem_arch": (
+        "resource",
+        "{function} uses {smem} shared memory per block (static + dynamic) > {limit}",
+    ),
+    "resources.registers": ("resource", "{function} uses {registers} registers > limit {limit}"),
+    "resources.smem_limit": ("resource", "{function} uses {smem} smem per block > limit {limit}"),
+    "resources.not_resident": ("resource", "{function} cannot be resident on an SM: {why}"),
+    "resources.min_warps": (
+        "resource",
+        "{function} keeps {warps} warps per SM < min_warps_per_sm {limit}, limited by {limited_by}",
+    ),
+    "resources.occupancy_drop": (
+        "resource",
+        "{function}: occupancy {old}% -> {new}% ({old_blocks} -> {new_blocks} blocks/SM, {old_warps} -> {new_warps} "
+        "warps/SM), limited by {limited_by}: {drop}% fewer resident warps than base > max_occupancy_drop_pct {limit}%",
+    ),
+    "resources.occupancy_within": (
+        None,
+        "{function}: occupancy {old}% -> {new}% ({old_blocks} -> {new_blocks} blocks/SM, {old_warps} -> {new_warps} "
+        "warps/SM), limited by {limited_by}: {drop}% fewer resident warps than base, within max_occupancy_drop_pct "
+        "{limit}%",
+    ),
+    "resources.occupancy_change": (
+        None,
+        "{function}: occupancy {old}% -> {new}% ({old_blocks} -> {new_blocks} blocks/SM, {old_warps} -> {new_warps} "
+        "warps/SM), limited by {limited_by}",
+    ),
+    "resources.limited_by": (None, "{factor}: {why}"),
+    "resources.grew": (None, "{function}: {field} {old} -> {new}"),
+    "resources.grew_renamed": (None, "{function} (in base {base_function}): {field} {old} -> {new}"),
+    "resources.no_nvcc": (None, "resource check skipped: nvcc is not on the PATH"),
+    "resources.unsupported_arch": ("resource", "{detail}"),
+    "resources.launch": ("resource", "{detail}"),
+    "resources.compile_failed": ("resource", "{detail}"),
+    "resources.base_compile_fail": (None, "resource check: base's CUDA sources do not compile for {arch}: {error}"),
+    "resources.base_compile_fail_log": (
+        None,
+        "resource check: base's CUDA sources do not compile for {arch} (see the base log)",
+    ),
+    "resources.only": (None, "resources checked; no case ran (needs a CUDA GPU)"),
+    # builds (the compile failure's text names the step, the file and line, and advice)
+    "build.failed": (None, "{detail}"),
+    "build.base_fails": (None, "base does not build: {error}: no latency or resource comparison"),
+    "build.base_fails_plain": (None, "base does not build: no latency or resource comparison"),
+    # what was not run
+    "coverage.no_case_ran": (None, "no case ran: {summary}"),
+    "coverage.no_cases": (None, "the manifest has no case"),
+    "coverage.not_compiled": (None, "{path}: changed, compiled by no build: not judged"),
+    "coverage.not_compiled_here": (
+        None,
+        "{path}: changed, compiled by no build that ran here (only {builds}, which needs a CUDA GPU): not judged",
+    ),
+    "coverage.not_read": (
+        None,
+        "{path}: changed, this kernel has no case: its one gate, the resource check, reads only kernel.toml, its .cu "
+        "files and what they include: not judged",
+    ),
+    "coverage.no_probes": (
+        None,
+        "no boundary probes: the reference defines no make_probes, so only random inputs checked correctness "
+        "(a mask or tile edge off by one can pass them; see docs/manifest.md, boundary probes)",
+    ),
+    "coverage.no_probes_for": (None, "no boundary probes for {cases}: random inputs only"),
+    # static checks of the tunable config
+    "static.unknown_tunable": (None, "{config}: unknown tunable {key} (allowed: {allowed})"),
+    "static.missing_tunable": (None, "{config}: missing tunable {key}"),
+    "static.tunable_value": (None, "{config}: {key}={value} not in {values}"),
+    # text made elsewhere that has no message of its own yet, shown as it was written
+    "text": (None, "{text}"),
+    # tails: appended to a message
+    "tail.probe": (None, "; boundary probe {probe}"),
+    "tail.arch": (None, " on {arch}"),
+    "tail.wall": (None, "; wall time p50 {delta} ({low}..{high})"),
+    "tail.no_simulated": (None, "; no simulated cost: {error}"),
+    "tail.sim_outside": (
+        None,
+        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) lies outside that interval, "
+        "so it decides nothing",
+    ),
+    "tail.sim_both_sides": (
+        None,
+        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) falls on both sides of the "
+        "limit, so it decides nothing",
+    ),
+    "tail.sim_within": (
+        None,
+        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) is within the limit, but the "
+        "code it counts could have lowered its own count, so it decides nothing",
+    ),
+}
+
+Translator = Callable[[str], str]
+_TRANSLATORS: dict[str, Translator] = {}
+
+
+def register_locale(locale: str, gettext: Translator) -> None:
+    """Render `locale` through `gettext` (English msgid -> its translation; the msgid where none)."""
+    _TRANSLATORS[locale] = gettext
+
+
+def _gettext(locale: str) -> Translator:
+    if locale in ("en", "en-US", ""):
+        return str
+    if locale not in _TRANSLATORS:
+        raise ValueError(f"no message catalog for locale {locale!r}")
+    return _TRANSLATORS[locale]
+
+
+def message(key: str) -> tuple[str | None, str]:
+    """(label id, English text) of a message id; a KeyError names an id the catalog lacks."""
+    if key not in MESSAGES:
+        raise KeyError(f"no message {key!r} in bot/verdict/messages.py")
+    return MESSAGES[key]
+
+
+class _Args(dict[str, object]):
+    """A message's parameters; one the finding lacks stays `{name}` in the text instead of raising."""
+
+    def __missing__(self, name: str) -> str:
+        return "{" + name + "}"
+
+
+def _fill(key: str, args: dict[str, object], locale: str) -> str:
+    """The message's text in `locale` with its parameters; an id the catalog lacks (a report from another opgate,
+    or a forged part) is shown as it is, never formatted."""
+    gettext = _gettext(locale)
+    if key not in MESSAGES:
+        return key
+    try:
+        return gettext(MESSAGES[key][1]).format_map(_Args(args))
+    except (ValueError, IndexError, AttributeError):  # a translation with a broken placeholder: the English text
+        return MESSAGES[key][1].format_map(_Args(args))
+
+
+def phrase(p: Phrase, locale: str = "en") -> str:
+    """One phrase in `locale`."""
+    return _fill(p.key, dict(p.params), locale)
+
+
+def label(finding: Finding, locale: str = "en") -> str | None:
+    """The finding's label as the reader sees it ("performance inconclusive"); None for a message without one."""
+    lab = MESSAGES.get(finding.key, (None, ""))[0]
+    return None if lab is None else _gettext(locale)(LABELS[lab])
+
+
+def text(finding: Finding, locale: str = "en") -> str:
+    """The finding's sentence without its label and case: "p50 +10.53% (95% CI …) > 3% limit"."""
+    args: dict[str, object] = dict(finding.params)
+    args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in finding.phrases.items()})
+    return _fill(finding.key, args, locale) + "".join(phrase(t, locale) for t in finding.tail)
+
+
+def render(finding: Finding, locale: str = "en", *, case: bool = True) -> str:
+    """The finding as one line: `label: case text` (`case: text` without a label); `case=False` on the case itself."""
+    lab, body = label(finding, locale), text(finding, locale)
+    named = f"{finding.case} {body}" if case and finding.case and lab else body
+    if lab:
+        return f"{lab}: {named}"
+    return f"{finding.case}: {body}" if case and finding.case else body

@@ -1,0 +1,123 @@
+"""bot/review/annotate.py: a review's annotations located in a scratch repository's head and posted to the local
+GitHub server; each lands on a file of the diff, on a line that file has."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.config.manifest import Constraints
+from bot.config.repo import RepoConfig, load_config
+from bot.edges import gitio, publish
+from bot.edges.github import GitHubEdge
+from bot.models.finding import Finding, Gate, Outcome
+from bot.models.report import (
+    AgentReport,
+    CaseReport,
+    CaseStatus,
+    KernelReport,
+    Machine,
+    Report,
+    Resource,
+    ResourceCheckReport,
+)
+from bot.review import annotate
+from bot.review.changes import parse_diff
+from bot.review.coverage import coverage
+from bot.verdict.findings import add_case, add_kernel
+from bot.verdict.gate import resource_findings
+from tests.conftest import KernelRepo, git
+from tests.github_server import FakeGitHub
+
+REPO = "octo-org/kernels"
+TOKEN = "ghs_annotateTestToken0123456789"
+CU = "kernels/deepgemm_tile/gemm_cuda.cu"
+MANIFEST = "kernels/deepgemm_tile/kernel.toml"
+FN = "void deepgemm_tile::gemm_bf16_kernel<128, 256, 64, false>(unsigned short const*, float*, int)"
+
+
+def change(repo: KernelRepo) -> str:
+    """Head: a line in the CUDA kernel's body, the CPU binding's entry reworded, a compiler flag lint refuses, a file
+    outside every kernel."""
+    smem = "  extern __shared__ __align__(128) unsigned char smem[];"
+    repo.edit(CU, smem, f"{smem}\n  // head: one more pipeline stage")
+    repo.edit("kernels/deepgemm_tile/binding_cpu.cpp", 'm.def("gemm"', 'm.def( "gemm"')
+    repo.edit(MANIFEST, 'cflags = ["-O3"]\nentry = "gemm"', 'cflags = ["-O3", "-fplugin=./evil.so"]\nentry = "gemm"')
+    repo.write("tools/notes.md", "# notes\n\nwhy the tile grew\n")
+    return repo.commit("head")
+
+
+def reviewed(repo: KernelRepo, head: str) -> Report:
+    """The report a review of `head` leaves: a spill in the changed kernel, a failed CPU case, an unread file."""
+    changes = parse_diff(gitio.diff(repo.path, repo.base, head))
+    check = ResourceCheckReport(
+        status="ok",
+        head=[Resource(function=FN, registers=255, spill_bytes=64, spill_store_bytes=32, spill_load_bytes=32)],
+        base=[Resource(function=FN, registers=200)],
+    )
+    case = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail")
+    add_case(case, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="correctness.max_abs_err_total",
+                           params={"value": "0.25", "limit": "0.01"}))  # fmt: skip
+    kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", resource_check=check,
+                          cases=[case])  # fmt: skip
+    failures, notes = resource_findings(check.head, check.base, Constraints(), arch=check.arch)
+    for f in failures + notes:
+        add_kernel(kernel, f)
+    return Report(base_sha=repo.base, head_sha=head, pr=42, verdict="fail", kernels=[kernel],
+                  agent=AgentReport(status="skipped"), environment=Machine(device="cpu", python="3.12"),
+                  created_at="2026-12-02T01:00:00+00:00", opgate_version="0.2.0",
+                  coverage=coverage(changes, ["kernels/deepgemm_tile/**"], {}))  # fmt: skip
+
+
+def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_repo: KernelRepo, tmp_path: Path) -> None:
+    head = change(kernel_repo)
+    report = reviewed(kernel_repo, head)
+    found = annotate.gather(kernel_repo.path, kernel_repo.base, head, report, load_config(kernel_repo.path))
+    assert {(a.path, a.annotation_level) for a in found} == {
+        (CU, "failure"),  # the spill, at gemm_bf16_kernel's definition
+        ("kernels/deepgemm_tile/binding_cpu.cpp", "failure"),  # square_512 failed: the CPU entry's definition
+        ("tools/notes.md", "warning"),  # matched by no kernel: its first changed line
+        (MANIFEST, "failure"),  # KERN004 at the cflags line
+    }
+    with FakeGitHub(TOKEN) as server:
+        server.add_repo(REPO)
+        server.add_pull(REPO, number=42, head_sha=head, base_sha=kernel_repo.base, author="alice-dev")
+        with GitHubEdge(server.base_url, TOKEN, REPO, bot_login="opgate[bot]", seconds_between_requests=None,
+                        seconds_between_writes=None) as edge:  # fmt: skip
+            posted = publish.post(edge, 42, report, "<!-- opgate:review -->\nthe comment", annotations=found)
+        (run,) = server.check_runs(REPO, head)
+    assert posted.check is not None and posted.check.annotations == 4 and run["name"] == "opgate/review"
+    diffed = set(git(kernel_repo.path, "diff", "--name-only", kernel_repo.base, head).split())
+    for a in run["annotations"]:
+        assert a["path"] in diffed, a
+        lines = git(kernel_repo.path, "show", f"{head}:{a['path']}").split("\n")
+        assert 1 <= a["start_line"] <= a["end_line"] <= len(lines), a
+    where = {a["path"]: lines_at(kernel_repo, head, a["path"], a["start_line"]) for a in run["annotations"]}
+    assert "gemm_bf16_kernel(" in where[CU]
+    assert where["kernels/deepgemm_tile/binding_cpu.cpp"].startswith("torch::Tensor gemm(")
+    assert where["tools/notes.md"] == "# notes"
+    assert where[MANIFEST] == 'cflags = ["-O3", "-fplugin=./evil.so"]'
+    (lint,) = [a for a in run["annotations"] if a["path"] == MANIFEST]
+    assert lint["title"] == "lint KERN004" and "'-fplugin=./evil.so' is not allowed" in lint["message"]
+
+
+def lines_at(repo: KernelRepo, sha: str, path: str, line: int) -> str:
+    return git(repo.path, "show", f"{sha}:{path}").split("\n")[line - 1]
+
+
+def test_a_part_carries_its_annotations_and_a_bad_file_is_left_out(tmp_path: Path) -> None:
+    from bot.models.github import Annotation
+
+    notes = [Annotation(path="a.cu", start_line=3, end_line=3, annotation_level="notice", message="m", title="t")]
+    annotate.write(tmp_path, notes)
+    assert annotate.read(tmp_path) == notes
+    (tmp_path / annotate.ANNOTATIONS_FILE).write_text(json.dumps([{"path": "a.cu", "start_line": 0}]))
+    assert annotate.read(tmp_path) == []  # from a job that ran PR code: checked, never a crash
+    assert annotate.read(tmp_path / "missing") == []
+
+
+def test_git_trouble_gives_no_annotations_and_no_failure(tmp_path: Path) -> None:
+    report = Report(base_sha="a" * 40, head_sha="b" * 40, verdict="pass", kernels=[],
+                    agent=AgentReport(status="skipped"), environment=Machine(device="cpu", python="3.12"),
+                    created_at="2026-12-02T01:00:00+00:00", opgate_version="0.2.0")  # fmt: skip
+    assert annotate.gather(tmp_path, "a" * 40, "b" * 40, report, RepoConfig()) == []

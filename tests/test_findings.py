@@ -1,0 +1,53 @@
+"""Findings into reports: each outcome goes to its list, the lines are rendered from the findings."""
+
+from __future__ import annotations
+
+from bot.models.finding import Finding, Gate, Outcome
+from bot.models.report import CaseReport, KernelReport
+from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
+from bot.verdict.messages import render
+
+
+def _k() -> KernelReport:
+    return KernelReport(name="k", domain="d", changed=True, verdict="pass")
+
+
+def test_each_outcome_goes_to_the_list_that_names_it_and_the_kernel_is_filled_in():
+    k = _k()
+    for outcome in Outcome:
+        add_kernel(k, Finding(gate=Gate.coverage, outcome=outcome, key="coverage.no_cases"))
+    line = "the manifest has no case"
+    assert (k.reasons, k.undecided, k.accept_needed, k.notes) == ([line, line], [line], [line], [line])
+    assert {f.kernel for f in k.findings} == {"k"} and [f.outcome for f in k.findings] == list(Outcome)
+
+
+def test_once_keeps_a_line_from_being_added_twice():
+    k = _k()
+    note = Finding(gate=Gate.resources, outcome=Outcome.note, key="resources.no_nvcc")
+    add_kernel(k, note, once=True)
+    add_kernel(k, note, once=True)
+    assert k.notes == ["resource check skipped: nvcc is not on the PATH"] and len(k.findings) == 1
+
+
+def test_a_case_finding_names_its_case_and_its_line_does_not():
+    c = CaseReport(name="sq", tolerance=0.01, verdict="fail")
+    add_case(c, Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
+    assert c.findings[0].case == "sq" and c.reasons == ["head produced no result"]
+    assert render(c.findings[0]) == "sq: head produced no result"
+
+
+def test_rewriting_a_cases_findings_keeps_the_lines_made_outside_the_gates():
+    c = CaseReport(name="sq", tolerance=0.01, verdict="fail", reasons=["artifact refused: too large"])
+    add_case(c, Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
+    rerender_case(c, [verbatim("replaced", Gate.run, Outcome.fail)])
+    assert c.reasons == ["replaced", "artifact refused: too large"] and c.findings[0].case == "sq"
+
+
+def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_it_replaced():
+    from bot.config.manifest import Case, Constraints
+    from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+
+    c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed
+    c.verdict, c.reasons = "fail", ["head does not build"]
+    k = kernel_verdict(_k(), [], [c], Constraints(), Policy())
+    assert k.reasons == ["sq: head does not build"] and k.findings[-1].params == {"text": "head does not build"}

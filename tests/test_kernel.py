@@ -1,0 +1,211 @@
+"""The gate's one decision per kernel (bot/verdict/kernel.py): `judge_kernel` over the evidence the review gathered —
+cases not run and why, a crash, a build failure, a resource-only kernel — and `second_looks`, what the review measures
+again before it asks."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+
+from bot.config.manifest import Case, Kernel, load_kernel
+from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.finding import Gate, Outcome
+from bot.models.judging import CaseRun, Check, Timing
+from bot.models.report import Build, CaseStatus, CompileError, Resource, ResourceCheckReport
+from bot.verdict.findings import verbatim
+from bot.verdict.gate import RESOURCES_ONLY, Policy
+from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NEW_KERNEL, NO_GPU, judge_kernel, second_looks
+from tests.conftest import ROOT
+
+CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
+GPU = Case(name="big", device="cuda", dtype="bfloat16", shape={"m": 4096, "n": 4096, "k": 4096})
+ERROR = CompileError(kind="compiler", path="kernels/k/body.cpp", line=3, message="expected ';' before '}' token")
+
+
+def rules(*cases: Case) -> Kernel:
+    """deepgemm_tile's manifest with only `cases` (its limits: 3% latency, no spills)."""
+    k = load_kernel(ROOT / "kernels" / "deepgemm_tile", path="kernels/deepgemm_tile")
+    return k.model_copy(update={"manifest": k.manifest.model_copy(update={"cases": list(cases)})})
+
+
+def build(ok: bool = True, device: str = "cpu", key: str = "k1", errors: list[CompileError] | None = None) -> Build:
+    return Build(ok=ok, seconds=1.0, cached=False, device=device, key=key, errors=errors or [])  # type: ignore[arg-type]
+
+
+def evidence(*cases: CaseEvidence, head: Build | None = None, base: Build | None = None, **kw) -> KernelEvidence:
+    builds = {"head": {"cpu": head or build()}, "base": {"cpu": base or build(key="k0")}}
+    return KernelEvidence(name="deepgemm_tile", domain="deepgemm", changed=True, gathered=True, builds=builds,
+                          cases=list(cases), **kw)  # fmt: skip
+
+
+def samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
+    return list(center * (1 + noise * np.random.default_rng(seed).standard_normal(n)))
+
+
+def timed(head_ms: float, base_ms: float = 1.0, noise: float = 0.002) -> CaseRun:
+    return CaseRun(
+        status=CaseStatus.ok,
+        checks={"head": Check(label="head", max_abs_err=1e-4), "base": Check(label="base", max_abs_err=1e-4)},
+        probe_count=0,
+        timings={
+            "head": Timing(label="head", samples_ms=samples(head_ms, 30, 1, noise)),
+            "base": Timing(label="base", samples_ms=samples(base_ms, 30, 2, noise)),
+        },
+    )
+
+
+def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undecided():
+    other = Case(name="other", device="cuda", dtype="bfloat16", shape={"m": 8}, arch="sm_100a")
+    held = Case(name="held", device="cpu", dtype="bfloat16", shape={"m": 8})
+    nobuild = Case(name="nobuild", device="cuda", dtype="bfloat16", shape={"m": 8})
+    ev = evidence(
+        CaseEvidence(name="big", not_run=NotRun.no_gpu),
+        CaseEvidence(name="other", not_run=NotRun.other_job, detail="runs in the sm_100 job of this review"),
+        CaseEvidence(name="held", not_run=NotRun.held_out),
+        CaseEvidence(name="nobuild", not_run=NotRun.no_build),
+    )
+    report = judge_kernel(ev, rules(GPU, other, held, nobuild), Policy())
+    assert [(c.name, c.verdict, c.status, c.reasons) for c in report.cases] == [
+        ("big", "skipped", CaseStatus.skipped, [NO_GPU]),
+        ("other", "skipped", CaseStatus.skipped, ["runs in the sm_100 job of this review"]),
+        ("held", "skipped", CaseStatus.skipped, ["held out of the tuning search (its re-verification runs it)"]),
+        ("nobuild", "skipped", CaseStatus.skipped, ["kernel.toml has no cuda build"]),
+    ]
+    assert report.verdict == "undecided" and report.reasons == []
+    assert report.undecided[0].startswith("no case ran: 1 cuda case (needs a CUDA GPU; this machine has none)")
+    assert report.build == build() and report.base_build == build(key="k0")
+
+
+def test_a_case_on_another_gpu_names_both_architectures():
+    case = Case(name="b", device="cuda", dtype="bfloat16", shape={"m": 8}, arch="sm_100a")
+    ev = evidence(CaseEvidence(name="b", not_run=NotRun.wrong_gpu), device="cuda", arch="sm_90", gpu="NVIDIA H200")
+    [c] = judge_kernel(ev, rules(case), Policy()).cases
+    assert c.reasons == ["runs on sm_100a; this runner's GPU is sm_90 (NVIDIA H200)"] and c.arch is None
+
+
+def test_a_crash_is_an_error_naming_the_side_and_keeping_its_output():
+    crash = CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
+    ev = evidence(CaseEvidence(name="square", run=crash, log_tail="Segmentation fault at 0x0"))
+    report = judge_kernel(ev, rules(CPU), Policy())
+    [case] = report.cases
+    assert (case.verdict, case.status, case.log_tail) == ("error", CaseStatus.crashed, "Segmentation fault at 0x0")
+    assert report.verdict == "error"
+    assert report.reasons == ["square: head crashed: killed by signal 11 (SIGSEGV)"]
+
+
+def test_a_head_that_does_not_build_fails_and_one_that_fails_as_base_does_is_undecided():
+    failed = CaseEvidence(name="square", not_run=NotRun.head_build_failed)
+    broken = build(ok=False, errors=[ERROR])
+    report = judge_kernel(evidence(failed, head=broken), rules(CPU), Policy())
+    [case] = report.cases
+    assert (case.verdict, case.status, case.reasons) == ("fail", CaseStatus.compile_fail, [HEAD_FAILS])
+    assert report.verdict == "fail" and report.reasons[0].startswith("build (cpu): ")
+    assert "kernels/k/body.cpp:3" in report.reasons[0]
+    alike = judge_kernel(
+        evidence(failed, head=broken, base=build(ok=False, key="k0", errors=[ERROR])), rules(CPU), Policy()
+    )
+    [case] = alike.cases
+    assert (case.verdict, case.reasons) == ("skipped", [FAIL_ALIKE])
+    assert alike.verdict == "undecided" and alike.reasons == []
+    assert alike.undecided[0].startswith("build (cpu): not decided, base fails alike")
+
+
+def test_a_refused_artifact_is_an_error():
+    refused = CaseEvidence(name="square", not_run=NotRun.artifact_refused, detail="sha256 mismatch")
+    report = judge_kernel(evidence(refused), rules(CPU), Policy())
+    assert report.cases[0].reasons == ["artifact refused: sha256 mismatch"] and report.verdict == "error"
+
+
+def test_a_kernel_judged_by_its_resources_alone_is_undecided_and_a_spill_fails_it():
+    ok = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=64)], base=[])
+    report = judge_kernel(evidence(resource_checks=[ok]), rules(), Policy())
+    assert report.verdict == "undecided" and report.undecided == [RESOURCES_ONLY]
+    assert report.resource_check == ok and report.build is not None and report.build.resources == ok.head
+    spill = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=255, spill_bytes=64)])
+    failed = judge_kernel(
+        evidence(resource_checks=[ok, spill.model_copy(update={"arch": "sm_100a"})]), rules(), Policy()
+    )
+    assert failed.verdict == "fail"
+    assert failed.reasons == ["resource: k spills 64 bytes (stores 0 B, loads 0 B) on sm_100a"]
+    assert failed.arch_checks[0].arch == "sm_100a"
+
+
+def test_a_measured_case_passes_and_a_slower_head_fails_on_latency():
+    fast = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy())
+    assert fast.verdict == "pass" and fast.cases[0].verdict == "pass"
+    slow = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.2))), rules(CPU), Policy())
+    assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: square p50 +2")
+
+
+def test_what_the_review_found_before_building_decides_first():
+    invalid = KernelEvidence(name="k", domain="d", changed=True, invalid="invalid kernel definition: bad toml")
+    assert judge_kernel(invalid, None, Policy()).reasons == ["invalid kernel definition: bad toml"]
+    assert judge_kernel(invalid, None, Policy()).verdict == "fail"
+    removed = KernelEvidence(name="k", domain="d", changed=True, notes=["kernel removed in head"])
+    assert judge_kernel(removed, rules(CPU), Policy()).verdict == "skipped"
+    static = evidence(static=["tile_config.json: tile_m=96 not in {64,128,256}"])
+    judged = judge_kernel(static, rules(CPU), Policy())
+    assert (judged.verdict, judged.cases, judged.build) == ("fail", [], None)
+    new = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        new_kernel=True,
+        unread=[verbatim("kernels/x.cu: not compiled", Gate.coverage, Outcome.undecided)],
+    )
+    asked = judge_kernel(new, rules(CPU), Policy())
+    assert asked.verdict == "needs_accept" and asked.accept_needed == [NEW_KERNEL]
+    assert asked.undecided == ["kernels/x.cu: not compiled"]
+
+
+def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():
+    same = CaseEvidence(name="square", run=timed(1.0), identical_build=True, prior_base_p50_ms=0.5)
+    [case] = judge_kernel(evidence(same), rules(CPU), Policy()).cases
+    assert case.stop_reason == "identical_build" and case.base_drift_pct is None
+    drifted = CaseEvidence(name="square", run=timed(1.0), prior_base_p50_ms=0.9)
+    report = judge_kernel(evidence(drifted), rules(CPU), Policy())
+    assert report.cases[0].base_drift_pct is not None and report.cases[0].base_drift_pct > 5
+    assert any(n.startswith("square: base measured +") for n in report.notes) and report.verdict == "pass"
+
+
+def test_a_rate_above_the_measured_cpu_peak_asks_for_it_again_and_fails_as_implausible():
+    run = CaseEvidence(name="square", run=timed(1.0))
+    low = Peak(tflops=1e-6, gbps=1e-3, of="this runner, measured")
+    assert second_looks(evidence(run, cpu_peak=low), rules(CPU)).refresh_cpu_peak
+    high = Peak(tflops=100.0, gbps=100.0, of="this runner, measured")
+    assert not second_looks(evidence(run, cpu_peak=high), rules(CPU)).refresh_cpu_peak
+    failed = judge_kernel(evidence(run, cpu_peak=low), rules(CPU), Policy())
+    assert failed.verdict == "fail" and failed.cases[0].reasons[0].startswith("implausible: above the hardware limit")
+    assert judge_kernel(evidence(run, cpu_peak=high), rules(CPU), Policy()).verdict == "pass"
+
+
+def test_an_undecided_cpu_latency_is_counted_under_callgrind_unless_simulation_is_off():
+    straddling = CaseEvidence(name="square", run=timed(1.03, noise=0.03))
+    ev = evidence(straddling)
+    assert judge_kernel(ev, rules(CPU), Policy()).cases[0].verdict == "inconclusive"
+    assert second_looks(ev, rules(CPU)).simulate == ["square"]
+    assert second_looks(ev, rules(CPU), "off").simulate == []
+    decided = evidence(CaseEvidence(name="square", run=timed(1.0)))
+    assert second_looks(decided, rules(CPU)).simulate == []
+    assert second_looks(decided, rules(CPU), "always").simulate == ["square"]
+    assert (
+        second_looks(evidence(CaseEvidence(name="square", not_run=NotRun.held_out)), rules(CPU), "always").simulate
+        == []
+    )
+
+
+def test_the_review_gathers_evidence_and_leaves_every_verdict_to_judge_kernel():
+    """bot/review/flow.py and cases.py import none of the gate's verdict functions and assign no verdict: a new
+    kind of evidence (an agent case, a new check) goes into KernelEvidence and is decided in bot/verdict/."""
+    deciding = {"case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"}
+    for rel in ("bot/review/flow.py", "bot/review/cases.py"):
+        tree = ast.parse((ROOT / rel).read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not imported & deciding, f"{rel} imports {imported & deciding}"
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+            assert not any(isinstance(t, ast.Attribute) and t.attr == "verdict" for t in flat), f"{rel}:{node.lineno}"
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") != "Report":  # the review's, not a kernel's
+                assert all(k.arg != "verdict" for k in node.keywords), f"{rel}:{node.lineno} sets a verdict"
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "judge_kernel"]
+        assert len(calls) == (1 if rel.endswith("flow.py") else 0)

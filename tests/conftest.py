@@ -140,6 +140,7 @@ def opgate(tmp_path: Path, build_dir: Path):
             # simulated cost on its own, the reviews here leave an undecided case undecided.
             OPGATE_SIMULATE="off",
             OPGATE_CASE_TIMEOUT_S="60",
+            OPGATE_PCH=os.environ.get("OPGATE_PCH", "second"),
         )
         full_env.update(env or {})
         argv = [sys.executable, "-m", "bot", *args]

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import load_kernel
+from bot.errors import InputError
+from bot.untrusted import build as build_module
 from bot.untrusted import pch
 from bot.untrusted.build import build
 from bot.untrusted.sandbox import Sandbox
@@ -84,6 +86,36 @@ def test_gccs_refusal_is_read_from_its_invalid_pch_warning():
         "/opgate/pch/0/torch/extension.h.gch: not used because `__OPTIMIZE__' not defined [-Winvalid-pch]"
     ]
     assert pch.refusals("[1/1] link\n") == []
+
+
+def test_opgate_pch_names_when_the_header_is_compiled_and_refuses_anything_else(monkeypatch):
+    monkeypatch.delenv("OPGATE_PCH", raising=False)
+    assert pch.mode() == "second"
+    for value, want in (("first", "first"), (" OFF ", "off"), ("", "second")):
+        monkeypatch.setenv("OPGATE_PCH", value)
+        assert pch.mode() == want
+    monkeypatch.setenv("OPGATE_PCH", "always")
+    with pytest.raises(InputError, match=r"OPGATE_PCH='always': expected one of second, first, off"):
+        pch.mode()
+
+
+@pytest.mark.parametrize(("mode", "compiled"), [("second", False), ("first", True), ("off", False)])
+def test_on_an_empty_store_opgate_pch_decides_whether_the_first_binding_compiles_the_header(
+    tc, tmp_path, monkeypatch, mode, compiled
+):
+    monkeypatch.setenv("OPGATE_PCH", mode)
+    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    spec = kernel.manifest.build["cpu"]
+    units = build_module._keyed_units(kernel.folder, spec, kernel.config, "cpu", tc, [])
+    flags = {u.key: build_module.unit_flags(u, spec, kernel.config, tc) for u in units}
+    root, work = tmp_path / "build", tmp_path / "work"
+    planned = build_module._precompile(units, set(), flags, kernel.folder, spec, [], tc, root, work)
+    assert [Path(out).name for out, _, _ in planned.edges] == (["extension.h.gch"] if compiled else [])
+    assert (work / "pch" / "0" / "torch" / "extension.h").is_file() == compiled  # the stub beside the .gch
+    assert any("-Winvalid-pch" in f for f in flags.values()) == compiled
+    assert [m.name for m in root.glob("pch/*/wanted")] == (["wanted"] if mode == "second" else [])
+    if mode == "off":
+        assert planned.notes == ["opgate: bindings are compiled without a precompiled header: OPGATE_PCH=off"]
 
 
 # -- real builds ------------------------------------------------------------------------------------------------

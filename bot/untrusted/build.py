@@ -276,6 +276,10 @@ def _precompile(
     """Plan the precompiled torch header of every binding compiled here (pch.py); adds its folder to the binding's
     flags (after the kernel's own folders) and writes the stub and source of each header ninja compiles."""
     out = _Precompiled()
+    if (when := pch.mode()) == "off":
+        if any(u.binding and u.key not in cached for u in units):
+            out.notes.append("opgate: bindings are compiled without a precompiled header: OPGATE_PCH=off")
+        return out
     own = [f"-I{SRC}", *(f"-I{INC}/{i}" for i in range(len(includes)))]
     where: dict[str, str] = {}  # header key -> its folder as the sandbox sees it
     for u in units:
@@ -293,7 +297,7 @@ def _precompile(
                 where[header.key] = f"{pch.PCH}/{n}"
                 out.binds.append((str(store), where[header.key]))
                 state = "from the build store"
-            elif not (store / pch.WANTED).is_file():  # building it costs two plain compiles: only for a second one
+            elif when == "second" and not (store / pch.WANTED).is_file():  # it costs two plain compiles: not the first
                 store.mkdir(parents=True, exist_ok=True)
                 (store / pch.WANTED).write_text(f"{u.source}\n")
                 out.notes.append(

@@ -9,20 +9,24 @@ stub otherwise (`-Winvalid-pch` says why), so a build never fails for the precom
 header costs about two plain compiles of a binding and saves about half of each later one, so the first binding of
 a toolchain and flag set is compiled without it and the second compiles it: a cold build is never slower. Bindings
 compiled by nvcc are left alone: nvcc hands its host compiler a preprocessed file, which no precompiled header can
-serve.
+serve. `OPGATE_PCH` (`mode`) changes when the header is compiled: `first` for the first binding of a flag set (a
+runner's setup step, or a test session that builds many bindings), `off` never (every binding compiled without it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.errors import InputError
 from bot.untrusted.toolchain import Toolchain
 
 KEY_VERSION = "opgate.pch/1"
+MODES = ("second", "first", "off")  # OPGATE_PCH: which binding of a flag set compiles the header (default second)
 HEADERS = ("torch/extension.h", "torch/all.h", "torch/python.h")
 WANTED = "wanted"  # in a header's store folder: a binding of these flags was compiled without it
 PCH = "/opgate/pch"  # where the sandbox sees a stored precompiled header's folder: PCH/N
@@ -47,6 +51,14 @@ class Header:
     @property
     def gch(self) -> str:
         return f"{self.name}.gch"
+
+
+def mode() -> str:
+    """OPGATE_PCH: `second` (default), `first` or `off`; any other value is refused."""
+    value = os.environ.get("OPGATE_PCH", "").strip().lower() or MODES[0]
+    if value not in MODES:
+        raise InputError(f"OPGATE_PCH={value!r}: expected one of {', '.join(MODES)}")
+    return value
 
 
 def first_include(text: bytes) -> str | None:

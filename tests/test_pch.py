@@ -91,15 +91,15 @@ def test_gccs_refusal_is_read_from_its_invalid_pch_warning():
 def test_opgate_pch_names_when_the_header_is_compiled_and_refuses_anything_else(monkeypatch):
     monkeypatch.delenv("OPGATE_PCH", raising=False)
     assert pch.mode() == "second"
-    for value, want in (("first", "first"), (" OFF ", "off"), ("", "second")):
+    for value, want in (("first", "first"), ("stored", "stored"), (" OFF ", "off"), ("", "second")):
         monkeypatch.setenv("OPGATE_PCH", value)
         assert pch.mode() == want
     monkeypatch.setenv("OPGATE_PCH", "always")
-    with pytest.raises(InputError, match=r"OPGATE_PCH='always': expected one of second, first, off"):
+    with pytest.raises(InputError, match=r"OPGATE_PCH='always': expected one of second, first, stored, off"):
         pch.mode()
 
 
-@pytest.mark.parametrize(("mode", "compiled"), [("second", False), ("first", True), ("off", False)])
+@pytest.mark.parametrize(("mode", "compiled"), [("second", False), ("first", True), ("stored", False), ("off", False)])
 def test_on_an_empty_store_opgate_pch_decides_whether_the_first_binding_compiles_the_header(
     tc, tmp_path, monkeypatch, mode, compiled
 ):
@@ -116,6 +116,30 @@ def test_on_an_empty_store_opgate_pch_decides_whether_the_first_binding_compiles
     assert [m.name for m in root.glob("pch/*/wanted")] == (["wanted"] if mode == "second" else [])
     if mode == "off":
         assert planned.notes == ["opgate: bindings are compiled without a precompiled header: OPGATE_PCH=off"]
+    if mode == "stored":
+        assert re.fullmatch(r"opgate: binding_cpu\.cpp is compiled without a precompiled header: <torch/extension\.h> "
+                            r"[0-9a-f]{12} is not in the build store \(OPGATE_PCH=stored never compiles one\)",
+                            planned.notes[0]), planned.notes  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["second", "first", "stored", "off"])
+def test_a_header_in_the_store_is_bound_into_the_build_in_every_mode_but_off(tc, tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("OPGATE_PCH", mode)
+    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    spec = kernel.manifest.build["cpu"]
+    units = build_module._keyed_units(kernel.folder, spec, kernel.config, "cpu", tc, [])
+    flags = {u.key: build_module.unit_flags(u, spec, kernel.config, tc) for u in units}
+    [binding] = [u for u in units if u.binding]
+    header = pch.plan((kernel.folder / binding.source).read_bytes(), False, flags[binding.key], OWN, spec.cflags,
+                      [kernel.folder], tc)  # fmt: skip
+    assert isinstance(header, pch.Header)
+    root = tmp_path / "build"
+    (tmp_path / "made.gch").write_bytes(b"a header the sandbox compiled")
+    build_module._store(tmp_path / "made.gch", root / "pch" / header.key / header.gch, 1.0)
+    planned = build_module._precompile(units, set(), flags, kernel.folder, spec, [], tc, root, tmp_path / "work")
+    assert planned.binds == ([] if mode == "off" else [(str(root / "pch" / header.key), f"{pch.PCH}/0")])
+    assert planned.edges == []  # never compiled again
+    assert ("-I/opgate/pch/0" in flags[binding.key]) == (mode != "off")
 
 
 # -- real builds ------------------------------------------------------------------------------------------------

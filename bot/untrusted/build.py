@@ -297,6 +297,12 @@ def _precompile(
                 where[header.key] = f"{pch.PCH}/{n}"
                 out.binds.append((str(store), where[header.key]))
                 state = "from the build store"
+            elif when == "stored":
+                out.notes.append(
+                    f"opgate: {u.source} is compiled without a precompiled header: <{header.name}> "
+                    f"{header.key[:12]} is not in the build store (OPGATE_PCH=stored never compiles one)"
+                )
+                continue
             elif when == "second" and not (store / pch.WANTED).is_file():  # it costs two plain compiles: not the first
                 store.mkdir(parents=True, exist_ok=True)
                 (store / pch.WANTED).write_text(f"{u.source}\n")

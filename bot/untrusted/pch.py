@@ -10,7 +10,8 @@ header costs about two plain compiles of a binding and saves about half of each 
 a toolchain and flag set is compiled without it and the second compiles it: a cold build is never slower. Bindings
 compiled by nvcc are left alone: nvcc hands its host compiler a preprocessed file, which no precompiled header can
 serve. `OPGATE_PCH` (`mode`) changes when the header is compiled: `first` for the first binding of a flag set (a
-runner's setup step, or a test session that builds many bindings), `off` never (every binding compiled without it).
+runner's setup step), `stored` never but a stored one is used (a runner whose cache is restored read-only keeps
+nothing it compiles), `off` never and none is used.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bot.errors import InputError
 from bot.untrusted.toolchain import Toolchain
 
 KEY_VERSION = "opgate.pch/1"
-MODES = ("second", "first", "off")  # OPGATE_PCH: which binding of a flag set compiles the header (default second)
+MODES = ("second", "first", "stored", "off")  # OPGATE_PCH: which binding of a flag set compiles the header
 HEADERS = ("torch/extension.h", "torch/all.h", "torch/python.h")
 WANTED = "wanted"  # in a header's store folder: a binding of these flags was compiled without it
 PCH = "/opgate/pch"  # where the sandbox sees a stored precompiled header's folder: PCH/N
@@ -54,7 +55,7 @@ class Header:
 
 
 def mode() -> str:
-    """OPGATE_PCH: `second` (default), `first` or `off`; any other value is refused."""
+    """OPGATE_PCH: `second` (default), `first`, `stored` or `off`; any other value is refused."""
     value = os.environ.get("OPGATE_PCH", "").strip().lower() or MODES[0]
     if value not in MODES:
         raise InputError(f"OPGATE_PCH={value!r}: expected one of {', '.join(MODES)}")

@@ -5,7 +5,9 @@ kernel's main CUDA function, so its enclosing function goes in whole from base a
 trimmed to the domain's per-request budget in the domain's material order — with and without base's figures in
 main's history (a history of one main commit recorded into a scratch ledger: every case and a compiled function
 per architecture, figures made up for the size only), beside the prompt before the materials (task and diff only)
-and the users' average input per request.
+and the users' average input per request. Then `opgate tune`'s prompt for the same kernels: its first round (no
+trials yet) and its sixth (five judged candidates in the table), before the materials, with them and no history,
+and with a recorded history.
 
     .venv/bin/python benchmarks/agent_prompt.py
 """
@@ -28,9 +30,13 @@ from bot.config.manifest import Kernel, load_kernel  # noqa: E402
 from bot.config.repo import load_config  # noqa: E402
 from bot.config.settings import load_settings  # noqa: E402
 from bot.ledger import Ledger  # noqa: E402
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure  # noqa: E402
+from bot.mainline.record import MainCommit, ResourceFigure  # noqa: E402
 from bot.mainline.store import History  # noqa: E402
+from bot.models.ledger import CaseFigure  # noqa: E402
 from bot.review.changes import parse_diff  # noqa: E402
+from bot.tune import agent as tune_agent  # noqa: E402
+from bot.tune import space  # noqa: E402
+from bot.tune.model import candidate_label  # noqa: E402
 
 # The users' token table: average input per request of each task.
 USERS_AVERAGE = {"deepgemm": 2_500, "flashmla": 3_000, "v41_attention": 4_000}
@@ -101,6 +107,59 @@ def sent(kernel: Kernel, text: str, sources: Sources, ledger: Ledger, budget: in
     return trimmed.prompt_tokens, cut
 
 
+def tune_prompt(kernel: Kernel, ledger: Ledger | None, budget: int, rounds: int) -> tuple[int, str]:
+    """Tune's prompt in tokens at round `rounds` + 1 (that many candidates in its table); `ledger` None: without the
+    materials (before issue 39's tune part)."""
+    settings = load_settings({"GITHUB_TOKEN": ""}, load_config(ROOT))
+    text = (ROOT / kernel.path / kernel.manifest.config).read_text()
+    configs = [c for c in space.configs(kernel.manifest.tunables) if c != kernel.config][:rounds]
+    rows = [
+        tune_agent.TableRow(
+            round=i + 1, label=candidate_label(space.config_key(c), c), verdict="pass", speedup=f"x{1 + i / 100:.3f}",
+            cases="; ".join(f"{case.name} {-1.0 - i:+.1f}% [{-2.0 - i:+.1f}, {-0.1 - i:+.1f}] pass"
+                            for case in kernel.manifest.cases),
+            resources=f"{kernel.name}_kernel: 128 regs, 0 B spill, 49,152 B smem, 8 warps/SM", errors="—",
+        )
+        for i, c in enumerate(configs)
+    ]  # fmt: skip
+    view = tune_agent.View(round=rounds + 1, max_rounds=6, tokens_left=50_000, seen=rounds + 1,
+                           space_size=space.size(kernel.manifest.tunables), rows=rows, notes=[])  # fmt: skip
+    name, values = next(iter(kernel.manifest.tunables.items()))
+    other = next(v for v in values if v != kernel.config.get(name))
+    example = (space.config_patch(kernel, text, {**kernel.config, name: other}), f"{name}={other}")
+    pieces, missing = (
+        gather(kernel, kernel, [], settings, ledger, None, BASE, leave_out=tune_agent.TUNE_LEAVES_OUT)
+        if ledger is not None
+        else ([], [])
+    )
+    messages = tune_agent.messages(
+        kernel, view, config_text=text, example=example, limit=budget, pieces=pieces, not_available=missing
+    )
+    user = messages[1]["content"]
+    cut = user.split("Left out of this prompt for size (the per-request budget): ", 1)
+    return estimate.count_messages(messages), cut[1].split(".\n", 1)[0] if len(cut) == 2 else "nothing"
+
+
+def tune_table(scratch: str) -> None:
+    config = load_config(ROOT)
+    print()
+    head = f"{'tune: domain':<14} {'round':<7} {'before':>7} {'no history':>10} {'history':>8} {'users avg':>9}"
+    print(f"{head} {'budget':>7}  left out (with history)")
+    for name in EXAMPLES:
+        kernel = load_kernel(ROOT / "kernels" / name, config=config, path=f"kernels/{name}")
+        domain = kernel.manifest.domain
+        budget = config.domains[domain].request_budget
+        for rounds in (0, 5):
+            old, _ = tune_prompt(kernel, None, budget, rounds)
+            with Ledger(Path(scratch) / f"{name}-tune-empty.sqlite") as empty:
+                bare, _ = tune_prompt(kernel, empty, budget, rounds)
+            with Ledger(Path(scratch) / f"{name}-tune-history.sqlite") as ledger:
+                record_history(ledger, kernel)
+                full, cut = tune_prompt(kernel, ledger, budget, rounds)
+            row = f"{domain:<14} {rounds + 1:<7} {old:>7,} {bare:>10,} {full:>8,} {USERS_AVERAGE[domain]:>9,}"
+            print(f"{row} {budget:>7,}  {cut}")
+
+
 def main() -> int:
     config = load_config(ROOT)
     head = f"{'domain':<14} {'change':<34} {'diff only':>9} {'no history':>10} {'history':>8} {'users avg':>9}"
@@ -124,6 +183,7 @@ def main() -> int:
                 old = before(kernel, text, budget)
                 row = f"{domain:<14} {label[:34]:<34} {old:>9,} {bare:>10,} {full:>8,} {avg:>9,}"
                 print(f"{row} {budget:>7,}  {cut}")
+        tune_table(scratch)
     return 0
 
 

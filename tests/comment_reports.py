@@ -31,6 +31,7 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
+from bot.verdict import change
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.throughput import Peak, judge_throughput
 
@@ -157,10 +158,11 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, *findings: Finding,
         changed=True,
         verdict=verdict,  # type: ignore[arg-type]
         cases=cases,
-        notes=["change size: 1 file(s) of this kernel changed, +1/-1 lines (what reverting this pull request undoes)"],
         **kw,
     )
-    for f in findings:
+    size = Finding(gate=Gate.review, outcome=Outcome.note, key="review.change_size",
+                   params={"files": 1, "added": 1, "removed": 1})  # fmt: skip
+    for f in (size, *findings):
         add_kernel(k, f)
     for c in cases:
         outcome = {"fail": Outcome.fail, "error": Outcome.error, "inconclusive": Outcome.undecided}.get(c.verdict)
@@ -343,7 +345,7 @@ def new_kernel() -> Report:
     """A kernel new in this change: judged by its own manifest and reference, nothing failed, a person must accept."""
     cases = demo_cases(timed("square_512", 0.0, -0.5, 0.5), timed("ragged_200x328x264", 0.1, -0.4, 0.6))
     k = kernel("deepgemm_fast", cases, "needs_accept")
-    k.accept_needed = ["new kernel: judged by its own manifest and reference, which this change wrote"]
+    add_kernel(k, change.new_kernel())
     return report([k])
 
 

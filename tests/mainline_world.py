@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from bot.mainline.drift import Reference
-from bot.mainline.record import CaseFigure, MainCommit
+from bot.mainline.record import MainCommit
+from bot.models.ledger import CaseFigure
 from bot.models.report import (
     AgentReport,
     Build,

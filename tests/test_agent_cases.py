@@ -10,6 +10,7 @@ import pytest
 
 from bot.config.manifest import KernelManifest, load_kernel
 from bot.errors import InputError
+from bot.models.evidence import AgentAdmission
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
 from bot.verdict import agent_cases
@@ -36,7 +37,7 @@ def refused(*entries: ProposedCase, rules: KernelManifest | None = None) -> list
 
 def test_an_entry_within_the_bounds_runs_as_a_case_of_the_manifests_device_dtype_and_limits():
     admission = agent_cases.admit([entry()], manifest())
-    [case] = admission.cases
+    [case] = agent_cases.cases(admission)
     assert (case.name, case.device, case.dtype, case.shape, case.tolerance) == (
         "tail_15", "cpu", "float32", {"m": 47, "n": 16}, None,
     )  # fmt: skip
@@ -128,7 +129,7 @@ SLOWER = {"head": Timing(label="head", samples_ms=[2.0] * 6), "base": Timing(lab
 
 def judged(head: Check | None, base: Check | None, *, status=CaseStatus.ok, base_built=True, stop=None, **update):
     """The agent case judged from a run (`stop`: the review's own stop reason, identical_build for one binary)."""
-    [case] = agent_cases.admit([entry()], manifest()).cases
+    [case] = agent_cases.cases(agent_cases.admit([entry()], manifest()))
     checks = {k: v for k, v in (("head", head), ("base", base)) if v is not None}
     run = CaseRun(status=status, checks=checks, **update)
     report = case_verdict(case, manifest().constraints, run)
@@ -140,7 +141,7 @@ def test_head_wrong_where_base_is_right_fails_the_case_and_the_kernel():
     case = judged(WRONG.model_copy(update={"label": "head"}), RIGHT)
     assert case.verdict == "fail" and case.case.base_correct is True
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="pass")
-    kernel.agent_cases = agent_cases.report("deepseek-v4", 1, agent_cases.Admission(), [case])
+    kernel.agent_cases = agent_cases.report("deepseek-v4", AgentAdmission(proposed=1), [case])
     agent_cases.fold(kernel)
     assert kernel.verdict == "fail"
     assert kernel.reasons == [
@@ -163,7 +164,7 @@ def test_head_wrong_where_base_fails_too_is_reported_and_fails_nothing(base, upd
     assert case.verdict == "base_fails"
     assert case.reasons[-1] == f"base fails too ({why}): not failed for it"
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="undecided")
-    kernel.agent_cases = agent_cases.report("deepseek-v4", 1, agent_cases.Admission(), [case])
+    kernel.agent_cases = agent_cases.report("deepseek-v4", AgentAdmission(proposed=1), [case])
     assert agent_cases.fold(kernel).verdict == "undecided" and kernel.reasons == []
 
 
@@ -172,7 +173,7 @@ def test_an_agent_cases_latency_is_reported_never_gated():
     assert case.case.verdict == "fail" and case.case.regression_pct == pytest.approx(100.0)  # the judge's view
     assert case.verdict == "pass" and case.reasons == []  # the agent case's: latency shown, not a gate
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="pass")
-    kernel.agent_cases = agent_cases.report("m", 1, agent_cases.Admission(), [case])
+    kernel.agent_cases = agent_cases.report("m", AgentAdmission(proposed=1), [case])
     assert agent_cases.fold(kernel).verdict == "pass"
 
 

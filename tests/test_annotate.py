@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.config.key_lines import key_lines
 from bot.config.manifest import Constraints
 from bot.config.repo import RepoConfig, load_config
 from bot.edges import gitio, publish
@@ -21,11 +22,13 @@ from bot.models.report import (
     Resource,
     ResourceCheckReport,
 )
+from bot.present.annotations import placed_annotations
 from bot.review import annotate
 from bot.review.changes import parse_diff
 from bot.review.coverage import coverage
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import resource_findings
+from bot.verdict.static import tunable_findings
 from tests.conftest import KernelRepo, git
 from tests.github_server import FakeGitHub
 
@@ -99,6 +102,44 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
     assert where[MANIFEST] == 'cflags = ["-O3", "-fplugin=./evil.so"]'
     (lint,) = [a for a in run["annotations"] if a["path"] == MANIFEST]
     assert lint["title"] == "lint KERN004" and "'-fplugin=./evil.so' is not allowed" in lint["message"]
+
+
+CONFIG = "kernels/deepgemm_tile/tile_config.json"
+
+
+def test_a_tunable_outside_its_set_is_annotated_at_its_key_in_the_config_of_the_diff(opgate, kernel_repo: KernelRepo):
+    """The review's static findings carry the config file and the key's line (json gives no lines: the config's
+    own reader finds them), so the check run puts the refusal on the changed line; nothing is built."""
+    kernel_repo.write(CONFIG, '{\n  "tile_m": 128,\n  "tile_n": 128,\n  "tile_k": 64\n}\n')
+    kernel_repo.base = kernel_repo.commit("the config one key a line")
+    kernel_repo.edit(CONFIG, '"tile_n": 128', '"tile_n": 96')
+    head = kernel_repo.commit("head")
+    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head, "--offline")
+    kernel = run.kernel("deepgemm_tile")
+    assert (kernel["verdict"], kernel["build"]) == ("fail", None), run.stderr[-2000:]
+    [static] = [f for f in kernel["findings"] if f["gate"] == "static"]
+    assert (static["key"], static["file"], static["line"]) == ("static.tunable_value", CONFIG, 3)
+    found = annotate.read(run.out)
+    assert [(a.path, a.start_line, a.annotation_level) for a in found] == [(CONFIG, 3, "failure")]
+    assert "tile_n=96 not in {64,128,256}" in found[0].message
+    assert CONFIG in git(kernel_repo.path, "diff", "--name-only", kernel_repo.base, head).split()
+    assert lines_at(kernel_repo, head, CONFIG, 3) == '  "tile_n": 96,'
+
+
+def test_a_missing_tunable_has_no_line_and_so_no_annotation():
+    allowed = {"tile_m": [64, 128], "tile_n": [64, 128]}
+    text = '{\n  "tile_m": 96\n}\n'
+    lines = key_lines(text)
+    findings = tunable_findings({"tile_m": 96}, allowed, "tile_config.json", CONFIG, lines)
+    assert [(f.key, f.file, f.line) for f in findings] == [
+        ("static.missing_tunable", CONFIG, None),  # 'tile_n' is nowhere in the file: the finding names the file
+        ("static.tunable_value", CONFIG, 2),
+    ]
+    kernel = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail")
+    for f in findings:
+        add_kernel(kernel, f)
+    placed = placed_annotations(kernel, lambda path: path == CONFIG)
+    assert [(a.path, a.start_line) for a in placed] == [(CONFIG, 2)]
 
 
 def lines_at(repo: KernelRepo, sha: str, path: str, line: int) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints, Kernel, load_kernel
+from bot.config.manifest import Case, Constraints, Kernel, load_kernel
 from bot.edges.peak import cpu_peak
 from bot.errors import InputError
 from bot.ledger import MIGRATIONS, open_ledger
@@ -18,15 +18,17 @@ from bot.ledger.db import Database
 from bot.mainline.drift import Reference, drift
 from bot.mainline.record import MainCommit, figures
 from bot.mainline.store import History
-from bot.models.report import CaseReport, CaseStatus, KernelReport, Machine
+from bot.models.report import CaseReport, KernelReport, Machine
 from bot.present.render import render_comment
 from bot.review import fanout
-from bot.review.arch_jobs import ELSEWHERE, job_arches, other_job
+from bot.review.arch_jobs import job_arches, other_job
 from bot.review.resource_check import resource_checks
 from bot.tune.analysis import per_shape
 from bot.tune.trial import trial_from
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.gate import Policy, kernel_verdict
+from bot.verdict import change
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+from bot.verdict.messages import render
 from bot.verdict.throughput import device_peak, judge_throughput
 from tests import comment_reports as cr
 from tests.comment_checks import rows, structure_problems, text_of
@@ -294,8 +296,9 @@ def test_a_case_naming_sm_100a_gets_its_own_gpu_job_and_the_rest_run_in_the_firs
     assert job_arches(k) == ["sm_90", "sm_100"]
     cases = {c.name: c for c in k.manifest.cases}
     shipped = k.manifest.constraints.architectures
-    assert other_job(cases["gemm_4096"], shipped, "sm_90") == "runs in the sm_100 job of this review"
-    assert other_job(cases["square_512"], shipped, "sm_100") == "runs in the sm_90 job of this review"
+    assert other_job(cases["gemm_4096"], shipped, "sm_90") == "sm_100"
+    assert other_job(cases["square_512"], shipped, "sm_100") == "sm_90"
+    assert render(change.other_job("sm_100")) == "runs in the sm_100 job of this review"
     assert other_job(cases["m128_n2112_k7168"], shipped, "sm_90") is None
     assert other_job(cases["gemm_4096"], shipped, None) is None  # a local review runs what its machine can
     assert json.loads(fanout.matrix([fanout.PlannedKernel(kernel="k", domain="d")]))["gpu"] == [
@@ -313,10 +316,9 @@ def _part(tmp_path: Path, name: str, cases: list[CaseReport]) -> fanout.Part:
     return fanout.read_part(folder)
 
 
-def _skipped(name: str, device: str, why: str) -> CaseReport:
-    return CaseReport(
-        name=name, device=device, tolerance=0.01, status=CaseStatus.skipped, verdict="skipped", reasons=[why]
-    )
+def _skipped(name: str, device: str, job: str) -> CaseReport:
+    """A case the gate skipped because the architecture job `job` runs it."""
+    return case_verdict(Case(name=name, device=device, shape={"m": 1}), Constraints(), None, change.other_job(job))
 
 
 def test_merging_the_architecture_jobs_takes_each_case_from_the_job_that_ran_it(tmp_path):
@@ -324,12 +326,12 @@ def test_merging_the_architecture_jobs_takes_each_case_from_the_job_that_ran_it(
     sm90 = _part(
         tmp_path,
         "deepgemm_tile",
-        [cr.timed("square_512", 0.1, -1.0, 1.2), _skipped("gemm_4096", "cuda", f"runs in the sm_100{ELSEWHERE}")],
+        [cr.timed("square_512", 0.1, -1.0, 1.2), _skipped("gemm_4096", "cuda", "sm_100")],
     )
     sm100 = _part(
         tmp_path,
         "deepgemm_tile@sm_100",
-        [_skipped("square_512", "cpu", f"runs in the sm_90{ELSEWHERE}"), slower],
+        [_skipped("square_512", "cpu", "sm_90"), slower],
     )
     assert (sm90.report.kernels[0].verdict, sm100.report.kernels[0].verdict) == ("pass", "fail")
     assert (sm100.kernel, sm100.arch) == ("deepgemm_tile", "sm_100")

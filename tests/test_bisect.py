@@ -21,6 +21,7 @@ from bot.mainline.store import History
 from bot.models.judging import MeasureSettings
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
 from bot.present.render import commit_url
+from bot.verdict.compile_errors import build_errors
 from tests.conftest import git
 from tests.github_server import FakeGitHub
 from tests.hostile import problems
@@ -111,9 +112,21 @@ def test_a_probe_takes_its_side_from_the_case_verdict_against_the_limit_it_was_j
 
 def test_a_commit_that_does_not_build_is_skipped_with_the_compiler_error_and_a_case_not_run_stops_it():
     broken = case("fail", status=CaseStatus.compile_fail, reasons=["head does not build"])
-    log = "gemm_cpu.cpp:50:1: error: expected ';' before '}' token\nninja: build stopped: subcommand failed."
-    k = kernel(broken, build=Build(ok=False, seconds=1.0, cached=False, device="cpu", key="k", log_tail=log))
-    assert side(k, broken) == ("skipped", "does not build: gemm_cpu.cpp:50:1: error: expected ';' before '}' token")
+    # the error first, then more warnings than the build's log tail keeps (its last 40 lines): read from the
+    # build's structured errors, as the review reads them, never from the tail
+    warnings = [f"/opgate/src/gemm_cpu.cpp:{60 + i}:5: warning: unused variable 'w{i}'" for i in range(60)]
+    output = "\n".join(["FAILED: gemm_cpu.o", "/opgate/src/gemm_cpu.cpp:50:1: error: expected ';' before '}' token",
+                        *warnings, "ninja: build stopped: subcommand failed."])  # fmt: skip
+    tail = "\n".join(output.splitlines()[-40:])
+    assert "error:" not in tail
+    errors = build_errors(output, [("/opgate/src", "kernels/deepgemm_tile")])
+    built = Build(ok=False, seconds=1.0, cached=False, device="cpu", key="k", log_tail=tail, errors=errors)
+    assert side(kernel(broken, build=built), broken) == (
+        "skipped",
+        "does not build: kernels/deepgemm_tile/gemm_cpu.cpp:50: expected ';' before '}' token",
+    )
+    nameless = built.model_copy(update={"errors": []})
+    assert side(kernel(broken, build=nameless), broken) == ("skipped", "does not build")
     wrong = case("fail", status=CaseStatus.incorrect, reasons=["max_abs_err 3.1 > 0.01"])
     assert side(kernel(wrong), wrong) == ("skipped", "incorrect: max_abs_err 3.1 > 0.01")
     gpu = case("skipped", status=CaseStatus.skipped, reasons=["needs a CUDA GPU; this machine has none"])

@@ -10,9 +10,9 @@ import pytest
 
 from bot.ledger import open_ledger
 from bot.mainline.drift import Reference, checks, drift
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
+from bot.mainline.record import MainCommit, ResourceFigure
 from bot.mainline.store import History
-from bot.models.ledger import AcceptanceRow, UsageRow
+from bot.models.ledger import AcceptanceRow, CaseFigure, UsageRow
 from bot.models.report import AgentReport, CaseReport, KernelReport, Machine, Report
 from bot.tune.model import RoundEvent, Trial
 from bot.tune.space import config_key

@@ -9,13 +9,22 @@ import ast
 import numpy as np
 
 from bot.config.manifest import Case, Kernel, load_kernel
-from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
 from bot.models.finding import Gate, Outcome
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import Build, CaseStatus, CompileError, Resource, ResourceCheckReport
+from bot.models.report import (
+    AgentCaseRefusal,
+    Build,
+    CaseStatus,
+    CompileError,
+    DiffStat,
+    ProposedCase,
+    Resource,
+    ResourceCheckReport,
+)
 from bot.verdict.findings import verbatim
 from bot.verdict.gate import RESOURCES_ONLY, Policy
-from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NEW_KERNEL, NO_GPU, judge_kernel, second_looks
+from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NO_GPU, judge_kernel, second_looks
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -61,7 +70,7 @@ def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undeci
     nobuild = Case(name="nobuild", device="cuda", dtype="bfloat16", shape={"m": 8})
     ev = evidence(
         CaseEvidence(name="big", not_run=NotRun.no_gpu),
-        CaseEvidence(name="other", not_run=NotRun.other_job, detail="runs in the sm_100 job of this review"),
+        CaseEvidence(name="other", not_run=NotRun.other_job, detail="sm_100"),
         CaseEvidence(name="held", not_run=NotRun.held_out),
         CaseEvidence(name="nobuild", not_run=NotRun.no_build),
     )
@@ -139,11 +148,17 @@ def test_a_measured_case_passes_and_a_slower_head_fails_on_latency():
 
 
 def test_what_the_review_found_before_building_decides_first():
-    invalid = KernelEvidence(name="k", domain="d", changed=True, invalid="invalid kernel definition: bad toml")
-    assert judge_kernel(invalid, None, Policy()).reasons == ["invalid kernel definition: bad toml"]
-    assert judge_kernel(invalid, None, Policy()).verdict == "fail"
-    removed = KernelEvidence(name="k", domain="d", changed=True, notes=["kernel removed in head"])
-    assert judge_kernel(removed, rules(CPU), Policy()).verdict == "skipped"
+    invalid = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, invalid="bad toml"), None, Policy())
+    assert (invalid.verdict, invalid.reasons) == ("fail", ["invalid kernel definition: bad toml"])
+    assert [(f.gate, f.outcome, f.key, f.params) for f in invalid.findings] == [
+        (Gate.manifest, Outcome.fail, "manifest.invalid", {"error": "bad toml"})
+    ]
+    removed = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, removed=True), rules(CPU), Policy())
+    assert (removed.verdict, removed.notes) == ("skipped", ["kernel removed in head"])
+    renamed = KernelEvidence(name="k", domain="d", changed=True, removed=True, renamed_to="k2")
+    assert judge_kernel(renamed, rules(CPU), Policy()).notes == [
+        "renamed to k2 in head: judged there, by this kernel's manifest and reference"
+    ]
     static = evidence(static=["tile_config.json: tile_m=96 not in {64,128,256}"])
     judged = judge_kernel(static, rules(CPU), Policy())
     assert (judged.verdict, judged.cases, judged.build) == ("fail", [], None)
@@ -153,8 +168,33 @@ def test_what_the_review_found_before_building_decides_first():
         unread=[verbatim("kernels/x.cu: not compiled", Gate.coverage, Outcome.undecided)],
     )
     asked = judge_kernel(new, rules(CPU), Policy())
-    assert asked.verdict == "needs_accept" and asked.accept_needed == [NEW_KERNEL]
+    assert asked.verdict == "needs_accept"
+    assert asked.accept_needed == ["new kernel: judged by its own manifest and reference, which this change wrote"]
+    assert [f.gate for f in asked.findings if f.outcome == Outcome.accept] == [Gate.acceptance]
     assert asked.undecided == ["kernels/x.cu: not compiled"]
+
+
+def test_the_change_the_review_found_is_stated_as_notes_in_order_each_a_finding():
+    ev = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        diff=DiffStat(files=2, added=5, removed=1),
+        origin=Lineage(base="old_gemm", how="renamed", share=0.87),
+        rules_changed=["kernels/deepgemm_tile/kernel.toml"],
+    )
+    report = judge_kernel(ev, rules(CPU), Policy())
+    assert report.notes[:3] == [
+        "change size: 2 file(s) of this kernel changed, +5/-1 lines (what reverting this pull request undoes)",
+        "renamed from old_gemm (87% of its bytes, git's rename/copy detection): judged by old_gemm's manifest, "
+        "reference and build from base",
+        "kernels/deepgemm_tile/kernel.toml changed: cases, limits and reference come from base",
+    ]
+    notes = [f for f in report.findings if f.outcome == Outcome.note]
+    assert [f.key for f in notes][:3] == ["review.change_size", "review.renamed_from", "review.rules_changed"]
+    assert notes[2].file == "kernels/deepgemm_tile/kernel.toml" and {f.gate for f in notes[:3]} == {Gate.review}
+    copied = ev.model_copy(update={"origin": Lineage(base="old_gemm", how="copied", share=0.6), "rules_changed": []})
+    assert judge_kernel(copied, rules(CPU), Policy()).notes[1].startswith("copied from old_gemm (60% of its bytes")
+    elsewhere = KernelEvidence(name="k", domain="d", changed=True, gated_elsewhere=True)
+    assert judge_kernel(elsewhere, rules(CPU), Policy()).notes == ["agent only: built, run and gated in another job"]
 
 
 def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():
@@ -193,19 +233,72 @@ def test_an_undecided_cpu_latency_is_counted_under_callgrind_unless_simulation_i
     )
 
 
-def test_the_review_gathers_evidence_and_leaves_every_verdict_to_judge_kernel():
-    """bot/review/flow.py and cases.py import none of the gate's verdict functions and assign no verdict: a new
-    kind of evidence (an agent case, a new check) goes into KernelEvidence and is decided in bot/verdict/."""
-    deciding = {"case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"}
-    for rel in ("bot/review/flow.py", "bot/review/cases.py"):
-        tree = ast.parse((ROOT / rel).read_text())
+def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
+    """No module of bot/review imports one of the gate's deciding functions or makes a verdict itself: it assigns
+    no `.verdict`, passes no literal `verdict="…"`, and the review's own Report takes its verdict from a call (the
+    folds of bot/verdict/folds.py). A new kind of evidence (an agent case, a new check) goes into KernelEvidence
+    and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
+    deciding = {
+        *("case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"),
+        *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
+    }
+    modules = sorted((ROOT / "bot" / "review").glob("*.py"))
+    assert {"flow.py", "cases.py", "fanout.py", "arch_jobs.py", "coverage.py", "check.py"} <= {m.name for m in modules}
+    for path in modules:
+        rel = path.relative_to(ROOT)
+        tree = ast.parse(path.read_text())
         imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
         assert not imported & deciding, f"{rel} imports {imported & deciding}"
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert not defined & {"combine", "with_coverage"}, f"{rel} folds verdicts itself"
         for node in ast.walk(tree):
             targets = node.targets if isinstance(node, ast.Assign) else []
             flat = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
             assert not any(isinstance(t, ast.Attribute) and t.attr == "verdict" for t in flat), f"{rel}:{node.lineno}"
-            if isinstance(node, ast.Call) and getattr(node.func, "id", "") != "Report":  # the review's, not a kernel's
-                assert all(k.arg != "verdict" for k in node.keywords), f"{rel}:{node.lineno} sets a verdict"
+            if isinstance(node, ast.Call):
+                for k in node.keywords:
+                    assert not (k.arg == "verdict" and isinstance(k.value, ast.Constant)), f"{rel}:{node.lineno}"
+                    if k.arg == "verdict" and getattr(node.func, "id", "") in ("Report", "KernelReport"):
+                        assert isinstance(k.value, ast.Call), f"{rel}:{node.lineno} sets a verdict"
+            if isinstance(node, ast.Dict):  # a model_copy(update={"verdict": …}) decides too
+                keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                assert "verdict" not in keys, f"{rel}:{node.lineno} sets a verdict"
         calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "judge_kernel"]
-        assert len(calls) == (1 if rel.endswith("flow.py") else 0)
+        assert len(calls) == (1 if path.name == "flow.py" else 0), f"{rel} calls judge_kernel {len(calls)} times"
+
+
+def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
+    """The review admits the matrix once (base's [agent_cases]) and carries the admission in KernelEvidence; the gate
+    judges from it and admits nothing again: deepgemm_tile's manifest has no [agent_cases], yet the admission's case
+    and refusal are what the report shows (admitting again would have said "no [agent_cases]")."""
+    tail = AdmittedCase(name="tail_15", device="cpu", dtype="bfloat16", shape={"m": 47, "n": 64, "k": 64})
+    admission = AgentAdmission(
+        proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]")]
+    )
+    matrix = [ProposedCase(name="tail_15", shape=tail.shape), ProposedCase(name="huge", shape={"m": 5000})]
+    ev = evidence(
+        CaseEvidence(name="square", run=timed(1.0)),
+        agent_matrix=matrix,
+        agent_proposer="deepseek-v4",
+        agent_admission=admission,
+        agent_runs=[CaseEvidence(name="tail_15", run=timed(1.0))],
+    )
+    block = judge_kernel(ev, rules(CPU), Policy()).agent_cases
+    assert block is not None and (block.agent, block.proposed, block.note) == ("deepseek-v4", 2, "")
+    assert [(c.name, c.verdict) for c in block.cases] == [("tail_15", "pass")]
+    assert [(r.name, r.reason) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
+    # nothing proposed: no block at all, whatever the manifest declares
+    assert judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
+
+
+def test_the_matrix_is_admitted_in_one_place():
+    """`agent_cases.admit` is called by the review only (bot/review/flow.py, once); the gate reads the admission."""
+    calls = {
+        rel: sum(
+            1
+            for n in ast.walk(ast.parse((ROOT / rel).read_text()))
+            if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "admit"
+        )
+        for rel in (str(p.relative_to(ROOT)) for p in (ROOT / "bot").rglob("*.py"))
+    }
+    assert {rel: n for rel, n in calls.items() if n} == {"bot/review/flow.py": 1}

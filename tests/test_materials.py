@@ -15,8 +15,9 @@ from bot.config.manifest import load_kernel
 from bot.config.repo import DEFAULT_MATERIALS, MATERIALS, RepoConfig
 from bot.config.settings import load_settings
 from bot.ledger import Ledger
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
+from bot.mainline.record import MainCommit, ResourceFigure
 from bot.mainline.store import History
+from bot.models.ledger import CaseFigure
 from bot.present.render import render_comment
 from tests import agent_world, comment_reports
 from tests.agent_world import KEY, Sleeps, change

@@ -109,32 +109,37 @@ def _review(ledger: Ledger, at: str, outcomes: list[str], candidate: str | None)
     ledger.record_review(r.model_copy(update={"agents": [agent], "agent": agent, "created_at": at}))
 
 
-def _tune_trial(ledger: Ledger, n: int, verdict: str, at: str, source: str = "agent") -> None:
+def _tune_run(ledger: Ledger, n: int, verified: str, at: str, source: str = "agent") -> None:
+    """A tuning run whose `source` proposed a losing candidate (failed) and a winner, re-verified with `verified`."""
     store = TuningStore(ledger)
+    base = f"{n:040d}"
     run, _ = store.open_run(
-        kernel="deepgemm_tile", domain="deepgemm", base_sha=f"{n:040d}", device_name="cpu", strategy="agent",
+        kernel="deepgemm_tile", domain="deepgemm", base_sha=base, device_name="cpu", strategy="agent",
         max_rounds=4, token_limit=10_000,
     )  # fmt: skip
-    trial = Trial(key=f"tile_n={n}", source=source, status="judged", verdict=verdict, run_id=run.run_id)  # type: ignore[arg-type]
-    event = RoundEvent(seq=1, round=1, source=source, outcome="judged", key=trial.key)  # type: ignore[arg-type]
-    store.record(run.run_id, event, trial, kernel="deepgemm_tile", base_sha=f"{n:040d}", device_name="cpu")
+    steps = [(f"tile_n={n}-lost", source, "fail", ""), (f"tile_n={n}", source, "pass", ""),
+             (f"tile_n={n}", "verify", verified, run.run_id)]  # fmt: skip
+    for seq, (key, src, verdict, verify_of) in enumerate(steps, 1):
+        trial = Trial(key=key, source=src, status="judged", verdict=verdict, run_id=run.run_id, verify_of=verify_of)  # type: ignore[arg-type]
+        event = RoundEvent(seq=seq, round=0 if verify_of else seq, source=src, outcome="judged", key=key)  # type: ignore[arg-type]
+        store.record(run.run_id, event, trial, kernel="deepgemm_tile", base_sha=base, device_name="cpu")
     # the store dates a trial when it is written; this synthetic ledger places it in its week
-    ledger.db.execute("UPDATE tuning_trials SET created_at = ? WHERE candidate_key = ?", (at, trial.key))
+    ledger.db.execute("UPDATE tuning_trials SET created_at = ? WHERE run_id = ?", (at, run.run_id))
 
 
 def seed(path: Path | str) -> None:
     """Two weeks of deepgemm: the week before under budget with candidates passing half the time; this week over
-    its 10,000 tokens with fewer passes (a failed candidate, an agent tune candidate failed, one passed, one from the
-    policy that does not count)."""
+    its 10,000 tokens with fewer passes (a failed candidate; two tune runs whose agent's winner failed and passed its
+    re-verification, each beside a losing candidate that does not count; a run of the policy, which does not count)."""
     with Ledger(path) as ledger:
         ledger.record_usage(_usage(1, "deepgemm", 6_000, BEFORE))
         ledger.record_usage(_usage(2, "deepgemm", 11_000, THIS))
         _review(ledger, BEFORE, ["inside", "outside"], "pass")
         _review(ledger, BEFORE, [], "fail")
         _review(ledger, THIS, ["inside", "inside", "outside", "not_measured"], "fail")
-        _tune_trial(ledger, 1, "fail", THIS)
-        _tune_trial(ledger, 2, "pass", THIS)
-        _tune_trial(ledger, 3, "pass", THIS, source="policy")
+        _tune_run(ledger, 1, "fail", THIS)
+        _tune_run(ledger, 2, "pass", THIS)
+        _tune_run(ledger, 3, "pass", THIS, source="policy")
 
 
 def test_the_ledger_gives_the_proposals_of_reviews_and_of_tune(url):
@@ -186,3 +191,29 @@ def test_in_chinese_the_payoff_section_and_the_stop_rule_speak_the_locale(opgate
     assert cells[8] == "⛔ 停用 agent，由人来检查搜索空间"
     assert "- ⛔ **DeepGEMM** 在 10,000 的预算中花费了 11,000 个 token" in section
     assert english_runs(section) == []
+
+
+def test_a_reviews_agent_cases_are_ledger_rows_and_fill_the_summarys_agent_case_rate(url, opgate, tmp_path):
+    """The agent's test matrix as a recorded review judged it (tests/comment_reports.agent_cases: head broke tail_15
+    where base is right, base broke tail_31 too, rows_1 passed; two entries refused): one agent_case row per case
+    judged, passed only where it found head's own bug; refused entries were never judged and make no row."""
+    report = cr.agent_cases().model_copy(update={"created_at": THIS})
+    with Ledger(url) as ledger:
+        ledger.record_usage(_usage(1, "deepgemm", 2_000, THIS))  # the week's spend: the summary's row of the domain
+        ledger.record_review(report)
+        got = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
+    assert got == [
+        ("agent_case", "deepgemm_tile", "tail_15", "fail", True),
+        ("agent_case", "deepgemm_tile", "tail_31", "base_fails", False),
+        ("agent_case", "deepgemm_tile", "rows_1", "pass", False),
+    ]
+    with Ledger(url) as ledger:
+        [d] = [p for p in payoff([], ledger.proposals(), {"deepgemm": 0}, {}, WEEK, PREVIOUS) if p.domain == "deepgemm"]
+    assert {k: (r.hits, r.judged) for k, r in d.by_kind.items()} == {"agent_case": (1, 3)}
+    if not url.startswith("postgresql"):  # the command over the same ledger (SQLite: the file opgate reads)
+        run = opgate("summary", "--out-dir", str(tmp_path / "reports"), env={"OPGATE_DATABASE_URL": str(url)})
+        assert run.code == 0, run.stderr
+        text = (tmp_path / "reports" / f"summary-{WEEK}.md").read_text()
+        section = text.split("### Is the spend buying anything", 1)[1].split("\n### ", 1)[0]
+        row = next(line for line in section.splitlines() if line.startswith("| DeepGEMM |"))
+        assert "33% (1/3) (agent_case 33% (1/3))" in row, row

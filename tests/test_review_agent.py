@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from werkzeug import Request, Response
 
+from bot.ledger import Ledger
 from tests.conftest import KernelRepo, make_repo
 from tests.gateway import Gateway, completion
 
@@ -250,13 +251,28 @@ def row_scale_repo(path: Path) -> KernelRepo:
 def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_spares_one_base_shares(
     opgate, tmp_path, httpserver
 ):
-    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(MATRIX))])
+    """First as CI's fan-out runs it: the agent job (key, no build) writes agent-K/; the review job (no key) runs
+    `--offline --agent-cases agent-K/`, taking only the part's test matrix and the agent's model; the merge shows
+    and records them. Then in one process with the key, where base shares the bug, with --try-candidates."""
+    # the second review's reply carries a candidate (a note beside the kernel, so head's build is reused)
+    note = "--- /dev/null\n+++ b/kernels/row_scale/NOTES.md\n@@ -0,0 +1 @@\n+tails: see tail_15\n"
+    candidate = {**MATRIX, "candidate_patch": note}
+    gateway = Gateway(httpserver, [completion(json.dumps(MATRIX)), completion(json.dumps(candidate))])
     repo = row_scale_repo(tmp_path / "repo")
     repo.edit(BODY, RIGHT_TAIL, BROKEN_TAIL)
     broken = repo.commit("tail rows in pairs")
-    run = with_key(opgate, repo, broken, gateway.url)
-    assert run.code == 1, run.stdout + run.stderr
-    kernel = run.kernel("row_scale")
+    revs = ["--repo", str(repo.path), "--base", repo.base, "--head", broken]
+    agent_dir, part_dir = tmp_path / "agent-row_scale", tmp_path / "part-row_scale"
+    asked = with_key(
+        opgate, repo, broken, gateway.url, "--agent-only", "--kernel", "row_scale", "--out", str(agent_dir)
+    )
+    assert asked.code == 0, asked.stderr
+    assert not any(CANARY.encode() in p.read_bytes() for p in agent_dir.rglob("*") if p.is_file())  # test_secrets too
+    part = opgate("review", *revs, "--offline", "--kernel", "row_scale", "--agent-cases", str(agent_dir),
+                  "--out", str(part_dir))  # fmt: skip
+    assert part.code == 1, part.stdout + part.stderr
+    assert len(gateway.bodies) == 1  # the review job asked nobody: the matrix came from the part
+    [kernel] = json.loads((part_dir / "report.json").read_text())["kernels"]
     assert {c["name"]: c["status"] for c in kernel["cases"]} == {"rows_64": "ok", "rows_40": "ok"}  # right on them
     block = kernel["agent_cases"]
     assert block["agent"] == "deepseek-v4" and block["proposed"] == 2
@@ -266,19 +282,30 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
     assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
     reason = next(r for r in kernel["reasons"] if "agent case" in r)
     assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
+    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
+    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+
+    run = opgate("review", *revs, "--offline", "--merge", str(part_dir), "--agents", str(agent_dir))
+    assert run.code == 1, run.stdout + run.stderr
+    assert run.kernel("row_scale")["agent_cases"] == block and run.report["agent"]["status"] == "ok"  # the agent job's
     assert "**Agent cases** proposed by `deepseek-v4`" in run.comment
     assert "| `tail_15` | `m=47, n=16` | ❌ fail |" in run.comment
     assert "refused `huge`: shape.m = 5000 is outside \\[1, 256\\]" in run.comment
-    assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
-    assert "shape.m in [1, 256]" in gateway.bodies[0]["messages"][0]["content"]
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:  # the merge records it: the summary's agent_case pass rate
+        found = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
+    assert found == [("agent_case", "row_scale", "tail_15", "fail", True)]  # it found head's own bug
 
     # Base carries the same bug (head only touches a comment): the agent's case shows it, and does not fail the change.
     repo.base = broken
     repo.edit(BODY, "// The kernel body", "// The kernel body, unchanged")
-    run = with_key(opgate, repo, repo.commit("a comment"), gateway.url)
+    run = with_key(opgate, repo, repo.commit("a comment"), gateway.url, "--try-candidates")
     kernel = run.kernel("row_scale")
     [tail] = kernel["agent_cases"]["cases"]
     assert tail["verdict"] == "base_fails" and tail["case"]["base_correct"] is False
+    # --try-candidates: the agent's candidate is judged with the same agent cases as head (base's bounds admit them)
+    tried = kernel["candidate"]
+    assert tried["agent_cases"]["agent"] == "deepseek-v4", tried
+    assert [(c["name"], c["verdict"]) for c in tried["agent_cases"]["cases"]] == [("tail_15", "base_fails")]
     assert kernel["verdict"] != "fail" and not any("agent case" in r for r in kernel["reasons"]), kernel["reasons"]
     assert run.code != 1, run.stdout + run.stderr
     assert "⚠️ base fails too" in run.comment and "base fails too (base is wrong on it)" in run.comment

@@ -13,7 +13,9 @@ import pytest
 
 from bot.config.manifest import load_kernel
 from bot.models.report import Resource, ResourceCheckReport
-from bot.review.check import CheckReport, KernelCheck, first_compile_error, resource_step
+from bot.review.check import CheckReport, KernelCheck, build_failure, first_compile_error, resource_step
+from bot.untrusted.build import Built
+from bot.verdict.compile_errors import build_errors, manifest_error
 from tests.conftest import git
 
 FIXTURE = Path(__file__).parent / "fixtures" / "check_repo"
@@ -51,12 +53,41 @@ def _lines(stdout: str) -> list[str]:
 # -- the steps, each judged as the review judges it --------------------------------------------------------
 
 
+ROOTS = [("/opgate/src", KERNEL)]  # what the build's error_roots gives for the kernel's folder
+
+
 def test_a_compile_error_is_named_by_repository_path_and_line_in_either_compilers_format():
-    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
     gcc = "/opgate/src/vec_scale.cu:3:10: fatal error: cusparse.h: No such file or directory"
     edg = '/opgate/src/vec_scale.cu(12): error: identifier "foo" is undefined'
-    assert first_compile_error(gcc, kernel) == f"{KERNEL}/vec_scale.cu line 3: cusparse.h: No such file or directory"
-    assert first_compile_error(edg, kernel) == f'{KERNEL}/vec_scale.cu line 12: identifier "foo" is undefined'
+    assert first_compile_error(build_errors(gcc, ROOTS)) == (
+        f"{KERNEL}/vec_scale.cu line 3: cusparse.h: No such file or directory"
+    )
+    assert (
+        first_compile_error(build_errors(edg, ROOTS)) == f'{KERNEL}/vec_scale.cu line 12: identifier "foo" is undefined'
+    )
+    assert first_compile_error([manifest_error("[build.cpu]: ../x.cu: not a file inside")]) is None
+
+
+def test_a_compile_error_followed_by_more_warnings_than_the_log_tail_keeps_is_still_the_one_named():
+    """`opgate check` reads the build's structured errors (from the whole compiler output, as the review does),
+    not the log tail: 60 warnings after the error push it out of the tail's 40 lines."""
+    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    error = "/opgate/src/vec_scale_cpu.cpp:7:3: error: 'scale_rows' was not declared in this scope"
+    warnings = [f"/opgate/src/vec_scale_cpu.cpp:{20 + i}:9: warning: unused variable 'w{i}'" for i in range(60)]
+    output = "\n".join(["FAILED: vec_scale_cpu.o", error, *warnings, "ninja: build stopped: subcommand failed."])
+    tail = "\n".join(output.splitlines()[-40:])  # what bot/untrusted/build.py keeps as the log tail
+    assert "error:" not in tail
+    built = Built(ok=False, device="cpu", key="k", log_tail=tail, errors=build_errors(output, ROOTS))
+    want = f"{KERNEL}/vec_scale_cpu.cpp line 7: 'scale_rows' was not declared in this scope"
+    assert build_failure(built, kernel, "cpu") == want
+    nothing = Built(ok=False, device="cpu", key="", log_tail="kernel.toml names ../x.cpp, outside the kernel")
+    assert build_failure(nothing, kernel, "cpu") == (
+        f"{KERNEL}/kernel.toml [build.cpu] does not build: kernel.toml names ../x.cpp, outside the kernel"
+    )
+    result = KernelCheck(name="vec_scale", folder=KERNEL)
+    check = ResourceCheckReport(status="compile_fail", arch="sm_90a", log_tail=tail, errors=built.errors)
+    resource_step(kernel, check, result)
+    assert [s.detail for s in result.steps] == [f"resources on sm_90a: does not compile: {want}"]
 
 
 def test_each_resource_status_is_one_line_passed_failed_or_not_checked_on_this_runner():

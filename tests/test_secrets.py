@@ -104,3 +104,38 @@ def test_canary_keys_appear_in_no_output_log_or_ledger_row(opgate, kernel_repo, 
     assert {where: what for where, what in found.items() if what} == {}
     assert Path(tmp_path / "out-agent" / "agent_candidates").is_dir()
     assert any(p.suffix == ".sqlite" for p in tmp_path.iterdir())  # the database file itself was searched
+
+
+def test_the_agent_part_the_review_job_downloads_holds_no_secret(opgate, kernel_repo, httpserver, tmp_path):
+    """CI's review job (PR code, no secret) downloads its kernel's agent part for the test matrix: the agent job
+    wrote it holding the key, and a hostile gateway echoes the key into the matrix itself. No file of the part holds
+    a canary in any form, and what `--agent-cases` takes from it is the masked matrix."""
+    from bot.review.fanout import read_agent_cases
+
+    key = CANARIES[REPO_CONFIG.key_variable("deepgemm")]
+
+    def matrix_echo(request: Request) -> Step:
+        step = echoing_reply(request)
+        review = json.loads(step.body["choices"][0]["message"]["content"])
+        echoed = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        review["test_matrix"] = [{"name": f"tail_{echoed}", "shape": {"m": 47, echoed: 1}, "params": {"k": echoed}}]
+        return Step(body=completion(json.dumps(review)))
+
+    gateway = Gateway(httpserver)
+    gateway.fallback = matrix_echo
+    kernel_repo.edit("kernels/deepgemm_tile/tile_config.json", '"tile_m": 128', '"tile_m": 96')
+    head = kernel_repo.commit()
+    part = tmp_path / "agent-deepgemm_tile"
+    run = opgate(
+        "review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head,
+        "--kernel", "deepgemm_tile", "--agent-only", "--out", str(part),
+        env={**CANARIES, "TAOTOKEN_BASE_URL": gateway.url, "OPGATE_AGENT_BACKOFF_S": "0"},
+    )  # fmt: skip
+    assert run.code == 0, run.stderr
+    assert len(gateway.requests) == 1 and key in gateway.requests[0].headers.get("Authorization", "")
+    found = {str(p.relative_to(part)): leaks(p.read_bytes()) for p in part.rglob("*") if p.is_file()}
+    assert "report.json" in found and {where: what for where, what in found.items() if what} == {}
+    shas = json.loads((part / "report.json").read_text())
+    matrix = read_agent_cases(part, "deepgemm_tile", shas["base_sha"], shas["head_sha"])
+    [case] = matrix.cases
+    assert "***" in case.name and not leaks(case.model_dump_json()) and matrix.proposer

@@ -62,6 +62,14 @@ def test_both_strategies_judge_each_config_once_and_report_the_agents_regret(opg
     timed = [c for c in t["cases"] if c["regression_pct"] is not None]
     assert {c["name"] for c in timed} == {"square_512", "ragged_200x328x264"}
     assert all(c["ci95_pct"] and c["p50_ms"] and c["base_p50_ms"] for c in timed)
+    # the agent's expected speedup (x1.05) held against each timed case's measured change, stored and shown
+    assert [(e["quantity"], e["subject"]) for e in t["expectations"]] == [
+        ("p50 change", "square_512"),
+        ("p50 change", "ragged_200x328x264"),
+    ]
+    assert "`speedup` on `square_512`: expected p50 change −4.8 %, measured " in (out / "tune.md").read_text()
+    stored = rows(tmp_path, "SELECT tuning_run, candidate_key, subject FROM agent_expectations ORDER BY id")
+    assert stored == [(r["run_id"], t["key"], "square_512"), (r["run_id"], t["key"], "ragged_200x328x264")]
     assert (out / "trials").is_dir() and len(list((out / "trials").iterdir())) == 1  # the review of the candidate
     c = r["comparison"]
     assert c["regret_pct"] == 0.0 and c["agent_evaluations"] == 1 and c["exhaustive_evaluations"] == 1

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.ledger import Ledger
+from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
+from bot.mainline.store import History
 from bot.tune.space import file_patch
-from tests.conftest import KERNELS
+from tests.conftest import KERNELS, git
 from tests.gateway import Gateway, Step, completion
 
 CONFIG = "kernels/deepgemm_tile/tile_config.json"
@@ -86,6 +89,9 @@ def test_the_agent_sees_every_measurement_and_repeats_are_answered_from_the_tabl
     assert "round 2: your reply could not be used" in prompts[3]
     assert "tile_m=96 tile_n=128 tile_k=64 again, answered from round 1" in prompts[4]
     assert "<<<DATA" in prompts[0] and "(none yet)" in prompts[0]
+    # the review's materials, with an empty ledger: base's figures are not available, and the prompt says why
+    assert "base figures: not available — main's history in this ledger holds no figures of deepgemm_tile" in prompts[0]
+    assert "Gate limits (base's kernel.toml [constraints])" in prompts[0] and "- square_512: cpu" in prompts[0]
     # tokens: every request a `tune` row of this run, distinguishable from review rows
     rows = ledger_rows(tmp_path, "SELECT purpose, tuning_run, total_tokens, status FROM operator_agent_usage")
     assert len(rows) == 6 and {(x["purpose"], x["tuning_run"]) for x in rows} == {("tune", r["run_id"])}
@@ -199,3 +205,37 @@ def test_a_candidates_test_matrix_reaches_its_review_and_base_decides_whether_it
     [kernel] = report["kernels"]
     assert kernel["agent_cases"]["agent"] == "deepseek-v4" and kernel["agent_cases"]["proposed"] == 1
     assert kernel["agent_cases"]["note"].startswith("base's kernel.toml declares no [agent_cases]")
+
+
+def test_the_tune_prompt_holds_the_cases_and_bases_figures_from_main_history_on_every_turn(
+    opgate, kernel_repo, gateway, tmp_path
+):
+    """The review's materials through the same code (bot/agent/materials.py, prompt.fill): base's limits, the cases
+    with their probes, base's per-case p50 and interval and resources from main's history, and on the later turn the
+    trials so far beside them."""
+    head = git(kernel_repo.path, "rev-parse", "HEAD")
+    with Ledger(tmp_path / "ledger.sqlite") as ledger:
+        commit = MainCommit(sha=head, base_sha="c" * 40, committed_at="2026-12-01T10:00:00+00:00")
+        figures = [
+            CaseFigure(
+                sha=head, base_sha="c" * 40, kernel="deepgemm_tile", domain="deepgemm", case_name="square_512",
+                device="cpu", device_name="cpu", p50_ms=13.1, base_p50_ms=13.0, regression_pct=0.8, ci_low_pct=-1.0,
+                ci_high_pct=2.0, max_abs_err=0.0039, verdict="pass", committed_at=commit.committed_at,
+            )
+        ]  # fmt: skip
+        resources = [
+            ResourceFigure(sha=head, kernel="deepgemm_tile", function="gemm_bf16_kernel", arch="sm_90a",
+                           registers=96, threads=256, committed_at=commit.committed_at)
+        ]  # fmt: skip
+        History(ledger).record(commit, figures, resources)
+    gateway.push(reply({**BASE, "tile_m": 96}), reply(None))
+    run = tune(opgate, kernel_repo, gateway, "--rounds", "2", env={"OPGATE_TUNE_PLATEAU_ROUNDS": "9"}, tmp=tmp_path)
+    assert run.code == 0, run.stderr
+    first, second = (b["messages"][1]["content"] for b in gateway.bodies)
+    for text in (first, second):
+        assert f"Base's measured figures for deepgemm_tile (main at {head[:12]}, base's own commit" in text
+        assert "- square_512 on cpu: p50 13.1 ms (95% interval 12.87..13.26 ms), max_abs_err 0.0039, pass" in text
+        assert "- gemm_bf16_kernel: 96 registers" in text and "resources on sm_90a" in text
+        assert "Cases the judge runs" in text and "- ragged_200x328x264: cpu" in text and "Boundary probes" in text
+        assert "not available" not in text and "Left out of this prompt" not in text
+    assert "(none yet)" in first and "tile_m=96 tile_n=128 tile_k=64 | fail" in second  # the trials so far

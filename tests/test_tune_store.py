@@ -11,10 +11,14 @@ import pytest
 from bot.commands.summary import render_token_summary
 from bot.ledger import open_ledger
 from bot.models.ledger import UsageRow
+from bot.models.report import CaseReport, KernelReport
 from bot.spend import tokens
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
+from bot.tune.result import render_tune
 from bot.tune.store import TuningStore
+from bot.verdict.expectations import check_kernel
 from tests.pg import pg_cluster, pg_url  # noqa: F401  (fixtures)
+from tests.test_tune_github import outcome
 
 BASE = "b2" * 20
 
@@ -124,3 +128,37 @@ def test_the_weekly_summary_shows_tuning_spend_per_domain_apart_from_reviews(tmp
     body = render_token_summary(summary)
     assert "### Tuning spend (`opgate tune`)" in body
     assert "| deepgemm | 2 | 2 | 7,000 | 10,000 | 41.2% |" in body
+
+
+def test_a_tune_candidates_expected_metrics_are_held_against_its_trial_stored_once_and_shown(url: str) -> None:
+    """The tune agent's `expected_metrics` go through the review's matcher (bot/verdict/expectations.py) against the
+    trial's measurement, into `agent_expectations` under the run and the candidate (no review), back with the trial
+    and into tune.md beside the measured figure."""
+    measured = KernelReport(
+        name="deepgemm_tile", domain="deepgemm", changed=True, verdict="pass",
+        cases=[CaseReport(name="square_512", verdict="pass", tolerance=0.01, p50_ms=0.9, base_p50_ms=0.94,
+                          regression_pct=-4.0, ci95_pct=[-5.0, -3.0])],
+    )  # fmt: skip
+    checks = check_kernel(measured, {"speedup": 1.05, "registers": 96})
+    assert [(c.quantity, c.outcome) for c in checks] == [("p50 change", "inside"), ("registers", "not_measured")]
+    with open_ledger(url) as ledger:
+        store = TuningStore(ledger)
+        run, _ = open_run(store)
+        trial = judged("config:a", run.run_id).model_copy(update={"expectations": checks})
+        event = RoundEvent(seq=1, round=1, source="agent", outcome="judged", key="config:a")
+        store.record(run.run_id, event, trial, kernel="deepgemm_tile", base_sha=BASE, device_name="cpu",
+                     domain="deepgemm")  # fmt: skip
+        again = RoundEvent(seq=2, round=2, source="agent", outcome="repeat", key="config:a")
+        store.record(run.run_id, again, trial, kernel="deepgemm_tile", base_sha=BASE, device_name="cpu",
+                     domain="deepgemm")  # fmt: skip
+        rows = ledger.expectations(domain="deepgemm")
+        assert [(r.review_id, r.tuning_run, r.candidate_key, r.metric, r.outcome) for r in rows] == [
+            (None, run.run_id, "config:a", "speedup", "inside"),
+            (None, run.run_id, "config:a", "registers", "not_measured"),
+        ]  # stored once: the repeat is answered from the stored trial
+        back = store.trial("deepgemm_tile", BASE, "cpu", "config:a")
+        assert back is not None and back.expectations == checks
+    text = render_tune(outcome("b" * 40, "{}\n").model_copy(update={"trials": [back]}))
+    assert "**Expected by the agent, beside what the trial measured:**" in text
+    assert "`speedup` on `square_512`: expected p50 change −4.8 %, measured −4.0 % (−5.0..−3.0)" in text
+    assert "`registers`: expected 96, not measured" in text

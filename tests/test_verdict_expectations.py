@@ -51,6 +51,16 @@ def test_a_speedup_is_read_as_the_p50_change_it_means():
     assert check.outcome == "inside"
 
 
+def test_a_speedup_that_names_no_case_is_the_same_p50_change_on_every_timed_case():
+    """The agent's value is read per case: a second case is not held against the first case's converted change
+    (it was: a speedup x1.05 became -4.76, then "a speedup must be above 0" on the next case)."""
+    checks = check_kernel(cr.fail_latency().kernels[0], {"speedup": 1.05})
+    assert [(c.subject, c.quantity, round(c.expected_value or 0, 2)) for c in checks] == [
+        ("square_512", "p50 change", -4.76),
+        ("ragged_200x328x264", "p50 change", -4.76),
+    ]
+
+
 def test_a_latency_in_ms_is_held_against_heads_p50_and_its_interval_in_ms():
     (check,) = check_kernel(cr.fail_latency().kernels[0], {"latency_p50_ms[ragged_200x328x264]": 4.44})
     assert check.unit == "ms"

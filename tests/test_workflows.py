@@ -209,7 +209,7 @@ def test_the_review_runs_on_the_gpu_runners_and_the_pr_code_gets_no_write_token(
     assert jobs["review"]["strategy"]["matrix"] == {"include": "${{ fromJSON(needs.plan.outputs.matrix).gpu }}"}
     assert jobs["review"]["strategy"]["fail-fast"] is False
     run = next(s["run"] for s in jobs["review"]["steps"] if "opgate review" in s.get("run", ""))
-    assert '"${arch[@]}" --out "part-$PART"' in run  # --arch A: this job's architecture; its part part-K@A
+    assert '"${arch[@]}" "${agent[@]}" --out "part-$PART"' in run  # --arch A: this job's architecture; part-K@A
     publish = jobs["publish"]
     assert set(publish["permissions"]) == {"contents", "pull-requests", "statuses", "checks"}
     assert "!cancelled()" in publish["if"] and "needs.plan.result == 'success'" in publish["if"]
@@ -580,3 +580,23 @@ def test_resolve_refuses_bad_inputs(fake_gh: Path, change: dict[str, str], why: 
     text, _ = script(*RESOLVE)
     code, out, _, log = run_script(f"cd {ROOT}\n{text}", INPUTS | change, fake_gh)
     assert code == 1 and out == {} and why in log
+
+
+def test_the_review_job_runs_its_kernels_agent_part_and_says_why_when_there_is_none() -> None:
+    """The review job waits for the agent jobs, whatever they did, downloads its kernel's agent part (no secret:
+    tests/test_secrets.py) and passes it as `--agent-cases`; without one it passes `--no-agent-cases WHY`."""
+    review = load(REVIEW)["jobs"]["review"]
+    assert review["needs"] == ["trust", "plan", "agent"]
+    condition = review["if"]
+    assert "!cancelled()" in condition and "needs.plan.result == 'success'" in condition
+    assert "needs.agent.result" not in condition  # a failed or skipped agent job never stops the review
+    download = next(s for s in review["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@"))
+    assert download["with"] == {"name": "agent-${{ matrix.kernel }}", "path": "agent-${{ matrix.kernel }}"}
+    assert download["continue-on-error"] is True
+    step = next(s for s in review["steps"] if "opgate review" in s.get("run", ""))
+    assert step["env"]["AGENT_RESULT"] == "${{ needs.agent.result }}"
+    run = step["run"]
+    assert 'agent=(--agent-cases "agent-$KERNEL")' in run and "agent=(--no-agent-cases " in run
+    assert '"${agent[@]}" --out "part-$PART"' in run
+    upload = next(s for s in load(REVIEW)["jobs"]["agent"]["steps"] if "upload-artifact" in str(s.get("uses", "")))
+    assert upload["with"]["name"] == "agent-${{ matrix.kernel }}"  # the artifact the review job asks for

@@ -13,7 +13,7 @@ from bot.agent import functions
 from bot.config.manifest import Kernel
 from bot.config.repo import Material
 from bot.models.diff import FileChange
-from bot.models.ledger import MainCaseRow, MainResourceRow
+from bot.models.ledger import CaseFigure, MainResourceRow
 
 MATERIAL_TITLES: dict[str, str] = {
     "constraints": "the kernel's gate limits (kernel.toml [constraints], base's)",
@@ -49,7 +49,7 @@ class Baseline(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     sha: str = ""
-    cases: list[MainCaseRow] = Field(default_factory=list)
+    cases: list[CaseFigure] = Field(default_factory=list)
     resources: list[MainResourceRow] = Field(default_factory=list)
     is_base: bool = False  # the figures are of base's own commit (else of the latest recorded main commit)
     missing: str = ""

@@ -109,6 +109,21 @@ def messages(
 PIECE_JOIN_TOKENS = 2  # the blank line between two pieces, counted generously
 
 
+def fill(pieces: Sequence[Piece], room: int, count: Counter) -> tuple[list[Piece], list[str]]:
+    """The pieces that fit in `room` tokens, in their order (a piece too large is left out and smaller ones after
+    it still go in), and the labels of those left out. The review's and tune's prompts are filled by it."""
+    kept: list[Piece] = []
+    dropped: list[str] = []
+    for piece in pieces:
+        cost = count([{"role": "user", "content": piece.text}]) - count([]) + PIECE_JOIN_TOKENS
+        if cost <= room:
+            kept.append(piece)
+            room -= cost
+        else:
+            dropped.append(piece.label)
+    return kept, dropped
+
+
 def trim(
     kernel: Kernel,
     changes: list[FileChange],
@@ -133,15 +148,7 @@ def trim(
             used += cost
         else:
             left_out.append(change.path)
-    kept: list[Piece] = []
-    dropped: list[str] = []
-    for piece in pieces:
-        cost = count([{"role": "user", "content": piece.text}]) - count([]) + PIECE_JOIN_TOKENS
-        if used + cost <= budget:
-            kept.append(piece)
-            used += cost
-        else:
-            dropped.append(piece.label)
+    kept, dropped = fill(pieces, budget - used, count)
     final = count(messages(kernel, included, left_out, kept, dropped, not_available))
     return Trimmed(
         included=included,

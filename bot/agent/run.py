@@ -22,6 +22,7 @@ from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
 from bot.agent.review import AgentReview, parse_review
 from bot.config.manifest import AgentTask, Kernel
+from bot.config.repo import Material
 from bot.config.settings import Settings
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
@@ -324,10 +325,13 @@ def gather(
     ledger: Ledger,
     sources: Sources | None,
     base_sha: str | None,
+    *,
+    leave_out: frozenset[Material] = frozenset(),
 ) -> tuple[list[Piece], list[str]]:
     """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
-    cannot read ("base figures: not available — …")."""
-    order = settings.repo_config.materials(kernel.manifest.domain)
+    cannot read ("base figures: not available — …"). `leave_out`: materials this prompt has no use for or always
+    carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
+    order = tuple(m for m in settings.repo_config.materials(kernel.manifest.domain) if m not in leave_out)
     missing: list[str] = []
     baseline = Baseline(missing="not asked")
     if "baseline" in order:

@@ -16,10 +16,10 @@ from bot.errors import GitError, InputError, OpgateError
 from bot.models.output import Posted, ReviewKernel, ReviewOutput
 from bot.present import digest
 from bot.review import fanout, orchestrate
-from bot.review.checkout import INVALID
 from bot.review.coverage import unclaimed_reason
 from bot.review.orchestrate import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
+from bot.verdict.messages import render
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,20 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="refuse to build or run anything (exit 2) where the sandbox cannot start (what the reusable workflow "
         "opgate-review.yml runs)",
+    )
+    agent_cases = r.add_mutually_exclusive_group()
+    agent_cases.add_argument(
+        "--agent-cases",
+        type=Path,
+        metavar="DIR",
+        help="with --offline --kernel K: run the test matrix of K's agent part (the --out folder of an --agent-only "
+        "run, agent-K/) after the manifest's cases; only the validated matrix and the agent's model are read "
+        "(CI's review job, after the agent job)",
+    )
+    agent_cases.add_argument(
+        "--no-agent-cases",
+        metavar="WHY",
+        help="run no agent cases and say WHY in the comment (CI's review job when its kernel's agent job left no part)",
     )
     r.add_argument(
         "--agents",
@@ -123,6 +137,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "OPGATE_AGENT_KEY is one domain's key: give --kernel K (one kernel, one domain), "
             "or unset it and set each domain's own key variable"
         )
+    if (args.agent_cases is not None or args.no_agent_cases is not None) and (
+        args.plan or args.agent_only or args.merge is not None
+    ):
+        flag = "--agent-cases" if args.agent_cases is not None else "--no-agent-cases"
+        raise InputError(f"{flag} is for a review that builds and runs: not with --plan, --agent-only or --merge")
     if args.plan:
         planned = fanout.plan(args.repo, base, head, settings.repo_config)
         print(fanout.matrix(planned.kernels, planned.jobs))  # the matrix (also with --json: it is JSON)
@@ -152,14 +171,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         agents=args.agents,
         planned=args.planned,
         arch=args.arch,
+        agent_cases=args.agent_cases,
+        no_agent_cases=one_line(args.no_agent_cases, limit=300) if args.no_agent_cases is not None else None,
     )
     result = orchestrate.review(options, settings, edge)
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
-    invalid = [r for k in result.report.kernels for r in k.reasons if r.startswith(f"{INVALID}: ")]
+    invalid = [f for k in result.report.kernels for f in k.findings if f.key == "manifest.invalid"]
     if invalid and args.merge is None:  # a manifest typo is bad input: exit 2 with the message (the report says fail)
-        raise InputError(invalid[0])
+        raise InputError(render(invalid[0]))
     if result.report.verdict not in ("pass", "undecided"):
         return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0

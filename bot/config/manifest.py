@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from bot.config import expr, keys
+from bot.config.key_lines import key_lines
 from bot.errors import InputError
 
 KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
@@ -676,6 +677,9 @@ class Kernel(BaseModel):
     folder: Path
     config: dict[str, Any]
     task: AgentTask | None
+    config_lines: dict[str, int] = Field(
+        default_factory=dict, description="each tunable's line in the config file (a finding's annotation lands there)"
+    )
     path: str = Field("", description="the kernel's folder relative to the repository root, e.g. kernels/gemm")
 
     @property
@@ -725,8 +729,10 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
     if config is not None and (why := config.check_domain(manifest.domain)) is not None:
         raise InputError(f"{where}: {why}")
     config_path = folder / manifest.config
+    config_text = "{}"
     try:
-        tunables = json.loads(config_path.read_text())
+        config_text = config_path.read_text()
+        tunables = json.loads(config_text)
     except FileNotFoundError as exc:
         if manifest.tunables:
             raise InputError(f"{config_path}: cannot read: {exc.strerror}") from exc
@@ -742,7 +748,12 @@ def load_kernel(folder: Path, *, config: RepoDefaults | None = None, path: str |
     task_path = folder / manifest.task
     task = load_task(task_path) if task_path.exists() else None
     return Kernel(
-        manifest=manifest, folder=folder, config=tunables, task=task, path=path or f"{KERNELS_DIR}/{folder.name}"
+        manifest=manifest,
+        folder=folder,
+        config=tunables,
+        config_lines=key_lines(config_text),
+        task=task,
+        path=path or f"{KERNELS_DIR}/{folder.name}",
     )
 
 

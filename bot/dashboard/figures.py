@@ -12,9 +12,9 @@ from typing import Any
 
 from bot.dashboard.charts import Band, Chart, Point, Rule, Series, Tick
 from bot.mainline.drift import DriftCheck
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
+from bot.mainline.record import MainCommit, ResourceFigure
 from bot.mainline.store import StoredReview
-from bot.models.ledger import AcceptanceRow, UsageRow
+from bot.models.ledger import AcceptanceRow, CaseFigure, UsageRow
 from bot.spend.budget import iso_week
 from bot.spend.tokens import domain_names, domain_scores, weeks_before
 

@@ -347,4 +347,42 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX agent_proposals_domain ON agent_proposals (domain, created_at)
         """,
     ),
+    (
+        9,
+        # opgate tune's agent expects metrics too: an expectation belongs to a review or to a tuning run's candidate
+        """
+        CREATE TABLE agent_expectations_9 (
+            id {pk},
+            review_id {bigint} REFERENCES reviews (id),
+            tuning_run TEXT NOT NULL DEFAULT '',
+            candidate_key TEXT NOT NULL DEFAULT '',
+            created_at TEXT NOT NULL,
+            head_sha TEXT NOT NULL,
+            pr INTEGER,
+            kernel TEXT NOT NULL,
+            domain TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            expected TEXT NOT NULL,
+            quantity TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            expected_value {real},
+            measured {real},
+            low {real},
+            high {real},
+            unit TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            note TEXT NOT NULL
+        );
+        INSERT INTO agent_expectations_9
+            (review_id, created_at, head_sha, pr, kernel, domain, metric, expected, quantity, subject, expected_value,
+             measured, low, high, unit, outcome, note)
+            SELECT review_id, created_at, head_sha, pr, kernel, domain, metric, expected, quantity, subject,
+                expected_value, measured, low, high, unit, outcome, note
+            FROM agent_expectations ORDER BY id;
+        DROP TABLE agent_expectations;
+        ALTER TABLE agent_expectations_9 RENAME TO agent_expectations;
+        CREATE INDEX agent_expectations_domain ON agent_expectations (domain, created_at);
+        CREATE INDEX agent_expectations_tuning ON agent_expectations (tuning_run, candidate_key)
+        """,
+    ),
 ]

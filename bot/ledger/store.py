@@ -12,8 +12,8 @@ from bot.models.ledger import (
     AcceptanceRow,
     BaselineRow,
     CachedReply,
+    CaseFigure,
     ExpectationRow,
-    MainCaseRow,
     MainResourceRow,
     ProposalRow,
     ReservationRow,
@@ -122,6 +122,26 @@ class Ledger:
                 )
         return review_id
 
+    def record_expectations(self, rows: list[ExpectationRow], tx: Database | None = None) -> None:
+        """Expectation rows outside a review (an `opgate tune` candidate's), in `tx` when given."""
+        db = tx or self.db
+        for e in rows:
+            data = e.model_dump()
+            data["created_at"] = data["created_at"] or now()
+            db.execute(
+                f"INSERT INTO agent_expectations ({', '.join(data)}) VALUES ({', '.join('?' for _ in data)})",
+                list(data.values()),
+            )
+
+    def tune_expectations(self, run_id: str, candidate_key: str) -> list[ExpectationRow]:
+        """A tuning run's expectations of one candidate, in insertion order."""
+        cols = ", ".join(_EXPECTATION_COLUMNS)
+        rows = self.db.rows(
+            f"SELECT {cols} FROM agent_expectations WHERE tuning_run = ? AND candidate_key = ? ORDER BY id",
+            (run_id, candidate_key),
+        )
+        return [ExpectationRow.model_validate(r) for r in rows]
+
     def expectations(self, *, since: str | None = None, domain: str | None = None) -> list[ExpectationRow]:
         """The agent's expected metrics beside what was measured, every recorded review's, in insertion order."""
         where, params = _filters(domain=domain, since=since)
@@ -131,15 +151,18 @@ class Ledger:
 
     def proposals(self, *, since: str | None = None) -> list[ProposalRow]:
         """What the agent proposed and the local runner judged: the candidates and agent cases of recorded reviews,
-        then the `opgate tune` candidates the agent proposed (tuning_trials of source `agent`, not a re-verify)."""
+        then each `opgate tune` winner the agent proposed: the run's re-verification of a candidate that the run's
+        agent proposed (passed: the re-verification passed every gate). The search's other candidates are the
+        agent's exploration, not what it proposes."""
         where, params = _filters(since=since)
         rows = self.db.rows(f"SELECT {', '.join(_PROPOSAL_COLUMNS)} FROM agent_proposals{where} ORDER BY id", params)
         tune_where, tune_params = ("AND t.created_at >= ?", [since]) if since else ("", [])
         rows += self.db.rows(
             "SELECT t.created_at, r.domain, t.kernel, 'tune' AS kind, t.candidate_key AS name, t.verdict,"
             " CASE WHEN t.verdict = 'pass' THEN 1 ELSE 0 END AS passed"
-            " FROM tuning_trials t JOIN tuning_runs r ON r.run_id = t.run_id"
-            f" WHERE t.source = 'agent' AND t.verify_of = '' {tune_where} ORDER BY t.id",
+            " FROM tuning_trials t JOIN tuning_runs r ON r.run_id = t.verify_of"
+            " WHERE t.verify_of <> '' AND EXISTS (SELECT 1 FROM tuning_rounds e WHERE e.run_id = t.verify_of"
+            f" AND e.source = 'agent' AND e.candidate_key = t.candidate_key) {tune_where} ORDER BY t.id",
             tune_params,
         )
         return [ProposalRow.model_validate({**r, "passed": bool(r["passed"])}) for r in rows]
@@ -263,7 +286,7 @@ class Ledger:
 
     # -- main's history, as the agent's prompt reads it ----------------------------------------
 
-    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainCaseRow]:
+    def main_case_figures(self, kernel: str, prefer_sha: str | None = None) -> list[CaseFigure]:
         """One kernel's case figures at one main commit: `prefer_sha` when main's history holds it, else the latest
         commit that has figures of the kernel; empty when none was recorded (bot/mainline writes them)."""
         sha = self._main_sha("main_figures", kernel, prefer_sha)
@@ -272,7 +295,7 @@ class Ledger:
         rows = self.db.rows(
             "SELECT * FROM main_figures WHERE kernel = ? AND sha = ? ORDER BY device_name, id", (kernel, sha)
         )
-        return [MainCaseRow.model_validate(r) for r in rows]
+        return [CaseFigure.model_validate(r) for r in rows]
 
     def main_resource_figures(self, kernel: str, prefer_sha: str | None = None) -> list[MainResourceRow]:
         """One kernel's compiled functions at one main commit (chosen as main_case_figures chooses), per arch."""
@@ -328,8 +351,11 @@ def expectation_rows(report: Report, review_id: int, created_at: str) -> list[Ex
 
 
 def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
-    """The agent's candidate patches the review judged (`--try-candidates`): passed when every gate passed."""
-    return [
+    """What the agent proposed that the review judged: its candidate patches (`--try-candidates`), passed when every
+    gate passed, and the cases of its test matrix the judge ran, passed when one found a bug of head that base does
+    not have (verdict `fail`); a case head passes, or one base fails too, found nothing. A refused or not judged
+    entry was not judged: no row."""
+    rows = [
         ProposalRow(
             created_at=created_at,
             domain=k.domain,
@@ -342,6 +368,22 @@ def proposal_rows(report: Report, created_at: str) -> list[ProposalRow]:
         for k in report.kernels
         if k.candidate is not None
     ]
+    rows += [
+        ProposalRow(
+            created_at=created_at,
+            domain=k.domain,
+            kernel=k.name,
+            kind="agent_case",
+            name=c.name,
+            verdict=c.verdict,
+            passed=c.verdict == "fail",
+        )
+        for k in report.kernels
+        if k.agent_cases is not None
+        for c in k.agent_cases.cases
+        if c.verdict != "not_judged"
+    ]
+    return rows
 
 
 def acceptance_row(r: dict[str, Any]) -> AcceptanceRow:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.mainline.drift import CaseDrift, chain_ratio
 from bot.models.judging import MeasureSettings
 from bot.models.report import CaseReport, CaseStatus, KernelReport
+from bot.verdict.compile_errors import describe
 
 SCHEMA = "opgate.bisect/1"
 DEFAULT_BUDGET_MIN = 20.0
@@ -182,10 +183,10 @@ def side(kernel: KernelReport | None, case: CaseReport | None) -> tuple[Side, st
 
 
 def _first_error(kernel: KernelReport) -> str:
-    """The compiler's first error line from the head build's log tail ("" without one)."""
-    lines = (kernel.build.log_tail if kernel.build is not None else "").splitlines()
-    errors = [line.strip() for line in lines if "error" in line.lower() and "ninja: build stopped" not in line]
-    return errors[0][:200] if errors else ""
+    """The head build's first compile error as the review names it (`Build.errors`, read from the compiler's whole
+    output: a log tail loses an error that warnings follow), "" when the build named none."""
+    errors = kernel.build.errors if kernel.build is not None else []
+    return describe(errors[0])[:200] if errors else ""
 
 
 @dataclass

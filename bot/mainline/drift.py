@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.mainline.record import CaseFigure, MainCommit
+from bot.mainline.record import MainCommit
+from bot.models.ledger import CaseFigure
 
 Z95 = 1.959964
 MOVED_PCT = 1.0  # a step without a CI "moved" the case when it changed it by at least this much

@@ -7,7 +7,7 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from bot.edges.machine import device_key
-from bot.models.ledger import p50_band
+from bot.models.ledger import CaseFigure
 from bot.models.report import CaseReport, KernelReport, Report, Resource
 from bot.verdict.occupancy import occupancy, table
 
@@ -30,40 +30,6 @@ class MainCommit(_Row):
     subject: str = ""
     pr: int | None = None  # the pull request that landed it, when the commit says so or the ledger knows its head
     recorded_at: str = ""
-
-
-class CaseFigure(_Row):
-    """One case of one kernel at one main commit, on one device: head (this commit) against base (the one before)."""
-
-    sha: str
-    base_sha: str
-    kernel: str
-    domain: str
-    case_name: str
-    device: str  # cpu | cuda
-    device_name: str  # the GPU's model and architecture ("NVIDIA H100 80GB HBM3 · sm_90"), or "cpu"
-    p50_ms: float
-    base_p50_ms: float | None = None
-    regression_pct: float | None = None
-    ci_low_pct: float | None = None
-    ci_high_pct: float | None = None
-    max_abs_err: float | None = None
-    verdict: str
-    committed_at: str
-
-    @property
-    def ratio(self) -> float | None:
-        """head ÷ base p50 as measured interleaved in the same process; None without a base."""
-        if self.regression_pct is not None:
-            return 1.0 + self.regression_pct / 100.0
-        if self.base_p50_ms:
-            return self.p50_ms / self.base_p50_ms
-        return None
-
-    @property
-    def band_ms(self) -> tuple[float, float] | None:
-        """The 95% CI of the ratio as a p50 band in ms (base p50 × (1 + CI)); None without both."""
-        return p50_band(self.base_p50_ms, self.ci_low_pct, self.ci_high_pct)
 
 
 class ResourceFigure(_Row):

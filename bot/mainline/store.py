@@ -10,8 +10,8 @@ from bot.ledger.db import Database, now
 from bot.ledger.store import Ledger, acceptance_row
 from bot.mainline.bisect import BisectReport
 from bot.mainline.drift import DriftCheck
-from bot.mainline.record import CaseFigure, MainCommit, ResourceFigure
-from bot.models.ledger import AcceptanceRow
+from bot.mainline.record import MainCommit, ResourceFigure
+from bot.models.ledger import AcceptanceRow, CaseFigure
 from bot.models.report import Report
 
 _FIGURE_COLUMNS = list(CaseFigure.model_fields)

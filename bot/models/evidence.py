@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.finding import Finding
 from bot.models.judging import CaseRun
-from bot.models.report import Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
+from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
 
 
 class Peak(BaseModel):
@@ -51,6 +51,42 @@ class CaseEvidence(BaseModel):
     )
 
 
+class AdmittedCase(BaseModel):
+    """One entry of the agent's test matrix that base's [agent_cases] admitted, as the judge runs it: the manifest's
+    device, the dtype [agent_cases] names (else that of its first case on the device), the entry's shape and params."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    device: Literal["cpu", "cuda"]
+    dtype: str
+    shape: dict[str, int] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentAdmission(BaseModel):
+    """Base's [agent_cases] applied once to the agent's test matrix (`bot/verdict/agent_cases.admit`): how many
+    entries were proposed, the cases admitted (in the reply's order), every refused entry with its reason, and why
+    none may run at all (no [agent_cases], a new kernel). The review runs the admitted cases; the gate judges them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    proposed: int = 0
+    cases: list[AdmittedCase] = Field(default_factory=list)
+    refused: list[AgentCaseRefusal] = Field(default_factory=list)
+    note: str = ""
+
+
+class Lineage(BaseModel):
+    """The base kernel a head kernel new by name comes from (git's rename and copy detection), and how."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: str
+    how: Literal["renamed", "copied"]
+    share: float = Field(ge=0, le=1, description="the share of the head folder's bytes that come from base's")
+
+
 class KernelEvidence(BaseModel):
     """Everything the review gathered of one kernel: what changed, the static findings, the builds, the resource
     checks, every case's run or why it was not run, and the machine. The review fills it; only the gate decides."""
@@ -63,10 +99,16 @@ class KernelEvidence(BaseModel):
     gathered: bool = Field(
         False, description="the review reached the gates (False: untouched, removed in head, or gated in another job)"
     )
-    invalid: str = Field("", description="head's kernel.toml could not be read: why")
+    invalid: str = Field("", description="head's kernel.toml could not be read: the loader's error")
     new_kernel: bool = Field(False, description="base has no such kernel: judged by the manifest this change wrote")
+    removed: bool = Field(False, description="head has no such kernel (renamed_to: where it went)")
+    renamed_to: str = Field("", description="the head kernel this base kernel was renamed to")
+    origin: Lineage | None = Field(None, description="the base kernel a kernel new by name was renamed or copied from")
+    rules_changed: list[str] = Field(
+        default_factory=list, description="changed files of base's rules (kernel.toml, the reference): base's hold"
+    )
+    gated_elsewhere: bool = Field(False, description="the agent was asked here; another job builds, runs and gates")
     unread: list[Finding] = Field(default_factory=list, description="changed files no gate reads, each with its reason")
-    notes: list[str] = Field(default_factory=list, description="facts the review states about the change")
     diff: DiffStat | None = None
     static: list[str | Finding] = Field(
         default_factory=list, description="tunable and flag findings (nothing was built)"
@@ -82,6 +124,9 @@ class KernelEvidence(BaseModel):
     cpu_peak: Peak | None = Field(None, description="this CPU runner's measured peak, when a CPU case declares work")
     agent_matrix: list[ProposedCase] = Field(default_factory=list, description="the agent's test matrix, as proposed")
     agent_proposer: str = Field("", description="who proposed it (the agent's model)")
+    agent_admission: AgentAdmission = Field(
+        default_factory=AgentAdmission, description="what base's [agent_cases] admitted of the matrix (admitted once)"
+    )
     agent_runs: list[CaseEvidence] = Field(
         default_factory=list, description="the admitted agent cases' runs, after the manifest's (base's bounds)"
     )

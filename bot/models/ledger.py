@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 UsageStatus = Literal["ok", "error", "cached", "over_budget"]
 UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
@@ -112,9 +112,11 @@ class CachedReply(BaseModel):
 
 class ExpectationRow(BaseModel):
     """One row of `agent_expectations`: an agent's expected metric beside what the review measured (a report's
-    ExpectationCheck, with the review, kernel and domain it belongs to)."""
+    ExpectationCheck, with the review, kernel and domain it belongs to), or what a tune candidate's trial measured."""
 
-    review_id: int = 0
+    review_id: int | None = Field(None, description="the review's; None for an `opgate tune` candidate's")
+    tuning_run: str = Field("", description="the `opgate tune` run whose agent proposed the candidate")
+    candidate_key: str = Field("", description="the tune candidate the expectation is of (its config key)")
     created_at: str = ""
     head_sha: str = ""
     pr: int | None = None
@@ -157,19 +159,37 @@ def p50_band(base_p50_ms: float | None, low_pct: float | None, high_pct: float |
     return base_p50_ms * (1 + low_pct / 100), base_p50_ms * (1 + high_pct / 100)
 
 
-class MainCaseRow(BaseModel):
-    """One case figure of main's history as the agent's prompt reads it (main_figures)."""
+class CaseFigure(BaseModel):
+    """One case of one kernel at one main commit, on one device: head (this commit) against base (the one before).
+    A row of the ledger's main_figures: `opgate history record` writes it (bot/mainline), the dashboard and the drift
+    watch read it, and the agent's prompt reads base's (`Ledger.main_case_figures`)."""
+
+    model_config = ConfigDict(frozen=True)
 
     sha: str
+    base_sha: str
+    kernel: str
+    domain: str
     case_name: str
-    device_name: str
+    device: str  # cpu | cuda
+    device_name: str  # the GPU's model and architecture ("NVIDIA H100 80GB HBM3 · sm_90"), or "cpu"
     p50_ms: float
     base_p50_ms: float | None = None
+    regression_pct: float | None = None
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     max_abs_err: float | None = None
     verdict: str
     committed_at: str
+
+    @property
+    def ratio(self) -> float | None:
+        """head ÷ base p50 as measured interleaved in the same process; None without a base."""
+        if self.regression_pct is not None:
+            return 1.0 + self.regression_pct / 100.0
+        if self.base_p50_ms:
+            return self.p50_ms / self.base_p50_ms
+        return None
 
     @property
     def band_ms(self) -> tuple[float, float] | None:

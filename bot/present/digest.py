@@ -311,7 +311,7 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
         elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):
             resources.append(shorten(note, short))  # (a note without a finding: of a function, by its name)
         else:
-            notes.append(note)
+            notes.append(render(f, current()) if f is not None else note)  # a gate's note in the reader's language
     return notes, stats, resources
 
 

@@ -32,9 +32,11 @@ _LIST = TypeAdapter(list[Annotation])
 
 
 def _wanted(kernel: KernelReport) -> bool:
-    """Whether a kernel has something a locator places: resources, or a case that failed."""
+    """Whether a kernel has something a locator places: resources, a case that failed, or a finding with a line."""
     return kernel.changed and (
-        any(c.head for c in kernel.resource_checks()) or any(c.verdict in ("fail", "error") for c in kernel.cases)
+        any(c.head for c in kernel.resource_checks())
+        or any(c.verdict in ("fail", "error") for c in kernel.cases)
+        or any(f.file and f.line for f in kernel.findings)
     )
 
 
@@ -51,6 +53,7 @@ def _kernel_sources(tree: Path, folder: str, config: RepoConfig) -> tuple[Kernel
         candidates = [tree / p for b in builds.values() for p in b.sources]
     else:
         candidates = sorted(p for p in (tree / folder).rglob("*") if p.suffix in SOURCE_SUFFIXES)
+    candidates.append(tree / repo_file(folder, kernel.manifest.config))  # the tunables' lines (static findings)
     texts: dict[str, str] = {}
     for path in candidates[:MAX_FILES]:
         try:

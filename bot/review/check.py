@@ -8,19 +8,19 @@ nvcc, no GPU); a failed step stops the steps that need it, never the independent
 
 from __future__ import annotations
 
-import re
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from bot.config.includes import include_paths
+from bot.config.includes import include_dirs, include_paths
 from bot.config.manifest import Case, Kernel
 from bot.config.settings import Settings
 from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
-from bot.models.report import Machine, ResourceCheckReport
+from bot.models.report import CompileError, Machine, ResourceCheckReport
 from bot.review.cases import case_job, entry_arguments, entry_scalars
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
@@ -28,17 +28,11 @@ from bot.untrusted.runner.judge import REFERENCE_LABEL
 from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
-from bot.verdict.gate import case_verdict, resource_reasons
 from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
+from bot.verdict.ready import dry_case, resource_failures
 from bot.verdict.static import check_tunables
 
-# gcc/clang (`x.cu:3:10: fatal error: …`) and nvcc's front end (`x.cu(12): error: …`).
-_COMPILER_ERROR = re.compile(
-    r"^(?P<where>[^\s:()]+?)(?::(?P<line>\d+)(?::\d+)?|\((?P<line2>\d+)\)): (?:fatal |catastrophic )?error: "
-    r"(?P<what>.*)$",
-    re.M,
-)
 NOT_CHECKED = "not checked on this runner"
 
 # not_checked: this runner cannot (no nvcc, no GPU); incomplete: the manifest leaves it undescribed (a kernel
@@ -107,17 +101,23 @@ class CheckReport(BaseModel):
         return all(k.ok and not k.not_checked for k in self.kernels)
 
 
-def first_compile_error(log: str, kernel: Kernel) -> str | None:
-    """The compiler's first error as `ops/x/muladd.cpp line 30: …` (sandbox paths back to the repository's)."""
-    m = _COMPILER_ERROR.search(log)
-    if m is None:
+def first_compile_error(errors: Sequence[CompileError]) -> str | None:
+    """The first compile error a build or resource check read from the compiler's whole output (`Build.errors`,
+    `ResourceCheckReport.errors`: repository paths, never a log tail, which warnings after the error push out) as
+    `ops/x/muladd.cpp line 30: …`; None when it names none (a manifest problem, which the log words)."""
+    e = next((e for e in errors if e.kind != "manifest"), None)
+    if e is None:
         return None
-    where = m["where"]
-    for prefix in (f"{SRC}/", f"{kernel.folder.resolve()}/", f"{kernel.folder}/"):
-        if where.startswith(prefix):
-            where = f"{kernel.path}/{where.removeprefix(prefix)}"
-            break
-    return f"{where} line {m['line'] or m['line2']}: {m['what'].strip()}"
+    if e.path and e.line is not None:
+        return f"{e.path} line {e.line}: {e.message}"
+    return f"{e.path}: {e.message}" if e.path else e.message
+
+
+def build_failure(built: Built, kernel: Kernel, device: str) -> str:
+    """The failed build step's line: its first compile error, else what the log's last line says."""
+    last = built.log_tail.strip().splitlines()[-1:] or ["no output"]
+    manifest = f"{kernel.path}/kernel.toml"
+    return first_compile_error(built.errors) or f"{manifest} [build.{device}] does not build: {last[0]}"
 
 
 def _first_line(log: str) -> str:
@@ -187,13 +187,12 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
                 settings.build_dir,
                 sandbox,
                 include_paths(kernel, device),
+                (kernel.path, *include_dirs(kernel, device)),  # the errors by repository path, as the review's
             )
         except InputError as exc:
             built = Built(ok=False, device=device, key="", log_tail=str(exc))
         if not built.ok:
-            first = first_compile_error(built.log_tail, kernel)
-            last = built.log_tail.strip().splitlines()[-1:] or ["no output"]
-            result.failed(f"build {device}", first or f"{manifest} [build.{device}] does not build: {last[0]}")
+            result.failed(f"build {device}", build_failure(built, kernel, device))
             continue
         how = "cached" if built.cached else f"compiled {', '.join(built.compiled) or 'nothing new'}"
         result.passed(f"build {device}", f"build {device}: {how} ({built.seconds:.1f} s)")
@@ -230,16 +229,14 @@ def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelChec
         result.unchecked(step, f"{on}: {check.log_tail}")
         return
     if check.status == "compile_fail":
-        if (where := first_compile_error(check.log_tail, kernel)) is not None:
+        if (where := first_compile_error(check.errors)) is not None:
             result.failed(step, f"{on}: does not compile: {where}")
         elif check.log_tail.startswith("head: "):  # the units could not even be planned: a manifest mistake
             result.failed(step, f"{on}: {kernel.path}/kernel.toml [build.cuda]: {_first_line(check.log_tail)}")
         else:
             result.failed(step, f"{on}: does not compile: {_first_line(check.log_tail)}")
         return
-    failures = [f"{on}: {e}" for e in check.launch_errors]
-    reasons, _ = resource_reasons(check.head, [], kernel.manifest.constraints, check.threads, check.arch)
-    failures += [f"{on}: {r.removeprefix('resource: ')}" for r in reasons]
+    failures = [f"{on}: {f}" for f in resource_failures(check, kernel.manifest.constraints)]
     for failure in failures:
         result.failed(step, failure)
     unknown = _without_threads(kernel, check)
@@ -321,14 +318,8 @@ def _dry_run(
         if run.status == "skipped":
             result.passed(step, f"{case.name}: {run.detail}")
             continue
-        report = case_verdict(case, constraints, run)
-        if report.verdict in ("fail", "error"):
-            result.failed(step, f"{case.name}: {'; '.join(report.reasons)}")
-            return True
-        err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
-        result.passed(
-            step, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"
-        )
+        failed, line = dry_case(case, constraints, run)
+        (result.failed if failed else result.passed)(step, line)
         return True
     return False
 

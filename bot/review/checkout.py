@@ -13,8 +13,6 @@ from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.errors import InputError
 
-INVALID = "invalid kernel definition"  # the reason of a kernel whose manifest in head does not load
-
 
 @dataclass
 class Checkout:

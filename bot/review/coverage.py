@@ -55,13 +55,6 @@ def unclaimed_sources(unmatched: list[FileChange], ignore: list[str]) -> list[st
     ]
 
 
-def with_coverage(verdict: str, cov: Coverage | None) -> str:
-    """The review's verdict once coverage is known: nothing passes while kernel sources go unjudged."""
-    if verdict in ("pass", "undecided", "needs_accept") and cov is not None and cov.kernel_sources.total:
-        return "fail"
-    return verdict
-
-
 def unclaimed_reason(cov: Coverage) -> str:
     """One line: which kernel sources no manifest claims, and the fix."""
     names = ", ".join(cov.kernel_sources.names[:5]) + (" …" if cov.kernel_sources.total > 5 else "")

@@ -11,19 +11,21 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
+from bot.agent.review import MAX_ITEMS
 from bot.config.includes import watched_globs
 from bot.config.manifest import find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
-from bot.models.report import AgentReport, KernelReport, Report, aggregate_agents
-from bot.review.arch_jobs import combine, job_arches
+from bot.models.report import AgentReport, KernelReport, ProposedCase, Report, aggregate_agents
+from bot.review.arch_jobs import job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest
-from bot.review.coverage import coverage, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, unclaimed_reason
 from bot.text.safe import one_line
-from bot.verdict.gate import overall
+from bot.verdict.change import lost_part
+from bot.verdict.folds import combine, review_verdict
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +131,7 @@ class Part(BaseModel):
     report: Report | None
     unseen: list[str] = []
     arch: str = ""  # the architecture job of a part-<kernel>@<arch> folder
-    problem: str | None = None  # why a report that is there could not be read
+    problem: str | None = None  # why a report that is there could not be read (its first error)
 
 
 MAX_PART_BYTES = 16 * 1024 * 1024
@@ -161,10 +163,63 @@ def read_part(folder: Path, prefix: str = PART_PREFIX) -> Part:
             raise ValueError(f"{UNSEEN_FILE} is not a list")
     except (OSError, ValueError, RecursionError) as exc:  # ValidationError and JSONDecodeError are ValueErrors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        problem = f"its part {folder.name} holds no readable opgate report ({one_line(first, limit=200)})"
-        log.warning("%s", problem)
+        problem = one_line(first, limit=200)
+        log.warning("its part %s holds no readable opgate report (%s)", folder.name, problem)
         return Part(folder=folder, kernel=name, report=None, problem=problem, arch=arch)
     return Part(folder=folder, kernel=name, report=report, unseen=[str(u) for u in unseen], arch=arch)
+
+
+MAX_AGENT_CASES = MAX_ITEMS  # entries of a test matrix an agent part may hold: what one reply may hold
+
+
+class AgentMatrix(BaseModel):
+    """What `opgate review --agent-cases DIR` takes from an agent part (data, never code): the kernel's test matrix
+    as the agent job validated it and who proposed it, or why there is none (`not_run`: the agent did not answer)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cases: list[ProposedCase] = []
+    proposer: str = ""
+    not_run: str = ""
+
+
+def read_agent_cases(folder: Path, kernel: str, base_sha: str, head_sha: str) -> AgentMatrix:
+    """The test matrix of `kernel`'s agent part (the --out folder of `opgate review --agent-only --kernel K`) for
+    base_sha...head_sha. A folder that is not there, holds no readable report, reviewed other revisions or another
+    kernel, or a matrix over MAX_AGENT_CASES entries is bad input (InputError). Nothing else of the part is read."""
+    made = f"the --out folder of `opgate review --agent-only --kernel {kernel}`"
+    if not folder.is_dir():
+        raise InputError(f"--agent-cases {folder}: no such folder ({made})")
+    part = read_part(folder, prefix=AGENT_PREFIX)
+    if part.report is None:
+        why = (
+            f"its part {folder.name} holds no readable opgate report ({part.problem})"
+            if part.problem
+            else f"it holds no report.json ({made})"
+        )
+        raise InputError(f"--agent-cases {folder}: not an agent part: {why}")
+    r = part.report
+    if (r.base_sha, r.head_sha) != (base_sha, head_sha):
+        raise InputError(
+            f"--agent-cases {folder}: the agent part is of {r.base_sha[:10]}...{r.head_sha[:10]}, "
+            f"not {base_sha[:10]}...{head_sha[:10]}"
+        )
+    named = {k.name for k in r.kernels} | {a.kernel for a in r.agents if a.kernel is not None}
+    if others := sorted(named - {kernel}):
+        raise InputError(f"--agent-cases {folder}: an agent part of {', '.join(others)}, not of {kernel}")
+    agents = [a for a in r.agents if a.kernel == kernel]
+    if not agents:
+        return AgentMatrix(not_run=f"the agent part holds no agent review of {kernel}: no test matrix to run")
+    agent = agents[0]
+    if agent.status != "ok":
+        why = f"{agent.status}: {one_line(agent.reason, limit=200)}" if agent.reason else agent.status
+        return AgentMatrix(not_run=f"the agent's review did not answer ({why}): no test matrix to run")
+    if len(agent.test_matrix) > MAX_AGENT_CASES:
+        raise InputError(
+            f"--agent-cases {folder}: its test matrix holds {len(agent.test_matrix)} entries "
+            f"(an agent reply holds at most {MAX_AGENT_CASES})"
+        )
+    return AgentMatrix(cases=list(agent.test_matrix), proposer=agent.model or "the agent")
 
 
 def _check_part(part: Part, base_sha: str, head_sha: str) -> None:
@@ -222,12 +277,7 @@ def merge(
         if part.arch in jobs:
             raise InputError(f"{part.folder}: kernel {part.kernel} is in two parts")
         if r is None:
-            reason = (
-                part.problem or f"its matrix job left no report ({part.folder.name}: crashed, cancelled or timed out)"
-            )
-            jobs[part.arch] = KernelReport(
-                name=part.kernel, domain="unknown", changed=True, verdict="error", reasons=[reason]
-            )
+            jobs[part.arch] = lost_part(part.kernel, part.folder.name, part.problem or "")
             continue
         for k in r.kernels:  # _check_part: only its own kernel
             jobs[part.arch] = k
@@ -246,7 +296,7 @@ def merge(
         base_sha=base_sha,
         head_sha=head_sha,
         pr=pr,
-        verdict=with_coverage(overall(ordered), cov),
+        verdict=review_verdict(ordered, cov),
         kernels=ordered,
         agents=agent_reports,
         agent=aggregate_agents(agent_reports),

@@ -22,7 +22,7 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
-from bot.models.evidence import KernelEvidence
+from bot.models.evidence import KernelEvidence, Lineage
 from bot.models.finding import Finding
 from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
 from bot.phases import Phases
@@ -31,7 +31,6 @@ from bot.review.candidates import CandidateError, applied
 from bot.review.cases import KernelCases, agent_rules, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
-    INVALID,
     Checkout,
     checkouts,
     folder_of,
@@ -41,7 +40,7 @@ from bot.review.checkout import (
     no_manifest,
 )
 from bot.review.ci_summary import diff_stat
-from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason, with_coverage
+from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.notes import place_notes
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
@@ -50,8 +49,10 @@ from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
-from bot.verdict.flags import check_defines
-from bot.verdict.gate import BASE, HEAD, Policy, overall
+from bot.verdict.change import candidate_not_tried
+from bot.verdict.flags import define_findings
+from bot.verdict.folds import review_verdict
+from bot.verdict.gate import BASE, HEAD, Policy
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.static import tunable_findings
 
@@ -79,6 +80,8 @@ class ReviewRequest:
     # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
     agent_cases: tuple[ProposedCase, ...] = ()
     agent_name: str = ""
+    # why no matrix came from outside (CI: the kernel's agent job left no part): the comment says it
+    agent_cases_not_run: str = ""
 
 
 class Reviewer:
@@ -149,7 +152,7 @@ class Reviewer:
             base_sha=base_sha,
             head_sha=head_sha,
             pr=req.pr,
-            verdict=with_coverage(overall(kernels), self.coverage),
+            verdict=review_verdict(kernels, self.coverage),
             kernels=kernels,
             agents=self.agents,
             agent=aggregate_agents(self.agents),
@@ -172,10 +175,18 @@ class Reviewer:
     # -- one kernel ---------------------------------------------------------------------------
 
     def review_kernel(
-        self, name: str, base: Checkout, head: Checkout, changes: list[FileChange], *, candidate_pass: bool = False
+        self,
+        name: str,
+        base: Checkout,
+        head: Checkout,
+        changes: list[FileChange],
+        *,
+        candidate_pass: bool = False,
+        matrix: tuple[list[ProposedCase], str] | None = None,
     ) -> KernelReport:
         """Gather the kernel's evidence (what changed, its static checks, builds, resource checks and cases), then
-        ask the gate once (`judge_kernel`); an agent candidate goes through the same steps on its own."""
+        ask the gate once (`judge_kernel`); an agent candidate goes through the same steps on its own, with `matrix`:
+        the test matrix head was judged with and who proposed it (the same cases admitted by the same rules)."""
         origin = self.origins.get(name)
         head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         touched = touching(changes, kernel_globs(name, base, head))
@@ -188,9 +199,16 @@ class Reviewer:
             rules = only_case(rules, case, self.request.latency_limit_pct)
         agent = self._gather(evidence, base, head, touched, origin, candidate_pass=candidate_pass)
         evidence.agent_matrix, evidence.agent_proposer = list(self.request.agent_cases), self.request.agent_name
+        if matrix is not None:
+            evidence.agent_matrix, evidence.agent_proposer = list(matrix[0]), matrix[1]
         if agent is not None and agent.status == "ok":
             task_model = rules.task.model if rules is not None and rules.task else "the agent"
             evidence.agent_matrix, evidence.agent_proposer = list(agent.test_matrix), agent.model or task_model
+        if rules is not None:  # admitted once, by base's bounds (a new kernel has none): the gate judges from this
+            manifest = rules.manifest if base_k is not None else None
+            evidence.agent_admission = agent_cases.admit(evidence.agent_matrix, manifest)
+            if not evidence.agent_matrix and self.request.agent_cases_not_run:  # never a silent drop
+                evidence.agent_admission.note = self.request.agent_cases_not_run
         runner = None
         if evidence.gathered and rules is not None and head_k is not None:
             runner = self._gate_evidence(evidence, rules, head_k, base_k, touched)
@@ -198,7 +216,8 @@ class Reviewer:
         if runner is not None and rules is not None:
             runner.record_baselines(rules, report)
         if agent is not None and agent.candidate_patch and self.request.try_candidates:
-            self._try_candidate(report, agent.candidate_patch, base, head)
+            matrix_of_head = (evidence.agent_matrix, evidence.agent_proposer)
+            self._try_candidate(report, agent.candidate_patch, base, head, matrix_of_head)
         return report
 
     def _gather(
@@ -216,15 +235,10 @@ class Reviewer:
         name = evidence.name
         head_k, base_k = head.kernels.get(name), base.kernels.get(origin.base if origin else name)
         if name in head.broken:
-            evidence.invalid = f"{INVALID}: {head.broken[name]}"
+            evidence.invalid = head.broken[name]
             return None
         if head_k is None:
-            if (new := renamed_to(self.origins).get(name)) is not None:
-                evidence.notes.append(
-                    f"renamed to {new} in head: judged there, by this kernel's manifest and reference"
-                )
-            else:
-                evidence.notes.append("kernel removed in head")
+            evidence.removed, evidence.renamed_to = True, renamed_to(self.origins).get(name, "")
             return None
         if not touched:
             return None
@@ -243,7 +257,7 @@ class Reviewer:
                     asked, touched, head.sha, rules=rules, sources=read_sources(touched, base, head)
                 )
         if self.request.agent_only:
-            evidence.notes.append("agent only: built, run and gated in another job")
+            evidence.gated_elsewhere = True
             return agent
         evidence.gathered = True
         evidence.unread = self._not_judged(touched, head_k, base_k)
@@ -262,9 +276,10 @@ class Reviewer:
         before anything is built: refused flags never reach a compiler."""
         name = head_k.name
         config = head_k.manifest.config
+        at, lines = f"{head_k.path}/{config}", head_k.config_lines  # each finding at its key's line of the config
         evidence.static = [
-            *tunable_findings(head_k.config, rules.manifest.tunables, config, f"{head_k.path}/{config}"),
-            *check_defines(head_k.config, config),
+            *tunable_findings(head_k.config, rules.manifest.tunables, config, at, lines),
+            *define_findings(head_k.config, config, at, lines),
             *flag_findings(head_k),
         ]
         if evidence.static:
@@ -294,11 +309,11 @@ class Reviewer:
         evidence.device, evidence.arch, evidence.gpu = self.env.device, self.env.arch, self.env.gpu
         with self.phases.timed("run"):
             runner.run(rules, builds, evidence, trusted_reference=base_k is not None, held_out=self.request.held_out)
-        admitted = agent_cases.admit(evidence.agent_matrix, rules.manifest if base_k is not None else None)
-        if admitted.cases:  # after the manifest's: both sides, base's reference, the judge's own inputs
+        admitted = agent_cases.cases(evidence.agent_admission)
+        if admitted:  # after the manifest's: both sides, base's reference, the judge's own inputs
             agent_ev = KernelEvidence(name=evidence.name, domain=evidence.domain)
             with self.phases.timed("run"):
-                runner.run(agent_rules(rules, admitted.cases), builds, agent_ev, trusted_reference=True, looks=False)
+                runner.run(agent_rules(rules, admitted), builds, agent_ev, trusted_reference=True, looks=False)
             # a shape under a manifest-free name has no history: no drift figure against an earlier base
             evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
         return runner
@@ -317,8 +332,11 @@ class Reviewer:
         ran = ["cpu", "cuda"] if self.env.device == "cuda" else ["cpu"]
         return not_judged_findings(paths, head_k.path, compiled, ran)
 
-    def _try_candidate(self, report: KernelReport, patch: str, base: Checkout, head: Checkout) -> None:
-        """--try-candidates: the agent's patch on top of head, through the same gates (never merged)."""
+    def _try_candidate(
+        self, report: KernelReport, patch: str, base: Checkout, head: Checkout, matrix: tuple[list[ProposedCase], str]
+    ) -> None:
+        """--try-candidates: the agent's patch on top of head, through the same gates and head's agent cases (never
+        merged)."""
         with self.phases.timed("candidate"):
             try:
                 with applied(self.repo, head.sha, patch, report.name, folder_of(report.name, base, head)) as cand:
@@ -326,36 +344,29 @@ class Reviewer:
                     side = load_checkout(cand.sha, cand.tree, self.settings.repo_config)
                     side.missing = missing
                     changes = parse_diff(gitio.diff(self.repo, base.sha, cand.sha))
-                    report.candidate = self.review_kernel(report.name, base, side, changes, candidate_pass=True)
+                    report.candidate = self.review_kernel(
+                        report.name, base, side, changes, candidate_pass=True, matrix=matrix
+                    )
             except CandidateError as exc:
-                report.notes.append(f"agent candidate not tried: {exc}")
+                candidate_not_tried(report, str(exc))
 
     def _notes(
         self,
-        report: KernelEvidence,
+        evidence: KernelEvidence,
         touched: list[FileChange],
         base_k: Kernel | None,
         head_k: Kernel,
         origin: Origin | None = None,
     ) -> None:
-        added = sum(c.added for c in touched)
-        removed = sum(c.removed for c in touched)
-        report.notes.append(
-            f"change size: {len(touched)} file(s) of this kernel changed, +{added}/-{removed} lines (what reverting "
-            "this pull request undoes)"
-        )
+        """What the change is besides its diff: a new kernel, where one new by name came from, base's rules it
+        touched (the gate states them)."""
         if base_k is None:  # judged by the manifest and reference this change wrote (the gate asks for a person)
-            report.new_kernel = True
+            evidence.new_kernel = True
             return
         if origin is not None:
-            report.notes.append(
-                f"{origin.how} from {origin.base} ({origin.share:.0%} of its bytes, git's rename/copy detection): "
-                f"judged by {origin.base}'s manifest, reference and build from base"
-            )
+            evidence.origin = Lineage(base=origin.base, how=origin.how, share=origin.share)
         judged = {MANIFEST_NAME, base_k.manifest.reference.module}
-        for c in touched:
-            if in_folder(head_k.path, c.path) in judged:
-                report.notes.append(f"{c.path} changed: cases, limits and reference come from base")
+        evidence.rules_changed = [c.path for c in touched if in_folder(head_k.path, c.path) in judged]
 
     def _ask_agent(
         self,

@@ -12,19 +12,21 @@ from typing import TYPE_CHECKING
 
 from bot import __version__
 from bot.config.settings import Settings
-from bot.edges import publish
+from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
 from bot.models.github import Annotation
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import KernelReport, Report, aggregate_agents
+from bot.models.report import Report, aggregate_agents
 from bot.present.annotations import ordered
 from bot.present.render import render_comment
 from bot.review import annotate, ci_summary, fanout
 from bot.spend import pull_request
 from bot.text.safe import one_line
 from bot.verdict import expectations
+from bot.verdict.change import review_failed
+from bot.verdict.folds import review_verdict
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -50,6 +52,8 @@ class ReviewOptions:
     agents: list[Path] = field(default_factory=list)
     planned: Path | None = None
     arch: str | None = None  # run only this architecture's cases (one GPU job of the fan-out)
+    agent_cases: Path | None = None  # an agent part: run its test matrix (CI's review job, after the agent job's)
+    no_agent_cases: str | None = None  # why this review runs no agent cases (its agent job left no part)
 
 
 @dataclass
@@ -90,6 +94,7 @@ def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None =
 def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> ReviewResult:
     from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when something is reviewed
 
+    matrix = agent_matrix(options)
     request = ReviewRequest(
         repo=options.repo,
         base=options.base,
@@ -102,6 +107,9 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         require_isolation=options.require_isolation,
         agent_only=options.agent_only,
         arch=options.arch,
+        agent_cases=tuple(matrix.cases),
+        agent_name=matrix.proposer,
+        agent_cases_not_run=matrix.not_run,
     )
     reviewer = Reviewer(request, settings, ledger)
     failure: Exception | None = None
@@ -121,6 +129,23 @@ def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> Revie
         )
     annotate.write(options.out, written.annotations)
     return written
+
+
+def agent_matrix(options: ReviewOptions) -> fanout.AgentMatrix:
+    """The test matrix this review runs besides what it asks itself: the agent part's (`--agent-cases`, read before
+    anything is built: a bad part is bad input), none with the reason given (`--no-agent-cases`), or none."""
+    if options.no_agent_cases is not None:
+        return fanout.AgentMatrix(not_run=options.no_agent_cases)
+    if options.agent_cases is None:
+        return fanout.AgentMatrix()
+    if options.only_kernel is None or not options.offline:
+        raise InputError(
+            "--agent-cases runs one agent part's test matrix in an --offline review of its kernel: give --offline "
+            "and --kernel K"
+        )
+    top = gitio.toplevel(options.repo)
+    base_sha, head_sha = gitio.resolve(top, options.base), gitio.resolve(top, options.head)
+    return fanout.read_agent_cases(options.agent_cases, options.only_kernel, base_sha, head_sha)
 
 
 def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> ReviewResult:
@@ -177,21 +202,18 @@ def write(
 def failed_report(reviewer: Reviewer, exc: Exception) -> Report:
     """The report of a review that could not run: verdict `error`, the reason in one line, what was known."""
     req = reviewer.request
-    if isinstance(exc, OpgateError):
-        reason = one_line(exc, limit=500)
-    else:
-        reason = one_line(f"internal error {type(exc).__name__}: {exc}", limit=500)
+    kind = "" if isinstance(exc, OpgateError) else type(exc).__name__
+    reason = one_line(f"internal error {kind}: {exc}" if kind else exc, limit=500)
+    if kind:
         log.error("the review stopped on an internal error; report.json says so", exc_info=exc)
     kernels = []
     if req.only_kernel is not None:  # a matrix part: its kernel is the one that could not be judged
-        kernels = [
-            KernelReport(name=req.only_kernel, domain="unknown", changed=True, verdict="error", reasons=[reason])
-        ]
+        kernels = [review_failed(req.only_kernel, one_line(exc, limit=500 - len(kind) - 17) if kind else reason, kind)]
     return Report(
         base_sha=reviewer.base_sha or req.base,
         head_sha=reviewer.head_sha or req.head,
         pr=req.pr,
-        verdict="error",
+        verdict=review_verdict(kernels, None, stopped=True),
         kernels=kernels,
         agents=reviewer.agents,
         agent=aggregate_agents(reviewer.agents),

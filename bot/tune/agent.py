@@ -15,10 +15,12 @@ from pydantic import BaseModel
 from bot.agent import estimate, prompt
 from bot.agent.client import validate_base_url
 from bot.agent.exchange import Cache, OverBudget, exchange
+from bot.agent.materials import Piece
 from bot.agent.prompt import render_prompt
 from bot.agent.review import AgentReview
 from bot.agent.run import Call, cache_key, reader
 from bot.config.manifest import Kernel
+from bot.config.repo import Material
 from bot.config.settings import Settings
 from bot.errors import InputError
 from bot.ledger import Ledger
@@ -104,19 +106,32 @@ def table(events: Sequence[RoundEvent], trials: dict[str, Trial]) -> tuple[list[
     return rows, notes
 
 
+TUNE_LEAVES_OUT: frozenset[Material] = frozenset({"functions", "tunables"})  # no diff; the space is always shown
+
+
 def messages(
-    kernel: Kernel, view: View, *, config_text: str, example: tuple[str, str], limit: int
+    kernel: Kernel,
+    view: View,
+    *,
+    config_text: str,
+    example: tuple[str, str],
+    limit: int,
+    pieces: Sequence[Piece] = (),
+    not_available: Sequence[str] = (),
 ) -> list[dict[str, str]]:
-    """A round's system and user messages (pure); the oldest rows (never the best) are left out while the prompt
-    is over `limit` tokens (the domain's per-request prompt budget)."""
+    """A round's system and user messages (pure), within `limit` tokens (the domain's per-request prompt budget):
+    the task, the space and the trials so far first (the oldest rows, never the best, left out while even they are
+    over it), then the domain's material `pieces` (the review's, through the same `prompt.fill`) in its order, as
+    many as fit; `not_available`: the materials that could not be read, each with why."""
     task = kernel.task
     assert task is not None
-    rows, left_out = list(view.rows), 0
-    best_label = best_row_label(view.rows)
-    while True:
-        system = render_prompt(
-            "tune_system.md.j2", task=task, config_path=config_path(kernel), **prompt.matrix_bounds(kernel)
-        )
+    system = render_prompt(
+        "tune_system.md.j2", task=task, config_path=config_path(kernel), **prompt.matrix_bounds(kernel)
+    )
+
+    def render(
+        rows: list[TableRow], left_out: int, kept: Sequence[Piece], dropped: Sequence[str]
+    ) -> list[dict[str, str]]:
         user = render_prompt(
             "tune_user.md.j2",
             task=task,
@@ -136,13 +151,25 @@ def messages(
             rows=rows,
             left_out=left_out,
             notes=view.notes,
+            trusted=[p.text for p in kept],
+            not_available=list(not_available),
+            pieces_left_out=list(dropped),
         )
-        out = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+    rows, left_out = list(view.rows), 0
+    best_label = best_row_label(view.rows)
+    every_label = [p.label for p in pieces]
+    while True:
+        # the frame with every piece listed as left out: an upper bound on the final listing
+        frame = estimate.count_messages(render(rows, left_out, (), every_label))
         droppable = [i for i, r in enumerate(rows) if r.label != best_label]
-        if estimate.count_messages(out) <= limit or not droppable:
-            return out
+        if frame <= limit or not droppable:
+            break
         rows.pop(droppable[0])
         left_out += 1
+    kept, dropped = prompt.fill(pieces, limit - frame, estimate.count_messages)
+    return render(rows, left_out, kept, dropped)
 
 
 class _CappedCall(Call):
@@ -181,6 +208,7 @@ class TuneAgent:
         token_limit: int,
         spent: Callable[[], int],
         candidates_dir: Path,
+        materials: tuple[Sequence[Piece], Sequence[str]] = ((), ()),
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -197,6 +225,7 @@ class TuneAgent:
         self.run_id, self.config_text, self.example = run_id, config_text, example
         self.token_limit, self.spent = token_limit, spent
         self.candidates_dir = candidates_dir
+        self.pieces, self.not_available = materials
         self.call = _CappedCall(
             kernel.task, kernel.manifest.domain, settings, ledger, key=key, head_sha=base_sha, pr=None,
             session=session, sleep=sleep, purpose="tune", tuning_run=run_id, cap=self._cap,
@@ -213,7 +242,10 @@ class TuneAgent:
 
     def messages(self, view: View) -> list[dict[str, str]]:
         limit = self.settings.budget_request.get(self.kernel.manifest.domain)
-        return messages(self.kernel, view, config_text=self.config_text, example=self.example, limit=limit)
+        return messages(
+            self.kernel, view, config_text=self.config_text, example=self.example, limit=limit, pieces=self.pieces,
+            not_available=self.not_available,
+        )  # fmt: skip
 
     def propose(self, view: View, stem: str) -> Proposal:
         """Ask once (one repair request for an unusable reply). GatewayError propagates (an outside service)."""
@@ -251,7 +283,7 @@ def _proposal(review: AgentReview, *, tokens: int, cached: bool = False, propose
         )
     return Proposal(
         outcome="ok", patch=review.candidate_patch, tokens=tokens, cached=cached, test_matrix=review.test_matrix,
-        proposer=proposer,
+        proposer=proposer, expected_metrics=review.expected_metrics,
     )  # fmt: skip
 
 

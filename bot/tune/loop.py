@@ -14,6 +14,7 @@ from typing import Literal
 import requests
 
 from bot import __version__
+from bot.agent.run import gather
 from bot.config.manifest import Kernel, find_manifests, load_kernel
 from bot.config.settings import Settings
 from bot.edges import gitio
@@ -25,7 +26,7 @@ from bot.review.candidates import CandidateError
 from bot.spend import budget
 from bot.text.safe import one_line
 from bot.tune import analysis, space
-from bot.tune.agent import TuneAgent, View, table
+from bot.tune.agent import TUNE_LEAVES_OUT, TuneAgent, View, table
 from bot.tune.model import (
     MIN_GAIN_PCT,
     WORST_CASE_PCT,
@@ -41,6 +42,7 @@ from bot.tune.policy import Exhaustive, Proposer, Search
 from bot.tune.result import Proposed, TokenUse, TuneResult
 from bot.tune.store import RunRow, TuningStore
 from bot.tune.trial import review_candidate, trial_from
+from bot.verdict.expectations import check_kernel
 
 log = logging.getLogger(__name__)
 RUNS_PER_WEEK = 25  # the default --tokens: a domain's weekly budget / 25 (its users' per-task total)
@@ -120,8 +122,13 @@ class Tuner:
             path = found[self.request.kernel]
             kernel = load_kernel(tree / path, config=config, path=path)
             text = (tree / path / kernel.manifest.config).read_text()
-        if not kernel.manifest.tunables:
-            raise InputError(f"{kernel.name}: kernel.toml has no [tunables]: there is nothing to tune")
+            if not kernel.manifest.tunables:
+                raise InputError(f"{kernel.name}: kernel.toml has no [tunables]: there is nothing to tune")
+            # the review's materials (base's limits, cases and probes, its figures in main's history), read while
+            # base's tree is here; the agent's prompt carries them within the domain's per-request budget
+            self.materials = gather(
+                kernel, kernel, [], self.settings, self.ledger, None, base_sha, leave_out=TUNE_LEAVES_OUT
+            )
         return kernel, text
 
     def run(self) -> TuneResult:
@@ -194,7 +201,8 @@ class Tuner:
                 self.kernel, settings=self.settings, ledger=self.ledger, run_id=self.run_id, base_sha=self.base_sha,
                 config_text=self.config_text, example=self._example(), token_limit=self.token_limit,
                 spent=lambda: self.store.tokens(self.run_id).total_tokens,
-                candidates_dir=self.request.out / "agent_candidates", session=self.session, sleep=self.sleep,
+                candidates_dir=self.request.out / "agent_candidates", materials=self.materials, session=self.session,
+                sleep=self.sleep,
             )  # fmt: skip
             proposer = _AgentProposer(agent, self.request.rounds, self.settings.tune_plateau_rounds, self.run_id)
             stop = self._search(proposer)
@@ -285,6 +293,8 @@ class Tuner:
         trial = trial_from(
             k, key=seen.key, config=seen.config, source=source, patch=seen.patch, run_id=self.run_id, seconds=seconds
         )
+        if proposal.expected_metrics:  # the agent's expectations held against this trial, as a review holds them
+            trial.expectations = check_kernel(k, proposal.expected_metrics)
         self._event(rnd, source, "judged", key=seen.key, tokens=proposal.tokens, trial=trial)
 
     def _event(
@@ -296,8 +306,9 @@ class Tuner:
             elapsed_s=round(time.perf_counter() - self.started, 2), detail=detail,
         )  # fmt: skip
         stored = self.store.record(
-            self.run_id, event, trial, kernel=self.kernel.name, base_sha=self.base_sha, device_name=self.device_name
-        )
+            self.run_id, event, trial, kernel=self.kernel.name, base_sha=self.base_sha, device_name=self.device_name,
+            domain=self.kernel.manifest.domain,
+        )  # fmt: skip
         if stored is not None:
             self.trials[stored.key] = stored
         self.events.append(event)

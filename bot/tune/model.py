@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.report import ProposedCase
+from bot.models.report import ExpectationCheck, ProposedCase
 from bot.verdict.plausible import IMPLAUSIBLE
 
 Source = Literal["base", "agent", "exhaustive", "policy", "verify"]
@@ -79,6 +79,9 @@ class Trial(BaseModel):
     run_id: str = ""
     verify_of: str = ""
     id: int | None = None
+    expectations: list[ExpectationCheck] = Field(
+        default_factory=list, description="the proposer's expected metrics beside this trial's measurement"
+    )
 
     @property
     def timed(self) -> list[CaseResult]:
@@ -153,6 +156,9 @@ class Proposal(BaseModel):
     cached: bool = False
     test_matrix: list[ProposedCase] = Field(default_factory=list, description="the agent's cases for this candidate")
     proposer: str = Field("", description="who proposed the test matrix (the task's model)")
+    expected_metrics: dict[str, float | str] = Field(
+        default_factory=dict, description="what the agent expects the candidate to measure (held against its trial)"
+    )
 
 
 class Stop(BaseModel):

@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from bot.ledger.db import Database, now
 from bot.ledger.store import Ledger
+from bot.models.ledger import ExpectationRow
+from bot.models.report import ExpectationCheck
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 
 _EVENT_COLUMNS = ["seq", "round", "source", "outcome", "candidate_key", "tokens", "elapsed_s", "detail"]
@@ -137,14 +139,19 @@ class TuningStore:
 
     def record(
         self, run_id: str, event: RoundEvent, trial: Trial | None = None, *, kernel: str = "", base_sha: str = "",
-        device_name: str = "",
+        device_name: str = "", domain: str = "",
     ) -> Trial | None:  # fmt: skip
-        """One round event and, when the round judged a candidate, its trial and cases: one transaction, so a
-        crash leaves either both or neither. A trial already stored under its key is kept (and returned)."""
+        """One round event and, when the round judged a candidate, its trial, cases and the agent's expectations of
+        it (`agent_expectations`, of this run and candidate, in `domain`): one transaction, so a crash leaves all or
+        none. A trial already stored under its key is kept (and returned)."""
         stored = trial
         with self.db.transaction() as tx:
             if trial is not None:
-                stored = self._insert_trial(tx, trial, kernel, base_sha, device_name)
+                stored, new = self._insert_trial(tx, trial, kernel, base_sha, device_name)
+                if new and trial.expectations:
+                    rows = [expectation_row(c, run_id, trial.key, kernel, domain) for c in trial.expectations]
+                    self.ledger.record_expectations(rows, tx)
+                    stored = stored.model_copy(update={"expectations": trial.expectations})
             data = {**dict(zip(_EVENT_COLUMNS, _event_values(event), strict=True)), "run_id": run_id}
             data["created_at"] = now()
             cols = ", ".join(data)
@@ -153,7 +160,8 @@ class TuningStore:
             )
         return stored
 
-    def _insert_trial(self, tx: Database, t: Trial, kernel: str, base_sha: str, device_name: str) -> Trial:
+    def _insert_trial(self, tx: Database, t: Trial, kernel: str, base_sha: str, device_name: str) -> tuple[Trial, bool]:
+        """The trial as stored, and whether this call stored it (False: it was there already)."""
         where = (kernel, base_sha, device_name, t.key, t.verify_of)
         found = tx.one(
             "SELECT id FROM tuning_trials WHERE kernel = ? AND base_sha = ? AND device_name = ? AND candidate_key = ?"
@@ -161,7 +169,7 @@ class TuningStore:
             where,
         )
         if found is not None:
-            return self._load(tx, int(found["id"]))
+            return self._load(tx, int(found["id"])), False
         faster = sum(1 for c in t.timed if c.faster)
         row = tx.one(
             "INSERT INTO tuning_trials (kernel, base_sha, device_name, candidate_key, verify_of, run_id, source,"
@@ -194,7 +202,7 @@ class TuningStore:
                 (trial_id, c.name, c.status, c.verdict, c.regression_pct, lo, hi, c.p50_ms, c.base_p50_ms,
                  c.max_abs_err, c.reason),
             )  # fmt: skip
-        return t.model_copy(update={"id": trial_id})
+        return t.model_copy(update={"id": trial_id}), True
 
     def trial(self, kernel: str, base_sha: str, device_name: str, key: str, verify_of: str = "") -> Trial | None:
         """The stored judgement of a candidate on this base and device (a repeat is answered from here)."""
@@ -209,7 +217,15 @@ class TuningStore:
         row = db.one("SELECT * FROM tuning_trials WHERE id = ?", (trial_id,))
         assert row is not None
         cases = db.rows("SELECT * FROM tuning_cases WHERE trial_id = ? ORDER BY id", (trial_id,))
-        return _trial(row, cases)
+        cols = ", ".join(ExpectationRow.model_fields)
+        expected = db.rows(
+            f"SELECT {cols} FROM agent_expectations WHERE tuning_run = ? AND candidate_key = ? ORDER BY id",
+            (row["run_id"], row["candidate_key"]),
+        )
+        trial = _trial(row, cases)
+        if row["verify_of"]:  # a re-verification holds no expectation: the search's trial of the key does
+            return trial
+        return trial.model_copy(update={"expectations": [_check(ExpectationRow.model_validate(r)) for r in expected]})
 
     def events(self, run_id: str) -> list[RoundEvent]:
         rows = self.db.rows(
@@ -262,3 +278,16 @@ def _trial(row: dict[str, Any], cases: list[dict[str, Any]]) -> Trial:
             for c in cases
         ],
     )
+
+
+def expectation_row(c: ExpectationCheck, run_id: str, key: str, kernel: str, domain: str) -> ExpectationRow:
+    """A tune candidate's expectation check as a row of `agent_expectations` (no review: the run and the key)."""
+    return ExpectationRow(
+        tuning_run=run_id, candidate_key=key, kernel=kernel, domain=domain, metric=c.metric,
+        expected=json.dumps(c.expected), **c.model_dump(exclude={"metric", "expected"}),
+    )  # fmt: skip
+
+
+def _check(r: ExpectationRow) -> ExpectationCheck:
+    fields = set(ExpectationCheck.model_fields) - {"metric", "expected"}
+    return ExpectationCheck(metric=r.metric, expected=json.loads(r.expected), **r.model_dump(include=fields))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from bot.config.manifest import AgentCases, Case, KernelManifest
+from bot.models.evidence import AdmittedCase, AgentAdmission
 from bot.models.finding import Gate, Outcome
 from bot.models.report import (
     AgentCaseRefusal,
@@ -35,15 +35,6 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _KEYS = {"name", "shape", "params"}
 
 
-@dataclass
-class Admission:
-    """The cases base's bounds admit (in the reply's order) and the entries refused, each with its reason."""
-
-    cases: list[Case] = field(default_factory=list)
-    refused: list[AgentCaseRefusal] = field(default_factory=list)
-    note: str = ""
-
-
 def _shown(name: object) -> str:
     """Untrusted text of the reply as a refusal quotes it: one line, at most 64 characters."""
     return one_line(str(name), 64)
@@ -70,19 +61,19 @@ def entry_problem(entry: ProposedCase, bounds: AgentCases, taken: set[str]) -> s
     return None
 
 
-def admit(proposed: list[ProposedCase], rules: KernelManifest | None) -> Admission:
+def admit(proposed: list[ProposedCase], rules: KernelManifest | None) -> AgentAdmission:
     """Base's `[agent_cases]` applied to the matrix: at most `max_cases` admitted, every other entry refused with why.
 
     `rules` is base's manifest (None for a new kernel). An admitted case is judged by the manifest's constraints
     (no tolerance of its own) with the dtype [agent_cases] names, else that of the first case on its device."""
     if not proposed:
-        return Admission()
+        return AgentAdmission()
     if rules is None:
-        return Admission(note=NEW_KERNEL)
+        return AgentAdmission(proposed=len(proposed), note=NEW_KERNEL)
     bounds = rules.agent_cases
     if bounds is None:
-        return Admission(note=NO_TABLE)
-    out = Admission()
+        return AgentAdmission(proposed=len(proposed), note=NO_TABLE)
+    out = AgentAdmission(proposed=len(proposed))
     taken = {c.name for c in rules.cases}
     dtype: str = bounds.dtype or next(c.dtype for c in rules.cases if c.device == bounds.device)
     for entry in proposed:
@@ -95,14 +86,27 @@ def admit(proposed: list[ProposedCase], rules: KernelManifest | None) -> Admissi
             out.refused.append(AgentCaseRefusal(name=_shown(entry.name), reason=why))
             continue
         taken.add(entry.name)
-        out.cases.append(agent_case(entry, bounds, dtype))
+        out.cases.append(AdmittedCase.model_validate(agent_case(entry, bounds, dtype).model_dump(include=_RUN_KEYS)))
     return out
+
+
+_RUN_KEYS = {"name", "device", "dtype", "shape", "params"}
 
 
 def agent_case(entry: ProposedCase, bounds: AgentCases, dtype: str) -> Case:
     return Case.model_validate(
         {"name": entry.name, "device": bounds.device, "dtype": dtype, "shape": entry.shape, "params": entry.params}
     )
+
+
+def as_case(admitted: AdmittedCase) -> Case:
+    """An admitted case as the judge runs it (a manifest case without a tolerance, seed or work of its own)."""
+    return Case.model_validate(admitted.model_dump())
+
+
+def cases(admission: AgentAdmission) -> list[Case]:
+    """The admitted cases, in the reply's order, as manifest cases (what the review runs and the gate judges)."""
+    return [as_case(c) for c in admission.cases]
 
 
 def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> str | None:
@@ -140,9 +144,9 @@ def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseRepo
     )  # fmt: skip
 
 
-def report(agent: str, proposed: int, admission: Admission, cases: list[AgentCaseReport]) -> AgentCasesReport:
+def report(agent: str, admission: AgentAdmission, judged: list[AgentCaseReport]) -> AgentCasesReport:
     return AgentCasesReport(
-        agent=agent, proposed=proposed, cases=cases, refused=admission.refused, note=admission.note
+        agent=agent, proposed=admission.proposed, cases=judged, refused=admission.refused, note=admission.note
     )  # fmt: skip
 
 

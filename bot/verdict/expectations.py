@@ -147,13 +147,13 @@ def _latency(
             low, high = c.base_p50_ms + lo * scale, c.base_p50_ms + hi * scale
             checks.append(_held(metric, value, "p50", c.name, x, c.p50_ms, low, high, "ms", ""))
             continue
-        note = ""
-        if speedup:
+        note, change = "", x
+        if speedup:  # read per case into `change`: `x` stays the agent's value for the next case
             if x <= 0:
                 checks.append(_not_measured(metric, value, "a speedup must be above 0", "p50 change"))
                 continue
-            x, note = (1.0 / x - 1.0) * 100.0, f"speedup ×{x:g} read as a p50 change"
-        checks.append(_held(metric, value, N_("p50 change"), c.name, x, c.regression_pct, lo, hi, "%", note))
+            change, note = (1.0 / x - 1.0) * 100.0, f"speedup ×{x:g} read as a p50 change"
+        checks.append(_held(metric, value, N_("p50 change"), c.name, change, c.regression_pct, lo, hi, "%", note))
     return checks
 
 

@@ -7,8 +7,11 @@ two-token forms (`-gencode arch=…,code=…`, `--threads 32`, `-Xptxas -v`) the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from bot.models.finding import Finding, Gate, Outcome
+from bot.verdict.messages import render
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _VALUE = r"[A-Za-z0-9_.+-]*"
@@ -199,11 +202,26 @@ TUNABLE_VALUE = re.compile(r"-?[A-Za-z0-9_.+]+")
 
 
 def check_defines(config: dict[str, object], where: str) -> list[str]:
-    """Tunables become `-DKEY=value`: keys must be identifiers and values plain tokens."""
+    """Tunables become `-DKEY=value`: keys must be identifiers and values plain tokens (`define_findings`, as lines)."""
+    return [render(f) for f in define_findings(config, where)]
+
+
+def define_findings(
+    config: dict[str, object], where: str, path: str | None = None, lines: Mapping[str, int] | None = None
+) -> list[Finding]:
+    """Tunables become `-DKEY=value`: keys must be identifiers and values plain tokens; each finding at the config
+    file (`path` from the repository root, else `where`) and its key's line (`lines`: `Kernel.config_lines`)."""
+
+    def found(message: str, tunable: object, /, **params: str) -> Finding:
+        line = (lines or {}).get(str(tunable))
+        return Finding(
+            gate=Gate.static, outcome=Outcome.fail, key=message, params=params, file=path or where, line=line
+        )
+
     findings = []
     for key, value in config.items():
         if not TUNABLE_KEY.fullmatch(str(key)):
-            findings.append(f"{where}: tunable name {key!r} is not an identifier")
+            findings.append(found("static.tunable_name", key, where=where, key=repr(key)))
         if isinstance(value, bool) or not TUNABLE_VALUE.fullmatch(str(value)):
-            findings.append(f"{where}: {key}={value!r} is not a plain number or word")
+            findings.append(found("static.tunable_token", key, where=where, key=str(key), value=repr(value)))
     return findings

@@ -58,13 +58,18 @@ def case_reason(case: str, reason: str) -> str:
     return f"{case}: {reason}"
 
 
-def case_verdict(case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str = "") -> CaseReport:
-    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency."""
+def case_verdict(
+    case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str | Finding = ""
+) -> CaseReport:
+    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency; a case
+    not run is skipped with `skip_reason` (a line, or a finding of its own)."""
     tol = case.limits(constraints).max_abs_err
     report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
     if run is None:
         report.status, report.verdict = CaseStatus.skipped, "skipped"
-        why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=skip_reason) if skip_reason else None
+        why = skip_reason if isinstance(skip_reason, Finding) else None
+        if skip_reason and why is None:
+            why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=str(skip_reason))
         add_case(report, why or _finding(Gate.run, "run.not_run", Outcome.undecided))
         return report
     head = run.checks.get(HEAD)

@@ -9,14 +9,13 @@ from pydantic import BaseModel, ConfigDict
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
-from bot.verdict import agent_cases
+from bot.verdict import agent_cases, change
 from bot.verdict.compile_errors import new_errors
 from bot.verdict.findings import add_kernel
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
 RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
-NEW_KERNEL = "new kernel: judged by its own manifest and reference, which this change wrote"
 HELD_OUT = "held out of the tuning search (its re-verification runs it)"
 NO_GPU = "needs a CUDA GPU; this machine has none"
 FAIL_ALIKE = "base and head fail to build alike"
@@ -39,18 +38,18 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
     head's for a new kernel; None where neither side has one): static findings, builds, resource checks, each
     case's run or why it did not run. A kernel the review gathered nothing of is skipped; an invalid one fails."""
     ev = evidence
-    report = KernelReport(
-        name=ev.name, domain=ev.domain, changed=ev.changed, verdict="skipped", notes=list(ev.notes), diff=ev.diff
-    )
+    report = KernelReport(name=ev.name, domain=ev.domain, changed=ev.changed, verdict="skipped", diff=ev.diff)
     if ev.invalid:
         report.verdict = "fail"
-        report.reasons.append(ev.invalid)
+        add_kernel(report, change.invalid(ev.invalid))
         return report
+    for note in change.change_notes(ev):
+        add_kernel(report, note)
     if not ev.gathered or rules is None:  # untouched, removed in head, or gated in another job: the notes say which
         return report
     constraints = rules.manifest.constraints
     if ev.new_kernel:  # a reference written in the same change proves nothing on its own: a person decides
-        report.accept_needed.append(NEW_KERNEL)
+        add_kernel(report, change.new_kernel())
     for f in ev.unread:
         add_kernel(report, f)
     if ev.static:
@@ -72,23 +71,23 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
 
 
 def with_agent_cases(report: KernelReport, ev: KernelEvidence, rules: Kernel) -> KernelReport:
-    """The agent's test matrix, admitted by base's [agent_cases] (the same pure rule the review ran them by), each
-    admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
+    """The agent's test matrix as the review admitted it (`ev.agent_admission`: base's [agent_cases], applied once),
+    each admitted case's run judged like a manifest case and then as an agent case; a head that fails one where base
     passes fails the kernel (`agent_cases.fold`). Nothing an agent case shows passes or excuses anything."""
-    if not ev.agent_matrix:
+    admitted = ev.agent_admission
+    if not admitted.proposed and not admitted.note:  # nothing proposed, and nothing to say about it
         return report
-    admitted = agent_cases.admit(ev.agent_matrix, None if ev.new_kernel else rules.manifest)
     runs = {c.name: c for c in ev.agent_runs}
     base_built = any(b.ok for b in ev.builds.get(BASE, {}).values())
     judged = [
         agent_cases.judged(
             case, judge_case(case, runs[case.name], ev, rules.manifest.constraints), base_built=base_built
         )
-        for case in admitted.cases
+        for case in agent_cases.cases(admitted)
         if case.name in runs
     ]
     proposer = ev.agent_proposer or "the agent"
-    report.agent_cases = agent_cases.report(proposer, len(ev.agent_matrix), admitted, judged)
+    report.agent_cases = agent_cases.report(proposer, admitted, judged)
     if admitted.cases and ev.static:
         report.agent_cases.note = agent_cases.NOT_BUILT
     return agent_cases.fold(report)
@@ -132,9 +131,10 @@ def not_run_report(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints
         report = case_verdict(case, constraints, None, "")
         report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {ce.detail}"]
         return report
+    if why == NotRun.other_job:  # ce.detail: the architecture family whose job runs it
+        return case_verdict(case, constraints, None, change.other_job(ce.detail))
     skipped = {
         NotRun.held_out: HELD_OUT,
-        NotRun.other_job: ce.detail,
         NotRun.wrong_gpu: f"runs on {case.arch}; this runner's GPU is {ev.arch} ({ev.gpu})",
         NotRun.no_gpu: NO_GPU,
         NotRun.no_build: f"kernel.toml has no {case.device} build",

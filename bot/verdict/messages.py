@@ -182,6 +182,36 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "static.unknown_tunable": (None, "{config}: unknown tunable {key} (allowed: {allowed})"),
     "static.missing_tunable": (None, "{config}: missing tunable {key}"),
     "static.tunable_value": (None, "{config}: {key}={value} not in {values}"),
+    # what the review found of a kernel before the gates ran, and a kernel it could not judge (h38-review)
+    "manifest.invalid": (None, "invalid kernel definition: {error}"),
+    "acceptance.new_kernel": (None, "new kernel: judged by its own manifest and reference, which this change wrote"),
+    "review.removed": (None, "kernel removed in head"),
+    "review.renamed_to": (None, "renamed to {kernel} in head: judged there, by this kernel's manifest and reference"),
+    "review.renamed_from": (
+        None,
+        "renamed from {base} ({share} of its bytes, git's rename/copy detection): "
+        "judged by {base}'s manifest, reference and build from base",
+    ),
+    "review.copied_from": (
+        None,
+        "copied from {base} ({share} of its bytes, git's rename/copy detection): "
+        "judged by {base}'s manifest, reference and build from base",
+    ),
+    "review.change_size": (
+        None,
+        "change size: {files} file(s) of this kernel changed, +{added}/-{removed} lines "
+        "(what reverting this pull request undoes)",
+    ),
+    "review.rules_changed": (None, "{path} changed: cases, limits and reference come from base"),
+    "review.gated_elsewhere": (None, "agent only: built, run and gated in another job"),
+    "review.candidate_not_tried": (None, "agent candidate not tried: {why}"),
+    "run.other_job": (None, "runs in the {arch} job of this review"),
+    "run.part_missing": (None, "its matrix job left no report ({part}: crashed, cancelled or timed out)"),
+    "run.part_unreadable": (None, "its part {part} holds no readable opgate report ({error})"),
+    "run.review_failed": (None, "{error}"),
+    "run.internal_error": (None, "internal error {kind}: {error}"),
+    "static.tunable_name": (None, "{where}: tunable name {key} is not an identifier"),
+    "static.tunable_token": (None, "{where}: {key}={value} is not a plain number or word"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

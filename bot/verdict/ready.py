@@ -1,0 +1,26 @@
+"""What `opgate check` decides (pure): head's compile-only resources held to the manifest's limits alone (no base),
+and the dry run's smallest case against the reference."""
+
+from __future__ import annotations
+
+from bot.config.manifest import Case, Constraints
+from bot.models.judging import CaseRun
+from bot.models.report import ResourceCheckReport
+from bot.verdict.gate import case_verdict, resource_reasons
+
+
+def resource_failures(check: ResourceCheckReport, constraints: Constraints) -> list[str]:
+    """Why head's figures on `check.arch` fail on their own: each launch error, then each resource over a limit
+    (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:"."""
+    reasons, _ = resource_reasons(check.head, [], constraints, check.threads, check.arch)
+    return [*check.launch_errors, *(r.removeprefix("resource: ") for r in reasons)]
+
+
+def dry_case(case: Case, constraints: Constraints, run: CaseRun) -> tuple[bool, str]:
+    """(failed, the line) of the dry run's one compared case: the gate's reasons, or that entry and reference agree
+    within the case's tolerance."""
+    report = case_verdict(case, constraints, run)
+    if report.verdict in ("fail", "error"):
+        return True, f"{case.name}: {'; '.join(report.reasons)}"
+    err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
+    return False, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"

@@ -15,6 +15,7 @@ from bot.models.report import (
     Build,
     CaseReport,
     CaseStatus,
+    CompileError,
     Coverage,
     CpuUse,
     Isolation,
@@ -32,7 +33,11 @@ from bot.models.report import (
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
 from bot.verdict import change
+from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
+from bot.verdict.gate import not_run_phrases
+from bot.verdict.kernel import drift_findings
+from bot.verdict.occupancy import register_phrase
 from bot.verdict.throughput import Peak, judge_throughput
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
@@ -114,9 +119,10 @@ def timed(name: str, delta: float, low: float, high: float, p50: float = 4.0, **
     return with_findings(case, *findings, **update)
 
 
-def skipped(name: str, device: str = "cuda", why: str = NO_GPU) -> CaseReport:
+def skipped(name: str, device: str = "cuda", why: str = "run.no_gpu") -> CaseReport:
+    """A case the runner could not run, for the catalog's reason `why` (bot/verdict/kernel.py not_run_report)."""
     case = CaseReport(name=name, device=device, tolerance=0.01, status=CaseStatus.skipped, verdict="skipped")  # type: ignore[arg-type]
-    return with_findings(case, found(Gate.run, "run.skipped", Outcome.undecided, reason=why))
+    return with_findings(case, found(Gate.run, why, Outcome.undecided))
 
 
 def resources(n: int, threads: int, dyn: int, blocks: int) -> list[Resource]:
@@ -254,11 +260,9 @@ def tampered() -> Report:
         seed="77",
         spot_checks=3,
     )
-    busy = (
-        "head: the GPU was still busy 4.1 ms after the worker reported its calls done (work left running outside the "
-        "timed region)"
-    )
-    case = with_findings(case, found(Gate.measurement, "measurement.rejected", Outcome.error, detail=busy))
+    busy = Phrase(key="measurement.gpu_busy", params={"side": "head", "ms": "4.1"})  # as the sampler says it
+    rejected = found(Gate.measurement, "measurement.rejected", Outcome.error)
+    case = with_findings(case, rejected.model_copy(update={"phrases": {"detail": [busy]}}))
     r = report([kernel("deepgemm_tile", [case, timed("ragged_200x328x264", 0.2, -0.8, 1.1)], "error")])
     return r.model_copy(
         update={"health": GPU_HEALTH, "environment": Machine(device="cuda", gpu="NVIDIA H200", python="3.11.7")}
@@ -274,27 +278,29 @@ def crashed() -> Report:
         verdict="error",
         seed="99",
     )
-    why = "worker exited with signal 11 (SIGSEGV) during head timing"
-    case = with_findings(
-        case, found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed", detail=why)
-    )
+    # as the judge says it (bot/untrusted/runner/judge.py): "killed by signal 11 (SIGSEGV) during head timing"
+    how = Phrase(key="exit.signal", params={"signal": 11, "name": "SIGSEGV"})
+    where = Phrase(key="where.side", params={"side": "head"}, phrases={"phase": [Phrase(key="phase.timing")]})
+    why = Phrase(key="run.gone", phrases={"how": [how], "where": [where]})
+    crash = found(Gate.run, "run.side_failed", Outcome.error, who="head", status="crashed")
+    case = with_findings(case, crash.model_copy(update={"phrases": {"detail": [why]}}))
     return report([kernel("deepgemm_tile", demo_cases(timed("square_512", 0.3, -1.0, 1.5), case), "error")])
 
 
 def noisy() -> Report:
     """A busy runner: the intervals widened, measured twice as long, and still straddle the limit (undecided)."""
-    noise = span(4.1, -0.8, 9.2, noisy="noisy runner: other processes kept 1.6 of 2 cores busy", pairs=20)
+    noise = found(
+        Gate.performance, "performance.inconclusive_noisy", Outcome.undecided, **span(4.1, -0.8, 9.2, pairs=20)
+    )
+    why = Phrase(key="noisy.cores", params={"busy": "1.6", "cores": 2})  # "noisy runner: … kept 1.6 of 2 cores busy"
     busy = with_findings(
-        timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6),
-        found(Gate.performance, "performance.inconclusive_noisy", Outcome.undecided, **noise),
+        timed("square_512", 4.1, -0.8, 9.2, other_cores=1.6), noise.model_copy(update={"phrases": {"noisy": [why]}})
     )
     k = kernel(
         "deepgemm_tile", demo_cases(busy, timed("ragged_200x328x264", 2.0, -3.5, 7.5, other_cores=1.4)), "undecided"
     )
-    k.notes.append(
-        "ragged_200x328x264: base measured -55.0% against its first measurement on this device (same binary): the "
-        "runner is noisier or slower than it was; head and base were interleaved, so the verdict stands"
-    )
+    for f in drift_findings([k.cases[1].model_copy(update={"base_drift_pct": -55.0})]):  # as the gate makes it
+        add_kernel(k, f)
     return report([k], health=HEALTH.model_copy(update={"load1": 3.7}))
 
 
@@ -305,9 +311,10 @@ def isolation_none() -> Report:
 
 def gpu_skipped() -> Report:
     """Every case of a kernel needs a GPU and the runner has none: nothing ran, nothing failed."""
-    summary = "7 cuda cases (needs a CUDA GPU; this machine has none)"
-    none_ran = found(Gate.coverage, "coverage.no_case_ran", Outcome.undecided, summary=summary)
-    k = kernel("deepgemm_tile", [skipped(n) for n in CUDA_CASES], "undecided", none_ran)
+    cases = [skipped(n) for n in CUDA_CASES]
+    summary = {"summary": not_run_phrases(cases)}  # "7 cuda cases (needs a CUDA GPU; this machine has none)"
+    none_ran = Finding(gate=Gate.coverage, outcome=Outcome.undecided, key="coverage.no_case_ran", phrases=summary)
+    k = kernel("deepgemm_tile", cases, "undecided", none_ran)
     return report([k])
 
 
@@ -315,10 +322,9 @@ def cuda_changed() -> Report:
     """A CPU runner: the CPU twin passes, but the change edits the CUDA kernel no case here could run: not judged."""
     cases = demo_cases(timed("square_512", -0.2, -1.1, 0.7), timed("ragged_200x328x264", 0.3, -0.9, 1.4))
     k = kernel("deepgemm_tile", cases, "undecided")
-    k.undecided = [
-        "kernels/deepgemm_tile/gemm_cuda.cu: changed, compiled by no build that ran here (only [build.cuda], which "
-        "needs a CUDA GPU): not judged"
-    ]
+    path = "kernels/deepgemm_tile/gemm_cuda.cu"
+    unread = found(Gate.coverage, "coverage.not_compiled_here", Outcome.undecided, path=path, builds="[build.cuda]")
+    add_kernel(k, unread.model_copy(update={"file": path}))
     return report([k])
 
 
@@ -360,7 +366,10 @@ def resource_fail() -> Report:
     assert k.build is not None and k.resource_check is not None
     k.build.resources, k.resource_check.head = head, head
     fn = head[0].function
-    limited = [Phrase(key="resources.limited_by", params={"factor": "registers", "why": "256 registers x 256 threads"})]
+    assert head[0].occupancy is not None
+    why = register_phrase(head[0].registers or 0, 256, head[0].occupancy)  # as the gate explains it
+    factor = {"factor": [Phrase(key="occupancy.registers_factor")], "why": [why]}
+    limited = [Phrase(key="resources.limited_by", phrases=factor)]
     occupancy = {"old": "25", "new": "12.5", "old_blocks": 2, "new_blocks": 1, "old_warps": 16, "new_warps": 8}
     for f in (
         found(Gate.resources, "resources.spill", function=fn, bytes=16, stores=8, loads=8),
@@ -388,6 +397,38 @@ def resource_fail() -> Report:
             f.phrases["limited_by"] = limited
         add_kernel(k, f.model_copy(update={"function": f.params["function"]}))
     return report([k])
+
+
+def not_resident() -> Report:
+    """An occupancy failure the gate makes itself: 128 registers x 1024 threads cannot be resident on an SM."""
+    from bot.config.manifest import Constraints
+    from bot.verdict.gate import Policy, kernel_verdict
+
+    big = Resource(function="attn<8>", registers=128, smem_bytes=1024)
+    check = ResourceCheckReport(
+        status="ok", head=[big], threads={"attn<8>": 1024}, base=[Resource(function="attn<8>", registers=96)]
+    )
+    k = KernelReport(name="flashmla_decode", domain="flashmla", changed=True, verdict="skipped", resource_check=check)
+    k = kernel_verdict(k, [], [skipped("decode_b1")], Constraints(), Policy())
+    return report([k])
+
+
+def expectations() -> Report:
+    """The agent's expected metrics held against the review: one measured and outside, three not measured (no such
+    quantity, a value that is no number, a latency no case timed against base), each saying why."""
+    from bot.verdict.expectations import check_kernel
+
+    r = fail_latency()
+    k = r.kernels[0]
+    expected: dict[str, float | str] = {
+        "latency_p50_ragged_200x328x264": -8.0,
+        "bank_conflicts": 0.0,
+        "registers": "fewer",
+    }
+    timed_only = k.model_copy(update={"cases": [c for c in k.cases if c.device == "cuda"]})  # none timed against base
+    checks = [*check_kernel(k, expected), *check_kernel(timed_only, {"p50_change": -3.0})]
+    agent = r.agent.model_copy(update={"status": "ok", "reason": "", "expectations": checks})
+    return r.model_copy(update={"agents": [agent], "agent": agent})
 
 
 CPU_PEAK = Peak(tflops=0.2031, gbps=89.1, of="this runner's AMD EPYC, one thread as measured by opgate")
@@ -434,28 +475,30 @@ def rated_with_incorrect() -> Report:
 
 
 def build_fail() -> Report:
+    """Head's CPU build fails on its own new error (base builds): the first error by path and line, as the gate says."""
     cases = [
-        CaseReport(
-            name=n,
-            device="cpu",
-            tolerance=0.01,
-            status=CaseStatus.compile_fail,
-            verdict="fail",
-            reasons=["head does not build"],
+        with_findings(
+            CaseReport(name=n, device="cpu", tolerance=0.01, status=CaseStatus.compile_fail, verdict="fail"),
+            found(Gate.run, "run.head_fails"),
         )
         for n in ("square_512", "ragged_200x328x264")
     ]
-    k = KernelReport(
-        name="deepgemm_tile",
-        domain="deepgemm",
-        changed=True,
-        verdict="fail",
-        cases=cases,
-        reasons=["head does not build (see the build log)"],
-    )
+    k = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail", cases=cases)
     log = "\n".join(f"gemm_cpu.cpp:{40 + i}:12: error: 'tile_q' was not declared in this scope" for i in range(40))
-    k.build = Build(ok=False, seconds=3.2, cached=False, device="cpu", log_tail=log)
+    error = CompileError(
+        kind="compiler",
+        path="kernels/deepgemm_tile/gemm_cpu.cpp",
+        line=40,
+        message="'tile_q' was not declared in this scope",
+    )
+    k.build = Build(ok=False, seconds=3.2, cached=False, device="cpu", log_tail=log, errors=[error])
     k.base_build = Build(ok=True, seconds=0.0, cached=True, device="cpu")
+    failure, _ = compile_phrases(Phrase(key="compile.step_build", params={"device": "cpu"}), [error], False, [])
+    assert failure is not None
+    detail = {"detail": [failure]}
+    add_kernel(
+        k, Finding(gate=Gate.build, outcome=Outcome.fail, key="build.failed", phrases=detail, file=error.path, line=40)
+    )
     return report([k])
 
 
@@ -592,8 +635,10 @@ def biggest() -> Report:
 def agent_cases() -> Report:
     """The agent's test matrix: one case head breaks (base right), one base breaks too, one passing a slower
     latency (reported, not gated), two entries refused; the kernel fails on the first one alone."""
-    from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentCasesReport, Violation
-    from bot.verdict.agent_cases import fold
+    from bot.models.report import AgentCaseReport, AgentCasesReport, Violation
+    from bot.verdict.agent_cases import fold, refusal
+
+    outside = {"why": [Phrase(key="bound.outside", params={"value": 5000, "lo": 1, "hi": 256})]}
     from bot.verdict.gate import violation_finding
 
     bad = Violation(metric="max_abs_err", output="out", index=[46, 0], value=1.5, limit=1e-05, got=0.0, expected=1.5)
@@ -617,8 +662,8 @@ def agent_cases() -> Report:
             AgentCaseReport(name="rows_1", shape={"m": 1, "n": 8}, verdict="pass", case=slower),
         ],
         refused=[
-            AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]"),
-            AgentCaseRefusal(name="x|`![p](https://evil.example/p.png)", reason="the name must be 1 to 64 letters"),
+            refusal("huge", Phrase(key="agent.bound", params={"part": "shape", "key": "m"}, phrases=outside)),
+            refusal("x|`![p](https://evil.example/p.png)", Phrase(key="agent.bad_name")),
         ],
     )  # fmt: skip
     cases = demo_cases(timed("square_512", 0.2, -1.0, 1.4), timed("ragged_200x328x264", 0.41, -1.2, 1.9))
@@ -647,4 +692,6 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "sm100_spill": sm100_spill,
     "implausible": implausible,
     "rated_with_incorrect": rated_with_incorrect,
+    "not_resident": not_resident,
+    "expectations": expectations,
 }

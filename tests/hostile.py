@@ -57,6 +57,8 @@ def hostile_value(annotation: Any, text: str, variant: int = 0, depth: int = 0) 
             return None  # a recursive model (KernelReport.candidate) stops after one level
         return hostile_value(present[0], text, variant, depth)
     if origin is list:
+        if args[0] in _BUILDING:
+            return []  # a model that holds a list of itself (a Phrase's phrases) stops after one level
         return [hostile_value(args[0], text, v, depth) for v in range(2)]
     if origin is dict:
         return {hostile_value(args[0], text, 0, depth): hostile_value(args[1], text, 0, depth)}
@@ -69,12 +71,19 @@ def hostile_value(annotation: Any, text: str, variant: int = 0, depth: int = 0) 
 
 def hostile_model(model: type[BaseModel], text: str = HOSTILE, variant: int = 0, depth: int = 0) -> Any:
     """An instance of `model` with `text` in every string field, recursively."""
-    data = {
-        (field.alias or name): hostile_value(field.annotation, text, variant, depth)
-        for name, field in model.model_fields.items()
-        if not (name == "schema_" or field.annotation is None)
-    }
+    _BUILDING.append(model)
+    try:
+        data = {
+            (field.alias or name): hostile_value(field.annotation, text, variant, depth)
+            for name, field in model.model_fields.items()
+            if not (name == "schema_" or field.annotation is None)
+        }
+    finally:
+        _BUILDING.pop()
     return model.model_validate(data)
+
+
+_BUILDING: list[type[BaseModel]] = []  # the models hostile_model is filling, outermost first
 
 
 # -- what GitHub would render --------------------------------------------------------------------------

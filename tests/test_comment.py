@@ -145,7 +145,7 @@ def test_tampered_and_crashed_cases_are_errors_that_say_what_happened():
     row = next(c for c in rows(tampered) if c[0] == "square_512 · cuda")
     assert row[1] == "⚠️ tampered" and row[-1] == "⚠️ error"
     crashed = text_of(html(comment("crashed")))
-    assert "⚠️ ragged_200x328x264 : head crashed: worker exited with signal 11 (SIGSEGV)" in crashed
+    assert "⚠️ ragged_200x328x264 : head crashed: killed by signal 11 (SIGSEGV) during head timing" in crashed
 
 
 def test_isolation_none_is_a_warning_in_the_headline_area():

@@ -113,29 +113,62 @@ def test_every_finding_message_reads_as_chinese_with_its_numbers_and_names_as_th
 # -- every example report, in both locales ------------------------------------------------------------------------
 
 
+# Text a report holds that opgate did not write, shown verbatim in any locale: what an agent wrote (its risk notes,
+# commands, patch, the names and figures of its proposals), a compiler's or worker's output (logs, a compile error's
+# message), an exception's message (a finding's parameter the catalog names verbatim), a person's reason.
+FOREIGN = {
+    "agents": {"risk_notes", "local_commands", "candidate_patch", "note"},  # the agent's words (inline notes too)
+    "agent": {"risk_notes", "local_commands", "candidate_patch", "note"},
+    "ci_summary": {"summary", "text", "look_next", "cannot_tell", "contradictions"},
+    "build": {"log_tail"}, "base_build": {"log_tail"}, "cases": {"log_tail"},  # compilers' and workers' output
+    "resource_check": {"log_tail", "base_log_tail"}, "arch_checks": {"log_tail", "base_log_tail"},
+    "errors": {"message"}, "base_errors": {"message"},  # a compile error's message as the compiler wrote it
+    "probes": {"error"},  # an exception's message
+    "agent_cases": {"name"}, "refused": {"name"}, "expectations": {"metric", "shown"},  # the agent's proposals
+    # Not yet the catalog's (named so that they stay visible): bubblewrap's refusal with opgate's words around it
+    # (bot/untrusted/sandbox.py) and a CPU runner's peak's origin (bot/edges/peak.py).
+    "isolation": {"reason"}, "throughput": {"peak_of"},
+}  # fmt: skip
+
+
 def _data_texts(report: Report) -> set[str]:
-    """Text the report holds as data made outside the catalog (an agent's reason, a runner's skip reason, a worker's
-    crash detail as a finding's parameter, a verbatim finding): shown as written, in whatever language it was
-    written. The comment's own words, and every finding's message around its parameters, are the catalog's."""
+    """Text the report holds that opgate did not write (FOREIGN's fields, a finding's or phrase's verbatim parameters
+    — bot/verdict/messages.py VERBATIM —, the review's error), shown as written in whatever language it was written.
+    Every sentence opgate composes — a finding's message and its phrases, a skip, crash or refusal reason, an
+    expectation's note, the occupancy arithmetic — is the catalog's, in both locales."""
     found: set[str] = set()
 
-    def walk(value: Any) -> None:
+    def walk(value: Any, path: tuple[str, ...]) -> None:
         if isinstance(value, dict):
-            for v in value.values():
-                walk(v)
+            for k, v in value.items():
+                walk(v, (*path, k))
         elif isinstance(value, list):
             for v in value:
-                walk(v)
-        elif isinstance(value, str) and len(value.split()) >= 3:
+                walk(v, path)
+        elif isinstance(value, str) and any(path[-1] in FOREIGN.get(owner, ()) for owner in path[:-1]):
             found.add(value)
 
-    walk(report.model_dump(mode="json"))  # a finding's message is the catalog's; a parameter's text is data
+    walk(report.model_dump(mode="json"), ())
+    if report.error:
+        found.add(report.error)
     findings = [f for k in report.kernels for f in (*k.findings, *(f for c in k.cases for f in c.findings))]
-    params = {str(v) for f in findings for v in f.params.values()}  # "{reason}": the line is its parameter
-    found -= {catalog.render(f, case=case) for f in findings for case in (True, False)} - params  # English lines
+    found |= {str(p.params[name]) for p in _phrases(findings) for name in catalog.VERBATIM if name in p.params}
     functions = sorted({r.function for k in report.kernels for b in (k.build, k.base_build) if b for r in b.resources})
     short = short_names(functions)
     return found | {shorten(text, short) for text in found}
+
+
+def _phrases(findings: list[Finding]) -> list[Finding | Phrase]:
+    """Every finding and every phrase inside one (a phrase may hold phrases)."""
+    out: list[Finding | Phrase] = []
+    todo: list[Finding | Phrase] = list(findings)
+    while todo:
+        item = todo.pop()
+        out.append(item)
+        todo.extend(p for ps in item.phrases.values() for p in ps)
+        if isinstance(item, Finding):
+            todo.extend(item.tail)
+    return out
 
 
 def _without(text: str, data: set[str]) -> str:

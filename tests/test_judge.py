@@ -19,6 +19,7 @@ from bot.models.report import CaseStatus
 from bot.untrusted.runner.sampler import block_order
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
+from bot.verdict.messages import phrase
 
 pytestmark = pytest.mark.slow
 
@@ -129,6 +130,7 @@ def test_a_worker_that_dies_is_a_crash_of_that_side(ext_factory) -> None:
     run = run_cases(job({"base": ext_factory(100), "head": crashing}))["tiny"]
     assert run.status == CaseStatus.crashed
     assert run.failed_label == "head" and "SIGABRT" in run.detail and "head check" in run.detail
+    assert run.why is not None and phrase(run.why) == run.detail  # the same line, a phrase of the catalog
 
 
 def test_a_hanging_worker_times_out_and_the_next_case_still_runs(ext_factory) -> None:

@@ -29,10 +29,13 @@ from bot.models.diff import FileChange
 from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
+from bot.text.i18n import N_
 
 log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
+
+OFFLINE = N_("--offline given: the agent was not asked")  # report.json keeps it in English; shown translated
 
 
 def cache_key(wire: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
@@ -243,7 +246,7 @@ def ask(
     report = AgentReport(status="offline", domain=domain, kernel=kernel.name, model=task.model)
     variable = task.provider.api_key_env
     if offline:
-        report.reason = "--offline given: the agent was not asked"
+        report.reason = OFFLINE
         return report, []
     expected = settings.key_variable(domain)
     if expected is not None and variable != expected:

@@ -23,6 +23,7 @@ from pydantic import (
 from bot.config import expr, keys
 from bot.config.key_lines import key_lines
 from bot.errors import InputError
+from bot.models.finding import Phrase
 
 KERNELS_DIR = "kernels"  # the default root (RepoConfig.manifests: kernels/*/kernel.toml)
 MANIFEST_NAME = "kernel.toml"
@@ -461,15 +462,16 @@ class AgentBound(_Strict):
             raise ValueError(f"range [{lo}, {hi}] holds no multiple of {self.multiple_of}")
         return self
 
-    def problem(self, value: Any) -> str | None:
-        """Why `value` is outside this bound (or not an integer), else None."""
+    def problem(self, value: Any) -> Phrase | None:
+        """Why `value` is outside this bound (or not an integer), else None: a phrase of the findings' catalog
+        (bot/verdict/messages.py `bound.*`)."""
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"{repr(value)[:40]} is not an integer"
+            return Phrase(key="bound.not_integer", params={"value": repr(value)[:40]})
         lo, hi = self.range
         if not lo <= value <= hi:
-            return f"{value} is outside [{lo}, {hi}]"
+            return Phrase(key="bound.outside", params={"value": value, "lo": lo, "hi": hi})
         if self.multiple_of is not None and value % self.multiple_of:
-            return f"{value} is not a multiple of {self.multiple_of}"
+            return Phrase(key="bound.not_multiple", params={"value": value, "multiple": self.multiple_of})
         return None
 
 

@@ -38,12 +38,14 @@ class Outcome(StrEnum):
 
 
 class Phrase(BaseModel):
-    """A piece of a message with its own message id (an element `out[1, 5]: got 0.1, reference 0.9`)."""
+    """A piece of a message with its own message id (an element `out[1, 5]: got 0.1, reference 0.9`); its own
+    `phrases` name sub-phrases its text holds like parameters (a skip reason inside "7 cuda cases (…)")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key: str
     params: dict[str, Param] = Field(default_factory=dict)
+    phrases: dict[str, list[Phrase]] = Field(default_factory=dict)
 
 
 class Finding(BaseModel):

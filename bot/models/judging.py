@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.finding import Phrase
 from bot.models.report import CaseStatus, CpuUse, OutputMetrics, Violation
 
 
@@ -68,6 +69,7 @@ class CaseRun(BaseModel):
 
     status: CaseStatus
     detail: str = ""
+    why: Phrase | None = Field(None, description="`detail` as a phrase of the findings' catalog, where it has one")
     failed_label: str | None = Field(None, description="side that was running when it crashed or hung")
     checks: dict[str, Check] = Field(default_factory=dict)
     probes: dict[str, list[Check]] = Field(default_factory=dict, description="side -> its boundary-probe checks")
@@ -83,6 +85,7 @@ class CaseRun(BaseModel):
     output_tail: str = ""
     other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
     noisy: str | None = Field(None, description="why the runner was busy or throttled (it measured longer)")
+    noisy_why: Phrase | None = Field(None, description="`noisy` as a phrase of the findings' catalog")
     phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
 
 

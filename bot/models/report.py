@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.finding import Finding
+from bot.models.finding import Finding, Phrase
 
 SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
 
@@ -352,7 +352,8 @@ class AgentCaseReport(_Model):
 
 class AgentCaseRefusal(_Model):
     name: str
-    reason: str
+    reason: str = Field(description="why base's [agent_cases] refused it, in English")
+    why: Phrase | None = Field(None, description="the reason as a message of the catalog (None: a report before it)")
 
 
 class AgentCasesReport(_Model):
@@ -422,6 +423,7 @@ class ExpectationCheck(_Model):
     unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
     outcome: Literal["inside", "outside", "not_measured"]
     note: str = Field("", description="why it was not measured, or how the value was read")
+    why: Phrase | None = Field(None, description="why it was not measured, as a message of the catalog")
 
 
 class InlineNote(_Model):

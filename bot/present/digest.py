@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.finding import Finding, Outcome
+from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
 from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
 from bot.text.i18n import gettext as _
@@ -114,13 +114,24 @@ MAX_BARS = 30
 def not_run_groups(cases: Iterable[CaseReport]) -> list[NotRun]:
     """Cases that did not run, one group per reason, in order of first appearance."""
     groups: dict[str, tuple[list[str], list[str]]] = {}
+    shown: dict[str, str] = {}
     for c in cases:
         if c.status in NOT_RUN_STATUSES:
-            devices, names = groups.setdefault("; ".join(c.reasons) or "not run", ([], []))
+            reason = "; ".join(c.reasons) or "not run"
+            devices, names = groups.setdefault(reason, ([], []))
+            shown.setdefault(reason, _in_locale(c, reason))
             names.append(c.name)
             if c.device not in devices:
                 devices.append(c.device)
-    return [NotRun(reason=r, devices=d, names=n) for r, (d, n) in groups.items()]
+    return [NotRun(reason=shown[r], devices=d, names=n) for r, (d, n) in groups.items()]
+
+
+def _in_locale(c: CaseReport, reason: str) -> str:
+    """The case's reasons in the current locale where they are its findings' lines (report.json keeps English)."""
+    if c.findings and "; ".join(render(f, case=False) for f in c.findings) == reason:
+        return "; ".join(render(f, current(), case=False) for f in c.findings)
+    none = Finding(gate=Gate.run, outcome=Outcome.undecided, key="run.not_run")
+    return reason if c.reasons else text(none, current())
 
 
 def count(cases: Iterable[CaseReport]) -> Counts:
@@ -306,12 +317,13 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     found = _findings_of(k)
     for note in k.notes:
         f = found.get(note)
-        if note.startswith(drift) and drift:
-            stats.append(note)
+        shown = render(f, current()) if f else note  # a finding's line in the locale; a line made elsewhere as written
+        if (f.key == "performance.base_drift" if f else note.startswith(drift)) and drift:
+            stats.append(shown)
         elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):
-            resources.append(shorten(note, short))  # (a note without a finding: of a function, by its name)
+            resources.append(shorten(shown, short))  # (a note without a finding: of a function, by its name)
         else:
-            notes.append(render(f, current()) if f is not None else note)  # a gate's note in the reader's language
+            notes.append(shown)
     return notes, stats, resources
 
 

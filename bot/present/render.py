@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.report import AgentCaseReport, Occupancy, Report, Resource
+from bot.models.report import AgentCaseRefusal, AgentCaseReport, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
@@ -66,6 +66,11 @@ def agent_reasons(c: AgentCaseReport) -> str:
     locale = i18n.current()
     lines = {messages.render(f, case=False): messages.render(f, locale, case=False) for f in c.case.findings}
     return "; ".join(lines.get(r) or said(r) for r in c.reasons)
+
+
+def refused_why(x: AgentCaseRefusal) -> str:
+    """Why an agent case was refused, in the current locale (a report from before its phrase: as written)."""
+    return messages.phrase(x.why, i18n.current()) if x.why is not None else said(x.reason)
 
 
 def tokens(x: int | None) -> str:
@@ -284,6 +289,7 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         expected_line=expected_line,
         said=said,
         agent_reasons=agent_reasons,
+        refused_why=refused_why,
     )
     return env
 

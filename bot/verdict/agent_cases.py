@@ -6,7 +6,7 @@ import re
 
 from bot.config.manifest import AgentCases, Case, KernelManifest
 from bot.models.evidence import AdmittedCase, AgentAdmission
-from bot.models.finding import Gate, Outcome
+from bot.models.finding import Gate, Outcome, Phrase
 from bot.models.report import (
     AgentCaseRefusal,
     AgentCaseReport,
@@ -20,6 +20,7 @@ from bot.models.report import (
 from bot.text.i18n import N_
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel, verbatim
+from bot.verdict.messages import phrase
 
 # report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
 NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
@@ -40,24 +41,27 @@ def _shown(name: object) -> str:
     return one_line(str(name), 64)
 
 
-def entry_problem(entry: ProposedCase, bounds: AgentCases, taken: set[str]) -> str | None:
-    """Why one entry may not run (a key no manifest case has, a value outside its bound, a name in use), or None."""
+def entry_problem(entry: ProposedCase, bounds: AgentCases, taken: set[str]) -> Phrase | None:
+    """Why one entry may not run (a key no manifest case has, a value outside its bound, a name in use), or None: a
+    phrase of the findings' catalog (`agent.*`), the reply's own text in it quoted short."""
     if unknown := sorted(set(entry.model_extra or {}) - _KEYS):
         named = ", ".join(repr(_shown(k)) for k in unknown[:3]) + (" …" if len(unknown) > 3 else "")
-        return f"unknown key {named} (an agent case has name, shape and params)"
+        return Phrase(key="agent.unknown_key", params={"keys": named})
     if not _NAME.fullmatch(entry.name):
-        return "the name must be 1 to 64 letters, digits, _ . or -"
+        return Phrase(key="agent.bad_name")
     if entry.name in taken:
-        return f"the name {entry.name} is already a case of this kernel or of the matrix"
+        return Phrase(key="agent.name_taken", params={"name": entry.name})
     for part, given, allowed in (("shape", entry.shape, bounds.shape), ("params", entry.params, bounds.params)):
         if unknown := [k for k in given if k not in allowed]:
-            known = ", ".join(allowed) or "none"
-            return f"{part}.{_shown(unknown[0])} has no bound in [agent_cases.{part}] (bounded: {known})"
+            where = {"part": part, "key": _shown(unknown[0])}
+            if not allowed:
+                return Phrase(key="agent.no_bound_none", params=where)
+            return Phrase(key="agent.no_bound", params={**where, "known": ", ".join(allowed)})
         if missing := [k for k in allowed if k not in given]:
-            return f"{part}.{missing[0]} is missing (every bounded key is given)"
+            return Phrase(key="agent.missing", params={"part": part, "key": missing[0]})
         for key, bound in allowed.items():
             if (why := bound.problem(given[key])) is not None:
-                return f"{part}.{key} = {why}"
+                return Phrase(key="agent.bound", params={"part": part, "key": key}, phrases={"why": [why]})
     return None
 
 
@@ -79,11 +83,11 @@ def admit(proposed: list[ProposedCase], rules: KernelManifest | None) -> AgentAd
     for entry in proposed:
         why = entry_problem(entry, bounds, taken)
         if why is None and len(out.cases) >= bounds.max_cases:
-            why = f"over max_cases = {bounds.max_cases} of [agent_cases]"
+            why = Phrase(key="agent.over_max", params={"max": bounds.max_cases})
         if why is None:
             why = _resolvable(rules, entry, dtype)
         if why is not None:
-            out.refused.append(AgentCaseRefusal(name=_shown(entry.name), reason=why))
+            out.refused.append(refusal(_shown(entry.name), why))
             continue
         taken.add(entry.name)
         out.cases.append(AdmittedCase.model_validate(agent_case(entry, bounds, dtype).model_dump(include=_RUN_KEYS)))
@@ -109,13 +113,18 @@ def cases(admission: AgentAdmission) -> list[Case]:
     return [as_case(c) for c in admission.cases]
 
 
-def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> str | None:
+def refusal(name: str, why: Phrase) -> AgentCaseRefusal:
+    """A refused entry: its reason as report.json keeps it (English) and as the catalog renders it in any locale."""
+    return AgentCaseRefusal(name=name, reason=phrase(why), why=why)
+
+
+def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> Phrase | None:
     """Why the judge could not allocate the entry's output arguments over its shape, or None."""
     assert rules.agent_cases is not None
     try:
         rules.written(agent_case(entry, rules.agent_cases, dtype))
     except ValueError as exc:
-        return f"the output arguments do not resolve over its shape: {one_line(exc, 200)}"
+        return Phrase(key="agent.unresolved", params={"error": one_line(exc, 200)})
     return None
 
 

@@ -7,7 +7,9 @@ import posixpath
 import re
 from collections.abc import Sequence
 
+from bot.models.finding import Phrase
 from bot.models.report import CompileError
+from bot.verdict.messages import phrase
 
 MESSAGE_CAP = 240  # compiler output is untrusted and may be huge: a reason quotes at most this much of a line
 
@@ -99,34 +101,42 @@ def manifest_error(message: str) -> CompileError:
 
 def describe(e: CompileError) -> str:
     """ "csrc/gemm.cu:3: cusparse.h: No such file or directory" — the error where the repository has it."""
+    return phrase(described(e))
+
+
+def described(e: CompileError) -> Phrase:
+    """`describe` as a phrase of the catalog: the compiler's own message verbatim (`message`), opgate's words
+    around it translated."""
     if e.kind == "manifest":
-        return f"{e.message} (a kernel.toml problem, not a compiler error)"
+        return Phrase(key="compile.manifest", params={"message": e.message})
     where = f"{e.path}:{e.line}" if e.path and e.line is not None else e.path
     if e.kind == "missing_header":
-        return f"{where}: #include of {e.header}, which the compiler cannot find"
-    return f"{where}: {e.message}" if where else e.message
+        return Phrase(key="compile.missing_header", params={"where": where, "header": e.header or ""})
+    if where:
+        return Phrase(key="compile.error_at", params={"where": where, "message": e.message})
+    return Phrase(key="compile.error", params={"message": e.message})
 
 
 def advice(e: CompileError) -> str:
     """What to install or configure so the error goes away ("" when only the code can fix it)."""
+    hint = advised(e)
+    return phrase(hint) if hint is not None else ""
+
+
+def advised(e: CompileError) -> Phrase | None:
+    """`advice` as a phrase of the catalog; None when only the code can fix it."""
     if e.kind == "manifest":
-        return "fix the manifest (docs/manifest.md)"
+        return Phrase(key="advice.manifest")
     if e.kind != "missing_header" or e.header is None:
-        return ""
+        return None
     stem = re.split(r"[/._]", e.header, maxsplit=1)[0]
     first = e.header.split("/", 1)[0].removesuffix(".h")
     component = _TOOLKIT.get(first) or _TOOLKIT.get(stem)
     if component is not None:
-        return (
-            f"{e.header} ships with the CUDA toolkit ({component}): install that toolkit component on the runner, "
-            "or add the folder that holds it to include_dirs in kernel.toml"
-        )
+        return Phrase(key="advice.toolkit", params={"header": e.header, "component": component})
     if (library := _SEPARATE.get(stem)) is not None:
-        return f"{e.header} is {library}'s (not part of the CUDA toolkit): install {library} on the runner"
-    return (
-        f"if {e.header} is a header of the repository, add the folder that holds it to include_dirs in kernel.toml "
-        "(a submodule not checked out leaves that folder empty); if a library's, install it on the runner"
-    )
+        return Phrase(key="advice.library", params={"header": e.header, "library": library})
+    return Phrase(key="advice.include_dirs", params={"header": e.header})
 
 
 def _identity(e: CompileError) -> tuple[str, str, str, str | None]:
@@ -142,28 +152,39 @@ def new_errors(head: Sequence[CompileError], base: Sequence[CompileError]) -> li
 
 
 def compile_failure(
-    step: str, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
+    step: str | Phrase, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
 ) -> tuple[str | None, str | None]:
-    """(failure, undecided) for a head that does not compile; `step` names what was compiled ("resource: CUDA
-    sources for sm_90a", "build (cpu)"). Undecided when base fails too and every first error of head's is one of
-    base's (the runner or the manifest is to blame, not the change); a failure naming head's first new error
-    otherwise. A head whose errors nobody could read fails as before, pointing at the log."""
+    """`compile_phrases` as lines."""
+    failure, undecided = compile_phrases(step, head, base_failed, base)
+    return (phrase(failure) if failure else None), (phrase(undecided) if undecided else None)
+
+
+def compile_phrases(
+    step: str | Phrase, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
+) -> tuple[Phrase | None, Phrase | None]:
+    """(failure, undecided) for a head that does not compile; `step` names what was compiled ("CUDA sources for
+    sm_90a", "build (cpu)"; a phrase of the catalog). Undecided when base fails too and every first error of head's
+    is one of base's (the runner or the manifest is to blame, not the change); a failure naming head's first new
+    error otherwise. A head whose errors nobody could read fails as before, pointing at the log. Each is a phrase
+    whose `step`, `error`, `base_error` and `hint` are phrases (the compiler's message inside stays verbatim)."""
+    steps = [step if isinstance(step, Phrase) else Phrase(key="text", params={"text": step})]
+
+    def made(key: str, **parts: Phrase | None) -> Phrase:
+        return Phrase(key=key, phrases={"step": steps, **{k: [p] for k, p in parts.items() if p is not None}})
+
     if not head:
-        return f"{step}: head does not compile (see the head log)", None
+        return made("compile.no_errors"), None
     fresh = new_errors(head, base) if base_failed else list(head)
     if not fresh:
-        first, hint = head[0], advice(head[0])
+        first, hint = head[0], advised(head[0])
         if first.kind == "manifest":
-            return None, f"{step}: not decided, base's kernel.toml has the same problem: {describe(first)}"
-        because = "not decided, base fails alike (the runner or the manifest, not the change)"
-        return None, f"{step}: {because}: {describe(first)}" + (f"; {hint}" if hint else "")
+            return None, made("compile.alike_manifest", error=described(first))
+        key = "compile.alike_hint" if hint else "compile.alike"
+        return None, made(key, error=described(first), hint=hint)
     first = fresh[0]
-    if first.kind == "manifest":
-        text = f"{step}: head's kernel.toml: {describe(first)}"
-    else:
-        text = f"{step}: head does not compile: {describe(first)}"
-    if base_failed and base:
-        text += f" (new in head; base fails with {describe(base[0])})"
-    if first.kind != "compiler" and (hint := advice(first)):
-        text += f"; {hint}"
-    return text, None
+    hint = advised(first) if first.kind != "compiler" else None
+    against = described(base[0]) if base_failed and base else None
+    key = "compile.head_manifest" if first.kind == "manifest" else "compile.head"
+    key += "_new" if against else ""
+    key += "_hint" if hint else ""
+    return made(key, error=described(first), base_error=against, hint=hint), None

@@ -7,8 +7,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from bot.models.finding import Phrase
 from bot.models.report import CaseReport, ExpectationCheck, KernelReport, Report, Resource, ResourceCheckReport
 from bot.text.i18n import N_
+from bot.verdict.messages import phrase
 
 # A metric name is the agent's free text (at most 100 characters): it is read as words. Each quantity is named by
 # the words any of its spellings holds; the first row that matches wins (so "spill" before "registers": the users'
@@ -81,8 +83,12 @@ def check_kernel(kernel: KernelReport, expected: Mapping[str, float | str]) -> l
     return checks
 
 
-def _not_measured(metric: str, value: float | str, note: str, quantity: str = "") -> ExpectationCheck:
-    return ExpectationCheck(metric=metric, expected=value, quantity=quantity, outcome="not_measured", note=note)
+def _not_measured(metric: str, value: float | str, why: Phrase, quantity: str = "") -> ExpectationCheck:
+    """Why nothing measured matches: the note in English (report.json), `why` its phrase of the catalog."""
+    note = phrase(why)
+    return ExpectationCheck(
+        metric=metric, expected=value, quantity=quantity, outcome="not_measured", note=note, why=why
+    )
 
 
 def _without_subjects(kernel: KernelReport, metric: str) -> str:
@@ -100,10 +106,10 @@ def _without_subjects(kernel: KernelReport, metric: str) -> str:
 def _check(kernel: KernelReport, metric: str, value: float | str) -> list[ExpectationCheck]:
     quantity = _quantity(_without_subjects(kernel, metric))
     if quantity is None:
-        return [_not_measured(metric, value, "no measured quantity has this name")]
+        return [_not_measured(metric, value, Phrase(key="expect.no_quantity"))]
     number = _number(value)
     if number is None:
-        return [_not_measured(metric, value, "the expected value is not a number", quantity.name)]
+        return [_not_measured(metric, value, Phrase(key="expect.not_a_number"), quantity.name)]
     if quantity.name == "p50":
         return _latency(kernel, metric, value, number)
     if quantity.name == "max_abs_err":
@@ -130,7 +136,7 @@ def _latency(
     words = set(_words(metric))
     cases = _cases(kernel, metric, _timed(kernel))
     if not cases:
-        why = "the case it names has no timed p50" if cases is None else "no case's p50 was timed against base"
+        why = Phrase(key="expect.case_untimed" if cases is None else "expect.none_timed")
         return [_not_measured(metric, value, why, "p50")]
     x, written_pct = number
     speedup = bool(words & {"speedup"})
@@ -141,7 +147,9 @@ def _latency(
         lo, hi = c.ci95_pct
         if absolute:
             if c.base_p50_ms is None or c.p50_ms is None:
-                checks.append(_not_measured(metric, value, f"{c.name}: no p50 in ms", "p50"))
+                checks.append(
+                    _not_measured(metric, value, Phrase(key="expect.no_p50_ms", params={"case": c.name}), "p50")
+                )
                 continue
             scale = c.base_p50_ms / 100.0
             low, high = c.base_p50_ms + lo * scale, c.base_p50_ms + hi * scale
@@ -150,7 +158,7 @@ def _latency(
         note, change = "", x
         if speedup:  # read per case into `change`: `x` stays the agent's value for the next case
             if x <= 0:
-                checks.append(_not_measured(metric, value, "a speedup must be above 0", "p50 change"))
+                checks.append(_not_measured(metric, value, Phrase(key="expect.speedup_above_0"), "p50 change"))
                 continue
             change, note = (1.0 / x - 1.0) * 100.0, f"speedup ×{x:g} read as a p50 change"
         checks.append(_held(metric, value, N_("p50 change"), c.name, change, c.regression_pct, lo, hi, "%", note))
@@ -187,7 +195,7 @@ def _held(
 def _error(kernel: KernelReport, metric: str, value: float | str, expected: float) -> list[ExpectationCheck]:
     cases = _cases(kernel, metric, [c for c in kernel.cases if c.max_abs_err is not None])
     if not cases:
-        why = "the case it names has no measured error" if cases is None else "no case measured an error"
+        why = Phrase(key="expect.case_no_error" if cases is None else "expect.no_error")
         return [_not_measured(metric, value, why, "max_abs_err")]
     checks = []
     for c in cases:
@@ -222,7 +230,7 @@ def _resource(
 ) -> list[ExpectationCheck]:
     checks_by_arch: list[ResourceCheckReport] = [c for c in kernel.resource_checks() if c.status == "ok" and c.head]
     if not checks_by_arch:
-        return [_not_measured(metric, value, "ptxas reported no resources in this review", quantity.name)]
+        return [_not_measured(metric, value, Phrase(key="expect.no_resources"), quantity.name)]
     arch = _subject(metric, [c.arch for c in checks_by_arch])
     check = next((c for c in checks_by_arch if c.arch == arch), checks_by_arch[0])
     function = _subject(metric, [r.function for r in check.head])
@@ -232,7 +240,11 @@ def _resource(
     for r in resources:
         measured = _figure(r, quantity.name)
         if measured is None:
-            checks.append(_not_measured(metric, value, f"{r.function}: no occupancy (no launch)", quantity.name))
+            checks.append(
+                _not_measured(
+                    metric, value, Phrase(key="expect.no_occupancy", params={"function": r.function}), quantity.name
+                )
+            )
             continue
         checks.append(
             ExpectationCheck(

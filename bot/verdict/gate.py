@@ -26,10 +26,10 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict import stats
-from bot.verdict.compile_errors import compile_failure, describe
+from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
-from bot.verdict.messages import MESSAGES, render
-from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_arithmetic, smem_arithmetic, table
+from bot.verdict.messages import MESSAGES, phrase, render
+from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 HEAD, BASE = "head", "base"
@@ -59,18 +59,26 @@ def case_reason(case: str, reason: str) -> str:
 
 
 def case_verdict(
-    case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str | Finding = ""
+    case: Case, constraints: Constraints, run: CaseRun | None, skip_reason: str | Phrase | Finding = ""
 ) -> CaseReport:
-    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency; a case
-    not run is skipped with `skip_reason` (a line, or a finding of its own)."""
+    """One case: correctness and stability of head (random inputs, then boundary probes), then its latency.
+    Without a run it is skipped, for `skip_reason` (a finding of its own, a message of the catalog, or a line made
+    elsewhere)."""
     tol = case.limits(constraints).max_abs_err
     report = CaseReport(name=case.name, device=case.device, tolerance=tol, verdict="pass")
     if run is None:
         report.status, report.verdict = CaseStatus.skipped, "skipped"
-        why = skip_reason if isinstance(skip_reason, Finding) else None
-        if skip_reason and why is None:
-            why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=str(skip_reason))
-        add_case(report, why or _finding(Gate.run, "run.not_run", Outcome.undecided))
+        if isinstance(skip_reason, Finding):
+            why = skip_reason
+        elif isinstance(skip_reason, Phrase):
+            why = Finding(
+                gate=Gate.run, outcome=Outcome.undecided, key=skip_reason.key, params=dict(skip_reason.params)
+            )
+        elif skip_reason:
+            why = _finding(Gate.run, "run.skipped", Outcome.undecided, reason=skip_reason)
+        else:
+            why = _finding(Gate.run, "run.not_run", Outcome.undecided)
+        add_case(report, why)
         return report
     head = run.checks.get(HEAD)
     base = run.checks.get(BASE)
@@ -92,13 +100,19 @@ def case_verdict(
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"
         status = run.status.value
-        add_case(
-            report, _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status, detail=run.detail)
-        )
+        failed = _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status, detail=run.detail)
+        if run.why is not None:  # its words through the catalog (the worker's output and an exception's verbatim)
+            failed = failed.model_copy(
+                update={"params": {"who": who, "status": status}, "phrases": {"detail": [run.why]}}
+            )
+        add_case(report, failed)
         return report
     if run.status == CaseStatus.tampered:
         report.status, report.verdict = run.status, "error"
-        add_case(report, _finding(Gate.measurement, "measurement.rejected", Outcome.error, detail=run.detail))
+        rejected = _finding(Gate.measurement, "measurement.rejected", Outcome.error, detail=run.detail)
+        if run.why is not None:
+            rejected = rejected.model_copy(update={"params": {}, "phrases": {"detail": [run.why]}})
+        add_case(report, rejected)
         return report
     if head is None:
         report.status, report.verdict = CaseStatus.crashed, "error"
@@ -298,6 +312,9 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         if run.noisy:
             key, noisy = "performance.inconclusive_noisy", {"noisy": run.noisy, "pairs": est.pairs}
         span["params"].update(noisy)
+        if run.noisy_why is not None:  # the runner's words through the catalog
+            del span["params"]["noisy"]
+            span["phrases"] = {"noisy": [run.noisy_why]}
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key=key, **span))
     cpu_time_verdict(report, head_t, base_t, max_regression_pct)
 
@@ -525,22 +542,39 @@ def _occupancy_of(r: Resource, threads: dict[str, int] | None, sm: Arch | None =
 
 
 def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
+    """`explained` as text."""
+    return phrase(explained(r, occ, factor, threads))
+
+
+def explained(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> Phrase:
     """Why one resource allows only so many blocks, in the kernel author's numbers."""
     block = threads or r.threads or 0
     if factor == "registers":
-        return register_arithmetic(r.registers, block, occ)
+        return register_phrase(r.registers, block, occ)
     if factor == "shared memory":
-        return smem_arithmetic(occ)
+        return smem_phrase(occ)
     if factor == "threads":
-        return f"{block} threads per block"
+        return Phrase(key="occupancy.block_threads", params={"threads": block})
     if factor == "barriers":
-        return f"{r.barriers} barriers per block"
-    return f"at most {occ.limits.get(factor)} blocks per SM"
+        return Phrase(key="occupancy.barriers", params={"barriers": str(r.barriers)})
+    return Phrase(key="occupancy.at_most", params={"blocks": str(occ.limits.get(factor))})
+
+
+FACTORS = {"registers": "occupancy.registers_factor", "shared memory": "occupancy.smem_factor",
+           "threads": "occupancy.threads_factor", "blocks": "occupancy.blocks_factor",
+           "barriers": "occupancy.barriers_factor"}  # fmt: skip
+
+
+def _factor(factor: str) -> Phrase:
+    return Phrase(key=FACTORS[factor]) if factor in FACTORS else Phrase(key="text", params={"text": factor})
 
 
 def _limited_by(r: Resource, occ: Occupancy, threads: int | None) -> list[Phrase]:
     return [
-        Phrase(key="resources.limited_by", params={"factor": f, "why": explain(r, occ, f, threads)})
+        Phrase(
+            key="resources.limited_by",
+            phrases={"factor": [_factor(f)], "why": [explained(r, occ, f, threads)]},
+        )
         for f in occ.limited_by
     ]
 
@@ -667,10 +701,10 @@ def _occupancy_failures(
     r: Resource, occ: Occupancy, block: int | None, constraints: Constraints, smem: int, smem_limit: int
 ) -> list[Finding]:
     if occ.blocks_per_sm == 0:
-        why = [explain(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
+        why = [explained(r, occ, f, block) for f, n in occ.limits.items() if n == 0 and f != "shared memory"]
         if smem <= smem_limit or why:  # an smem overflow alone is reported above
-            why = why or [explain(r, occ, "shared memory", block)]
-            return [_resource("resources.not_resident", r, why="; ".join(why), value_=0, unit_="blocks/SM")]
+            why = why or [explained(r, occ, "shared memory", block)]
+            return [_resource("resources.not_resident", r, phrases_={"why": why}, value_=0, unit_="blocks/SM")]
         return []
     if constraints.min_warps_per_sm is not None and occ.warps_per_sm < constraints.min_warps_per_sm:
         return [
@@ -726,14 +760,15 @@ def _judge_resources(kernel: KernelReport, constraints: Constraints) -> None:
 
 
 def _compile_findings(
-    step: str, key: str, errors: list[CompileError], base_failed: bool, base_errors: list[CompileError], **where: str
+    step: Phrase, key: str, errors: list[CompileError], base_failed: bool, base_errors: list[CompileError], **where: str
 ) -> list[Finding]:
-    """A failed compile as a failure (head's fault) or as undecided (base fails alike), at the first error's place."""
-    failure, undecided = compile_failure(step, errors, base_failed, base_errors)
+    """A failed compile as a failure (head's fault) or as undecided (base fails alike), at the first error's place;
+    its `detail` a phrase (bot/verdict/compile_errors.py compile_phrases)."""
+    failure, undecided = compile_phrases(step, errors, base_failed, base_errors)
     place: dict[str, str | int | None] = {"file": errors[0].path or None, "line": errors[0].line} if errors else {}
     found = [(failure, Outcome.fail), (undecided, Outcome.undecided)]
     return [
-        Finding(gate=Gate.build, outcome=outcome, key=key, params={"detail": detail}, **place, **where)  # type: ignore[arg-type]
+        Finding(gate=Gate.build, outcome=outcome, key=key, phrases={"detail": [detail]}, **place, **where)  # type: ignore[arg-type]
         for detail, outcome in found
         if detail
     ]
@@ -750,19 +785,19 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
         return
     if check.status == "compile_fail":  # base failing alike leaves it undecided: the runner's or the manifest's
-        step = f"CUDA sources for {check.arch}"
+        step = Phrase(key="compile.step_cuda", params={"arch": check.arch})
         for f in _compile_findings(step, "resources.compile_failed", check.errors, check.base_status == "compile_fail",
                                    check.base_errors, arch=arch):  # fmt: skip
             add_kernel(kernel, f)
         return
     if check.base_status == "compile_fail":
         if check.base_errors:
-            found = _finding(
-                Gate.build,
-                "resources.base_compile_fail",
-                Outcome.note,
-                arch=check.arch,
-                error=describe(check.base_errors[0]),
+            found = Finding(
+                gate=Gate.build,
+                outcome=Outcome.note,
+                key="resources.base_compile_fail",
+                params={"arch": check.arch},
+                phrases={"error": [described(check.base_errors[0])]},
             )
         else:
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
@@ -869,7 +904,7 @@ def kernel_verdict(
     if kernel.build is not None and not kernel.build.ok:
         base_failed = kernel.base_build is not None and not kernel.base_build.ok
         base_errors = kernel.base_build.errors if kernel.base_build is not None else []
-        step = f"build ({kernel.build.device})"
+        step = Phrase(key="compile.step_build", params={"device": kernel.build.device})
         built = _compile_findings(step, "build.failed", kernel.build.errors, base_failed, base_errors)
         for f in built:
             add_kernel(kernel, f)
@@ -878,7 +913,8 @@ def kernel_verdict(
             return kernel
     elif kernel.base_build is not None and not kernel.base_build.ok:
         if kernel.base_build.errors:
-            found = _finding(Gate.build, "build.base_fails", Outcome.note, error=describe(kernel.base_build.errors[0]))
+            error = {"error": [described(kernel.base_build.errors[0])]}
+            found = Finding(gate=Gate.build, outcome=Outcome.note, key="build.base_fails", phrases=error)
         else:
             found = _finding(Gate.build, "build.base_fails_plain", Outcome.note)
         add_kernel(kernel, found)
@@ -903,8 +939,11 @@ def kernel_verdict(
             add_kernel(kernel, _finding(Gate.coverage, "resources.only", Outcome.undecided))  # its one gate passed
         elif cases or not kernel.undecided:  # a kernel undecided for its own reason needs no "no case" besides
             if cases:
-                found = _finding(
-                    Gate.coverage, "coverage.no_case_ran", Outcome.undecided, summary=not_run_summary(cases)
+                found = Finding(
+                    gate=Gate.coverage,
+                    outcome=Outcome.undecided,
+                    key="coverage.no_case_ran",
+                    phrases={"summary": not_run_phrases(cases)},
                 )
             else:
                 found = _finding(Gate.coverage, "coverage.no_cases", Outcome.undecided)
@@ -921,15 +960,29 @@ def kernel_verdict(
 
 
 def not_run_summary(cases: list[CaseReport]) -> str:
-    """ "2 cuda cases: needs a CUDA GPU; this machine has none" — the cases that did not run, by reason."""
-    by_reason: dict[str, list[str]] = {}
+    """ "2 cuda cases (needs a CUDA GPU; this machine has none)" — the cases that did not run, by reason."""
+    return "; ".join(phrase(p) for p in not_run_phrases(cases))
+
+
+def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
+    """`not_run_summary` as phrases: one per reason, its count and devices, the reason as the cases' findings say
+    it (a reason made elsewhere, as written)."""
+    by_reason: dict[str, tuple[list[Phrase], list[str]]] = {}
     for c in cases:
         if c.verdict == "skipped":
-            by_reason.setdefault("; ".join(c.reasons) or "not run", []).append(c.device)
-    return "; ".join(
-        f"{len(devices)} {'/'.join(dict.fromkeys(devices))} case{'s' if len(devices) != 1 else ''} ({why})"
-        for why, devices in by_reason.items()
-    )
+            reason = "; ".join(c.reasons) or "not run"
+            made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
+            if "; ".join(phrase(p) for p in made) != reason or not made:
+                made = [Phrase(key="text", params={"text": reason})] if c.reasons else [Phrase(key="run.not_run")]
+            by_reason.setdefault(reason, (made, []))[1].append(c.device)
+    return [
+        Phrase(
+            key="coverage.case_group" if len(devices) == 1 else "coverage.cases_group",
+            params={"count": len(devices), "devices": "/".join(dict.fromkeys(devices))},
+            phrases={"why": why},
+        )
+        for why, devices in by_reason.values()
+    ]
 
 
 def overall(kernels: list[KernelReport]) -> ReportVerdict:

@@ -8,18 +8,20 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.config.manifest import Case, Constraints, Kernel
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
+from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
 from bot.verdict import agent_cases, change
 from bot.verdict.compile_errors import new_errors
-from bot.verdict.findings import add_kernel
+from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
+from bot.verdict.messages import MESSAGES, render
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
 RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
-HELD_OUT = "held out of the tuning search (its re-verification runs it)"
-NO_GPU = "needs a CUDA GPU; this machine has none"
-FAIL_ALIKE = "base and head fail to build alike"
-HEAD_FAILS = "head does not build"
+HELD_OUT = MESSAGES["run.held_out"][1]
+NO_GPU = MESSAGES["run.no_gpu"][1]
+FAIL_ALIKE = MESSAGES["run.fail_alike"][1]
+HEAD_FAILS = MESSAGES["run.head_fails"][1]
 
 
 class SecondLooks(BaseModel):
@@ -66,7 +68,8 @@ def judge_kernel(evidence: KernelEvidence, rules: Kernel | None, policy: Policy)
     if report.base_build is not None and report.resource_check is not None:
         report.base_build.resources = report.resource_check.base
     cases = [judge_case(case, _evidence_of(ev, case), ev, constraints) for case in rules.manifest.cases]
-    report.notes.extend(drift_notes(cases))
+    for f in drift_findings(cases):
+        add_kernel(report, f)
     return with_agent_cases(kernel_verdict(report, [], cases, constraints, policy), ev, rules)
 
 
@@ -123,23 +126,31 @@ def not_run_report(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints
     if why == NotRun.head_build_failed:
         head_b = ev.builds.get(HEAD, {}).get(case.device)
         if head_b is not None and shared_failure(head_b, ev.builds.get(BASE, {}).get(case.device)):
-            return case_verdict(case, constraints, None, FAIL_ALIKE)
-        report = case_verdict(case, constraints, None, "")
-        report.status, report.verdict, report.reasons = CaseStatus.compile_fail, "fail", [HEAD_FAILS]
-        return report
+            return case_verdict(case, constraints, None, Phrase(key="run.fail_alike"))
+        return _not_run(case, constraints, CaseStatus.compile_fail, "fail", Phrase(key="run.head_fails"))
     if why == NotRun.artifact_refused:
-        report = case_verdict(case, constraints, None, "")
-        report.status, report.verdict, report.reasons = CaseStatus.crashed, "error", [f"artifact refused: {ce.detail}"]
-        return report
+        refused = Phrase(key="run.artifact_refused", params={"detail": ce.detail})
+        return _not_run(case, constraints, CaseStatus.crashed, "error", refused)
     if why == NotRun.other_job:  # ce.detail: the architecture family whose job runs it
         return case_verdict(case, constraints, None, change.other_job(ce.detail))
     skipped = {
-        NotRun.held_out: HELD_OUT,
-        NotRun.wrong_gpu: f"runs on {case.arch}; this runner's GPU is {ev.arch} ({ev.gpu})",
-        NotRun.no_gpu: NO_GPU,
-        NotRun.no_build: f"kernel.toml has no {case.device} build",
+        NotRun.held_out: Phrase(key="run.held_out"),
+        NotRun.wrong_gpu: Phrase(
+            key="run.wrong_gpu", params={"arch": str(case.arch), "gpu_arch": str(ev.arch), "gpu": str(ev.gpu)}
+        ),
+        NotRun.no_gpu: Phrase(key="run.no_gpu"),
+        NotRun.no_build: Phrase(key="run.no_build", params={"device": case.device}),
     }
     return case_verdict(case, constraints, None, skipped.get(why, ce.detail) if why is not None else "")
+
+
+def _not_run(case: Case, constraints: Constraints, status: CaseStatus, verdict: str, why: Phrase) -> CaseReport:
+    """A case not handed to the judge that fails or errors for it (head does not build, an artifact refused)."""
+    report = case_verdict(case, constraints, None, "")
+    report.status, report.verdict, report.reasons, report.findings = status, verdict, [], []  # type: ignore[assignment]
+    outcome = Outcome.fail if verdict == "fail" else Outcome.error
+    add_case(report, Finding(gate=Gate.run, outcome=outcome, key=why.key, params=dict(why.params)))
+    return report
 
 
 def second_looks(
@@ -172,12 +183,24 @@ def shared_failure(head: Build, base: Build | None) -> bool:
 
 
 def drift_notes(cases: list[CaseReport]) -> list[str]:
+    """`drift_findings` as lines."""
+    return [render(f) for f in drift_findings(cases)]
+
+
+def drift_findings(cases: list[CaseReport]) -> list[Finding]:
     """A note for each case whose base latency moved more than RUNNER_DRIFT_PCT from its first measurement of the
     same binary on this device: the runner changed, not the change (head and base were interleaved)."""
     return [
-        f"{c.name}: base measured {c.base_drift_pct:+.1f}% against its first measurement on this device"
-        " (same binary): the runner is noisier or slower than it was; head and base were interleaved,"
-        " so the verdict stands"
+        Finding(
+            gate=Gate.performance,
+            outcome=Outcome.note,
+            key="performance.base_drift",
+            params={"drift": f"{c.base_drift_pct:+.1f}%"},
+            case=c.name,
+            value=c.base_drift_pct,
+            limit=RUNNER_DRIFT_PCT,
+            unit="%",
+        )
         for c in cases
         if c.base_drift_pct is not None and abs(c.base_drift_pct) > RUNNER_DRIFT_PCT
     ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.models.finding import Finding, Phrase
+from bot.models.finding import Finding, Param, Phrase
 
 # Label id -> English label. A label is what a reader sees before the colon; the gate itself is Finding.gate.
 LABELS: dict[str, str] = {
@@ -31,10 +31,45 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     # the case was not run, or a side did not finish
     "run.not_run": (None, "not run"),
     "run.skipped": (None, "{reason}"),
+    "run.held_out": (None, "held out of the tuning search (its re-verification runs it)"),
+    "run.no_gpu": (None, "needs a CUDA GPU; this machine has none"),
+    "run.wrong_gpu": (None, "runs on {arch}; this runner's GPU is {gpu_arch} ({gpu})"),
+    "run.no_build": (None, "kernel.toml has no {device} build"),
+    "run.fail_alike": (None, "base and head fail to build alike"),
+    "run.head_fails": (None, "head does not build"),
+    "run.artifact_refused": (None, "artifact refused: {detail}"),
     "run.side_failed": (None, "{who} {status}: {detail}"),
     "run.no_result": (None, "head produced no result"),
+    # why the judge's case did not finish: where it was, how the side ended (the worker's output verbatim)
+    "run.timed_out": (None, "timed out after {seconds} s during {where}"),
+    "run.gone": (None, "{how} during {where}"),
+    "run.raised": (None, "raised during {where}: {error}"),
+    "run.judge_stuck": (None, "the judge could not go on ({error}) during {where}"),
+    "run.with_output": (None, "{detail}: {worker_output}"),
+    "exit.signal": (None, "killed by signal {signal} ({name})"),
+    "exit.signal_plain": (None, "killed by signal {signal}"),
+    "exit.status": (None, "exited with status {status}"),
+    "where.setup": (None, "setup"),
+    "where.side": (None, "{side} {phase}"),
+    "phase.start": (None, "start"),
+    "phase.check": (None, "check"),
+    "phase.exit": (None, "exit"),
+    "phase.timing": (None, "timing"),
+    "phase.loading": (None, "timing (loading inputs)"),
+    "phase.spot_check": (None, "spot check"),
+    "phase.probe": (None, "probe {probe}"),
     "run.verdict_status": (None, "{verdict}: {status}"),
     "measurement.rejected": ("measurement_rejected", "{detail}"),
+    "measurement.gpu_busy": (
+        None,
+        "{side}: the GPU was still busy {ms} ms after the worker reported its calls done "
+        "(work left running outside the timed region)",
+    ),
+    "measurement.untimed_cpu": (
+        None,
+        "{side}: the sandbox used {used} s of CPU outside its timed calls (allowed {allowed} s): work done outside "
+        "the timed region",
+    ),
     # correctness and stability of head (random inputs, boundary probes, timed calls)
     "correctness.bad_output": (None, "{side} raised or returned a bad output: {error}"),
     "correctness.bad_output_probe": (None, "{side} raised or returned a bad output on boundary probe {probe}: {error}"),
@@ -85,6 +120,9 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "p50 {delta} (95% CI {low}..{high}) straddles the {limit}% limit ({noisy}; measured {pairs} process pairs)",
     ),
     "performance.latency_undecided": (None, "latency undecided"),
+    "noisy.cores": (None, "noisy runner: other processes kept {busy} of {cores} cores busy"),
+    "noisy.throttled": (None, "throttled GPU: {reasons}"),
+    "noisy.gpu_busy": (None, "busy GPU: {processes} other compute process(es) on the device"),
     "performance.p50_undecided": (None, "p50 undecided"),
     "performance.cpu_time": (
         "performance",
@@ -101,6 +139,11 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "{rest} (from {rest_min} ms) — is it only faster on small batches?",
     ),
     "performance.case_delta": (None, "{case} {delta}"),
+    "performance.base_drift": (
+        None,
+        "base measured {drift} against its first measurement on this device (same binary): the runner is noisier or "
+        "slower than it was; head and base were interleaved, so the verdict stands",
+    ),
     # above the hardware, or an implausible speed-up
     "plausibility.over_peak": (
         "implausible",
@@ -143,6 +186,22 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "warps/SM), limited by {limited_by}",
     ),
     "resources.limited_by": (None, "{factor}: {why}"),
+    # the occupancy arithmetic: why a resource allows only so many blocks, in the kernel author's numbers
+    "occupancy.registers_factor": (None, "registers"),
+    "occupancy.smem_factor": (None, "shared memory"),
+    "occupancy.threads_factor": (None, "threads"),
+    "occupancy.blocks_factor": (None, "blocks"),
+    "occupancy.barriers_factor": (None, "barriers"),
+    "occupancy.registers": (None, "{per_thread} x {slots} = {per_block} allocated per block"),
+    "occupancy.per_thread": (None, "{registers} registers"),
+    "occupancy.per_thread_rounded": (None, "{registers} -> {allocated} registers allocated per thread"),
+    "occupancy.threads": (None, "{threads} threads"),
+    "occupancy.threads_rounded": (None, "{slots} threads ({threads} rounded up to {warps} warps)"),
+    "occupancy.smem": (None, "{smem} B shared memory per block (static + dynamic)"),
+    "occupancy.smem_reserve": (None, "{smem} B shared memory per block (static + dynamic + {reserve} KiB reserve)"),
+    "occupancy.block_threads": (None, "{threads} threads per block"),
+    "occupancy.barriers": (None, "{barriers} barriers per block"),
+    "occupancy.at_most": (None, "at most {blocks} blocks per SM"),
     "resources.grew": (None, "{function}: {field} {old} -> {new}"),
     "resources.grew_renamed": (None, "{function} (in base {base_function}): {field} {old} -> {new}"),
     "resources.no_nvcc": (None, "resource check skipped: nvcc is not on the PATH"),
@@ -159,8 +218,56 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "build.failed": (None, "{detail}"),
     "build.base_fails": (None, "base does not build: {error}: no latency or resource comparison"),
     "build.base_fails_plain": (None, "base does not build: no latency or resource comparison"),
+    # a failed compile: what was compiled (step), the first error (the compiler's message verbatim) and advice
+    "compile.step_cuda": (None, "CUDA sources for {arch}"),
+    "compile.step_build": (None, "build ({device})"),
+    "compile.no_errors": (None, "{step}: head does not compile (see the head log)"),
+    "compile.alike_manifest": (None, "{step}: not decided, base's kernel.toml has the same problem: {error}"),
+    "compile.alike": (
+        None,
+        "{step}: not decided, base fails alike (the runner or the manifest, not the change): {error}",
+    ),
+    "compile.alike_hint": (
+        None,
+        "{step}: not decided, base fails alike (the runner or the manifest, not the change): {error}; {hint}",
+    ),
+    "compile.head": (None, "{step}: head does not compile: {error}"),
+    "compile.head_hint": (None, "{step}: head does not compile: {error}; {hint}"),
+    "compile.head_new": (None, "{step}: head does not compile: {error} (new in head; base fails with {base_error})"),
+    "compile.head_new_hint": (
+        None,
+        "{step}: head does not compile: {error} (new in head; base fails with {base_error}); {hint}",
+    ),
+    "compile.head_manifest": (None, "{step}: head's kernel.toml: {error}"),
+    "compile.head_manifest_hint": (None, "{step}: head's kernel.toml: {error}; {hint}"),
+    "compile.head_manifest_new": (
+        None,
+        "{step}: head's kernel.toml: {error} (new in head; base fails with {base_error})",
+    ),
+    "compile.head_manifest_new_hint": (
+        None,
+        "{step}: head's kernel.toml: {error} (new in head; base fails with {base_error}); {hint}",
+    ),
+    "compile.manifest": (None, "{message} (a kernel.toml problem, not a compiler error)"),
+    "compile.missing_header": (None, "{where}: #include of {header}, which the compiler cannot find"),
+    "compile.error_at": (None, "{where}: {message}"),
+    "compile.error": (None, "{message}"),
+    "advice.manifest": (None, "fix the manifest (docs/manifest.md)"),
+    "advice.toolkit": (
+        None,
+        "{header} ships with the CUDA toolkit ({component}): install that toolkit component on the runner, "
+        "or add the folder that holds it to include_dirs in kernel.toml",
+    ),
+    "advice.library": (None, "{header} is {library}'s (not part of the CUDA toolkit): install {library} on the runner"),
+    "advice.include_dirs": (
+        None,
+        "if {header} is a header of the repository, add the folder that holds it to include_dirs in kernel.toml "
+        "(a submodule not checked out leaves that folder empty); if a library's, install it on the runner",
+    ),
     # what was not run
     "coverage.no_case_ran": (None, "no case ran: {summary}"),
+    "coverage.case_group": (None, "{count} {devices} case ({why})"),
+    "coverage.cases_group": (None, "{count} {devices} cases ({why})"),
     "coverage.no_cases": (None, "the manifest has no case"),
     "coverage.not_compiled": (None, "{path}: changed, compiled by no build: not judged"),
     "coverage.not_compiled_here": (
@@ -212,6 +319,30 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "run.internal_error": (None, "internal error {kind}: {error}"),
     "static.tunable_name": (None, "{where}: tunable name {key} is not an identifier"),
     "static.tunable_token": (None, "{where}: {key}={value} is not a plain number or word"),
+    # why base's [agent_cases] refused an entry of the agent's test matrix (the reply's text quoted short)
+    "agent.unknown_key": (None, "unknown key {keys} (an agent case has name, shape and params)"),
+    "agent.bad_name": (None, "the name must be 1 to 64 letters, digits, _ . or -"),
+    "agent.name_taken": (None, "the name {name} is already a case of this kernel or of the matrix"),
+    "agent.no_bound": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: {known})"),
+    "agent.no_bound_none": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: none)"),
+    "agent.missing": (None, "{part}.{key} is missing (every bounded key is given)"),
+    "agent.bound": (None, "{part}.{key} = {why}"),
+    "agent.over_max": (None, "over max_cases = {max} of [agent_cases]"),
+    "agent.unresolved": (None, "the output arguments do not resolve over its shape: {error}"),
+    "bound.not_integer": (None, "{value} is not an integer"),
+    "bound.outside": (None, "{value} is outside [{lo}, {hi}]"),
+    "bound.not_multiple": (None, "{value} is not a multiple of {multiple}"),
+    # why an expectation of the agent's was not measured
+    "expect.no_quantity": (None, "no measured quantity has this name"),
+    "expect.not_a_number": (None, "the expected value is not a number"),
+    "expect.case_untimed": (None, "the case it names has no timed p50"),
+    "expect.none_timed": (None, "no case's p50 was timed against base"),
+    "expect.no_p50_ms": (None, "{case}: no p50 in ms"),
+    "expect.speedup_above_0": (None, "a speedup must be above 0"),
+    "expect.case_no_error": (None, "the case it names has no measured error"),
+    "expect.no_error": (None, "no case measured an error"),
+    "expect.no_resources": (None, "ptxas reported no resources in this review"),
+    "expect.no_occupancy": (None, "{function}: no occupancy (no launch)"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message
@@ -235,6 +366,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "code it counts could have lowered its own count, so it decides nothing",
     ),
 }
+
+# Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
+# compiler's line (a compile error's message). Every other parameter is a name, a number, a unit or a phrase.
+VERBATIM = frozenset({"error", "message", "worker_output"})
 
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}
@@ -280,8 +415,14 @@ def _fill(key: str, args: dict[str, object], locale: str) -> str:
 
 
 def phrase(p: Phrase, locale: str = "en") -> str:
-    """One phrase in `locale`."""
-    return _fill(p.key, dict(p.params), locale)
+    """One phrase in `locale` (its own phrases joined by "; ", like a finding's)."""
+    return _fill(p.key, _args(p.params, p.phrases, locale), locale)
+
+
+def _args(params: dict[str, Param], phrases: dict[str, list[Phrase]], locale: str) -> dict[str, object]:
+    args: dict[str, object] = dict(params)
+    args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in phrases.items()})
+    return args
 
 
 def label(finding: Finding, locale: str = "en") -> str | None:
@@ -292,8 +433,7 @@ def label(finding: Finding, locale: str = "en") -> str | None:
 
 def text(finding: Finding, locale: str = "en") -> str:
     """The finding's sentence without its label and case: "p50 +10.53% (95% CI …) > 3% limit"."""
-    args: dict[str, object] = dict(finding.params)
-    args.update({name: "; ".join(phrase(p, locale) for p in ps) for name, ps in finding.phrases.items()})
+    args = _args(finding.params, finding.phrases, locale)
     return _fill(finding.key, args, locale) + "".join(phrase(t, locale) for t in finding.tail)
 
 

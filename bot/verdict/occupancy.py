@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.models.finding import Phrase
 from bot.models.report import Occupancy
+from bot.verdict.messages import phrase
 
 REGISTERS = "registers"
 SHARED_MEMORY = "shared memory"
@@ -222,29 +224,48 @@ def occupancy(
 
 
 def register_arithmetic(registers: int, threads: int, occ: Occupancy) -> str:
+    """`register_phrase` as text."""
+    return phrase(register_phrase(registers, threads, occ))
+
+
+def register_phrase(registers: int, threads: int, occ: Occupancy) -> Phrase:
     """The registers a block is allocated, in numbers that add up: each thread's count after the per-warp granularity
     ("130 -> 136 registers allocated per thread") times the threads of its whole warps."""
     arch = table(occ.arch) or SM90
     allocated = arch.allocated_registers(registers)
     per_thread = (
-        f"{registers} registers"
+        Phrase(key="occupancy.per_thread", params={"registers": registers})
         if allocated == registers
-        else (f"{registers} -> {allocated} registers allocated per thread")
+        else Phrase(key="occupancy.per_thread_rounded", params={"registers": registers, "allocated": allocated})
     )
     warps = -(-threads // arch.warp_size)
     slots = (
-        f"{threads} threads"
+        Phrase(key="occupancy.threads", params={"threads": threads})
         if threads == warps * arch.warp_size
-        else (f"{warps * arch.warp_size} threads ({threads} rounded up to {warps} warps)")
+        else Phrase(
+            key="occupancy.threads_rounded",
+            params={"slots": warps * arch.warp_size, "threads": threads, "warps": warps},
+        )
     )
-    return f"{per_thread} x {slots} = {occ.registers_per_block:,} allocated per block"
+    return Phrase(
+        key="occupancy.registers",
+        params={"per_block": f"{occ.registers_per_block:,}"},
+        phrases={"per_thread": [per_thread], "slots": [slots]},
+    )
 
 
 def smem_arithmetic(occ: Occupancy) -> str:
+    """`smem_phrase` as text."""
+    return phrase(smem_phrase(occ))
+
+
+def smem_phrase(occ: Occupancy) -> Phrase:
     """The shared memory a block is allocated, naming the driver's reserve where the architecture has one."""
     reserve = (table(occ.arch) or SM90).smem_reserved_per_block
-    parts = "static + dynamic" + (f" + {reserve // KIB} KiB reserve" if reserve else "")
-    return f"{occ.smem_per_block:,} B shared memory per block ({parts})"
+    smem = f"{occ.smem_per_block:,}"
+    if reserve:
+        return Phrase(key="occupancy.smem_reserve", params={"smem": smem, "reserve": reserve // KIB})
+    return Phrase(key="occupancy.smem", params={"smem": smem})
 
 
 def drop_pct(base: Occupancy, head: Occupancy) -> float:

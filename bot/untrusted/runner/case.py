@@ -7,10 +7,15 @@ import time
 import torch
 
 from bot.config.manifest import Limits
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CpuUse
 from bot.phases import Phases
 from bot.verdict import metrics
+from bot.verdict.messages import phrase
+
+PHASES = {"start": "phase.start", "check": "phase.check", "exit": "phase.exit", "timing": "phase.timing",
+          "timing (loading inputs)": "phase.loading", "spot check": "phase.spot_check"}  # fmt: skip
 
 
 def compare(
@@ -64,25 +69,44 @@ class CaseState:
         self.files: list[str] = []
         self.seed: int | None = None
         self.stop_reason: str | None = None
-        self.tampered: str | None = None
+        self.tampered: Phrase | None = None  # why the measurement is rejected (bot/verdict/messages.py measurement.*)
         self.other_cores: float | None = None
         self.noisy: str | None = None
+        self.noisy_why: Phrase | None = None
         self.phases = Phases()
 
     def enter(self, label: str, phase: str) -> None:
         self.label, self.phase = label, phase
 
     def where(self) -> str:
-        return f"{self.label} {self.phase}" if self.label != "setup" else "setup"
+        return phrase(self.where_phrase())
 
-    def result(self, status: str, detail: str, output: str) -> CaseRun:
+    def where_phrase(self) -> Phrase:
+        """Where the case was ("head timing (loading inputs)") as a phrase of the findings' catalog."""
+        if self.label == "setup":
+            return Phrase(key="where.setup")
+        if self.phase.startswith("probe "):
+            step = Phrase(key="phase.probe", params={"probe": self.phase.removeprefix("probe ")})
+        elif self.phase in PHASES:
+            step = Phrase(key=PHASES[self.phase])
+        else:
+            step = Phrase(key="text", params={"text": self.phase})
+        return Phrase(key="where.side", params={"side": self.label}, phrases={"phase": [step]})
+
+    def result(self, status: str, detail: str | Phrase, output: str) -> CaseRun:
+        """The case's run; `detail` why it did not finish (a phrase of the catalog, kept beside its English line)."""
+        why = detail if isinstance(detail, Phrase) else None
         if status == "ok" and self.tampered:
-            status, detail = "tampered", self.tampered
-        if output:
-            detail = f"{detail}: {output.splitlines()[-1][:300]}" if detail else detail
+            status, detail, why = "tampered", self.tampered, self.tampered
+        if output and detail:
+            last = output.splitlines()[-1][:300]
+            inner = why or Phrase(key="text", params={"text": str(detail)})
+            why = Phrase(key="run.with_output", params={"worker_output": last}, phrases={"detail": [inner]})
+        detail = phrase(why) if why is not None else str(detail)
         return CaseRun(
             status=status,  # type: ignore[arg-type]
             detail=detail,
+            why=why,
             failed_label=self.label if status in ("timeout", "crashed") else None,
             checks=self.checks,
             probes=self.probes,
@@ -98,6 +122,7 @@ class CaseState:
             output_tail=output[-2000:],
             other_cores=self.other_cores,
             noisy=self.noisy,
+            noisy_why=self.noisy_why,
             phases={
                 **{k: round(v, 3) for k, v in self.phases.items()},
                 "total": round(time.perf_counter() - self.started, 3),

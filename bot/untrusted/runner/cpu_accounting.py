@@ -13,8 +13,10 @@ import os
 import time
 from collections.abc import Callable
 
+from bot.models.finding import Phrase
 from bot.models.report import CpuUse
 from bot.untrusted.runner.health import busy_ticks
+from bot.verdict.messages import phrase
 
 # The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies).
 UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_SHARE = 0.05, 0.002, 0.004, 0.10
@@ -45,16 +47,19 @@ class CpuAccount:
 
     def tampered(self) -> str | None:
         """Why a side's sandbox burned CPU outside its timed calls (the last side flagged); None when none did."""
+        why = self.tampered_phrase()
+        return phrase(why) if why is not None else None
+
+    def tampered_phrase(self) -> Phrase | None:
+        """`tampered` as a phrase of the findings' catalog."""
         why = None
         for label in self.labels:
             timed_wall, untimed = self.timed_wall[label], self.untimed_cpu[label]
             allowed = UNTIMED_CPU_SLACK_S + UNTIMED_CPU_PER_BLOCK_S * self.blocks + UNTIMED_CPU_SHARE * timed_wall
             allowed += UNTIMED_CPU_PER_MB_S * self.bytes_in / 1e6
             if untimed > allowed:
-                why = (
-                    f"{label}: the sandbox used {untimed:.2f} s of CPU outside its timed calls "
-                    f"(allowed {allowed:.2f} s): work done outside the timed region"
-                )
+                figures = {"side": label, "used": f"{untimed:.2f}", "allowed": f"{allowed:.2f}"}
+                why = Phrase(key="measurement.untimed_cpu", params=figures)
         return why
 
 

@@ -12,7 +12,9 @@ import contextlib
 import os
 from pathlib import Path
 
+from bot.models.finding import Phrase
 from bot.models.report import RunnerHealth
+from bot.verdict.messages import phrase
 
 THROTTLE_NAMES = {  # NVML clocks-event reasons that mean "slower than it should be"
     0x0000000000000002: "applications clocks setting",
@@ -87,10 +89,17 @@ def _gpu(health: RunnerHealth) -> RunnerHealth:
 
 def noisy(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> str | None:
     """Why the runner was busy or throttled while it measured (named beside an undecided interval), or None. Pure."""
+    why = noisy_phrase(other_cores, limit, health)
+    return phrase(why) if why is not None else None
+
+
+def noisy_phrase(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> Phrase | None:
+    """`noisy` as a phrase of the findings' catalog."""
     if other_cores is not None and other_cores > limit:
-        return f"noisy runner: other processes kept {other_cores:.1f} of {health.cores if health else '?'} cores busy"
+        cores = health.cores if health else "?"
+        return Phrase(key="noisy.cores", params={"busy": f"{other_cores:.1f}", "cores": cores})
     if health is not None and health.gpu_throttle:
-        return f"throttled GPU: {', '.join(health.gpu_throttle)}"
+        return Phrase(key="noisy.throttled", params={"reasons": ", ".join(health.gpu_throttle)})
     if health is not None and health.gpu_other_processes:
-        return f"busy GPU: {health.gpu_other_processes} other compute process(es) on the device"
+        return Phrase(key="noisy.gpu_busy", params={"processes": health.gpu_other_processes})
     return None

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from bot.config.manifest import Limits
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource
 from bot.models.report import CaseStatus, Isolation
 from bot.phases import Phases
@@ -39,7 +40,7 @@ from bot.untrusted.runner import buffers, confine, protocol
 from bot.untrusted.runner.blame import ReferenceFailed, blame
 from bot.untrusted.runner.case import CaseState, compare, right
 from bot.untrusted.runner.sampler import Sampler
-from bot.untrusted.runner.spawn import describe_exit
+from bot.untrusted.runner.spawn import exit_phrase
 from bot.untrusted.runner.zygote import Raised, Scalars, Timeout, Worker, WorkerGone, Zygote
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import metrics
@@ -204,27 +205,32 @@ class Judge:
             side = self.sides.get(state.label)
             for s in self.sides.values():
                 s.stop()
-            return state.result(
-                "timeout",
-                f"timed out after {self.job.timeout_s:g} s during {state.where()}",
-                side.output() if side else "",
-            )
+            where = {"where": [state.where_phrase()]}
+            timed_out = Phrase(key="run.timed_out", params={"seconds": f"{self.job.timeout_s:g}"}, phrases=where)
+            return state.result("timeout", timed_out, side.output() if side else "")
         except WorkerGone as exc:
             side = self.sides[state.label]
             status = exc.status
             for s in self.sides.values():
                 s.stop()
-            how = describe_exit(status) if status is not None and status != 0 else str(exc)
-            return state.result("crashed", f"{how} during {state.where()}", side.output())
+            how = (
+                exit_phrase(status)
+                if status is not None and status != 0
+                else Phrase(key="text", params={"text": str(exc)})
+            )
+            gone = Phrase(key="run.gone", phrases={"how": [how], "where": [state.where_phrase()]})
+            return state.result("crashed", gone, side.output())
         except Raised as exc:  # a timed call raised (a check's raise is that check's error)
             for s in self.sides.values():
                 s.stop()
-            return state.result("crashed", f"raised during {state.where()}: {exc}", "")
+            raised = Phrase(key="run.raised", params={"error": str(exc)}, phrases={"where": [state.where_phrase()]})
+            return state.result("crashed", raised, "")
         except Exception as exc:  # nothing a worker sends may take the judge down: that side's error, named
             for s in self.sides.values():
                 s.stop()
             what = f"{type(exc).__name__}: {str(exc)[:300]}"
-            return state.result("crashed", f"the judge could not go on ({what}) during {state.where()}", "")
+            stuck = Phrase(key="run.judge_stuck", params={"error": what}, phrases={"where": [state.where_phrase()]})
+            return state.result("crashed", stuck, "")
         finally:
             for name in state.files:
                 self.drop(name)

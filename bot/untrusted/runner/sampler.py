@@ -14,13 +14,15 @@ from typing import Any, Protocol
 
 import torch
 
+from bot.models.finding import Phrase
 from bot.models.judging import Check, JudgeJob, Spot, Timing
 from bot.phases import Phases
 from bot.untrusted.runner import protocol
 from bot.untrusted.runner.case import CaseState, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
-from bot.untrusted.runner.health import noisy, snapshot
+from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
+from bot.verdict.messages import phrase
 from bot.verdict.stats import Paired, decide, paired
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
@@ -111,10 +113,7 @@ class Sampler:
         if self.gpu:
             busy = _gpu_busy_ms()
             if busy > GPU_BUSY_MS:
-                self.state.tampered = (
-                    f"{label}: the GPU was still busy {busy:.1f} ms after the worker reported its calls done "
-                    "(work left running outside the timed region)"
-                )
+                self.state.tampered = Phrase(key="measurement.gpu_busy", params={"side": label, "ms": f"{busy:.1f}"})
         t1 = time.perf_counter_ns()
         if capture is not None and not self.gpu:
             w.capture(*capture)  # first thing after the clock: nothing of the sandbox runs until it is copied
@@ -139,7 +138,8 @@ class Sampler:
             pair += 1
             stop = self._stop(pair, time.monotonic() - started)
         self.state.other_cores = self.load.cores()
-        self.state.noisy = noisy(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self.state.noisy_why = noisy_phrase(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
+        self.state.noisy = phrase(self.state.noisy_why) if self.state.noisy_why is not None else None
         self._account()
         for label in labels:
             flat = [x for p in self.processes[label] for x in p]
@@ -325,7 +325,7 @@ class Sampler:
         if self.gpu:
             return
         self.state.cpu.update(self.account.uses())
-        if (why := self.account.tampered()) is not None:
+        if (why := self.account.tampered_phrase()) is not None:
             self.state.tampered = why
 
 

@@ -18,10 +18,12 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, JudgeJob
 from bot.models.report import CaseStatus
 from bot.text.safe import log_safe
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, base_env, kill
+from bot.verdict.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -31,12 +33,18 @@ JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the ca
 
 
 def describe_exit(returncode: int) -> str:
+    return phrase(exit_phrase(returncode))
+
+
+def exit_phrase(returncode: int) -> Phrase:
+    """How a process ended ("killed by signal 11 (SIGSEGV)") as a phrase of the findings' catalog."""
     if returncode < 0:
         try:
-            return f"killed by signal {-returncode} ({signal.Signals(-returncode).name})"
+            name = signal.Signals(-returncode).name
         except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exited with status {returncode}"
+            return Phrase(key="exit.signal_plain", params={"signal": -returncode})
+        return Phrase(key="exit.signal", params={"signal": -returncode, "name": name})
+    return Phrase(key="exit.status", params={"status": returncode})
 
 
 def new_secret() -> str:

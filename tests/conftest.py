@@ -18,6 +18,10 @@ from bot.config.repo import RepoConfig, load_config
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
 SUMMARY_TASK = "ci_summary_task.json"  # the ci_summary domain's task file ([tool.opgate.domains.ci_summary] task)
+# No precompiled torch header in the tests (builds in this process and the CLI's): a session's build cache compiles
+# about three bindings of a flag set, and the header costs two (benchmarks/README.md, "One precompiled torch
+# header"); tests/test_pch.py turns it on where it tests it. OPGATE_PCH in the environment still wins.
+os.environ.setdefault("OPGATE_PCH", "off")
 
 
 def discover(root: Path, config: RepoConfig | None = None) -> dict[str, Kernel]:
@@ -158,6 +162,7 @@ def opgate(tmp_path: Path, build_dir: Path):
             # simulated cost on its own, the reviews here leave an undecided case undecided.
             OPGATE_SIMULATE="off",
             OPGATE_CASE_TIMEOUT_S="60",
+            OPGATE_PCH=os.environ["OPGATE_PCH"],
         )
         full_env.update(env or {})
         argv = [sys.executable, "-m", "bot", *args]

@@ -21,6 +21,7 @@ from bot.text.i18n import LOCALES
 VARIABLES: dict[str, str] = {
     "OPGATE_DATABASE_URL": "ledger: a SQLite path, sqlite:///path or postgresql://… (default reports/opgate.sqlite)",
     "OPGATE_BUILD_DIR": "build cache, one folder per content hash (default ~/.cache/opgate/build)",
+    "OPGATE_PCH": "when a build compiles the precompiled torch header: second (default), first, stored, off",
     "OPGATE_CASE_TIMEOUT_S": "override every kernel's per-case timeout, seconds",
     "OPGATE_MEASURE_MAX_SECONDS": "timing cap per case, seconds (default 6)",
     "OPGATE_MEASURE_MIN_BLOCKS": "interleaved timing blocks per worker process (default 5)",

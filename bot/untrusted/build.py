@@ -7,8 +7,11 @@ and moves it into the store → a `Built` record whose sha256 every later load c
 
 A binding (a source that includes a torch header) is compiled without the tunable defines, so it is
 compiled once per binding source and toolchain; a tunable or kernel-body change recompiles only the
-body (seconds) and relinks. Nothing is imported at build time. Sandboxed processes never see the store:
-objects and the .so are handed to them one file at a time, read-only, after their hash was checked.
+body (seconds) and relinks. A binding whose first include is torch's extension header is compiled with a
+precompiled one (`pch.py`), built once per toolchain and flag set into the store (by the second such binding).
+Nothing is imported at build time. Sandboxed processes never see the store: objects and the .so are handed to them
+one file at a time (a precompiled header as its own folder: the .gch and its stub), read-only, after their hash
+was checked.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from bot.config.manifest import BuildSpec
 from bot.errors import BuildError
 from bot.models.report import CompileError
+from bot.untrusted import pch
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
 from bot.untrusted.toolchain import EXT_NAME, Toolchain, toolchain
 from bot.verdict.compile_errors import build_errors, manifest_error
@@ -264,6 +268,89 @@ def _keep_compiled(units: list[Unit], cached: set[str], output: str, work: Path,
             _store(produced, objects / f"{u.key}.o", seconds)
 
 
+class _Precompiled(BaseModel):
+    """The precompiled headers one build uses: binds of stored ones, edges for missing ones, its log's notes."""
+
+    binds: list[tuple[str, str]] = []  # (store folder, where the sandbox sees it)
+    edges: list[tuple[str, str, list[str]]] = []  # (output, source, flags) of a header ninja compiles
+    after: dict[str, str] = {}  # a unit's key -> the header it waits for
+    fresh: dict[str, str] = {}  # the key of a header compiled in this build -> its output, relative to work
+    notes: list[str] = []
+
+
+def _precompile(
+    units: list[Unit], cached: set[str], flags: dict[str, list[str]], folder: Path, spec: BuildSpec,
+    includes: Sequence[Path], tc: Toolchain, build_root: Path, work: Path,
+) -> _Precompiled:  # fmt: skip
+    """Plan the precompiled torch header of every binding compiled here (pch.py); adds its folder to the binding's
+    flags (after the kernel's own folders) and writes the stub and source of each header ninja compiles."""
+    out = _Precompiled()
+    if (when := pch.mode()) == "off":
+        if any(u.binding and u.key not in cached for u in units):
+            out.notes.append("opgate: bindings are compiled without a precompiled header: OPGATE_PCH=off")
+        return out
+    own = [f"-I{SRC}", *(f"-I{INC}/{i}" for i in range(len(includes)))]
+    where: dict[str, str] = {}  # header key -> its folder as the sandbox sees it
+    for u in units:
+        if not u.binding or u.key in cached:
+            continue
+        text = (folder / u.source).read_bytes()
+        header = pch.plan(text, u.nvcc, flags[u.key], own, spec.cflags, [folder, *map(Path, includes)], tc)
+        if isinstance(header, str):
+            out.notes.append(f"opgate: {u.source} is compiled without a precompiled header: {header}")
+            continue
+        store = build_root / "pch" / header.key
+        if header.key not in where:
+            n = len(where)
+            if _cached(store / header.gch):
+                where[header.key] = f"{pch.PCH}/{n}"
+                out.binds.append((str(store), where[header.key]))
+                state = "from the build store"
+            elif when == "stored":
+                out.notes.append(
+                    f"opgate: {u.source} is compiled without a precompiled header: <{header.name}> "
+                    f"{header.key[:12]} is not in the build store (OPGATE_PCH=stored never compiles one)"
+                )
+                continue
+            elif when == "second" and not (store / pch.WANTED).is_file():  # it costs two plain compiles: not the first
+                store.mkdir(parents=True, exist_ok=True)
+                (store / pch.WANTED).write_text(f"{u.source}\n")
+                out.notes.append(
+                    f"opgate: {u.source} is compiled without a precompiled header: the first binding of these flags "
+                    f"(the next one compiles <{header.name}> {header.key[:12]})"
+                )
+                continue
+            else:
+                where[header.key] = f"{OUT}/pch/{n}"
+                (work / "pch" / str(n) / header.name).parent.mkdir(parents=True, exist_ok=True)
+                (work / "pch" / str(n) / header.name).write_text(pch.stub(header.name))
+                (work / "pch" / f"{n}.h").write_text(pch.source(header.name))
+                gch = f"{where[header.key]}/{header.gch}"
+                out.edges.append((gch, f"{OUT}/pch/{n}.h", list(header.flags)))
+                out.fresh[header.key] = f"pch/{n}/{header.gch}"
+                state = "compiled in this build"
+        else:
+            state = "shared with another binding"
+        if header.key in out.fresh:
+            out.after[u.key] = f"{where[header.key]}/{header.gch}"
+        flags[u.key] = [*flags[u.key], f"-I{where[header.key]}", "-Winvalid-pch"]
+        out.notes.append(f"opgate: {u.source} uses the precompiled <{header.name}> {header.key[:12]} ({state})")
+    return out
+
+
+def _keep_headers(headers: _Precompiled, output: str, work: Path, build_root: Path, seconds: float) -> None:
+    """Store each precompiled header this build compiled (ninja did not report it FAILED), its stub beside it."""
+    failed = " ".join(line for line in output.splitlines() if line.startswith("FAILED: "))
+    for key, produced in headers.fresh.items():
+        if produced in failed or not (work / produced).is_file():
+            continue
+        store = build_root / "pch" / key
+        name = produced.split("/", 2)[2].removesuffix(".gch")
+        (store / name).parent.mkdir(parents=True, exist_ok=True)
+        (store / name).write_text(pch.stub(name))
+        _store(work / produced, store / f"{name}.gch", seconds)
+
+
 def verify(built: Built) -> Path:
     """The extension's path after checking its sha256 against the build record; BuildError otherwise."""
     if not built.ok or built.so_path is None:
@@ -274,8 +361,16 @@ def verify(built: Built) -> Path:
     return path
 
 
-def _ninja(units: list[Unit], cached: set[str], flags: dict[str, list[str]], tc: Toolchain) -> str:
-    """A ninja file: compile the units not in the store, link everything into ext.so."""
+def _ninja(
+    units: list[Unit],
+    cached: set[str],
+    flags: dict[str, list[str]],
+    tc: Toolchain,
+    headers: Sequence[tuple[str, str, list[str]]] = (),
+    after: dict[str, str] | None = None,
+) -> str:
+    """A ninja file: compile the precompiled headers (`headers`: output, source, flags) and the units not in the
+    store (`after`: a unit's key -> the precompiled header it waits for), link everything into ext.so."""
     q = shlex.join
     lines = [
         "ninja_required_version = 1.3",
@@ -285,7 +380,12 @@ def _ninja(units: list[Unit], cached: set[str], flags: dict[str, list[str]], tc:
         f"  command = {shlex.quote(tc.nvcc or 'nvcc')} $flags -c $in -o $out",
         "rule link",
         f"  command = {shlex.quote(tc.cxx)} $in $ldflags -o $out",
+        "rule pch",
+        f"  command = {shlex.quote(tc.cxx)} $flags -x c++-header -c $in -o $out",
     ]
+    for out, src, header_flags in headers:
+        lines += [f"build {out}: pch {src}", f"  flags = {q(header_flags)}"]
+    after = after or {}
     objects = []
     for u in units:
         if u.key in cached:
@@ -293,7 +393,8 @@ def _ninja(units: list[Unit], cached: set[str], flags: dict[str, list[str]], tc:
             continue
         obj = f"{OUT}/{u.key}.o"
         objects.append(obj)
-        lines += [f"build {obj}: {'nvcc' if u.nvcc else 'cxx'} {SRC}/{u.source}", f"  flags = {q(flags[u.key])}"]
+        wait = f" | {after[u.key]}" if u.key in after else ""
+        lines += [f"build {obj}: {'nvcc' if u.nvcc else 'cxx'} {SRC}/{u.source}{wait}", f"  flags = {q(flags[u.key])}"]
     lines += [f"build {OUT}/ext.so: link {' '.join(objects)}", f"  ldflags = {q(tc.ldflags)}", ""]
     return "\n".join(lines)
 
@@ -337,14 +438,20 @@ def build(
     work_parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"{kernel}-{device}-", dir=work_parent))
     try:
+        headers = _precompile(units, cached, flags, folder, spec, includes, tc, build_root, work)
         binds = [Bind(folder.resolve(), SRC), *include_binds(includes), Bind(work, OUT, writable=True)]
         binds += [Bind(objects / f"{k}.o", f"{OBJ}/{k}.o") for k in sorted(cached)]
+        binds += [Bind(Path(store), target) for store, target in headers.binds]
         spec_ = Spec(binds=binds, cwd=OUT)
-        (work / "build.ninja").write_text(sandbox.localize(spec_, _ninja(units, cached, flags, tc)))
-        jobs = str(max(1, min(len(units), os.cpu_count() or 1)))
+        ninja = _ninja(units, cached, flags, tc, headers.edges, headers.after)
+        (work / "build.ninja").write_text(sandbox.localize(spec_, ninja))
+        jobs = str(max(1, min(len(units) + len(headers.edges), os.cpu_count() or 1)))
         code, output = sandbox.run(spec_, ["ninja", "-C", OUT, "-j", jobs], timeout=BUILD_TIMEOUT_S)
         seconds = time.perf_counter() - started
-        tail = "\n".join(output.strip().splitlines()[-40:])
+        if code is not None:
+            _keep_headers(headers, output, work, build_root, seconds)
+        refused = [f"opgate: GCC did not use a precompiled header: {r}" for r in pch.refusals(output)]
+        tail = "\n".join([*headers.notes, *refused, *output.strip().splitlines()[-40:]])
         if code != 0:
             if code is not None:  # the objects that did compile are kept: the other side, the next try reuse them
                 _keep_compiled(units, cached, output, work, objects, seconds)

@@ -269,7 +269,12 @@ def test_a_cpu_case_whose_head_beats_the_runners_measured_peak_fails_the_review(
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
     repo.edit("kernels/deepgemm_tile/kernel.toml", 'flops = "2*m*n*k"', 'flops = "200000*m*n*k"')
     repo.base = repo.commit("base declares its work")
-    repo.edit("kernels/deepgemm_tile/gemm_cpu.cpp", "#include", "// head\n#include")
+    # an unused function: other bytes, so head is timed (a comment alone compiles to base's very ext.so: not timed)
+    repo.edit(
+        "kernels/deepgemm_tile/gemm_cpu.cpp",
+        "#include",
+        'extern "C" int opgate_no_op_marker() { return 40; }\n#include',
+    )
     head = repo.commit()
     run = opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline")
     assert run.code == 1, run.stdout + run.stderr

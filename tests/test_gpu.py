@@ -21,7 +21,8 @@ def test_every_cuda_case_is_correct_and_timed_on_the_gpu(opgate, tmp_path, name)
     _, cuda_body, _, _, _ = KERNELS[name]
     repo = make_repo(tmp_path / "repo", [name])
     path = repo.path / "kernels" / name / cuda_body
-    path.write_text("// reviewed on the GPU runner: no behaviour change\n" + path.read_text())
+    # an unused function: other bytes, the same behaviour (a comment alone compiles to base's very ext.so: not timed)
+    path.write_text(path.read_text() + '\nextern "C" int opgate_no_op_marker() { return 40; }\n')
     head = repo.commit()
     run = opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline", timeout=3600)
     kernel = run.kernel(name)

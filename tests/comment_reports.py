@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.edges.peak import measured_peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
@@ -32,6 +33,8 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
+from bot.untrusted import userns
+from bot.untrusted.sandbox import refusal, unisolated
 from bot.verdict import change
 from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
@@ -305,8 +308,11 @@ def noisy() -> Report:
 
 
 def isolation_none() -> Report:
-    why = "bubblewrap cannot start here (bwrap: setting up uid map: Permission denied)"
-    return passing().model_copy(update={"isolation": Isolation(mode="none", reason=why)})
+    cause = Phrase(
+        key="userns.apparmor", params={"sysctl": userns.APPARMOR_SYSCTL, "bwrap": "bwrap", "fix": userns.FIX}
+    )
+    why = refusal(["bwrap: setting up uid map: Permission denied"], cause)  # as bot/untrusted/sandbox.py says it
+    return passing().model_copy(update={"isolation": unisolated(why)})
 
 
 def gpu_skipped() -> Report:
@@ -431,7 +437,7 @@ def expectations() -> Report:
     return r.model_copy(update={"agents": [agent], "agent": agent})
 
 
-CPU_PEAK = Peak(tflops=0.2031, gbps=89.1, of="this runner's AMD EPYC, one thread as measured by opgate")
+CPU_PEAK = measured_peak(0.2031, 89.1, "AMD EPYC")
 
 
 def with_work(c: CaseReport, flops: int, nbytes: int, peak: Peak = CPU_PEAK) -> CaseReport:

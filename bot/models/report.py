@@ -246,6 +246,7 @@ class Throughput(_Model):
     base_flops_pct: float | None = None
     base_bytes_pct: float | None = None
     peak_of: str = Field("", description="whose peak: a data-sheet row, or the measurement of this CPU runner")
+    peak_why: Phrase | None = Field(None, description="`peak_of` as a message of the catalog (None: before it)")
 
 
 class CaseReport(_Model):
@@ -562,6 +563,7 @@ class Isolation(_Model):
     mode: Literal["bwrap", "none"]
     reason: str = ""
     tool: str | None = None
+    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
 
 
 class Report(_Model):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.edges.peak import measured_peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
@@ -32,11 +33,14 @@ from bot.models.report import (
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
+from bot.untrusted import userns
+from bot.untrusted.sandbox import refusal, unisolated
 from bot.verdict import change
 from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import not_run_phrases
 from bot.verdict.kernel import drift_findings
+from bot.verdict.messages import phrase
 from bot.verdict.occupancy import register_phrase
 from bot.verdict.throughput import Peak, judge_throughput
 
@@ -305,8 +309,11 @@ def noisy() -> Report:
 
 
 def isolation_none() -> Report:
-    why = "bubblewrap cannot start here (bwrap: setting up uid map: Permission denied)"
-    return passing().model_copy(update={"isolation": Isolation(mode="none", reason=why)})
+    cause = Phrase(
+        key="userns.apparmor", params={"sysctl": userns.APPARMOR_SYSCTL, "bwrap": "bwrap", "fix": userns.FIX}
+    )
+    why = refusal(["bwrap: setting up uid map: Permission denied"], cause)  # as bot/untrusted/sandbox.py says it
+    return passing().model_copy(update={"isolation": unisolated(why)})
 
 
 def gpu_skipped() -> Report:
@@ -431,7 +438,7 @@ def expectations() -> Report:
     return r.model_copy(update={"agents": [agent], "agent": agent})
 
 
-CPU_PEAK = Peak(tflops=0.2031, gbps=89.1, of="this runner's AMD EPYC, one thread as measured by opgate")
+CPU_PEAK = measured_peak(0.2031, 89.1, "AMD EPYC")
 
 
 def with_work(c: CaseReport, flops: int, nbytes: int, peak: Peak = CPU_PEAK) -> CaseReport:
@@ -536,8 +543,14 @@ def with_candidate_and_agent() -> Report:
         local_commands=["opgate review --base main --head HEAD --kernel deepgemm_tile"],
         candidate_patch="--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
         '@@ -1 +1 @@\n-{"tile_n": 256}\n+{"tile_n": 128}\n',
-    )
+        inputs_missing=[phrase(p) for p in MISSING], inputs_missing_why=MISSING,
+    )  # fmt: skip
     return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
+
+
+# What bot/agent/run.py says its prompt lacked: no base figures in the ledger, no file of base or head read
+NO_HISTORY = Phrase(key="agent.no_history", params={"kernel": "deepgemm_tile"})
+MISSING = [Phrase(key="agent.no_base_figures", phrases={"why": [NO_HISTORY]}), Phrase(key="agent.no_functions")]
 
 
 def pr_for(r: Report, budget: int = 500_000, used: int = 123_456) -> PrContext:

@@ -125,9 +125,6 @@ FOREIGN = {
     "errors": {"message"}, "base_errors": {"message"},  # a compile error's message as the compiler wrote it
     "probes": {"error"},  # an exception's message
     "agent_cases": {"name"}, "refused": {"name"}, "expectations": {"metric", "shown"},  # the agent's proposals
-    # Not yet the catalog's (named so that they stay visible): bubblewrap's refusal with opgate's words around it
-    # (bot/untrusted/sandbox.py) and a CPU runner's peak's origin (bot/edges/peak.py).
-    "isolation": {"reason"}, "throughput": {"peak_of"},
 }  # fmt: skip
 
 
@@ -147,6 +144,8 @@ def _data_texts(report: Report) -> set[str]:
                 walk(v, path)
         elif isinstance(value, str) and any(path[-1] in FOREIGN.get(owner, ()) for owner in path[:-1]):
             found.add(value)
+        elif isinstance(value, str) and path[-2:-1] == ("params",) and path[-1] in catalog.VERBATIM:
+            found.add(value)  # a phrase's verbatim parameter outside a finding (bwrap's refusal, a data sheet's line)
 
     walk(report.model_dump(mode="json"), ())
     if report.error:

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.text.i18n import english_runs, speaking
 from bot.untrusted import sandbox, userns
+from bot.verdict.messages import phrase
 
 UID_MAP_REFUSED = "bwrap: setting up uid map: Permission denied"
 
@@ -57,6 +59,13 @@ def test_an_apparmor_refusal_is_named_with_the_sysctl_and_the_fix(refused, tmp_p
         f"{fake} an AppArmor profile that allows userns, or set the sysctl to 0 "
         "(docs/security.md#ubuntu-2404-and-apparmor)"
     )
+    assert isolation.why is not None and phrase(isolation.why) == isolation.reason  # the catalog's, in English
+    with speaking("zh-CN"):
+        chinese = phrase(isolation.why, "zh-CN")
+    assert chinese.startswith(
+        f"bubblewrap 无法在此启动（{fake}: {UID_MAP_REFUSED}）：此处 AppArmor 限制了非特权用户命名空间"
+    )
+    assert english_runs(chinese.replace(UID_MAP_REFUSED, "")) == []
     security = (Path(__file__).resolve().parents[1] / "docs" / "security.md").read_text()
     assert "### Ubuntu 24.04 and AppArmor" in security and "apparmor_parser -r /etc/apparmor.d/opgate-bwrap" in security
 

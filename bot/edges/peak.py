@@ -29,6 +29,8 @@ from pydantic import ValidationError
 
 from bot.edges.machine import cpu_name
 from bot.models.evidence import Peak
+from bot.models.finding import Phrase
+from bot.verdict.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +78,13 @@ def _key() -> str:
 
 
 def _peak(data: dict[str, float]) -> Peak:
-    return Peak(
-        tflops=data["gflops"] / 1e3,
-        gbps=data["gbps"],
-        of=f"this runner's {cpu_name()}, one thread as measured by opgate (best matmul and copy; docs/review.md)",
-    )
+    return measured_peak(data["gflops"] / 1e3, data["gbps"], cpu_name())
+
+
+def measured_peak(tflops: float, gbps: float, cpu: str) -> Peak:
+    """This runner's measured peak, and whose it is (a message of the catalog)."""
+    why = Phrase(key="peak.cpu", params={"cpu": cpu})
+    return Peak(tflops=tflops, gbps=gbps, of=phrase(why), why=why)
 
 
 def _measure_in_child(repeats: int) -> dict[str, float]:

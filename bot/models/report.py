@@ -246,6 +246,7 @@ class Throughput(_Model):
     base_flops_pct: float | None = None
     base_bytes_pct: float | None = None
     peak_of: str = Field("", description="whose peak: a data-sheet row, or the measurement of this CPU runner")
+    peak_why: Phrase | None = Field(None, description="`peak_of` as a message of the catalog (None: before it)")
 
 
 class CaseReport(_Model):
@@ -464,6 +465,9 @@ class AgentReport(_Model):
     inputs_missing: list[str] = Field(
         default_factory=list, description="materials the domain asks for that were not available or left out for size"
     )
+    inputs_missing_why: list[Phrase] = Field(
+        default_factory=list, description="`inputs_missing` as messages of the catalog (empty: a report before them)"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
@@ -562,6 +566,7 @@ class Isolation(_Model):
     mode: Literal["bwrap", "none"]
     reason: str = ""
     tool: str | None = None
+    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
 
 
 class Report(_Model):

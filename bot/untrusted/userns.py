@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bot.models.finding import Phrase
+from bot.verdict.messages import phrase
+
 PROC_SYS = Path("/proc/sys")  # tests point this at a folder of their own
 APPARMOR_SYSCTL = "kernel.apparmor_restrict_unprivileged_userns"
 # bwrap's words when the kernel or a security module refuses the namespace it needs
@@ -31,15 +34,18 @@ def _sysctl(name: str) -> str | None:
 
 def cause(bwrap_error: str, bwrap: str = "bwrap") -> str | None:
     """The reason bwrap's `bwrap_error` names, when the host's settings explain it; None otherwise."""
+    why = cause_phrase(bwrap_error, bwrap)
+    return None if why is None else phrase(why)
+
+
+def cause_phrase(bwrap_error: str, bwrap: str = "bwrap") -> Phrase | None:
+    """`cause` as a phrase of the message catalog (bot/verdict/messages.py)."""
     if not _REFUSED.search(bwrap_error):
         return None
     if _sysctl(APPARMOR_SYSCTL) == "1":
-        return (
-            f"AppArmor restricts unprivileged user namespaces here ({APPARMOR_SYSCTL} = 1, Ubuntu's default since "
-            f"23.10): give {bwrap} an AppArmor profile that allows userns, or set the sysctl to 0 ({FIX})"
-        )
+        return Phrase(key="userns.apparmor", params={"sysctl": APPARMOR_SYSCTL, "bwrap": bwrap, "fix": FIX})
     if _sysctl("kernel.unprivileged_userns_clone") == "0":
-        return f"unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone = 0; see {FIX})"
+        return Phrase(key="userns.clone_off", params={"fix": FIX})
     if _sysctl("user.max_user_namespaces") == "0":
-        return f"user namespaces are turned off (user.max_user_namespaces = 0; see {FIX})"
+        return Phrase(key="userns.max_zero", params={"fix": FIX})
     return None

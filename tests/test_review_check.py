@@ -16,9 +16,8 @@ from bot.models.report import Resource, ResourceCheckReport
 from bot.review.check import CheckReport, KernelCheck, build_failure, first_compile_error, resource_step
 from bot.untrusted.build import Built
 from bot.verdict.compile_errors import build_errors, manifest_error
-from tests.conftest import git
+from tests.conftest import CHECK_REPO, check_repo, git
 
-FIXTURE = Path(__file__).parent / "fixtures" / "check_repo"
 KERNEL = "ops/vec_scale"
 NVCC = shutil.which("nvcc") is not None
 INSTANCES = "; ".join(f"void vec_scale_kernel<{n}>(float const*, float*, float, long)" for n in (256, 128, 64, 32))
@@ -28,16 +27,6 @@ def _gpu() -> bool:
     import torch
 
     return torch.cuda.is_available()
-
-
-def _repo(path: Path) -> Path:
-    shutil.copytree(FIXTURE, path, dirs_exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@opgate.local")
-    git(path, "config", "user.name", "opgate tests")
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "vec_scale")
-    return path
 
 
 def _edit(path: Path, old: str, new: str) -> None:
@@ -71,7 +60,7 @@ def test_a_compile_error_is_named_by_repository_path_and_line_in_either_compiler
 def test_a_compile_error_followed_by_more_warnings_than_the_log_tail_keeps_is_still_the_one_named():
     """`opgate check` reads the build's structured errors (from the whole compiler output, as the review does),
     not the log tail: 60 warnings after the error push it out of the tail's 40 lines."""
-    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    kernel = load_kernel(CHECK_REPO / KERNEL, path=KERNEL)
     error = "/opgate/src/vec_scale_cpu.cpp:7:3: error: 'scale_rows' was not declared in this scope"
     warnings = [f"/opgate/src/vec_scale_cpu.cpp:{20 + i}:9: warning: unused variable 'w{i}'" for i in range(60)]
     output = "\n".join(["FAILED: vec_scale_cpu.o", error, *warnings, "ninja: build stopped: subcommand failed."])
@@ -91,7 +80,7 @@ def test_a_compile_error_followed_by_more_warnings_than_the_log_tail_keeps_is_st
 
 
 def test_each_resource_status_is_one_line_passed_failed_or_not_checked_on_this_runner():
-    kernel = load_kernel(FIXTURE / KERNEL, path=KERNEL)
+    kernel = load_kernel(CHECK_REPO / KERNEL, path=KERNEL)
     result = KernelCheck(name="vec_scale", folder=KERNEL)
     no_nvcc = ResourceCheckReport(status="no_nvcc", arch="sm_90a")
     old_nvcc = ResourceCheckReport(status="unsupported_arch", arch="sm_100a", log_tail="nvcc 11.8 has no sm_100a")
@@ -127,7 +116,7 @@ def test_each_resource_status_is_one_line_passed_failed_or_not_checked_on_this_r
 @pytest.mark.slow
 @pytest.mark.untimed
 def test_check_runs_every_step_this_runner_can_and_names_the_rest_never_ready_over_them(opgate, tmp_path):
-    _repo(tmp_path)
+    check_repo(tmp_path)
     run = opgate("check")
     assert run.code == 0, run.stdout + run.stderr
     lines = _lines(run.stdout)
@@ -168,7 +157,7 @@ def test_check_runs_every_step_this_runner_can_and_names_the_rest_never_ready_ov
 def test_check_fails_what_the_review_fails_a_missing_launch_entry_a_raising_reference_a_missing_header(
     opgate, tmp_path
 ):
-    repo = _repo(tmp_path)
+    repo = check_repo(tmp_path)
     manifest, folder = repo / KERNEL / "kernel.toml", repo / KERNEL
     text = manifest.read_text()
     text = re.sub(r"# Each instantiation.*?\n\n", "", text, flags=re.S)  # no [launch] entry

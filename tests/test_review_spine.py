@@ -22,7 +22,7 @@ def review(opgate, repo, head: str, *extra: str, env=None):
     return opgate("review", "--repo", str(repo.path), "--base", repo.base, "--head", head, "--offline", *extra, env=env)
 
 
-@pytest.mark.untimed  # the latency only as pass or undecided
+# Timed (alone): an A/A that must never fail (tests/test_kernels.py's no-op test failed once beside another test)
 def test_a_no_op_change_passes(opgate, kernel_repo):
     """An unused function (NO_OP): other bytes, the same behaviour, so it is timed — a comment alone compiles to base's
     very ext.so, checked but not timed (test_a_change_that_compiles_to_the_same_build_is_checked_but_not_timed).

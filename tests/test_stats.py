@@ -345,8 +345,22 @@ def test_the_sampler_never_stops_where_the_gate_would_decide_otherwise_on_the_sa
 
 
 def test_the_cpu_time_never_cuts_short_a_wall_time_over_the_limit():
-    wall_h, wall_b, cpu_h, cpu_b = _wall_and_cpu(np.random.default_rng(42), math.log(1.045), 0.0, pairs=4)
+    wall_h, wall_b, cpu_h, cpu_b = _wall_and_cpu(np.random.default_rng(42), math.log(1.045), 0.0, pairs=6)
     wall, cpu = stats.paired(wall_h, wall_b), stats.paired(cpu_h, cpu_b)
     assert stats.decide(cpu, 3.0, last=False) == "pass" and wall.ratio > 1.03
     assert stats.early_stop(wall, cpu, 3.0) is None
     assert stats.early_stop(wall, None, 3.0) is None  # a GPU case: the wall time alone, undecided
+
+
+def test_no_early_stop_before_six_pairs_however_decided_the_first_ones_look():
+    """Three to five pairs that agree give a narrow interval the next review lands outside (issue 40, 3): the early
+    looks wait for stats.EARLY_MIN_PAIRS pairs; a doubling is decided at the first look that may stop."""
+    wall_h, wall_b, cpu_h, cpu_b = _wall_and_cpu(np.random.default_rng(43), math.log(2.0), math.log(2.0), pairs=8)
+    looks = {
+        n: stats.early_stop(stats.paired(wall_h[:n], wall_b[:n]), stats.paired(cpu_h[:n], cpu_b[:n]), 3.0)
+        for n in range(3, 9)
+    }
+    assert stats.EARLY_MIN_PAIRS == 6
+    assert [looks[n] for n in (3, 4, 5)] == [None, None, None]
+    assert looks[6] == looks[7] == looks[8] == "decided"
+    assert stats.decide(stats.paired(wall_h[:3], wall_b[:3]), 3.0, last=False) == "fail"  # it was clear at 3 already

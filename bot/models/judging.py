@@ -19,7 +19,7 @@ class MeasureSettings(BaseModel):
     min_blocks: int = Field(5, ge=2)
     max_samples: int = Field(200, ge=3)
     min_processes: int = Field(3, ge=1)  # one: a side alone (no base) needs no second process
-    max_processes: int = Field(10, ge=1)
+    max_processes: int = Field(30, ge=1)  # with max_seconds the time cap binds first on the 2-core runner
     target_pct: float = Field(0.5, gt=0)
     warmup_ms: float = 25.0
     warmup_calls: int = 3

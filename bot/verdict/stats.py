@@ -42,6 +42,10 @@ def latency_verdict(ci_low: float, ci_high: float, max_regression_pct: float) ->
 WINSOR = 3.0  # robust standard deviations (1.4826 MAD) a block log-ratio may lie from the comparison's median
 INTERIM_LEVEL = 0.999  # before the last look a case is decided only when this interval clears the limit
 LEVEL = 0.95  # the interval reported, and the one that decides at the last look
+# No look before this many process pairs may stop a case early (decided, decided_cpu, precision): three to five pairs
+# that happen to agree give intervals of ±0.2–1 pp that the next review's estimate lands outside (issue 40, 3:
+# benchmarks/README.md, "End-to-end reviews on the idle runner"); the caps still stop a case below it.
+EARLY_MIN_PAIRS = 6
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -186,14 +190,17 @@ EarlyStop = Literal["decided", "decided_cpu"]
 
 def early_stop(wall: Paired, cpu: Paired | None, max_regression_pct: float) -> EarlyStop | None:
     """Whether an interim look (not the last) may stop, and on what, where the gate would decide the same way on the
-    same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case.
+        same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case. Never
+    before EARLY_MIN_PAIRS process pairs.
 
-    `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
-    decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).
-    `decided_cpu`: the CPU time's INTERIM_LEVEL interval clears the limit while the wall time's does not — above it
-    the gate fails whatever the clock says; wholly within it the gate passes a straddling wall time, so the stop
-    needs the wall time unable to decide against it: its 95 % interval not above the limit and its estimate at or
-    below it (a wall time leaning over the limit is measured on, never cut short on CPU time)."""
+        `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
+        decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).
+        `decided_cpu`: the CPU time's INTERIM_LEVEL interval clears the limit while the wall time's does not — above it
+        the gate fails whatever the clock says; wholly within it the gate passes a straddling wall time, so the stop
+        needs the wall time unable to decide against it: its 95 % interval not above the limit and its estimate at or
+        below it (a wall time leaning over the limit is measured on, never cut short on CPU time)."""
+    if wall.pairs < EARLY_MIN_PAIRS:
+        return None
     walls = decide(wall, max_regression_pct, last=False)
     cpus = decide(cpu, max_regression_pct, last=False) if cpu is not None else None
     if walls != "inconclusive" and cpus != "inconclusive":

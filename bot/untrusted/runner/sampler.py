@@ -23,7 +23,7 @@ from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
 from bot.verdict.messages import phrase
-from bot.verdict.stats import Paired, early_stop, paired
+from bot.verdict.stats import EARLY_MIN_PAIRS, Paired, early_stop, paired
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
@@ -262,7 +262,8 @@ class Sampler:
             return "no_base"
         if (stats := self._paired()) is None:
             return cap
-        precise = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0 <= m.target_pct
+        width_pct = (stats.interval()[1] / stats.interval()[0] - 1.0) * 50.0
+        precise = stats.pairs >= EARLY_MIN_PAIRS and width_pct <= m.target_pct
         last = cap is not None or precise
         if not last:  # an early stop on the wall time with the CPU time, or on the CPU time alone (stats.early_stop)
             cpu = self._paired(self.cpu_processes) if not self.gpu and _positive(self.cpu_processes) else None

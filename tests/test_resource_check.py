@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import load_kernel
+from bot.config.manifest import Constraints, load_kernel
 from bot.lint import lint_paths
-from bot.models.report import Report, Resource, ResourceCheckReport
+from bot.models.report import KernelReport, Report, Resource, ResourceCheckReport
 from bot.present.status import acceptance_status
-from bot.review.resource_check import flag_findings, resource_reads, unchanged_note, without_unchanged
-from bot.verdict.gate import RESOURCES_ONLY
+from bot.review.resource_check import flag_findings, resource_reads, without_unchanged
+from bot.text.i18n import english_runs, is_chinese
+from bot.verdict.gate import RESOURCES_ONLY, Policy, kernel_verdict
+from bot.verdict.messages import render
 from tests.compile_repo import make_compile_repo, prepend, review
 from tests.conftest import git
 from tests.flashmla_repo import FLASHMLA_NVCC, KERNEL, make_flashmla_repo, write_manifest
@@ -107,13 +109,27 @@ def test_the_files_a_resource_check_reads_are_its_units_and_what_they_include_tr
 
 
 def test_the_unchanged_note_gives_way_where_changed_files_went_unread():
+    """The check records the fact (every function as in base); the gate says it, in the reader's language, and says
+    what it compared, never "unchanged from base", where changed files went unread."""
     check = ResourceCheckReport(
-        status="ok", head=[Resource(function="k(int)", registers=8)], launch_notes=[unchanged_note(1), "other"]
+        status="ok", head=[Resource(function="k(int)", registers=8)], launch_notes=["other"], unchanged="same"
     )
+    kernel = kernel_verdict(_kernel(check), [], [], Constraints(), Policy())
+    assert kernel.notes[:2] == [
+        "other",
+        "resource check: unchanged from base: 1 function(s) with the same registers, spills, stack, shared memory and "
+        "occupancy",
+    ]
     without_unchanged(check)
-    assert not any("unchanged from base" in n for n in check.launch_notes)
-    assert check.launch_notes[0].startswith("resource check: the 1 compiled function(s) have base's registers")
-    assert check.launch_notes[1] == "other"
+    kernel = kernel_verdict(_kernel(check), [], [], Constraints(), Policy())
+    assert not any("unchanged from base" in n for n in kernel.notes)
+    assert kernel.notes[1].startswith("resource check: the 1 compiled function(s) have base's registers")
+    [zh] = [render(f, "zh-CN") for f in kernel.findings if f.key.startswith("resources.unchanged")]
+    assert is_chinese(zh) and english_runs(zh) == [] and "1" in zh, zh
+
+
+def _kernel(check: ResourceCheckReport) -> KernelReport:
+    return KernelReport(name="k", domain="deepgemm", changed=True, verdict="pass", resource_check=check)
 
 
 NVCC = shutil.which("nvcc")

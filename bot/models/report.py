@@ -118,6 +118,11 @@ class ResourceCheckReport(_Model):
     launch_notes: list[str] = Field(
         default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
     )
+    unchanged: Literal["same", "unread"] | None = Field(
+        None,
+        description="same: every compiled function has base's registers, spills, stack, shared memory and occupancy; "
+        "unread: the same, but changed files the check does not read are not judged (a finding, not a note line)",
+    )
     launch_undecided: list[str] = Field(
         default_factory=list,
         description="launches a changed file can move whose figures are declared, not measured or read back: their "

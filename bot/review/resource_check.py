@@ -181,8 +181,9 @@ def resource_check(
             base_values, _ = read_launches(base_k, cache_dir, sandbox, arch) if base_k is not None else ([], {})
             base_d.resources, _ = read_back(base_d.resources, base_values, arch)
     notes += shared_keys(head_d.resources, head_k.manifest.launch, f"{head_k.path}/kernel.toml")
+    unchanged = False
     if head.status == "ok" and base_d is not None and not undecided and _same(head_d.resources, base_d.resources):
-        notes.append(unchanged_note(len(head_d.resources)))
+        unchanged = True
     errors = list(head_d.errors)
     for side, fold in folds.items():
         if not fold.ok and side == HEAD:
@@ -196,6 +197,7 @@ def resource_check(
         threads=head.threads,
         launch_errors=errors,
         launch_notes=head_d.notes + notes,
+        unchanged="same" if unchanged else None,
         launch_undecided=undecided,
         launch_unmeasured=list(dict.fromkeys(unmeasured)),
         launch_sites=list(dict.fromkeys(t.text for t in touched)),
@@ -251,25 +253,11 @@ def _compile(
     return {**checks, **failed}, folds
 
 
-def unchanged_note(functions: int) -> str:
-    """The note of a check whose every function compiled as in base."""
-    return (
-        f"resource check: unchanged from base: {functions} function(s) with the same registers, spills, stack, shared "
-        "memory and occupancy"
-    )
-
-
 def without_unchanged(check: ResourceCheckReport) -> None:
-    """Where changed files went unread (listed as not judged), the check's note says what it compared, never that
-    the change leaves the kernel "unchanged from base"."""
-    same = unchanged_note(len(check.head))
-    check.launch_notes = [
-        f"resource check: the {len(check.head)} compiled function(s) have base's registers, spills, stack, shared "
-        "memory and occupancy; the changed files it does not read are not judged"
-        if note == same
-        else note
-        for note in check.launch_notes
-    ]
+    """Where changed files went unread (listed as not judged), the check says what it compared, never that the change
+    leaves the kernel "unchanged from base" (the gate's finding `resources.unchanged_unread`)."""
+    if check.unchanged == "same":
+        check.unchanged = "unread"
 
 
 def _figures(r: Resource) -> tuple[object, ...]:

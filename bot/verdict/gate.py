@@ -815,6 +815,10 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         )
     for note in check.launch_notes:
         add_kernel(kernel, verbatim(note, Gate.resources, Outcome.note, arch=arch), once=True)
+    if check.unchanged is not None:
+        key = "resources.unchanged" if check.unchanged == "same" else "resources.unchanged_unread"
+        add_kernel(kernel, _finding(Gate.resources, key, Outcome.note, functions=len(check.head)).model_copy(
+            update={"arch": arch}), once=True)  # fmt: skip
     failures, notes = resource_findings(check.head, check.base, constraints, check.threads, check.arch)
     for f in (*failures, *notes):
         add_kernel(kernel, f.model_copy(update={"tail": [*f.tail, *on], "arch": arch}))

@@ -207,6 +207,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "resources.no_nvcc": (None, "resource check skipped: nvcc is not on the PATH"),
     "resources.unsupported_arch": ("resource", "{detail}"),
     "resources.launch": ("resource", "{detail}"),
+    "resources.unchanged": (
+        None,
+        "resource check: unchanged from base: {functions} function(s) with the same registers, spills, stack, shared "
+        "memory and occupancy",
+    ),
+    "resources.unchanged_unread": (
+        None,
+        "resource check: the {functions} compiled function(s) have base's registers, spills, stack, shared memory and "
+        "occupancy; the changed files it does not read are not judged",
+    ),
     "resources.compile_failed": ("resource", "{detail}"),
     "resources.base_compile_fail": (None, "resource check: base's CUDA sources do not compile for {arch}: {error}"),
     "resources.base_compile_fail_log": (

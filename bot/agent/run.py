@@ -26,10 +26,12 @@ from bot.config.repo import Material
 from bot.config.settings import Settings
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
+from bot.models.finding import Phrase
 from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
 from bot.text.i18n import N_
+from bot.verdict.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -261,14 +263,14 @@ def ask(
         return report, []
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
-    pieces, not_available = gather(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    pieces, missing = gather_phrases(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    not_available = [phrase(p) for p in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
     report.inputs = seen(trimmed.pieces)
-    report.inputs_missing = [
-        *not_available,
-        *([f"left out for size: {', '.join(trimmed.pieces_left_out)}"] if trimmed.pieces_left_out else []),
-    ]
+    if trimmed.pieces_left_out:
+        missing.append(Phrase(key="agent.left_out", params={"pieces": ", ".join(trimmed.pieces_left_out)}))
+    report.inputs_missing, report.inputs_missing_why = [phrase(p) for p in missing], missing
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
         report.reason = (
@@ -312,10 +314,8 @@ def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
     cases = ledger.main_case_figures(kernel, base_sha)
     resources = ledger.main_resource_figures(kernel, base_sha)
     if not cases and not resources:
-        return Baseline(
-            missing=f"main's history in this ledger holds no figures of {kernel} (`opgate history record` stores "
-            "them for every push to main; main-record.yml runs it)"
-        )
+        why = Phrase(key="agent.no_history", params={"kernel": kernel})
+        return Baseline(missing=phrase(why), missing_why=why)
     sha = cases[0].sha if cases else resources[0].sha
     return Baseline(sha=sha, cases=cases, resources=resources, is_base=sha == base_sha)
 
@@ -334,15 +334,36 @@ def gather(
     """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
     cannot read ("base figures: not available — …"). `leave_out`: materials this prompt has no use for or always
     carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
+    pieces, missing = gather_phrases(kernel, rules, changes, settings, ledger, sources, base_sha, leave_out=leave_out)
+    return pieces, [phrase(p) for p in missing]
+
+
+def gather_phrases(
+    kernel: Kernel,
+    rules: Kernel,
+    changes: list[FileChange],
+    settings: Settings,
+    ledger: Ledger,
+    sources: Sources | None,
+    base_sha: str | None,
+    *,
+    leave_out: frozenset[Material] = frozenset(),
+) -> tuple[list[Piece], list[Phrase]]:
+    """`gather`, its lines of what is not available as phrases of the message catalog."""
     order = tuple(m for m in settings.repo_config.materials(kernel.manifest.domain) if m not in leave_out)
-    missing: list[str] = []
+    missing: list[Phrase] = []
     baseline = Baseline(missing="not asked")
     if "baseline" in order:
         baseline = base_figures(ledger, kernel.name, base_sha)
         if not baseline.available:
-            missing.append(f"base figures: not available — {baseline.missing}")
+            why = baseline.missing_why
+            missing.append(
+                Phrase(key="agent.no_base_figures", phrases={"why": [why]})
+                if why is not None
+                else Phrase(key="agent.no_base_figures", params={"why": baseline.missing})
+            )
     if "functions" in order and sources is None:
-        missing.append("changed functions: not available — this job read no file of base or head")
+        missing.append(Phrase(key="agent.no_functions"))
     reference = rules.folder / rules.manifest.reference.module
     try:
         reference_text: str | None = reference.read_text(encoding="utf-8", errors="replace")

@@ -31,7 +31,6 @@ from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
 from bot.text.i18n import N_
-from bot.verdict.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -264,13 +263,15 @@ def ask(
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
     pieces, missing = gather_phrases(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
-    not_available = [phrase(p) for p in missing]
+    not_available = [line for line, _ in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
     report.inputs = seen(trimmed.pieces)
     if trimmed.pieces_left_out:
-        missing.append(Phrase(key="agent.left_out", params={"pieces": ", ".join(trimmed.pieces_left_out)}))
-    report.inputs_missing, report.inputs_missing_why = [phrase(p) for p in missing], missing
+        pieces_text = ", ".join(trimmed.pieces_left_out)
+        left_out = Phrase(key="agent.left_out", params={"pieces": pieces_text})
+        missing.append((f"left out for size: {pieces_text}", left_out))
+    report.inputs_missing, report.inputs_missing_why = [line for line, _ in missing], [why for _, why in missing]
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
         report.reason = (
@@ -314,8 +315,11 @@ def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
     cases = ledger.main_case_figures(kernel, base_sha)
     resources = ledger.main_resource_figures(kernel, base_sha)
     if not cases and not resources:
-        why = Phrase(key="agent.no_history", params={"kernel": kernel})
-        return Baseline(missing=phrase(why), missing_why=why)
+        return Baseline(
+            missing=f"main's history in this ledger holds no figures of {kernel} (`opgate history record` stores "
+            "them for every push to main; main-record.yml runs it)",
+            missing_why=Phrase(key="agent.no_history", params={"kernel": kernel}),
+        )
     sha = cases[0].sha if cases else resources[0].sha
     return Baseline(sha=sha, cases=cases, resources=resources, is_base=sha == base_sha)
 
@@ -335,7 +339,7 @@ def gather(
     cannot read ("base figures: not available — …"). `leave_out`: materials this prompt has no use for or always
     carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
     pieces, missing = gather_phrases(kernel, rules, changes, settings, ledger, sources, base_sha, leave_out=leave_out)
-    return pieces, [phrase(p) for p in missing]
+    return pieces, [line for line, _ in missing]
 
 
 def gather_phrases(
@@ -348,22 +352,26 @@ def gather_phrases(
     base_sha: str | None,
     *,
     leave_out: frozenset[Material] = frozenset(),
-) -> tuple[list[Piece], list[Phrase]]:
-    """`gather`, its lines of what is not available as phrases of the message catalog."""
+) -> tuple[list[Piece], list[tuple[str, Phrase]]]:
+    """`gather`, each line of what is not available with the same line as a phrase of the message catalog (data: the
+    agent's room writes the English itself and never imports the catalog; the comment renders the phrase, and
+    tests/test_materials.py holds the two equal)."""
     order = tuple(m for m in settings.repo_config.materials(kernel.manifest.domain) if m not in leave_out)
-    missing: list[Phrase] = []
+    missing: list[tuple[str, Phrase]] = []
     baseline = Baseline(missing="not asked")
     if "baseline" in order:
         baseline = base_figures(ledger, kernel.name, base_sha)
         if not baseline.available:
             why = baseline.missing_why
-            missing.append(
+            missing.append((
+                f"base figures: not available — {baseline.missing}",
                 Phrase(key="agent.no_base_figures", phrases={"why": [why]})
                 if why is not None
-                else Phrase(key="agent.no_base_figures", params={"why": baseline.missing})
-            )
+                else Phrase(key="agent.no_base_figures", params={"why": baseline.missing}),
+            ))  # fmt: skip
     if "functions" in order and sources is None:
-        missing.append(Phrase(key="agent.no_functions"))
+        no_files = "changed functions: not available — this job read no file of base or head"
+        missing.append((no_files, Phrase(key="agent.no_functions")))
     reference = rules.folder / rules.manifest.reference.module
     try:
         reference_text: str | None = reference.read_text(encoding="utf-8", errors="replace")

@@ -40,6 +40,7 @@ from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import not_run_phrases
 from bot.verdict.kernel import drift_findings
+from bot.verdict.messages import phrase
 from bot.verdict.occupancy import register_phrase
 from bot.verdict.throughput import Peak, judge_throughput
 
@@ -544,8 +545,14 @@ def with_candidate_and_agent() -> Report:
         local_commands=["opgate review --base main --head HEAD --kernel deepgemm_tile"],
         candidate_patch="--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
         '@@ -1 +1 @@\n-{"tile_n": 256}\n+{"tile_n": 128}\n',
-    )
+        inputs_missing=[phrase(p) for p in MISSING], inputs_missing_why=MISSING,
+    )  # fmt: skip
     return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
+
+
+# What bot/agent/run.py says its prompt lacked: no base figures in the ledger, no file of base or head read
+NO_HISTORY = Phrase(key="agent.no_history", params={"kernel": "deepgemm_tile"})
+MISSING = [Phrase(key="agent.no_base_figures", phrases={"why": [NO_HISTORY]}), Phrase(key="agent.no_functions")]
 
 
 def pr_for(r: Report, budget: int = 500_000, used: int = 123_456) -> PrContext:

@@ -13,6 +13,7 @@ from bot.agent import functions
 from bot.config.manifest import Kernel
 from bot.config.repo import Material
 from bot.models.diff import FileChange
+from bot.models.finding import Phrase
 from bot.models.ledger import CaseFigure, MainResourceRow
 
 MATERIAL_TITLES: dict[str, str] = {
@@ -53,6 +54,7 @@ class Baseline(BaseModel):
     resources: list[MainResourceRow] = Field(default_factory=list)
     is_base: bool = False  # the figures are of base's own commit (else of the latest recorded main commit)
     missing: str = ""
+    missing_why: Phrase | None = None  # `missing` as a message of the catalog (bot/verdict/messages.py)
 
     @property
     def available(self) -> bool:

@@ -26,6 +26,7 @@ from bot.config.repo import Material
 from bot.config.settings import Settings
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
+from bot.models.finding import Phrase
 from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
@@ -261,14 +262,16 @@ def ask(
         return report, []
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
-    pieces, not_available = gather(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    pieces, missing = gather_phrases(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    not_available = [line for line, _ in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
     report.inputs = seen(trimmed.pieces)
-    report.inputs_missing = [
-        *not_available,
-        *([f"left out for size: {', '.join(trimmed.pieces_left_out)}"] if trimmed.pieces_left_out else []),
-    ]
+    if trimmed.pieces_left_out:
+        pieces_text = ", ".join(trimmed.pieces_left_out)
+        left_out = Phrase(key="agent.left_out", params={"pieces": pieces_text})
+        missing.append((f"left out for size: {pieces_text}", left_out))
+    report.inputs_missing, report.inputs_missing_why = [line for line, _ in missing], [why for _, why in missing]
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
         report.reason = (
@@ -314,7 +317,8 @@ def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
     if not cases and not resources:
         return Baseline(
             missing=f"main's history in this ledger holds no figures of {kernel} (`opgate history record` stores "
-            "them for every push to main; main-record.yml runs it)"
+            "them for every push to main; main-record.yml runs it)",
+            missing_why=Phrase(key="agent.no_history", params={"kernel": kernel}),
         )
     sha = cases[0].sha if cases else resources[0].sha
     return Baseline(sha=sha, cases=cases, resources=resources, is_base=sha == base_sha)
@@ -334,15 +338,40 @@ def gather(
     """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
     cannot read ("base figures: not available — …"). `leave_out`: materials this prompt has no use for or always
     carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
+    pieces, missing = gather_phrases(kernel, rules, changes, settings, ledger, sources, base_sha, leave_out=leave_out)
+    return pieces, [line for line, _ in missing]
+
+
+def gather_phrases(
+    kernel: Kernel,
+    rules: Kernel,
+    changes: list[FileChange],
+    settings: Settings,
+    ledger: Ledger,
+    sources: Sources | None,
+    base_sha: str | None,
+    *,
+    leave_out: frozenset[Material] = frozenset(),
+) -> tuple[list[Piece], list[tuple[str, Phrase]]]:
+    """`gather`, each line of what is not available with the same line as a phrase of the message catalog (data: the
+    agent's room writes the English itself and never imports the catalog; the comment renders the phrase, and
+    tests/test_materials.py holds the two equal)."""
     order = tuple(m for m in settings.repo_config.materials(kernel.manifest.domain) if m not in leave_out)
-    missing: list[str] = []
+    missing: list[tuple[str, Phrase]] = []
     baseline = Baseline(missing="not asked")
     if "baseline" in order:
         baseline = base_figures(ledger, kernel.name, base_sha)
         if not baseline.available:
-            missing.append(f"base figures: not available — {baseline.missing}")
+            why = baseline.missing_why
+            missing.append((
+                f"base figures: not available — {baseline.missing}",
+                Phrase(key="agent.no_base_figures", phrases={"why": [why]})
+                if why is not None
+                else Phrase(key="agent.no_base_figures", params={"why": baseline.missing}),
+            ))  # fmt: skip
     if "functions" in order and sources is None:
-        missing.append("changed functions: not available — this job read no file of base or head")
+        no_files = "changed functions: not available — this job read no file of base or head"
+        missing.append((no_files, Phrase(key="agent.no_functions")))
     reference = rules.folder / rules.manifest.reference.module
     try:
         reference_text: str | None = reference.read_text(encoding="utf-8", errors="replace")

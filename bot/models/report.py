@@ -470,6 +470,9 @@ class AgentReport(_Model):
     inputs_missing: list[str] = Field(
         default_factory=list, description="materials the domain asks for that were not available or left out for size"
     )
+    inputs_missing_why: list[Phrase] = Field(
+        default_factory=list, description="`inputs_missing` as messages of the catalog (empty: a report before them)"
+    )
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.report import AgentCaseRefusal, AgentCaseReport, Isolation, Occupancy, Report, Resource
+from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentReport, Isolation, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
@@ -71,6 +71,13 @@ def agent_reasons(c: AgentCaseReport) -> str:
 def refused_why(x: AgentCaseRefusal) -> str:
     """Why an agent case was refused, in the current locale (a report from before its phrase: as written)."""
     return messages.phrase(x.why, i18n.current()) if x.why is not None else said(x.reason)
+
+
+def inputs_missing(a: AgentReport) -> list[str]:
+    """What the agent's prompt lacked, in the current locale (a report from before its phrases: as written)."""
+    if len(a.inputs_missing_why) != len(a.inputs_missing):
+        return a.inputs_missing
+    return [messages.phrase(p, i18n.current()) for p in a.inputs_missing_why]
 
 
 def isolation_why(x: Isolation) -> str:
@@ -296,6 +303,7 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         agent_reasons=agent_reasons,
         refused_why=refused_why,
         isolation_why=isolation_why,
+        inputs_missing=inputs_missing,
     )
     return env
 

@@ -374,6 +374,15 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         None,
         "this runner's {cpu}, one thread as measured by opgate (best matmul and copy; docs/review.md)",
     ),
+    # what the agent's prompt lacked of the materials its domain asks for (bot/agent/run.py)
+    "agent.no_base_figures": (None, "base figures: not available — {why}"),
+    "agent.no_history": (
+        None,
+        "main's history in this ledger holds no figures of {kernel} (`opgate history record` stores them for every "
+        "push to main; main-record.yml runs it)",
+    ),
+    "agent.no_functions": (None, "changed functions: not available — this job read no file of base or head"),
+    "agent.left_out": (None, "left out for size: {pieces}"),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

@@ -214,6 +214,16 @@ def test_command_modules_import_no_torch_and_no_runner(module):
     assert [m for m in json.loads(proc.stdout) if m.startswith(HEAVY)] == []
 
 
+@pytest.mark.parametrize("module", ["bot.review.flow", "bot.review.check", "bot.mainline.bisect_run", "bot.tune.loop"])
+def test_the_review_process_never_imports_torch(module):
+    """torch is imported by the processes that use it (the toolchain probe, the judge, the cost process, the CPU peak,
+    the workers), never by the review's or `opgate check`'s own: there it was seconds of CPU on every command for
+    nothing (issue 40, a cold check's accounting)."""
+    code = f"import json, sys; import {module}; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert [m for m in json.loads(proc.stdout) if m == "torch" or m.startswith("torch.")] == []
+
+
 def test_plan_lint_and_summary_run_without_torch_or_the_runner(tmp_path):
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
     repo.edit("kernels/deepgemm_tile/gemm_cpu.cpp", "#include", "// a comment\n#include")

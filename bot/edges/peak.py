@@ -90,7 +90,7 @@ def measured_peak(tflops: float, gbps: float, cpu: str) -> Peak:
 def _measure_in_child(repeats: int) -> dict[str, float]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.edges.peak", str(repeats)],
+        [sys.executable, "-P", "-m", "bot.edges.peak", str(repeats)],  # -P: never the cwd's bot/ package
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,

@@ -4,8 +4,11 @@ as a baseline. The gate (`bot/verdict/kernel.py`) decides; nothing here sets a v
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+from collections.abc import Container
+from pathlib import Path
 from typing import Any, Literal
 
 from bot.config.includes import include_dirs, include_paths
@@ -26,6 +29,7 @@ from bot.untrusted.build import Built, build, same_binary, verify
 from bot.untrusted.runner.cost import run_costs
 from bot.untrusted.runner.spawn import run_cases
 from bot.untrusted.sandbox import Sandbox
+from bot.untrusted.toolchain import toolchain
 from bot.verdict.compile_errors import manifest_error
 from bot.verdict.gate import BASE, HEAD
 from bot.verdict.kernel import second_looks
@@ -39,6 +43,14 @@ def to_build(b: Built) -> Build:
         ok=b.ok, seconds=round(b.seconds, 2), cached=b.cached, device=b.device, key=b.key[:16], log_tail=b.log_tail,
         errors=b.errors,
     )  # fmt: skip
+
+
+def probe_once(devices: Container[str], build_dir: Path) -> None:
+    """The toolchain probed before the resource check and the builds start side by side (both read it): one probe
+    answers both devices (bot/untrusted/toolchain.py), never two at once. A toolchain that cannot be probed is left
+    to each step, which names it."""
+    with contextlib.suppress(BuildError):
+        toolchain("cpu" if "cpu" in devices else "cuda", build_dir / "toolchain")
 
 
 class KernelCases:

@@ -1,6 +1,6 @@
 """`opgate check`'s flow for one kernel of the working tree: static checks, the review's compile-only resource step
-for every architecture the kernel ships, the build (cached), and the sandboxed dry run (the reference imported, every
-case's inputs drawn, the smallest case run once on entry and reference, compared).
+for every architecture the kernel ships and the build (cached) side by side, and the sandboxed dry run (the reference
+imported, every case's inputs drawn, the smallest case run once on entry and reference, compared).
 
 Nothing is timed. Each step is one line: passed, failed (naming file and line), or not checked on this runner (no
 nvcc, no GPU); a failed step stops the steps that need it, never the independent ones.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from pydantic import BaseModel, Field, computed_field
@@ -21,10 +22,10 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.report import CompileError, Machine, ResourceCheckReport
-from bot.review.cases import case_job, entry_arguments, entry_scalars
+from bot.review.cases import case_job, entry_arguments, entry_scalars, probe_once
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
-from bot.untrusted.runner.judge import REFERENCE_LABEL
+from bot.untrusted.runner.blame import REFERENCE_LABEL
 from bot.untrusted.runner.spawn import DRY_RUN, new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
@@ -167,8 +168,40 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
     for arch in arches:
         if (missing := no_table(arch)) is not None:
             result.incomplete(f"occupancy {arch}", missing)
-    for check in resource_checks(kernel, None, arches, settings.build_dir / "resources", sandbox):
-        resource_step(kernel, check, result)
+    probe_once(kernel.manifest.build, settings.build_dir)
+    built = KernelCheck(name=kernel.name, folder=kernel.path)  # the build steps, shown after the resource steps
+    with ThreadPoolExecutor(max_workers=1) as pool:  # nvcc's compiles beside the build's: both cores busy
+        checks = pool.submit(resource_checks, kernel, None, arches, settings.build_dir / "resources", sandbox)
+        builds = _builds(kernel, settings, sandbox, env, built)
+        for check in checks.result():
+            resource_step(kernel, check, result)
+    result.steps += built.steps
+    by_device: dict[Literal["cpu", "cuda"], list[Case]] = {}
+    elsewhere: list[Case] = []
+    for case in kernel.manifest.cases:
+        if case.device not in kernel.manifest.build:
+            result.failed(
+                "cases", f"{manifest}: case {case.name} runs on {case.device}, but there is no [build.{case.device}]"
+            )
+            return
+        if case.device not in _devices(env):
+            elsewhere.append(case)
+        elif case.device in builds:
+            by_device.setdefault(case.device, []).append(case)
+    ran_reference = False
+    for dev, cases in by_device.items():
+        ran_reference |= _dry_run(kernel, cases, builds[dev], dev, settings, result)
+    if elsewhere:
+        names = ", ".join(c.name for c in elsewhere)
+        result.unchecked("cases cuda", f"cases {names}: the entry against the reference (needs a CUDA GPU)")
+    if not ran_reference and kernel.manifest.cases:
+        _reference_only(kernel, kernel.manifest.cases, settings, result)
+
+
+def _builds(
+    kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck
+) -> dict[str, Built]:
+    """Every build of the kernel this machine can run (cached), one step each."""
     builds: dict[str, Built] = {}
     for device in ("cpu", "cuda"):
         spec = kernel.manifest.build.get(device)
@@ -197,26 +230,7 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
         how = "cached" if built.cached else f"compiled {', '.join(built.compiled) or 'nothing new'}"
         result.passed(f"build {device}", f"build {device}: {how} ({built.seconds:.1f} s)")
         builds[device] = built
-    by_device: dict[Literal["cpu", "cuda"], list[Case]] = {}
-    elsewhere: list[Case] = []
-    for case in kernel.manifest.cases:
-        if case.device not in kernel.manifest.build:
-            result.failed(
-                "cases", f"{manifest}: case {case.name} runs on {case.device}, but there is no [build.{case.device}]"
-            )
-            return
-        if case.device not in _devices(env):
-            elsewhere.append(case)
-        elif case.device in builds:
-            by_device.setdefault(case.device, []).append(case)
-    ran_reference = False
-    for dev, cases in by_device.items():
-        ran_reference |= _dry_run(kernel, cases, builds[dev], dev, settings, result)
-    if elsewhere:
-        names = ", ".join(c.name for c in elsewhere)
-        result.unchecked("cases cuda", f"cases {names}: the entry against the reference (needs a CUDA GPU)")
-    if not ran_reference and kernel.manifest.cases:
-        _reference_only(kernel, kernel.manifest.cases, settings, result)
+    return builds
 
 
 def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelCheck) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,11 +26,20 @@ from bot.ledger import Ledger
 from bot.models.diff import FileChange
 from bot.models.evidence import KernelEvidence, Lineage
 from bot.models.finding import Finding
-from bot.models.report import AgentReport, Coverage, KernelReport, Machine, ProposedCase, Report, aggregate_agents
+from bot.models.report import (
+    AgentReport,
+    Coverage,
+    KernelReport,
+    Machine,
+    ProposedCase,
+    Report,
+    ResourceCheckReport,
+    aggregate_agents,
+)
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, agent_rules, to_build
+from bot.review.cases import KernelCases, agent_rules, probe_once, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
     Checkout,
@@ -284,15 +295,13 @@ class Reviewer:
         ]
         if evidence.static:
             return None
+        probe_once(head_k.manifest.build, self.settings.build_dir)
+        pool = ThreadPoolExecutor(max_workers=1)  # the resource check's nvcc compiles beside the builds
+        pending = None
         if self.request.resource_check:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
-            with self.phases.timed("resources"), self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
-                cache = self.settings.build_dir / "resources"
-                changed = [p for c in touched or [] for p in c.paths]
-                checks = resource_checks(head_k, base_k, arches, cache, self.sandbox, changed)
-            for check in checks if evidence.unread else []:
-                without_unchanged(check)
-            evidence.resource_checks = checks
+            changed = [p for c in touched or [] for p in c.paths]
+            pending = pool.submit(self._resources, name, head_k, base_k, arches, changed)
         runner = KernelCases(
             self.settings,
             self.env,
@@ -303,8 +312,14 @@ class Reviewer:
             base_sha=self.base_sha,
             arch=self.request.arch,
         )
-        with self.phases.timed("build"):
-            builds = runner.build(head_k, base_k)
+        with pool:
+            with self.phases.timed("build"):
+                builds = runner.build(head_k, base_k)
+            if pending is not None:
+                checks = pending.result()
+                for check in checks if evidence.unread else []:
+                    without_unchanged(check)
+                evidence.resource_checks = checks
         evidence.builds = {side: {d: to_build(b) for d, b in by_device.items()} for side, by_device in builds.items()}
         evidence.device, evidence.arch, evidence.gpu = self.env.device, self.env.arch, self.env.gpu
         with self.phases.timed("run"):
@@ -317,6 +332,18 @@ class Reviewer:
             # a shape under a manifest-free name has no history: no drift figure against an earlier base
             evidence.agent_runs = [c.model_copy(update={"prior_base_p50_ms": None}) for c in agent_ev.cases]
         return runner
+
+    def _resources(
+        self, name: str, head_k: Kernel, base_k: Kernel | None, arches: list[str], changed: list[str]
+    ) -> list[ResourceCheckReport]:
+        """The kernel's resource check (run beside its builds: its wall time is the phase's, its CPU time is counted
+        with the builds')."""
+        started = time.perf_counter()
+        with self.steps.step(f"ptxas resource check {name} ({', '.join(arches)})"):
+            cache = self.settings.build_dir / "resources"
+            checks = resource_checks(head_k, base_k, arches, cache, self.sandbox, changed)
+        self.phases.add("resources", time.perf_counter() - started)
+        return checks
 
     def _not_judged(self, touched: list[FileChange], head_k: Kernel, base_k: Kernel | None) -> list[Finding]:
         """The kernel's changed sources that no build which runs on this machine compiles (head's or base's); for a

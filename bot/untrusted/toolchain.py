@@ -1,8 +1,9 @@
 """The compilers and torch's extension flags, probed once per toolchain in a trusted child process.
 
-`python -m bot.untrusted.toolchain DEVICE` imports torch (nothing from a repository) and prints the flags a torch
-binding is compiled and linked with; `toolchain()` caches the answer under the build folder by the
-interpreter, torch and compiler versions, so a review that finds it cached imports nothing.
+`python -m bot.untrusted.toolchain DEVICE…` imports torch (nothing from a repository) and prints the flags a torch
+binding of each device is compiled and linked with; `toolchain()` caches each answer under the build folder by the
+interpreter, torch and compiler versions, so a review that finds it cached imports nothing, and a cold one probes
+the CPU and CUDA (where nvcc is) at once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from bot.errors import BuildError
 
 EXT_NAME = "opgate_ext"  # TORCH_EXTENSION_NAME of every binding: base and head never share a process
 KEY_VERSION = "opgate.toolchain/1"
+Device = Literal["cpu", "cuda"]
 
 
 class Toolchain(BaseModel):
@@ -57,26 +59,42 @@ def _compilers() -> tuple[str, str | None]:
     return os.path.realpath(cxx), shutil.which("nvcc")
 
 
-def toolchain(device: Literal["cpu", "cuda"], cache_dir: Path) -> Toolchain:
-    """The toolchain for `device`, from the cache or from a fresh probe."""
-    cxx, nvcc = _compilers()
-    if device == "cuda" and nvcc is None:
-        raise BuildError("nvcc is not on the PATH: cannot build the CUDA extension")
-    versions = {
+def _versions(device: str, cxx: str, nvcc: str | None) -> dict[str, str]:
+    return {
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "torch": _torch_version(),
         "cxx": _version(cxx),
         **({"nvcc": _version(nvcc)} if device == "cuda" and nvcc else {}),
     }
+
+
+def _cache_path(cache_dir: Path, device: str, versions: dict[str, str]) -> Path:
     ident = hashlib.sha256(json.dumps([KEY_VERSION, device, versions], sort_keys=True).encode()).hexdigest()
-    path = cache_dir / f"toolchain-{device}-{ident[:24]}.json"
+    return cache_dir / f"toolchain-{device}-{ident[:24]}.json"
+
+
+def toolchain(device: Literal["cpu", "cuda"], cache_dir: Path) -> Toolchain:
+    """The toolchain for `device`, from the cache or from a fresh probe. One probe answers for every device this
+    runner builds for (the CPU, and CUDA where nvcc is on the PATH) and caches each: a cold review or check, which
+    needs both (the resource check's nvcc flags, the CPU build's), imports torch for it once, not twice."""
+    cxx, nvcc = _compilers()
+    if device == "cuda" and nvcc is None:
+        raise BuildError("nvcc is not on the PATH: cannot build the CUDA extension")
+    versions: dict[Device, dict[str, str]] = {device: _versions(device, cxx, nvcc)}
+    paths: dict[Device, Path] = {device: _cache_path(cache_dir, device, versions[device])}
     try:
-        return Toolchain.model_validate_json(path.read_text())
+        return Toolchain.model_validate_json(paths[device].read_text())
     except (OSError, ValidationError):
         pass
+    others: list[Device] = ["cpu", "cuda"] if nvcc is not None else ["cpu"]
+    for other in others:
+        if other not in versions:
+            versions[other] = _versions(other, cxx, nvcc)
+            paths[other] = _cache_path(cache_dir, other, versions[other])
+    probed = [d for d in paths if d == device or not paths[d].is_file()]
     proc = subprocess.run(
-        [sys.executable, "-m", "bot.untrusted.toolchain", device],
+        [sys.executable, "-P", "-m", "bot.untrusted.toolchain", *probed],  # -P: never the cwd's bot/ (a repository's)
         capture_output=True,
         text=True,
         timeout=300,
@@ -84,14 +102,20 @@ def toolchain(device: Literal["cpu", "cuda"], cache_dir: Path) -> Toolchain:
     )
     if proc.returncode != 0:
         raise BuildError(f"cannot read torch's extension flags: {proc.stderr.strip()[-500:]}")
-    flags = json.loads(proc.stdout)
-    tc = Toolchain(device=device, cxx=cxx, nvcc=nvcc if device == "cuda" else None, versions=versions, **flags)
-    tc = tc.model_copy(update={"key": hashlib.sha256(tc.model_dump_json().encode()).hexdigest()})
+    answers = json.loads(proc.stdout)
+    if "error" in answers[device]:
+        raise BuildError(f"cannot read torch's extension flags: {answers[device]['error'][-500:]}")
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(tc.model_dump_json(indent=2))
-    tmp.replace(path)
-    return tc
+    found: dict[Device, Toolchain] = {}
+    for d in probed:
+        if "error" in answers[d]:  # the other device's probe failed: it is probed again when a build needs it
+            continue
+        tc = Toolchain(device=d, cxx=cxx, nvcc=nvcc if d == "cuda" else None, versions=versions[d], **answers[d])
+        tc = found[d] = tc.model_copy(update={"key": hashlib.sha256(tc.model_dump_json().encode()).hexdigest()})
+        tmp = paths[d].with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(tc.model_dump_json(indent=2))
+        tmp.replace(paths[d])
+    return found[device]
 
 
 def _torch_version() -> str:
@@ -134,5 +158,13 @@ def _probe(device: str) -> dict[str, list[str]]:
     return {"binding_cflags": cflags, "nvcc_flags": nvcc_flags, "ldflags": ["-shared", *ldflags]}
 
 
-if __name__ == "__main__":
-    print(json.dumps(_probe(sys.argv[1])))
+def _answer(device: str) -> dict[str, object]:
+    """One device's flags, or why they could not be read (the other devices of the probe still answer)."""
+    try:
+        return dict(_probe(device))
+    except Exception as exc:  # torch's private helpers change between versions
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+if __name__ == "__main__":  # DEVICE…: each device's flags, from one import of torch
+    print(json.dumps({device: _answer(device) for device in sys.argv[1:]}))

@@ -7,6 +7,8 @@ import traceback
 
 from bot.text.safe import one_line
 
+REFERENCE_LABEL = "the reference"  # who failed, when make_inputs, reference or make_probes raised
+
 
 class ReferenceFailed(Exception):
     """The reference module (make_inputs, reference, make_probes, or its import) raised; the message names where."""

@@ -35,10 +35,7 @@ from bot.models.judging import JudgeJob
 from bot.models.report import Isolation, SideCost, SimulatedCost
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
-from bot.untrusted.runner.case import compare
-from bot.untrusted.runner.judge import Judge
-from bot.untrusted.runner.spawn import JUDGE_SLACK_S, run_trusted
-from bot.untrusted.runner.zygote import EXT, IN, OUT, RUN
+from bot.untrusted.runner.spawn import EXT, IN, JUDGE_SLACK_S, OUT, RUN, run_trusted
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
 
 COST_FILES = ("costrun.py", "entry.py", "protocol.py")  # what the sandbox under callgrind holds of runner/
@@ -103,6 +100,8 @@ class Costs:
 
     def __init__(self, job: JudgeJob, sandbox: Sandbox) -> None:
         self.job, self.sandbox = job, sandbox
+        from bot.untrusted.runner.judge import Judge  # torch: in the cost process only, never the review's
+
         self.judge = Judge(job, sandbox)  # its seed, inputs, reference and input files; no worker is started
         self.root = self.judge.root
         self.tool = tool_version()
@@ -209,6 +208,8 @@ class Costs:
             outs = protocol.read_tensors(str(out / f"out-{i}.bin"), entries, max_bytes=limit, device="cpu")
         except (OSError, ValueError, protocol.ProtocolError) as exc:
             return f"unreadable output: {exc}"[:200]
+        from bot.untrusted.runner.case import compare
+
         case = self.job.cases[i]
         check = compare(outs, refs, self.judge.output_names(refs))
         if check.nan_inf and not check.error:  # an output argument left unwritten holds the judge's NaN

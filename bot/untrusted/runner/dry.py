@@ -21,8 +21,8 @@ import torch
 
 from bot.models.judging import CaseRun, JudgeJob
 from bot.models.report import CaseStatus, Isolation
-from bot.untrusted.runner.blame import ReferenceFailed
-from bot.untrusted.runner.judge import REFERENCE_LABEL, Judge
+from bot.untrusted.runner.blame import REFERENCE_LABEL, ReferenceFailed
+from bot.untrusted.runner.judge import Judge
 from bot.untrusted.sandbox import Sandbox
 
 
@@ -47,6 +47,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
         _emit(emit, job.cases[0]["name"], _failed(str(exc)))
         return
     try:
+        judge.launch()  # the zygote imports torch while every case's inputs are drawn
         sizes: dict[str, int] = {}
         for case in job.cases:
             judge.prepare(case)  # its scalars and, for an entry that writes into its arguments, the inputs it names

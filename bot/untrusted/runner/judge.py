@@ -37,15 +37,13 @@ from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource
 from bot.models.report import CaseStatus, Isolation
 from bot.phases import Phases
 from bot.untrusted.runner import buffers, confine, protocol
-from bot.untrusted.runner.blame import ReferenceFailed, blame
+from bot.untrusted.runner.blame import REFERENCE_LABEL, ReferenceFailed, blame
 from bot.untrusted.runner.case import CaseState, compare, right
 from bot.untrusted.runner.sampler import Sampler
 from bot.untrusted.runner.spawn import exit_phrase
 from bot.untrusted.runner.zygote import Raised, Scalars, Timeout, Worker, WorkerGone, Zygote
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import metrics
-
-REFERENCE_LABEL = "the reference"  # who failed, when make_inputs, reference or make_probes raised
 
 
 @dataclass(frozen=True)
@@ -236,6 +234,15 @@ class Judge:
                 self.drop(name)
         return state.result("ok", "", "")
 
+    def launch(self) -> None:
+        """Start every side's missing zygote at once, without waiting for it: their torch imports overlap each other
+        and whatever the judge does next (drawing inputs, the reference); the case waits for them (`ready`) before
+        its first worker."""
+        for side in self.sides.values():
+            if not side.alive:
+                side.stop()
+                side.launch()
+
     def worker(self, label: str, case: dict[str, Any], process: int, deadline: float) -> Worker:
         side = self.sides[label]
         if not side.alive:
@@ -247,21 +254,19 @@ class Judge:
 
     def _case(self, case: dict[str, Any], deadline: float, state: CaseState) -> None:
         labels: list[str] = [label for label in ("base", "head") if label in self.sides]
-        idle = [side for side in self.sides.values() if not side.alive]
-        started = time.perf_counter()
-        for side in idle:  # start every missing zygote at once: their torch imports overlap
-            side.stop()
-            side.launch()
-        for side in idle:
-            state.enter(side.label, "start")
-            side.ready(deadline)
-        if idle:
-            self.phases.add("start", time.perf_counter() - started)
+        self.launch()
         check_seed = self.seed(case["name"], "check")
         state.seed = check_seed
         limits = _limits(case)
-        inputs = self.inputs(case, check_seed)
+        inputs = self.inputs(case, check_seed)  # the inputs and the reference's outputs while the zygotes start
         refs = self.expected(inputs)
+        starting = [side for side in self.sides.values() if side.starting]
+        started = time.perf_counter()
+        for side in starting:
+            state.enter(side.label, "start")
+            side.ready(deadline)
+        if starting:
+            self.phases.add("start", time.perf_counter() - started)
         file, sets, size = self.write_sets([inputs])
         state.files.append(file)
         workers: dict[str, Worker] = {}

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 JUDGE = "bot.untrusted.runner.judge"
 DRY_RUN = "bot.untrusted.runner.dry"  # opgate check: draw every case's inputs, run the smallest case once
 JUDGE_SLACK_S = 120.0  # start-up of the judge and its zygotes, on top of the cases' own timeouts
+RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"  # a side's files in its sandbox
 
 
 def describe_exit(returncode: int) -> str:
@@ -78,7 +79,7 @@ def run_trusted(
     with tempfile.TemporaryDirectory(prefix="opgate-job-") as tmp:
         job_path = Path(tmp) / "job.json"
         job_path.write_text(job.model_dump_json())
-        argv = [sys.executable, "-m", module, str(job_path)]
+        argv = [sys.executable, "-P", "-m", module, str(job_path)]  # -P: never the cwd's bot/ (a repository's)
         sandbox = Sandbox.detect()
         if launch == "sandboxed" and sandbox.isolated:
             job_path.write_text(job.model_copy(update={"isolate_workers": False}).model_dump_json())

@@ -25,9 +25,9 @@ from bot.text.safe import log_safe
 from bot.untrusted.runner import confine, protocol
 from bot.untrusted.runner.buffers import Layout, as_named, named_header
 from bot.untrusted.runner.freeze import Unfrozen, frozen, host_pid, read_outputs, seccomp_mode
+from bot.untrusted.runner.spawn import EXT, IN, OUT, RUN
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill, tree_cpu_seconds
 
-RUN, IN, OUT, EXT = "/opgate/run", "/opgate/in", "/opgate/out", "/opgate/ext"
 WORKER_FILES = ("worker.py", "entry.py", "protocol.py", "confine.py")
 LOG_KEEP = 8192  # bytes of a side's output kept for the report
 Scalars = tuple[list[Any], dict[str, Any]]  # a case's non-tensor arguments of the entry: by position, by name
@@ -77,6 +77,7 @@ class Zygote:
         self.log: _Log | None = None
         self.cmd_w = self.rep_r = -1
         self.buffer = b""
+        self.starting = False  # launched, its "zygote" line not read yet (`ready`)
         here = Path(__file__).resolve().parent
         sos = job.sides[label]
         binds = [Bind(here / name, f"{RUN}/{name}") for name in WORKER_FILES]
@@ -106,9 +107,11 @@ class Zygote:
         self.log = _Log(self.proc.stdout)
         self.log.start()
         self.buffer = b""
+        self.starting = True
 
     def ready(self, deadline: float) -> None:
         self.expect("zygote", deadline)
+        self.starting = False
 
     @property
     def alive(self) -> bool:
@@ -125,6 +128,7 @@ class Zygote:
                 os.close(fd)
         self.cmd_w = self.rep_r = -1
         self.proc = None
+        self.starting = False
 
     def cpu(self) -> float:
         return tree_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0

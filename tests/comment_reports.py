@@ -420,6 +420,58 @@ def not_resident() -> Report:
     return report([k])
 
 
+def launch_lines() -> Report:
+    """A resource check whose launches the gate could not take as declared, every line made by bot/verdict/launch.py:
+    kernel.toml's threads against the code's, an extern __shared__ nobody sized (two instantiations), a key naming no
+    function, base's tunable that is no integer, a launch read back at two sizes and against kernel.toml's figure, and
+    a changed launch the compiler could not read back (undecided)."""
+    from bot.config.manifest import Constraints, Launch
+    from bot.verdict.gate import Policy, kernel_verdict
+    from bot.verdict.launch import ReadBack, SiteTouch, describe, read_back, touch_phrase, undecided_launches
+    from bot.verdict.messages import phrase
+
+    folder = "kernels/flashmla_decode"
+    manifest = f"{folder}/kernel.toml"
+    decode, combine = "void flash::decode_kernel<64>(float*)", "void flash::combine<{}>(float const*, float*)"
+    resources = [
+        Resource(function=decode, registers=96, smem_bytes=1024),
+        *(Resource(function=combine.format(n), registers=32, extern_smem=True) for n in (8, 16)),
+    ]
+    launch = Launch.model_validate(
+        {"functions": {"decode_kernel": {"threads": 256, "dynamic_smem": 4096}, "gone_kernel": {"threads": 64}}}
+    )
+    bounds = {decode: 128, **{combine.format(n): 64 for n in (8, 16)}}
+    head = describe(resources, bounds, launch, {"splits": 8}, manifest)
+    base_launch = Launch.model_validate({"values": {"stages": "block // 2"}})
+    base = describe(resources[:1], {decode: 128}, base_launch, {"block": "wide"}, manifest)
+    decode_site, combine_site = f"{folder}/decode.cu:88 decode_kernel<<<…, 128, smem>>>", f"{folder}/combine.cu:41"
+    read = [ReadBack(decode_site, "smem", "flash::decode_kernel<64>", size) for size in (8192, 16384)]
+    described, read_notes = read_back(head.resources, read)
+    touch = SiteTouch(touch_phrase(f"{folder}/splits.h", "defines", ("kSplits",), [combine_site]), (combine_site,),
+                      "combine")  # fmt: skip
+    constant = Phrase(key="launch.not_constant", params={"error": "combine.cu(41): error: expression must have a "
+                                                                  "constant value"})  # fmt: skip
+    unfolded = {combine_site: [Phrase(key="launch.its_smem", phrases={"why": [constant]})]}
+    undecided = undecided_launches(described, [touch], unfolded)
+    notes = [*head.notes, *(Phrase(key="launch.base", phrases={"detail": [e]}) for e in base.errors), *read_notes]
+    check = ResourceCheckReport(
+        status="ok",
+        head=described,
+        base=base.resources,
+        threads=bounds,
+        launch_errors=[phrase(e) for e in head.errors],
+        launch_errors_why=head.errors,
+        launch_notes=[phrase(n) for n in notes],
+        launch_notes_why=notes,
+        launch_undecided=[phrase(u) for u in undecided],
+        launch_undecided_why=undecided,
+        launch_unmeasured=[combine_site],
+    )
+    k = KernelReport(name="flashmla_decode", domain="flashmla", changed=True, verdict="skipped", resource_check=check)
+    k = kernel_verdict(k, [], [skipped("decode_b1")], Constraints(), Policy())
+    return report([k])
+
+
 def expectations() -> Report:
     """The agent's expected metrics held against the review: one measured and outside, three not measured (no such
     quantity, a value that is no number, a latency no case timed against base), each saying why."""
@@ -709,4 +761,5 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "rated_with_incorrect": rated_with_incorrect,
     "not_resident": not_resident,
     "expectations": expectations,
+    "launch_lines": launch_lines,
 }

@@ -12,10 +12,10 @@ import pytest
 from bot.config import expr
 from bot.config.manifest import Launch, load_kernel
 from bot.errors import InputError
+from bot.models.finding import Phrase
 from bot.models.report import Resource
 from bot.verdict.gate import SMEM_PER_BLOCK_LIMIT
 from bot.verdict.launch import (
-    DECLARED,
     ReadBack,
     SiteTouch,
     describe,
@@ -26,13 +26,22 @@ from bot.verdict.launch import (
     plain,
     read_back,
     shared_keys,
+    touch_phrase,
     undecided_launches,
     values,
 )
+from bot.verdict.messages import phrase
 from tests.conftest import KERNELS
 from tests.cuda_launcher import LAUNCHERS, configs, read_launchers
 
 NAMES = sorted(LAUNCHERS)
+
+
+def english(phrases: list[Phrase]) -> list[str]:
+    """The lines a report stores (and an English comment shows) for these phrases."""
+    return [phrase(p) for p in phrases]
+
+
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
 
@@ -162,7 +171,7 @@ def _launch(**functions: dict) -> Launch:
 def test_a_described_function_gets_threads_dynamic_smem_and_occupancy():
     r = Resource(function=GEMM, registers=242, extern_smem=True)
     d = describe([r], {GEMM: 128}, _launch(gemm_bf16_kernel={"dynamic_smem": "stages * 32768"}), {"tile_k": 48}, "k")
-    assert d.errors == [] and d.notes == []
+    assert english(d.errors) == [] and english(d.notes) == []
     [out] = d.resources
     assert (out.threads, out.dynamic_smem_bytes) == (128, 3 * 32768)
     assert out.occupancy is not None and out.occupancy.blocks_per_sm == 2
@@ -174,11 +183,11 @@ def test_occupancy_is_computed_on_each_architecture_with_a_table_and_named_where
     for arch, blocks in (("sm_75", 0), ("sm_80", 1), ("sm_86", 1), ("sm_90a", 2), ("sm_120a", 1)):
         d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch=arch)  # 96 KiB: over a T4's 64
         [out] = d.resources
-        assert d.notes == [] and out.occupancy is not None, arch
+        assert english(d.notes) == [] and out.occupancy is not None, arch
         assert (out.occupancy.arch, out.occupancy.blocks_per_sm) == (arch.rstrip("a"), blocks)
     d = describe([r], {GEMM: 128}, launch, {"tile_k": 48}, "k", arch="sm_110a")
     assert d.resources[0].occupancy is None
-    assert d.notes == [
+    assert english(d.notes) == [
         "occupancy not computed for sm_110a: no table "
         "(opgate has sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_103, sm_120)"
     ]
@@ -187,7 +196,7 @@ def test_occupancy_is_computed_on_each_architecture_with_a_table_and_named_where
 def test_dynamic_shared_memory_nobody_sized_is_an_error_naming_the_function():
     r = Resource(function=MLA, registers=96, extern_smem=True)
     d = describe([r], {MLA: 256}, Launch(), {}, "kernels/flashmla_decode/kernel.toml")
-    assert d.errors == [
+    assert english(d.errors) == [
         f"{MLA} uses dynamic shared memory (extern __shared__) that kernels/flashmla_decode/kernel.toml does not "
         "size: add [launch.functions.mla_decode_kernel] dynamic_smem"
     ]
@@ -199,7 +208,7 @@ def test_a_template_of_ten_unsized_instantiations_is_one_error_naming_the_ten():
     rows = [Resource(function=f, registers=16, extern_smem=True) for f in functions]
     rows.append(Resource(function="void other_kernel(int*)", registers=8, extern_smem=True))
     d = describe(rows, dict.fromkeys(functions, 128), Launch(), {}, "ops/v/kernel.toml")
-    assert d.errors == [
+    assert english(d.errors) == [
         f"vec_kernel (10 instantiations: {'; '.join(functions)}) uses dynamic shared memory (extern __shared__) that "
         "ops/v/kernel.toml does not size: add [launch.functions.vec_kernel] dynamic_smem",
         "void other_kernel(int*) uses dynamic shared memory (extern __shared__) that ops/v/kernel.toml does not size: "
@@ -211,14 +220,14 @@ def test_a_template_of_ten_unsized_instantiations_is_one_error_naming_the_ten():
 def test_a_function_without_extern_shared_memory_needs_no_description():
     r = Resource(function="merge(int)", registers=31, smem_bytes=0)
     d = describe([r], {"merge(int)": 128}, Launch(), {}, "k")
-    assert d.errors == [] and d.resources[0].dynamic_smem_bytes == 0
+    assert english(d.errors) == [] and d.resources[0].dynamic_smem_bytes == 0
     assert d.resources[0].occupancy is not None and d.resources[0].occupancy.occupancy_pct == 100.0
 
 
 def test_a_description_that_leaves_out_the_size_of_an_extern_array_is_an_error():
     launch = _launch(gemm_bf16_kernel={"threads": 128})
     d = describe([Resource(function=GEMM, registers=64, extern_smem=True)], {GEMM: 128}, launch, {"tile_k": 32}, "k")
-    assert [e.split(" uses ")[1] for e in d.errors] == [
+    assert [e.split(" uses ")[1] for e in english(d.errors)] == [
         "dynamic shared memory (extern __shared__) that k does not size: add [launch.functions.gemm_bf16_kernel] "
         "dynamic_smem"
     ]
@@ -230,7 +239,7 @@ def test_a_thread_count_other_than_the_codes_is_an_error_naming_both_and_the_cod
     launch = _launch(gemm_bf16_kernel={"threads": stale, "dynamic_smem": 0})
     d = describe([Resource(function=GEMM, registers=64)], {GEMM: 128}, launch, {"tile_k": 32}, "k")
     given = 256 if stale == "2 * 128" else 64
-    assert d.errors == [
+    assert english(d.errors) == [
         f"k: launch.functions.gemm_bf16_kernel.threads = {given} but the code says 128 threads per block for {GEMM} "
         "(__launch_bounds__, in its PTX): the occupancy uses the code's 128; correct kernel.toml or drop it"
     ]
@@ -242,17 +251,19 @@ def test_an_expression_that_fails_for_this_config_is_an_error_with_the_tunables(
     launch = _launch(gemm_bf16_kernel={"dynamic_smem": "32768 // (tile_k - 64)"})
     d = describe([Resource(function=GEMM, registers=64, extern_smem=True)], {GEMM: 128}, launch, {"tile_k": 64}, "k")
     where = "k: launch.functions.gemm_bf16_kernel.dynamic_smem"
-    assert d.errors == [f"{where} = '32768 // (tile_k - 64)': division by zero (with tile_k=64)"]
+    assert english(d.errors) == [f"{where} = '32768 // (tile_k - 64)': division by zero (with tile_k=64)"]
     bad = describe([Resource(function=GEMM, registers=64)], {GEMM: 128}, _launch(), {"tile_k": "wide"}, "k")
-    assert bad.errors == ["k: launch.values.stages = 'max(2, tile_k // 16)': tunable 'tile_k' = 'wide' is not an "
-                          "integer (with tile_k=wide)"]  # fmt: skip
+    assert english(bad.errors) == [
+        "k: launch.values.stages = 'max(2, tile_k // 16)': tunable 'tile_k' = 'wide' is not an integer "
+        "(with tile_k=wide)"
+    ]
 
 
 def test_unknown_threads_and_unused_descriptions_are_notes():
     launch = _launch(gone_kernel={"dynamic_smem": 0})
     d = describe([Resource(function="k(int)", registers=8)], {}, launch, {"tile_k": 32}, "m")
-    assert d.errors == []
-    assert d.notes == [
+    assert english(d.errors) == []
+    assert english(d.notes) == [
         "occupancy of k(int) not computed: threads per block unknown (give __launch_bounds__ or threads in m "
         "[launch.functions])",
         "m: launch.functions.gone_kernel names no compiled kernel function",
@@ -291,7 +302,7 @@ def _check_config(kernel, config, workdir: Path) -> list[str]:
     problems = []
     k = kernel.model_copy(update={"config": config})
     described = describe_kernel(k, found.resources, found.threads)
-    problems += [f"{config}: {e}" for e in described.errors]
+    problems += [f"{config}: {e}" for e in english(described.errors)]
     for name, launcher in LAUNCHERS[kernel.name].functions.items():
         threads, dynamic = found.launcher[name]
         rows = [r for r in described.resources if matches(name, r.function)]
@@ -370,7 +381,7 @@ def test_each_instantiation_gets_the_size_its_own_launch_asks_and_the_declared_o
     assert (four.dynamic_smem_bytes, four.declared_dynamic_smem_bytes, four.declared_threads) == (163_840, 98_304, 128)
     assert three.occupancy is not None and four.occupancy is not None
     assert (three.occupancy.blocks_per_sm, four.occupancy.blocks_per_sm) == (2, 1)
-    assert notes == [
+    assert english(notes) == [
         f"{GEMM4}: kernel.toml [launch] declares 98,304 B of dynamic shared memory and 128 threads; "
         f"the launch ({SITE}) asks 163,840 B and 128 threads: judged as the code launches it"
     ]
@@ -385,7 +396,7 @@ def test_an_instantiation_launched_at_two_sizes_is_judged_at_the_worse_of_them()
     ]
     (r,), notes = read_back([_declared(GEMM3)], values)
     assert r.dynamic_smem_bytes == 4096
-    assert notes[0] == (
+    assert phrase(notes[0]) == (
         f"{GEMM3} is launched with 1,024 B, 4,096 B of dynamic shared memory and its declared threads: judged at the "
         "largest shared memory and the block size with the fewest resident warps"
     )
@@ -405,17 +416,18 @@ def test_a_marker_the_kernels_own_code_adds_can_only_make_its_occupancy_worse():
 
 
 def test_a_touched_launch_that_was_not_read_back_is_undecided_naming_the_file_and_the_launch():
-    touch = SiteTouch(f"k/gemm.cu holds the launch: {SITE}", (SITE,), "gemm")
-    why = {
-        SITE: ["its dynamic shared memory: not a compile-time constant (error: expression must have a constant value)"]
-    }
-    assert undecided_launches([_declared(GEMM3)], [touch], why) == [
-        f"{DECLARED}: k/gemm.cu holds the launch: {SITE} (its dynamic shared memory: not a compile-time constant "
-        "(error: expression must have a constant value)): its shared memory and occupancy are undecided"
+    touch = SiteTouch(touch_phrase("k/gemm.cu", "holds", (), [SITE]), (SITE,), "gemm")
+    constant = Phrase(key="launch.not_constant", params={"error": "error: expression must have a constant value"})
+    why = {SITE: [Phrase(key="launch.its_smem", phrases={"why": [constant]})]}
+    assert english(undecided_launches([_declared(GEMM3)], [touch], why)) == [
+        f"launch figures declared, not measured: k/gemm.cu holds the launch: {SITE} (its dynamic shared memory: not a "
+        "compile-time constant (error: expression must have a constant value)): its shared memory and occupancy are "
+        "undecided"
     ]
-    (declared,) = undecided_launches([_declared(GEMM3), _declared(GEMM4)], [touch], {})
+    (declared,) = english(undecided_launches([_declared(GEMM3), _declared(GEMM4)], [touch], {}))
     assert f"the compiler read back no launch of {GEMM3}, {GEMM4}" in declared
-    (unknown,) = undecided_launches([_declared(GEMM3)], [SiteTouch("x", ("k/a.cu:1 fn<<<…>>>",), "fn")], {})
+    other = SiteTouch(touch_phrase("x", "holds", (), ["k/a.cu:1 fn<<<…>>>"]), ("k/a.cu:1 fn<<<…>>>",), "fn")
+    (unknown,) = english(undecided_launches([_declared(GEMM3)], [other], {}))
     assert "no compiled kernel function is named 'fn'" in unknown
     read, _ = read_back([_declared(GEMM3)], [ReadBack(SITE, "smem", "ns::gemm<128, 3>", 98_304)])
     assert undecided_launches(read, [touch], {}) == []
@@ -423,7 +435,7 @@ def test_a_touched_launch_that_was_not_read_back_is_undecided_naming_the_file_an
 
 def test_one_declared_figure_for_several_instantiations_says_none_has_its_own():
     launch = Launch.model_validate({"functions": {"gemm": {"dynamic_smem": 98_304}}})
-    (note,) = shared_keys([_declared(GEMM3), _declared(GEMM4)], launch, "k/kernel.toml")
+    (note,) = english(shared_keys([_declared(GEMM3), _declared(GEMM4)], launch, "k/kernel.toml"))
     assert note == (
         f"k/kernel.toml: launch.functions.gemm describes 2 instantiations ({GEMM3}; {GEMM4}) with one declared figure: "
         "none has launch figures of its own"
@@ -441,10 +453,12 @@ def test_an_instantiation_key_gives_that_instantiation_figures_of_its_own():
         Resource(function=f, registers=128, extern_smem=True) for f in (GEMM3, GEMM4, "void ns::gemm<64, 4>(float*)")
     ]
     out = describe(compiled, {GEMM3: 128, GEMM4: 128, "void ns::gemm<64, 4>(float*)": 128}, launch, {}, "k/kernel.toml")
-    assert out.errors == []
+    assert english(out.errors) == []
     assert [r.dynamic_smem_bytes for r in out.resources] == [98_304, 163_840, 98_304]
     assert matches("gemm<128,4>", GEMM4) and not matches("gemm<128, 4>", GEMM3)
-    (note,) = shared_keys(out.resources, launch, "k/kernel.toml")  # gemm<128, 3> and gemm<64, 4> share the name's
+    (note,) = english(
+        shared_keys(out.resources, launch, "k/kernel.toml")
+    )  # gemm<128, 3> and gemm<64, 4> share the name's
     assert "launch.functions.gemm describes 2 instantiations" in note and GEMM4 not in note
     with pytest.raises(ValueError, match="one instantiation"):
         Launch.model_validate({"functions": {"gemm<1>; x": {"dynamic_smem": 1}}})

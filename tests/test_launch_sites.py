@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from bot.config.launch_sites import CHEVRON, INSTANTIATION, blank, constants, launch_inputs, scan, split_args, touches
+from bot.verdict.launch import touch_phrase
+from bot.verdict.messages import phrase
 from tests.conftest import KERNELS
 
 GEMM = "kernels/deepgemm_tile/gemm_cuda.cu"
@@ -88,12 +90,12 @@ def test_a_changed_header_that_defines_what_the_launch_size_is_computed_from_tou
         "k/inst.cu": "template __global__ void k<3>();\n",
     }
     found = touches(["k/plan.h", "k/other.h", "k/README.md"], files)
-    assert [(t.path, t.why) for t in found] == [("k/plan.h", "defines kStages, which the launch is computed from")]
+    assert [(t.path, t.kind, t.names) for t in found] == [("k/plan.h", "defines", ("kStages",))]
     assert (
-        found[0].describe()
+        phrase(touch_phrase(found[0].path, found[0].kind, found[0].names, [found[0].site.describe()]))
         == "k/plan.h defines kStages, which the launch is computed from: k/body.cu:4 k<<<…, 128, kSmem>>>"
     )
-    assert [t.why for t in touches(["k/body.cu"], files)] == ["holds the launch"]
-    assert [t.why for t in touches(["k/inst.cu"], files)] == ["instantiates"]
+    assert [t.kind for t in touches(["k/body.cu"], files)] == ["holds"]
+    assert [t.kind for t in touches(["k/inst.cu"], files)] == ["instantiates"]
     config = touches(["k/config.json"], files, config="k/config.json")
-    assert [t.why for t in config] == ["sets the tunables (-D defines) the launch is compiled with"]
+    assert [t.kind for t in config] == ["tunables"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 # kind -> (index of the kernel argument, of the block argument, of the dynamic shared memory argument); None: not
 # an argument of the call (cudaLaunchKernelEx's sizes are in its config struct, which the scanner does not follow).
@@ -112,16 +113,19 @@ class LaunchSite:
         return f"{self.path}:{self.line} {self.kind}({self.kernel}{shown})"
 
 
+TouchKind = Literal["holds", "instantiates", "tunables", "defines"]
+
+
 @dataclass(frozen=True)
 class Touch:
-    """A changed file that can move a launch's figures, and why."""
+    """A changed file that can move a launch's figures, and why: it holds the launch, instantiates the kernel, sets
+    the tunables the launch is compiled with, or defines `names`, which the launch is computed from (the sentence is
+    the catalog's: bot/verdict/launch.py `touch_phrase`)."""
 
     path: str
     site: LaunchSite
-    why: str  # "holds the launch" | "defines kSmemBytes, which the launch uses" | …
-
-    def describe(self) -> str:
-        return f"{self.path} {self.why}: {self.site.describe()}"
+    kind: TouchKind
+    names: tuple[str, ...] = ()
 
 
 @dataclass
@@ -349,12 +353,12 @@ def touches(changed: Iterable[str], files: dict[str, str], config: str | None = 
     for path in changed:
         for site in sites:
             if site.path == path:
-                found.append(Touch(path, site, "holds the launch" if site.kind != INSTANTIATION else "instantiates"))
+                found.append(Touch(path, site, "holds" if site.kind != INSTANTIATION else "instantiates"))
                 continue
             if path == config and site.kind != INSTANTIATION:
-                found.append(Touch(path, site, "sets the tunables (-D defines) the launch is compiled with"))
+                found.append(Touch(path, site, "tunables"))
                 continue
             moved = sorted(n for n in launch_inputs(site, defined) if path in where.get(n, set()))
             if moved and site.kind != INSTANTIATION:
-                found.append(Touch(path, site, f"defines {', '.join(moved)}, which the launch is computed from"))
+                found.append(Touch(path, site, "defines", tuple(moved)))
     return found

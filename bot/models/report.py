@@ -118,6 +118,10 @@ class ResourceCheckReport(_Model):
     launch_notes: list[str] = Field(
         default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
     )
+    launch_errors_why: list[Phrase] = Field(
+        default_factory=list, description="launch_errors as the catalog's phrases, one per line (its English)"
+    )
+    launch_notes_why: list[Phrase] = Field(default_factory=list, description="launch_notes as phrases, one per line")
     unchanged: Literal["same", "unread"] | None = Field(
         None,
         description="same: every compiled function has base's registers, spills, stack, shared memory and occupancy; "
@@ -127,6 +131,9 @@ class ResourceCheckReport(_Model):
         default_factory=list,
         description="launches a changed file can move whose figures are declared, not measured or read back: their "
         "shared memory and occupancy are undecided",
+    )
+    launch_undecided_why: list[Phrase] = Field(
+        default_factory=list, description="launch_undecided as phrases, one per line"
     )
     launch_sites: list[str] = Field(
         default_factory=list, description="the changed files that hold a launch or what its size is computed from"

@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.config.includes import include_dirs, include_findings, include_paths, repo_root
-from bot.config.launch_sites import SOURCE_SUFFIXES, scan, touches
+from bot.config.launch_sites import SOURCE_SUFFIXES, TouchKind, scan, touches
 from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
+from bot.models.finding import Phrase
 from bot.models.report import CompileError, Resource, ResourceCheckReport
 from bot.untrusted.build import Unit, plan_units, unit_flags
 from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate, fold_sites, markers
@@ -38,8 +39,10 @@ from bot.verdict.launch import (
     marked_function,
     read_back,
     shared_keys,
+    touch_phrase,
     undecided_launches,
 )
+from bot.verdict.messages import phrase
 
 
 def flag_findings(k: Kernel) -> list[str]:
@@ -167,9 +170,9 @@ def resource_check(
     if base_k is not None and base is not None and base.status == "ok":
         cxx = folds[BASE].values if BASE in folds else None
         base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
-    notes = [f"base: {e}" for e in (base_d.errors if base_d else [])]
+    notes = [Phrase(key="launch.base", phrases={"detail": [e]}) for e in (base_d.errors if base_d else [])]
     touched = launch_touches(head_k, base_k, changed or [])
-    undecided: list[str] = []
+    undecided: list[Phrase] = []
     unmeasured: list[str] = []
     if touched and head.status == "ok":
         values, unfolded = read_launches(head_k, cache_dir, sandbox, arch)
@@ -187,7 +190,8 @@ def resource_check(
     errors = list(head_d.errors)
     for side, fold in folds.items():
         if not fold.ok and side == HEAD:
-            errors.append(f"the launch probe (C++ launch expressions of kernel.toml) failed: {fold.log[-1500:]}")
+            errors.append(Phrase(key="launch.probe_failed", params={"error": fold.log[-1500:]}))
+    notes = head_d.notes + notes
     return ResourceCheckReport(
         status=head.status.value,
         arch=arch,
@@ -195,12 +199,15 @@ def resource_check(
         base=base_d.resources if base_d is not None else (base.resources if base is not None else []),
         base_status=base.status.value if base is not None else None,
         threads=head.threads,
-        launch_errors=errors,
-        launch_notes=head_d.notes + notes,
+        launch_errors=[phrase(e) for e in errors],
+        launch_errors_why=errors,
+        launch_notes=[phrase(n) for n in notes],
+        launch_notes_why=notes,
         unchanged="same" if unchanged else None,
-        launch_undecided=undecided,
+        launch_undecided=[phrase(u) for u in undecided],
+        launch_undecided_why=undecided,
         launch_unmeasured=list(dict.fromkeys(unmeasured)),
-        launch_sites=list(dict.fromkeys(t.text for t in touched)),
+        launch_sites=list(dict.fromkeys(phrase(t.what) for t in touched)),
         seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,
         log_tail=head.log if head.status != "ok" else "",
@@ -288,12 +295,12 @@ def launch_touches(head_k: Kernel, base_k: Kernel | None, changed: list[str]) ->
     if base_k is not None:
         gone = [p for p in changed if not (head_k.folder / p.removeprefix(f"{head_k.path}/")).is_file()]
         found += touches(gone, _repo_sources(base_k), _config(base_k))
-    grouped: dict[tuple[str, str, str], list[str]] = {}
+    grouped: dict[tuple[str, TouchKind, tuple[str, ...], str], list[str]] = {}
     for t in found:
-        grouped.setdefault((t.path, t.why, t.site.function), []).append(t.site.describe())
+        grouped.setdefault((t.path, t.kind, t.names, t.site.function), []).append(t.site.describe())
     return [
-        SiteTouch(f"{path} {why}: {'; '.join(dict.fromkeys(sites))}", tuple(dict.fromkeys(sites)), function)
-        for (path, why, function), sites in grouped.items()
+        SiteTouch(touch_phrase(path, kind, names, list(dict.fromkeys(sites))), tuple(dict.fromkeys(sites)), function)
+        for (path, kind, names, function), sites in grouped.items()
     ]
 
 
@@ -307,7 +314,7 @@ def _config(k: Kernel) -> str | None:
 
 def read_launches(
     k: Kernel, cache_dir: Path, sandbox: Sandbox, arch: str
-) -> tuple[list[ReadBack], dict[str, list[str]]]:
+) -> tuple[list[ReadBack], dict[str, list[Phrase]]]:
     """Every launch of the kernel's CUDA build read back by the fold (bot/untrusted/fold.py: compiled, never run),
     each value with the instantiation it launches (`plain`, from the marker's demangled symbol); and the launches it
     could not read, with why."""
@@ -316,12 +323,13 @@ def read_launches(
     shown = {m.n: (f"{k.path}/{m.site.describe()}", m.what) for m in markers(sites)}
     nvcc = nvcc_path()
     if nvcc is None or not shown:
-        return [], {site: [NO_NVCC if nvcc is None else "no launch to read back"] for site, _ in shown.values()}
+        why = Phrase(key="resources.no_nvcc" if nvcc is None else "launch.nothing_marked")
+        return [], {site: [why] for site, _ in shown.values()}
     try:
         tc = toolchain("cuda", cache_dir.parent / "toolchain")
         jobs, _ = compile_jobs(k, tc)
     except (InputError, BuildError) as exc:
-        return [], {site: [str(exc)] for site, _ in shown.values()}
+        return [], {site: [Phrase(key="launch.plan_error", params={"error": str(exc)})] for site, _ in shown.values()}
     fold = fold_sites(nvcc, jobs, files, sites, arch=arch, cache_dir=cache_dir, sandbox=sandbox)
     readable = demangle(sorted({v.function for v in fold.values if v.function}), demangler(nvcc))
     values = [
@@ -329,10 +337,10 @@ def read_launches(
         for v in fold.values
         if v.marker in shown
     ]
-    unfolded: dict[str, list[str]] = {}
-    for n, why in fold.unfolded.items():
+    unfolded: dict[str, list[Phrase]] = {}
+    for n, u in fold.unfolded.items():
         site, what = shown[n]
-        unfolded.setdefault(site, []).append(
-            f"its {'block size' if what == 'threads' else 'dynamic shared memory'}: {why}"
-        )
+        why = Phrase(key=f"launch.{u.why}", params={"error": u.error} if u.why == "not_constant" else {})
+        its = "launch.its_threads" if what == "threads" else "launch.its_smem"
+        unfolded.setdefault(site, []).append(Phrase(key=its, phrases={"why": [why]}))
     return values, unfolded

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -106,7 +107,7 @@ def evaluate(
 
 # -- the launches themselves: each launch's block size and dynamic shared memory read back per instantiation ----------
 
-SITE_KEY_VERSION = "opgate.fold-sites/2"
+SITE_KEY_VERSION = "opgate.fold-sites/3"
 SITE_PRELUDE = (
     "namespace opgate_fold {\n"
     "template <int Site, auto F, unsigned long long V> __global__ void site_value() {}\n"
@@ -149,6 +150,17 @@ class SiteValue(BaseModel):
     value: int
 
 
+class Unfolded(BaseModel):
+    """Why the fold read no value back for one marker: no unit of the CUDA build compiles the launch (`no_unit`), no
+    instantiation of it was compiled (`not_instantiated`), or it is not a compile-time constant (`not_constant`,
+    with the compiler's first error line)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    why: Literal["no_unit", "not_instantiated", "not_constant"]
+    error: str = ""
+
+
 class SiteFold(BaseModel):
     """What the fold of a side's launches read back: per marker the values, and the markers the compiler could not
     fold (not a compile-time constant, or the unit did not compile)."""
@@ -156,7 +168,7 @@ class SiteFold(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     values: list[SiteValue] = Field(default_factory=list)
-    unfolded: dict[int, str] = Field(default_factory=dict, description="marker -> why it has no value")
+    unfolded: dict[int, Unfolded] = Field(default_factory=dict, description="marker -> why it has no value")
     seconds: float = 0.0
     cached: bool = False
 
@@ -254,7 +266,7 @@ def fold_sites(
     started = time.perf_counter()
     chosen = markers(sites)
     if not chosen or not jobs:
-        return SiteFold(unfolded={m.n: "no unit of the CUDA build compiles it" for m in chosen})
+        return SiteFold(unfolded={m.n: Unfolded(why="no_unit") for m in chosen})
     h = hashlib.sha256(SITE_KEY_VERSION.encode() + b"\0")
     h.update(json.dumps([sorted(files.items()), [(m.n, m.site.path, m.site.line, m.what) for m in chosen]]).encode())
     h.update("".join(_key(j, "", arch, nvcc) for j in jobs).encode())
@@ -281,7 +293,7 @@ def fold_sites(
         tried += 1
         if all_ok:
             result.values += values
-            result.unfolded.update({m.n: "no instantiation of it was compiled" for m in group if not _has(values, m)})
+            result.unfolded.update({m.n: Unfolded(why="not_instantiated") for m in group if not _has(values, m)})
             for m in group:
                 if _has(values, m):
                     result.unfolded.pop(m.n, None)
@@ -290,7 +302,7 @@ def fold_sites(
         elif with_function and group[0].site.target and tried < limit:
             attempts.append((group, False))
         else:
-            result.unfolded.update({m.n: f"not a compile-time constant ({_first_error(why)})" for m in group})
+            result.unfolded.update({m.n: Unfolded(why="not_constant", error=_first_error(why)) for m in group})
     result.seconds = round(time.perf_counter() - started, 3)
     if entry is not None:
         entry.parent.mkdir(parents=True, exist_ok=True)

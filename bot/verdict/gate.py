@@ -802,19 +802,13 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         else:
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
-    for e in check.launch_errors:
-        add_kernel(
-            kernel, _finding(Gate.resources, "resources.launch", detail=e).model_copy(update={"tail": on, "arch": arch})
-        )
-    for u in check.launch_undecided:
-        add_kernel(
-            kernel,
-            _finding(Gate.resources, "resources.launch", Outcome.undecided, detail=u).model_copy(
-                update={"tail": on, "arch": arch}
-            ),
-        )
-    for note in check.launch_notes:
-        add_kernel(kernel, verbatim(note, Gate.resources, Outcome.note, arch=arch), once=True)
+    for e in _launch_lines(check.launch_errors, check.launch_errors_why):
+        add_kernel(kernel, _launch(e, Outcome.fail).model_copy(update={"tail": on, "arch": arch}))
+    for u in _launch_lines(check.launch_undecided, check.launch_undecided_why):
+        add_kernel(kernel, _launch(u, Outcome.undecided).model_copy(update={"tail": on, "arch": arch}))
+    for note in _launch_lines(check.launch_notes, check.launch_notes_why):
+        add_kernel(kernel, _launch(note, Outcome.note, "resources.launch_note").model_copy(update={"arch": arch}),
+                   once=True)  # fmt: skip
     if check.unchanged is not None:
         key = "resources.unchanged" if check.unchanged == "same" else "resources.unchanged_unread"
         add_kernel(kernel, _finding(Gate.resources, key, Outcome.note, functions=len(check.head)).model_copy(
@@ -822,6 +816,18 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
     failures, notes = resource_findings(check.head, check.base, constraints, check.threads, check.arch)
     for f in (*failures, *notes):
         add_kernel(kernel, f.model_copy(update={"tail": [*f.tail, *on], "arch": arch}))
+
+
+def _launch_lines(english: list[str], why: list[Phrase]) -> list[str] | list[Phrase]:
+    """A resource check's launch lines as its phrases; as written where a report has none for each (an older one)."""
+    return why if len(why) == len(english) else english
+
+
+def _launch(line: str | Phrase, outcome: Outcome, key: str = "resources.launch") -> Finding:
+    """One launch error, undecided launch or launch note as a resources finding (its phrase the detail; an older
+    report's line shown as written)."""
+    detail = line if isinstance(line, Phrase) else Phrase(key="text", params={"text": line})
+    return Finding(gate=Gate.resources, outcome=outcome, key=key, phrases={"detail": [detail]})
 
 
 def probe_notes(cases: list[CaseReport]) -> list[str]:

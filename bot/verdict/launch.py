@@ -7,18 +7,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.config import expr
+from bot.config.launch_sites import TouchKind
 from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
+from bot.models.finding import Phrase
 from bot.models.report import Occupancy, Resource
-from bot.verdict.occupancy import Arch, no_table, occupancy, table
+from bot.verdict import messages
+from bot.verdict.occupancy import Arch, no_table_phrase, occupancy, table
+
+
+class LaunchError(ValueError):
+    """A launch description that cannot be evaluated: its phrase (the catalog's), its English text the message."""
+
+    def __init__(self, phrase: Phrase) -> None:
+        super().__init__(messages.phrase(phrase))
+        self.phrase = phrase
+
+
+def _phrase(key: str, /, **params: str | int) -> Phrase:
+    return Phrase(key=key, params=params)
 
 
 @dataclass
 class Described:
-    """Resources with their launch and occupancy filled in; errors make the gate fail, notes are reported."""
+    """Resources with their launch and occupancy filled in; errors make the gate fail, notes are reported (each a
+    catalog phrase: `messages.phrase` gives its English)."""
 
     resources: list[Resource]
-    errors: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    errors: list[Phrase] = field(default_factory=list)
+    notes: list[Phrase] = field(default_factory=list)
 
 
 def name_path(function: str) -> tuple[str, ...]:
@@ -67,30 +83,31 @@ def _variables(config: dict[str, Any]) -> dict[str, int]:
 
 
 def _evaluate(where: str, text: Expression, env: dict[str, int], config: dict[str, Any]) -> int:
-    """The value, or ValueError with a message naming where, the expression and the tunables' values."""
+    """The value, or LaunchError with a message naming where, the expression and the tunables' values."""
+    shown = ", ".join(f"{k}={v}" for k, v in config.items())
+    at = {"where": where, "text": repr(text), "shown": shown}
     try:
         if isinstance(text, str):
             for name in expr.names(expr.parse(text)):
                 if name in config and name not in env:
-                    raise expr.ExprError(f"tunable {name!r} = {config[name]!r} is not an integer")
+                    raise LaunchError(_phrase("launch.not_integer", **at, name=repr(name), value=repr(config[name])))
         result = expr.value(text, env)
-    except expr.ExprError as exc:
-        shown = ", ".join(f"{k}={v}" for k, v in config.items())
-        raise ValueError(f"{where} = {text!r}: {exc} (with {shown})") from None
+    except expr.ExprError as exc:  # the expression evaluator's own words (bot/config/expr.py), as written
+        raise LaunchError(_phrase("launch.bad_value", **at, error=str(exc))) from None
     if result < 0:
-        raise ValueError(f"{where} = {text!r} is {result}: must not be negative")
+        raise LaunchError(_phrase("launch.negative", where=where, text=repr(text), value=result))
     return result
 
 
 def values(launch: Launch, config: dict[str, Any], manifest: str) -> dict[str, int]:
-    """The tunables and every `[launch.values]` entry, in order (ValueError naming the first that fails)."""
+    """The tunables and every `[launch.values]` entry, in order (LaunchError naming the first that fails)."""
     env = _variables(config)
     for name, text in launch.values.items():
         env[name] = _evaluate(f"{manifest}: launch.values.{name}", text, env, config)
     return env
 
 
-def _key_for(launch: Launch, function: str) -> tuple[str | None, str | None]:
+def _key_for(launch: Launch, function: str, manifest: str) -> tuple[str | None, Phrase | None]:
     """The most qualified key naming `function`, or an error when two equally specific keys do."""
 
     def specific(k: str) -> tuple[int, int]:
@@ -98,7 +115,8 @@ def _key_for(launch: Launch, function: str) -> tuple[str | None, str | None]:
 
     keys = sorted((k for k in launch.functions if matches(k, function)), key=specific, reverse=True)
     if len(keys) > 1 and specific(keys[0]) == specific(keys[1]):
-        return None, f"both {keys[0]!r} and {keys[1]!r} describe {function}"
+        clash = _phrase("launch.clash", manifest=manifest, first=repr(keys[0]), second=repr(keys[1]), function=function)
+        return None, clash
     return (keys[0] if keys else None), None
 
 
@@ -109,26 +127,23 @@ def _dynamic(
     text = spec.dynamic_smem
     if isinstance(text, str) and is_cxx(text):
         if text not in cxx:
-            raise ValueError(f"{where}.dynamic_smem = {text!r}: the compiler gave it no value (see the probe log)")
+            raise LaunchError(_phrase("launch.no_cxx_value", where=where, text=repr(text)))
         return cxx[text]
     return None if text is None else _evaluate(f"{where}.dynamic_smem", text, env, config)
 
 
 def _threads(
     spec: LaunchFunction, function: str, bounds: int | None, env: dict[str, int], config: dict[str, Any], where: str
-) -> tuple[int | None, str | None]:
+) -> tuple[int | None, Phrase | None]:
     """(threads per block, an error or None): the code's figure (`__launch_bounds__`, .maxntid/.reqntid) wins where
     it has one, and a kernel.toml value that disagrees with it is an error naming both."""
     if spec.threads is None:
         return bounds, None
     threads = _evaluate(f"{where}.threads", spec.threads, env, config)
     if threads == 0:
-        raise ValueError(f"{where}.threads is 0")
+        raise LaunchError(_phrase("launch.threads_zero", where=where))
     if bounds is not None and threads != bounds:
-        return bounds, (
-            f"{where}.threads = {threads} but the code says {bounds} threads per block for {function} "
-            f"(__launch_bounds__, in its PTX): the occupancy uses the code's {bounds}; correct kernel.toml or drop it"
-        )
+        return bounds, _phrase("launch.threads_stale", where=where, threads=threads, bounds=bounds, function=function)
     return threads, None
 
 
@@ -140,9 +155,16 @@ def base_name(function: str) -> str:
 
 def instances(functions: list[str]) -> str:
     """One function, or a template's instantiations as one subject: `vec_kernel (3 instantiations: …)`."""
+    return messages.phrase(instances_phrase(functions))
+
+
+def instances_phrase(functions: list[str]) -> Phrase:
+    """`instances` as a phrase (a single function is its own name, shown as written)."""
     if len(functions) == 1:
-        return functions[0]
-    return f"{base_name(functions[0])} ({len(functions)} instantiations: {'; '.join(functions)})"
+        return _phrase("text", text=functions[0])
+    return _phrase(
+        "launch.instances", name=base_name(functions[0]), count=len(functions), functions="; ".join(functions)
+    )
 
 
 def describe(
@@ -163,21 +185,21 @@ def describe(
     """
     out = Described(resources=[])
     sm = table(arch)
-    if sm is None and resources and (missing := no_table(arch)):
+    if sm is None and resources and (missing := no_table_phrase(arch)):
         out.notes.append(missing)
     try:
         env = values(launch, config, manifest)
-    except ValueError as exc:
-        out.errors.append(str(exc))
+    except LaunchError as exc:
+        out.errors.append(exc.phrase)
         env = None
     used: set[str] = set()
     unsized: dict[str, list[str]] = {}  # kernel function -> its instantiations whose dynamic smem nobody sized
     for r in resources:
         threads, dynamic = bounds.get(r.function), None
         known = True  # False once an error about this function is reported: its launch is unknown
-        key, clash = _key_for(launch, r.function)
+        key, clash = _key_for(launch, r.function, manifest)
         if clash:
-            out.errors.append(f"{manifest}: {clash}")
+            out.errors.append(clash)
             known = False
         elif key is not None:
             used.add(key)
@@ -189,13 +211,13 @@ def describe(
                     threads, stale = _threads(spec, r.function, threads, env, config, where)
                     if stale:
                         out.errors.append(stale)  # the occupancy below is the code's, not the stale value's
-                except ValueError as exc:
-                    out.errors.append(str(exc))
+                except LaunchError as exc:
+                    out.errors.append(exc.phrase)
                     known = False
                 try:
                     dynamic = _dynamic(spec, env, config, where, cxx or {})
-                except ValueError as exc:
-                    out.errors.append(str(exc))
+                except LaunchError as exc:
+                    out.errors.append(exc.phrase)
                     known = False
         if known and dynamic is None and r.extern_smem:
             unsized.setdefault(base_name(r.function), []).append(r.function)
@@ -203,21 +225,18 @@ def describe(
         dynamic = (dynamic or 0) if known else None
         occ = None
         if threads is None:
-            out.notes.append(
-                f"occupancy of {r.function} not computed: threads per block unknown "
-                f"(give __launch_bounds__ or threads in {manifest} [launch.functions])"
-            )
+            out.notes.append(_phrase("launch.no_threads", function=r.function, manifest=manifest))
         elif dynamic is not None and sm is not None:
             barriers = 1 if r.barriers is None else r.barriers
             occ = occupancy(r.registers, threads, r.smem_bytes, dynamic, barriers, arch=sm)
         out.resources.append(r.model_copy(update={"threads": threads, "dynamic_smem_bytes": dynamic, "occupancy": occ}))
     out.errors.extend(
-        f"{instances(functions)} uses dynamic shared memory (extern __shared__) that {manifest} does not size: "
-        f"add [launch.functions.{name}] dynamic_smem"
+        Phrase(key="launch.unsized", params={"manifest": manifest, "name": name},
+               phrases={"functions": [instances_phrase(functions)]})
         for name, functions in unsized.items()
-    )
+    )  # fmt: skip
     for key in sorted(set(launch.functions) - used):
-        out.notes.append(f"{manifest}: launch.functions.{key} names no compiled kernel function")
+        out.notes.append(_phrase("launch.unused", manifest=manifest, key=key))
     return out
 
 
@@ -235,8 +254,6 @@ def describe_kernel(
 
 # -- the launches as the code makes them: read back by the fold, per instantiation --------------------------------
 
-DECLARED = "launch figures declared, not measured"
-
 
 @dataclass(frozen=True)
 class ReadBack:
@@ -252,11 +269,20 @@ class ReadBack:
 
 @dataclass(frozen=True)
 class SiteTouch:
-    """A changed file that can move a kernel's launches: the sentence naming both, the launches, the kernel's name."""
+    """A changed file that can move a kernel's launches: the phrase naming both (`touch_phrase`), the launches, the
+    kernel's name."""
 
-    text: str
+    what: Phrase
     sites: tuple[str, ...]
     kernel: str
+
+
+def touch_phrase(path: str, kind: TouchKind, names: tuple[str, ...], sites: list[str]) -> Phrase:
+    """`k/plan.h defines kStages, which the launch is computed from: k/body.cu:4 k<<<…, 128, kSmem>>>`."""
+    params: dict[str, str | int] = {"path": path, "sites": "; ".join(sites)}
+    if kind == "defines":
+        params["names"] = ", ".join(names)
+    return Phrase(key=f"launch.touch_{kind}", params=params)
 
 
 _ANONYMOUS = "(anonymous namespace)"
@@ -296,11 +322,11 @@ def marked_function(demangled: str) -> str:
 
 def read_back(
     resources: list[Resource], values: list[ReadBack], arch: str = "sm_90a"
-) -> tuple[list[Resource], list[str]]:
+) -> tuple[list[Resource], list[Phrase]]:
     """The resources with every launch the fold read back replacing kernel.toml's figures (kept beside as declared)
     and the occupancy recomputed; notes where the two disagree or one instantiation is launched at several sizes."""
     sm = table(arch)
-    notes: list[str] = []
+    notes: list[Phrase] = []
     out: list[Resource] = []
     for r in resources:
         mine = [v for v in values if v.function and v.function == plain(r.function)]
@@ -312,18 +338,23 @@ def read_back(
         dynamic = smem[-1]  # more shared memory never raises occupancy: the largest is the worst
         block, occ = _worst(r, threads or ([r.threads] if r.threads else []), dynamic, sm)
         if len(smem) > 1 or len(threads) > 1:
-            notes.append(
-                f"{r.function} is launched with {', '.join(f'{s:,} B' for s in smem)} of dynamic shared memory and "
-                f"{', '.join(map(str, threads)) or 'its declared'} threads: judged at the largest shared memory and "
-                "the block size with the fewest resident warps"
-            )
+            sizes = {"function": r.function, "smem": ", ".join(f"{s:,} B" for s in smem)}
+            if threads:
+                notes.append(_phrase("launch.several_sizes", **sizes, threads=", ".join(map(str, threads))))
+            else:
+                notes.append(_phrase("launch.several_sizes_declared", **sizes))
         if r.dynamic_smem_bytes != dynamic or (threads and r.threads != block):
-            sites = ", ".join(sorted({v.site for v in mine}))
-            notes.append(
-                f"{r.function}: kernel.toml [launch] declares {_shown(r.dynamic_smem_bytes)} dynamic shared memory and "
-                f"{r.threads if r.threads is not None else '?'} threads; the launch ({sites}) asks {dynamic:,} B and "
-                f"{block if block is not None else '?'} threads: judged as the code launches it"
-            )
+            asked: dict[str, str | int] = {
+                "function": r.function,
+                "threads": r.threads if r.threads is not None else "?",
+                "sites": ", ".join(sorted({v.site for v in mine})),
+                "dynamic": f"{dynamic:,}",
+                "block": block if block is not None else "?",
+            }
+            if r.dynamic_smem_bytes is None:
+                notes.append(_phrase("launch.disagrees_none", **asked))
+            else:
+                notes.append(_phrase("launch.disagrees", **asked, declared=f"{r.dynamic_smem_bytes:,}"))
         update = {
             "threads": block,
             "dynamic_smem_bytes": dynamic,
@@ -347,34 +378,35 @@ def _worst(r: Resource, blocks: list[int], dynamic: int, sm: Arch | None) -> tup
     return block, occ
 
 
-def _shown(smem: int | None) -> str:
-    return "no" if smem is None else f"{smem:,} B of"
-
-
 def undecided_launches(
-    resources: list[Resource], touched: list[SiteTouch], unfolded: dict[str, list[str]]
-) -> list[str]:
+    resources: list[Resource], touched: list[SiteTouch], unfolded: dict[str, list[Phrase]]
+) -> list[Phrase]:
     """What a changed file can move and nothing read back: "launch figures declared, not measured: …" per launch
     (`unfolded`: launch -> why the fold gave it no value). Never "unchanged from base" for these."""
-    found: list[str] = []
+    found: list[Phrase] = []
     for t in touched:
         named = [r for r in resources if name_path(r.function)[-1:] == (t.kernel,)]
         if reasons := [why for site in t.sites for why in unfolded.get(site, [])]:
-            why = "; ".join(dict.fromkeys(reasons))
+            why = _unique(reasons)
         elif not named:
-            why = f"no compiled kernel function is named {t.kernel!r}, so its launch cannot be read back"
+            why = [_phrase("launch.no_function", kernel=repr(t.kernel))]
         elif declared := [r.function for r in named if r.launch_from != "read back"]:
-            why = f"the compiler read back no launch of {', '.join(declared)}"
+            why = [_phrase("launch.not_read_back", functions=", ".join(declared))]
         else:
             continue
-        found.append(f"{DECLARED}: {t.text} ({why}): its shared memory and occupancy are undecided")
-    return list(dict.fromkeys(found))
+        found.append(Phrase(key="launch.undecided", phrases={"touch": [t.what], "why": why}))
+    return _unique(found)
 
 
-def shared_keys(resources: list[Resource], launch: Launch, manifest: str) -> list[str]:
+def _unique(phrases: list[Phrase]) -> list[Phrase]:
+    """Each phrase once, in order (a phrase is not hashable: its parameters are a dict)."""
+    return [p for i, p in enumerate(phrases) if p not in phrases[:i]]
+
+
+def shared_keys(resources: list[Resource], launch: Launch, manifest: str) -> list[Phrase]:
     """Notes for a `[launch.functions]` key that describes more than one compiled instantiation with kernel.toml's
     figures: none of them has figures of its own (the code's launches, read back, give each its own)."""
-    notes = []
+    notes: list[Phrase] = []
     for key in (k for k in launch.functions if "<" not in k):
         own = [k for k in launch.functions if "<" in k]
         named = [
@@ -384,7 +416,6 @@ def shared_keys(resources: list[Resource], launch: Launch, manifest: str) -> lis
         ]
         if len(named) > 1:
             notes.append(
-                f"{manifest}: launch.functions.{key} describes {len(named)} instantiations ({'; '.join(named)}) "
-                "with one declared figure: none has launch figures of its own"
+                _phrase("launch.shared_key", manifest=manifest, key=key, count=len(named), functions="; ".join(named))
             )
     return notes

@@ -224,6 +224,76 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "resource check: base's CUDA sources do not compile for {arch} (see the base log)",
     ),
     "resources.only": (None, "resources checked; no case ran (needs a CUDA GPU)"),
+    "resources.launch_note": (None, "{detail}"),
+    # kernel.toml [launch] and the launches the fold read back (bot/verdict/launch.py): phrases inside a finding
+    "launch.bad_value": (None, "{where} = {text}: {error} (with {shown})"),
+    "launch.not_integer": (None, "{where} = {text}: tunable {name} = {value} is not an integer (with {shown})"),
+    "launch.negative": (None, "{where} = {text} is {value}: must not be negative"),
+    "launch.no_cxx_value": (None, "{where}.dynamic_smem = {text}: the compiler gave it no value (see the probe log)"),
+    "launch.threads_zero": (None, "{where}.threads is 0"),
+    "launch.threads_stale": (
+        None,
+        "{where}.threads = {threads} but the code says {bounds} threads per block for {function} (__launch_bounds__, "
+        "in its PTX): the occupancy uses the code's {bounds}; correct kernel.toml or drop it",
+    ),
+    "launch.clash": (None, "{manifest}: both {first} and {second} describe {function}"),
+    "launch.no_threads": (
+        None,
+        "occupancy of {function} not computed: threads per block unknown (give __launch_bounds__ or threads in "
+        "{manifest} [launch.functions])",
+    ),
+    "launch.no_table": (None, "occupancy not computed for {arch}: no table (opgate has {tables})"),
+    "launch.instances": (None, "{name} ({count} instantiations: {functions})"),
+    "launch.unsized": (
+        None,
+        "{functions} uses dynamic shared memory (extern __shared__) that {manifest} does not size: add "
+        "[launch.functions.{name}] dynamic_smem",
+    ),
+    "launch.unused": (None, "{manifest}: launch.functions.{key} names no compiled kernel function"),
+    "launch.shared_key": (
+        None,
+        "{manifest}: launch.functions.{key} describes {count} instantiations ({functions}) with one declared figure: "
+        "none has launch figures of its own",
+    ),
+    "launch.several_sizes": (
+        None,
+        "{function} is launched with {smem} of dynamic shared memory and {threads} threads: judged at the largest "
+        "shared memory and the block size with the fewest resident warps",
+    ),
+    "launch.several_sizes_declared": (
+        None,
+        "{function} is launched with {smem} of dynamic shared memory and its declared threads: judged at the largest "
+        "shared memory and the block size with the fewest resident warps",
+    ),
+    "launch.disagrees": (
+        None,
+        "{function}: kernel.toml [launch] declares {declared} B of dynamic shared memory and {threads} threads; the "
+        "launch ({sites}) asks {dynamic} B and {block} threads: judged as the code launches it",
+    ),
+    "launch.disagrees_none": (
+        None,
+        "{function}: kernel.toml [launch] declares no dynamic shared memory and {threads} threads; the launch "
+        "({sites}) asks {dynamic} B and {block} threads: judged as the code launches it",
+    ),
+    "launch.undecided": (
+        None,
+        "launch figures declared, not measured: {touch} ({why}): its shared memory and occupancy are undecided",
+    ),
+    "launch.touch_holds": (None, "{path} holds the launch: {sites}"),
+    "launch.touch_instantiates": (None, "{path} instantiates: {sites}"),
+    "launch.touch_tunables": (None, "{path} sets the tunables (-D defines) the launch is compiled with: {sites}"),
+    "launch.touch_defines": (None, "{path} defines {names}, which the launch is computed from: {sites}"),
+    "launch.its_threads": (None, "its block size: {why}"),
+    "launch.its_smem": (None, "its dynamic shared memory: {why}"),
+    "launch.no_unit": (None, "no unit of the CUDA build compiles it"),
+    "launch.not_instantiated": (None, "no instantiation of it was compiled"),
+    "launch.not_constant": (None, "not a compile-time constant ({error})"),
+    "launch.nothing_marked": (None, "no launch to read back"),
+    "launch.plan_error": (None, "{error}"),
+    "launch.no_function": (None, "no compiled kernel function is named {kernel}, so its launch cannot be read back"),
+    "launch.not_read_back": (None, "the compiler read back no launch of {functions}"),
+    "launch.base": (None, "base: {detail}"),
+    "launch.probe_failed": (None, "the launch probe (C++ launch expressions of kernel.toml) failed: {error}"),
     # builds (the compile failure's text names the step, the file and line, and advice)
     "build.failed": (None, "{detail}"),
     "build.base_fails": (None, "base does not build: {error}: no latency or resource comparison"),

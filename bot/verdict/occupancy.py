@@ -134,9 +134,15 @@ def table(arch: str) -> Arch | None:
 
 def no_table(arch: str) -> str | None:
     """What a review, lint and check say for an architecture without a table; None when it has one."""
+    found = no_table_phrase(arch)
+    return phrase(found) if found is not None else None
+
+
+def no_table_phrase(arch: str) -> Phrase | None:
+    """`no_table` as the catalog's phrase (a review's note renders it in the team's language)."""
     if table(arch) is not None:
         return None
-    return f"occupancy not computed for {arch}: no table (opgate has {', '.join(TABLES)})"
+    return Phrase(key="launch.no_table", params={"arch": arch, "tables": ", ".join(TABLES)})
 
 
 def _round_up(x: int, unit: int) -> int:

@@ -527,6 +527,20 @@ def implausible() -> Report:
     return report([kernel("deepgemm_tile", demo_cases(fast, ragged), "fail")])
 
 
+def rated_no_peak() -> Report:
+    """A GPU runner whose GPU the data sheet does not know (bot/verdict/throughput.device_peak): the achieved rates,
+    no share of a peak."""
+    from bot.verdict.throughput import device_peak
+
+    peak = device_peak("NVIDIA RTX PRO 6000")
+    assert peak is None
+    square = timed("square_512", 0.2, -1.1, 1.4, p50=0.031, device="cuda")
+    ragged = timed("ragged_200x328x264", 0.5, -0.5, 1.5, p50=0.004, device="cuda")
+    cases = [with_work(square, 2 * 512**3, 2 * 2 * 512 * 512, peak), with_work(ragged, 34_636_800, 541_184, peak)]
+    gpu = Machine(device="cuda", gpu="NVIDIA RTX PRO 6000", python="3.11.7")
+    return report([kernel("deepgemm_tile", cases, "pass")], environment=gpu, health=GPU_HEALTH)
+
+
 def rated_with_incorrect() -> Report:
     """A table with the achieved-rate columns where one case was not timed (wrong): its row says so, not dashes."""
     r = fail_correctness()
@@ -759,6 +773,7 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "sm100_spill": sm100_spill,
     "implausible": implausible,
     "rated_with_incorrect": rated_with_incorrect,
+    "rated_no_peak": rated_no_peak,
     "not_resident": not_resident,
     "expectations": expectations,
     "launch_lines": launch_lines,

@@ -30,6 +30,7 @@ from bot.models.report import (
     RunnerHealth,
     SideCost,
     SimulatedCost,
+    aggregate_agents,
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
@@ -182,6 +183,9 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, *findings: Finding,
     return builds(k)
 
 
+CREATED = "2026-11-30T20:22:21+00:00"
+
+
 def report(kernels: list[KernelReport], **update: object) -> Report:
     from bot.verdict.gate import overall
 
@@ -200,7 +204,7 @@ def report(kernels: list[KernelReport], **update: object) -> Report:
         environment=Machine(device="cpu", torch="2.13.0+cpu", nvcc="13.0.88", python="3.11.7"),
         isolation=Isolation(mode="bwrap", tool="bubblewrap 0.11.0"),
         health=HEALTH,
-        created_at="2026-11-30T20:22:21+00:00",
+        created_at=CREATED,
         opgate_version="0.1.0",
     )
     return r.model_copy(update=update)
@@ -616,6 +620,34 @@ def with_candidate_and_agent() -> Report:
     return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
 
 
+def agents_not_asked() -> Report:
+    """Why each domain's agent was not asked or gave no reply, as bot/agent/run.py words it: a key not set, a key
+    that is not the domain's, the week's budget spent (bot/spend/budget.check's refusal), a prompt over the
+    per-request budget, a reply rejected after its repair, a cached reply, a kernel without a task file."""
+    from bot.agent import run
+    from bot.spend import budget
+
+    week = BudgetState(domain="v41_attention", week="2026-W48", limit=500_000, used=499_000, reserved=0)
+    refused = budget.check(week, 12_000)
+    why = [
+        ("deepgemm", "offline", run.key_unset("OPGATE_DEEPGEMM_KEY")),
+        ("flashmla", "offline", run.key_mismatch("OPENAI_API_KEY", "flashmla", "OPGATE_FLASHMLA_KEY")),
+        ("v41_attention", "over_budget", run.over_budget(refused.reason, refused.why)),
+        ("moe", "over_budget", run.prompt_over_budget(41_234, 32_000, "moe")),
+        ("sparse", "error", run.rejected("reply field risk_notes: Input should be a valid list", repaired=True)),
+        ("topk", "error", run.rejected("the reply was cut off at max_tokens 4096", repaired=False)),
+        ("norms", "skipped", run.no_task("rmsnorm")),
+    ]
+    agents = [
+        run.said(AgentReport(status=status, domain=domain, model="deepseek-v4"), reason)  # type: ignore[arg-type]
+        for domain, status, reason in why
+    ]
+    hit = run.said(AgentReport(status="ok", domain="scan", model="deepseek-v4", cached=True), run.cached(CREATED))
+    agents.append(hit)
+    r = report([])
+    return r.model_copy(update={"agents": agents, "agent": aggregate_agents(agents)})
+
+
 # What bot/agent/run.py says its prompt lacked: no base figures in the ledger, no file of base or head read
 NO_HISTORY = Phrase(key="agent.no_history", params={"kernel": "deepgemm_tile"})
 MISSING = [Phrase(key="agent.no_base_figures", phrases={"why": [NO_HISTORY]}), Phrase(key="agent.no_functions")]
@@ -769,6 +801,7 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "review_error": review_error,
     "no_change": no_change,
     "candidate_and_agent": with_candidate_and_agent,
+    "agents_not_asked": agents_not_asked,
     "biggest": biggest,
     "sm100_spill": sm100_spill,
     "implausible": implausible,

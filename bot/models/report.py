@@ -454,6 +454,7 @@ class AgentReport(_Model):
     kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
     model: str | None = None
     reason: str = ""
+    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
     requests: int = 0
     cached: bool = False
     prompt_tokens: int = 0

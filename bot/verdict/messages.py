@@ -453,6 +453,29 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
     "agent.no_functions": (None, "changed functions: not available — this job read no file of base or head"),
     "agent.left_out": (None, "left out for size: {pieces}"),
+    # why the agent was not asked, or gave no reply (bot/agent/run.py words the same in English for report.json)
+    "agent.no_task": (None, "{kernel} has no agent task file"),
+    "agent.key_mismatch": (
+        None,
+        "the task file names {variable}, but the {domain} domain's key is {expected} "
+        "([tool.opgate.domains.{domain}] key): the agent was not asked",
+    ),
+    "agent.key_unset": (None, "{variable} is not set: the agent was not asked"),
+    "agent.prompt_over_budget": (
+        None,
+        "the prompt needs {tokens} tokens without any diff, over the per-request budget of {limit} ({variable}); "
+        "the agent was not asked, the gates still run",
+    ),
+    "agent.cached": (None, "cached reply of {when} for the same model and prompt: 0 tokens spent"),
+    "agent.over_budget": (None, "{why}; the agent was not asked, the gates still run"),
+    "agent.gateway_error": (None, "{error}"),
+    "agent.rejected": (None, "agent reply rejected: {error}"),
+    "agent.rejected_repair": (None, "agent reply rejected after one repair request: {error}"),
+    "budget.exhausted": (
+        None,
+        "weekly token budget of {domain} for {week} is exhausted: {used} used + {reserved} reserved of {limit}; "
+        "this request needs up to {requested}",
+    ),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

@@ -615,9 +615,52 @@ def with_candidate_and_agent() -> Report:
         local_commands=["opgate review --base main --head HEAD --kernel deepgemm_tile"],
         candidate_patch="--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
         '@@ -1 +1 @@\n-{"tile_n": 256}\n+{"tile_n": 128}\n',
-        inputs_missing=[phrase(p) for p in MISSING], inputs_missing_why=MISSING,
-    )  # fmt: skip
+    )
+    agent_inputs(agent)
     return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
+
+
+def agent_inputs(agent: AgentReport) -> None:
+    """What bot/agent/run.py `ask` writes of its prompt's materials, by the real gather, trim and inputs_of:
+    deepgemm_tile's gemm_tiled changed, main's history in the ledger empty (base figures not available), and a
+    per-request budget that leaves its cases and base's side of the function out for size."""
+    import tempfile
+    from pathlib import Path
+
+    from bot.agent import estimate, prompt
+    from bot.agent.materials import Sources
+    from bot.agent.run import gather_phrases, inputs_of
+    from bot.config.manifest import load_kernel
+    from bot.config.settings import load_settings
+    from bot.ledger import Ledger
+    from bot.models.diff import FileChange
+    from tests.conftest import REPO_CONFIG
+
+    root = Path(__file__).resolve().parent.parent
+    kernel = load_kernel(root / "kernels/deepgemm_tile", config=REPO_CONFIG, path="kernels/deepgemm_tile")
+    path = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    lines = (root / path).read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if "void gemm_tiled" in line) + 2  # inside gemm_tiled's body
+    head = [*lines[:at], "    // reviewed: the tail rows", *lines[at:]]
+    diff = f"--- a/{path}\n+++ b/{path}\n@@ -{at},1 +{at},2 @@\n {lines[at - 1]}\n+    // reviewed: the tail rows\n"
+    changes = [FileChange(path=path, old_path=path, added=1, removed=0, diff=diff)]
+    sources = Sources(base={path: "\n".join(lines)}, head={path: "\n".join(head)})
+    settings = load_settings({"GITHUB_TOKEN": ""}, REPO_CONFIG)
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
+        pieces, missing = gather_phrases(kernel, kernel, changes, settings, ledger, sources, BASE)
+    assert [why.key for _, why in missing] == ["agent.no_base_figures"]
+    not_available = [line for line, _ in missing]
+
+    def cost(text: str) -> int:  # as prompt.trim counts a diff and prompt.split a piece
+        return estimate.count_messages([{"role": "user", "content": text}]) - estimate.count_messages([])
+
+    frame = estimate.count_messages(prompt.messages(kernel, [], [path], (), [p.label for p in pieces], not_available))
+    functions = [p for p in pieces if p.material == "functions"]  # gemm_tiled, head's then base's
+    kept = [p for p in pieces if p.material in ("constraints", "tunables")] + functions[:1]
+    budget = frame + cost(diff) + sum(cost(p.text) + prompt.PIECE_JOIN_TOKENS for p in kept)
+    trimmed = prompt.trim(kernel, changes, budget, estimate.count_messages, pieces, not_available)
+    assert trimmed.pieces == kept and [p.material for p in trimmed.dropped] == ["cases", "functions"]
+    inputs_of(agent, trimmed, missing)
 
 
 def agents_not_asked() -> Report:
@@ -642,6 +685,8 @@ def agents_not_asked() -> Report:
         run.said(AgentReport(status=status, domain=domain, model="deepseek-v4"), reason)  # type: ignore[arg-type]
         for domain, status, reason in why
     ]
+    lacked = {"inputs_missing": [phrase(p) for p in MISSING], "inputs_missing_why": MISSING}
+    agents[3] = agents[3].model_copy(update=lacked)  # what moe's prompt lacked: no history, no file read
     hit = run.said(AgentReport(status="ok", domain="scan", model="deepseek-v4", cached=True), run.cached(CREATED))
     agents.append(hit)
     r = report([])

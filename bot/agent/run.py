@@ -260,12 +260,7 @@ def ask(
     not_available = [line for line, _ in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
-    report.inputs = seen(trimmed.pieces)
-    if trimmed.pieces_left_out:
-        pieces_text = ", ".join(trimmed.pieces_left_out)
-        left_out = Phrase(key="agent.left_out", params={"pieces": pieces_text})
-        missing.append((f"left out for size: {pieces_text}", left_out))
-    report.inputs_missing, report.inputs_missing_why = [line for line, _ in missing], [why for _, why in missing]
+    inputs_of(report, trimmed, missing)
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
         return said(report, prompt_over_budget(trimmed.prompt_tokens, limit, domain)), unseen
@@ -439,11 +434,29 @@ def gather_phrases(
 
 def seen(pieces: list[Piece]) -> list[str]:
     """What the prompt carried besides the task and the diff, as the comment names it."""
-    out = [p.label for p in pieces if p.material != "functions"]
+    return [line for line, _ in seen_phrases(pieces)]
+
+
+def seen_phrases(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
+    """`seen`, each line with the same line as a phrase of the message catalog (which the comment renders)."""
+    out = [(p.label, p.label_why) for p in pieces if p.material != "functions"]
     functions = [p for p in pieces if p.material == "functions"]
     if functions:
-        out.append(f"{len(functions)} changed function(s) whole")
+        why = Phrase(key="agent.piece_functions", params={"count": len(functions)})
+        out.append((f"{len(functions)} changed function(s) whole", why))
     return out
+
+
+def inputs_of(report: AgentReport, trimmed: prompt.Trimmed, missing: list[tuple[str, Phrase]]) -> None:
+    """What the agent's prompt carried and lacked (`missing`: the materials not available; then the pieces the trim
+    left out for size) onto its report, each line in English with its phrase beside it."""
+    saw = seen_phrases(trimmed.pieces)
+    report.inputs, report.inputs_why = [line for line, _ in saw], [why for _, why in saw]
+    lacked = list(missing)
+    if trimmed.dropped:
+        left_out = Phrase(key="agent.left_out", phrases={"pieces": [p.label_why for p in trimmed.dropped]})
+        lacked.append((f"left out for size: {'; '.join(p.label for p in trimmed.dropped)}", left_out))
+    report.inputs_missing, report.inputs_missing_why = [line for line, _ in lacked], [why for _, why in lacked]
 
 
 def _ok(

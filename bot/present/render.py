@@ -95,6 +95,14 @@ def inputs_missing(a: AgentReport) -> list[str]:
     return [messages.phrase(p, i18n.current()) for p in a.inputs_missing_why]
 
 
+def inputs_seen(a: AgentReport) -> list[str]:
+    """What the agent's prompt carried besides the task and the diff, in the current locale (a report from before
+    its phrases: as written)."""
+    if len(a.inputs_why) != len(a.inputs):
+        return a.inputs
+    return [messages.phrase(p, i18n.current()) for p in a.inputs_why]
+
+
 def isolation_why(x: Isolation) -> str:
     """Why the review ran without a sandbox, in the current locale (a report from before its phrase: as written)."""
     return messages.phrase(x.why, i18n.current()) if x.why is not None else x.reason
@@ -321,6 +329,7 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         refused_why=refused_why,
         isolation_why=isolation_why,
         inputs_missing=inputs_missing,
+        inputs_seen=inputs_seen,
     )
     return env
 

@@ -453,6 +453,13 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
     "agent.no_functions": (None, "changed functions: not available — this job read no file of base or head"),
     "agent.left_out": (None, "left out for size: {pieces}"),
+    # the pieces of the agent's prompt, as the comment names what it saw and what was left out (bot/agent/materials.py)
+    "agent.piece_constraints": (None, "the gate limits"),
+    "agent.piece_cases": (None, "{cases} cases and {probes} boundary probes"),
+    "agent.piece_tunables": (None, "the tunable space"),
+    "agent.piece_baseline": (None, "base figures of main {sha}"),
+    "agent.piece_function": (None, "{function} ({side}, {path}:{line})"),
+    "agent.piece_functions": (None, "{count} changed function(s) whole"),
     # why the agent was not asked, or gave no reply (bot/agent/run.py words the same in English for report.json)
     "agent.no_task": (None, "{kernel} has no agent task file"),
     "agent.key_mismatch": (

@@ -36,6 +36,7 @@ from bot.present.annotations import (
     function_name,
 )
 from bot.review.changes import parse_diff
+from bot.text.i18n import english_runs, speaking
 from bot.verdict.findings import add_case, add_kernel, verbatim
 from bot.verdict.gate import resource_findings
 
@@ -280,3 +281,35 @@ def test_annotations_go_in_requests_of_50() -> None:
         Annotation(path="a", start_line=i, end_line=i, annotation_level="notice", message="m") for i in range(1, 121)
     ]
     assert [len(b) for b in batches(many)] == [50, 50, 20] and batches([]) == []
+
+
+def test_the_annotations_speak_the_reviews_locale_like_the_comment() -> None:
+    """Under zh-CN (the CLI's `speaking`) every annotation opgate words — the gates' findings, the titles, a failed
+    case's entry line, the files no gate read — is Chinese; names, paths, numbers and units stay as they are."""
+    head = [resource(256, 255, spill=96, warps=4), resource(128, 128)]
+    check = ResourceCheckReport(status="ok", arch="sm_90a", head=head, base=[resource(256, 168), resource(128, 128)])
+    failed = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail")
+    add_case(failed, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="correctness.max_abs_err_total",
+                             params={"value": "0.5", "limit": "0.01"}))  # fmt: skip
+    crashed = CaseReport(name="gemm_4096", device="cuda", arch="sm_90a", tolerance=0.01, status=CaseStatus.crashed,
+                         verdict="error")  # fmt: skip
+    kernel = judged(KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail",
+                                 resource_check=check, cases=[failed, crashed]))  # fmt: skip
+    changes = parse_diff(DIFF.replace("k.cu", "tools/k.cu") + DIFF.replace("k.cu", "docs/big.md"))
+    unmatched, large = Listed(total=1, names=["tools/k.cu"]), Listed(total=1, names=["docs/big.md"])
+    cov = Coverage(files=2, size_limit_bytes=1 << 20, unmatched=unmatched, large=large, kernel_sources=unmatched)
+    with speaking("zh-CN"):
+        shown = for_review(report(kernel, cov), changes, deepgemm_sources())
+    assert len(shown) == 5  # the spill, the two cases, the two files
+    functions = frozenset(r.function for r in head)  # C++ names as ptxas wrote them
+    english = [run for a in shown for text in (a.title, a.message) for run in english_runs(text, functions)]
+    assert english == []
+    titles = {a.title for a in shown}
+    assert {"deepgemm_tile：gemm_bf16_kernel 的资源（寄存器溢出）", "deepgemm_tile：用例 square_512 未通过",
+            "deepgemm_tile：用例 gemm_4096 无法评判", "没有门禁读过"} == titles  # fmt: skip
+    assert "gemm_4096（cuda，sm_90a）调用 gemm：状态 crashed" in {a.message for a in shown}
+    with speaking("en"):
+        assert {a.title for a in for_review(report(kernel, cov), changes, deepgemm_sources())} == {
+            "deepgemm_tile: gemm_bf16_kernel resources (spills)", "deepgemm_tile: case square_512 failed",
+            "deepgemm_tile: case gemm_4096 could not be judged", "not read by any gate",
+        }  # fmt: skip

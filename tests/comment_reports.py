@@ -693,6 +693,67 @@ def agents_not_asked() -> Report:
     return r.model_copy(update={"agents": agents, "agent": aggregate_agents(agents)})
 
 
+def with_ci_summary(agent: AgentReport, **summary: object) -> Report:
+    """The failing review with the CI summary's section: asked and answered, or why not (bot/agent/ci_summary.py)."""
+    from bot.models.report import CiSummary
+
+    agent = agent.model_copy(update={"domain": "ci_summary"})
+    return fail_latency().model_copy(update={"ci_summary": CiSummary(agent=agent, **summary)})  # type: ignore[arg-type]
+
+
+def ci_summary_asked(env: dict[str, str], offline: bool) -> AgentReport:
+    """What the real bot/agent/ci_summary.ask reports when it asks nothing (offline, or its key not set)."""
+    import tempfile
+    from pathlib import Path
+
+    from bot.agent import ci_summary
+    from bot.config.settings import load_settings
+    from bot.ledger import Ledger
+    from bot.models.ci_summary import CiSummaryFacts
+    from tests.conftest import REPO_CONFIG
+
+    facts = CiSummaryFacts(base_sha=BASE, head_sha=HEAD, verdict="fail", kernels=[])
+    settings = load_settings({"GITHUB_TOKEN": "", **env}, REPO_CONFIG)
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
+        out = ci_summary.ask(facts, settings=settings, ledger=ledger, offline=offline, candidates_dir=Path(tmp))
+    return out.agent
+
+
+def ci_summary_offline() -> Report:
+    return with_ci_summary(ci_summary_asked({}, offline=True))
+
+
+def ci_summary_key_unset() -> Report:
+    agent = ci_summary_asked({}, offline=False)
+    assert agent.reason == "TAOTOKEN_API_KEY_CI_SUMMARY is not set"
+    return with_ci_summary(agent)
+
+
+def ci_summary_over_budget() -> Report:
+    from bot.agent import ci_summary
+    from bot.agent.run import said
+
+    agent = said(AgentReport(status="over_budget"), ci_summary.prompt_over_budget(9_120, 4_000))
+    return with_ci_summary(agent, prompt_estimate=9_120, left_out=["the passing cases' figures"])
+
+
+def ci_summary_failed() -> Report:
+    from bot.agent import ci_summary
+    from bot.agent.run import said
+
+    error = "reply field summary: not written in Simplified Chinese (got slower on every case)"
+    return with_ci_summary(
+        said(AgentReport(status="error", model="deepseek-v4"), ci_summary.rejected(error, repaired=True))
+    )
+
+
+def ci_summary_cached() -> Report:
+    from bot.agent.run import cached, said
+
+    agent = said(AgentReport(status="ok", model="deepseek-v4", cached=True), cached(CREATED))
+    return with_ci_summary(agent, summary="`deepgemm_tile` 在 `ragged_200x328x264` 上变慢 10.53%，超过 3% 限值。")
+
+
 # What bot/agent/run.py says its prompt lacked: no base figures in the ledger, no file of base or head read
 NO_HISTORY = Phrase(key="agent.no_history", params={"kernel": "deepgemm_tile"})
 MISSING = [Phrase(key="agent.no_base_figures", phrases={"why": [NO_HISTORY]}), Phrase(key="agent.no_functions")]
@@ -847,6 +908,11 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "no_change": no_change,
     "candidate_and_agent": with_candidate_and_agent,
     "agents_not_asked": agents_not_asked,
+    "ci_summary_offline": ci_summary_offline,
+    "ci_summary_key_unset": ci_summary_key_unset,
+    "ci_summary_over_budget": ci_summary_over_budget,
+    "ci_summary_failed": ci_summary_failed,
+    "ci_summary_cached": ci_summary_cached,
     "biggest": biggest,
     "sm100_spill": sm100_spill,
     "implausible": implausible,

@@ -478,6 +478,19 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "agent.gateway_error": (None, "{error}"),
     "agent.rejected": (None, "agent reply rejected: {error}"),
     "agent.rejected_repair": (None, "agent reply rejected after one repair request: {error}"),
+    # why the CI summary was not asked, or gave no reply (bot/agent/ci_summary.py words the same in English)
+    "ci.no_domain": (None, "no {domain} domain is configured"),
+    "ci.offline": (None, "--offline given"),
+    "ci.key_unset": (None, "{variable} is not set"),
+    "ci.no_task": (None, "the {domain} domain names no task file ({where})"),
+    "ci.task_missing": (None, "its task file {path} does not exist ({where})"),
+    "ci.key_mismatch": (None, "its task file names {variable}, but the {domain} domain's key is {expected}"),
+    "ci.prompt_over_budget": (
+        None,
+        "the prompt needs {tokens} tokens even shortened, over the per-request budget of {limit} ({variable})",
+    ),
+    "ci.rejected": (None, "reply rejected: {error}"),
+    "ci.rejected_repair": (None, "reply rejected after one repair request: {error}"),
     "budget.exhausted": (
         None,
         "weekly token budget of {domain} for {week} is exhausted: {used} used + {reserved} reserved of {limit}; "

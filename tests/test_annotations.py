@@ -313,3 +313,25 @@ def test_the_annotations_speak_the_reviews_locale_like_the_comment() -> None:
             "deepgemm_tile: gemm_bf16_kernel resources (spills)", "deepgemm_tile: case square_512 failed",
             "deepgemm_tile: case gemm_4096 could not be judged", "not read by any gate",
         }  # fmt: skip
+
+
+def test_the_check_runs_title_and_summary_speak_the_locale_too() -> None:
+    from bot.edges.publish import check_summary
+
+    marks = [Annotation(path="a.cu", start_line=1, end_line=1, annotation_level=level, title="t", message="m")
+             for level in ("failure", "warning", "warning")]  # fmt: skip
+    url = "https://github.com/o/r/pull/7#issuecomment-1"
+    assert check_summary("1 of 1 kernels fails a gate", marks, url) == (
+        "3 finding(s) on head's lines",
+        "opgate/acceptance: 1 of 1 kernels fails a gate\n\nAnnotations: 1 failure, 2 warning. This check only places "
+        "the review's findings on the lines they are about; the status `opgate/acceptance` is what gates, and "
+        f"[the comment]({url}) has the whole review.",
+    )
+    assert check_summary("ok", [], "") == ("no finding on a line of head", "opgate/acceptance: ok\n\nAnnotations: "
+        "none. This check only places the review's findings on the lines they are about; the status "
+        "`opgate/acceptance` is what gates.")  # fmt: skip
+    with speaking("zh-CN"):
+        title, summary = check_summary("1 个内核中 1 个未通过门禁", marks, url)
+        empty = check_summary("全部通过", [], "")
+    assert title == "head 的代码行上有 3 项发现" and "1 个失败，2 个警告" in summary
+    assert [english_runs(text) for text in (title, summary, *empty)] == [[], [], [], []]

@@ -14,7 +14,7 @@ through `_()`); a lint finding's message and a case's reason made outside the ga
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,7 +24,7 @@ from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation, AnnotationLevel
 from bot.models.report import CaseReport, KernelReport, Report
-from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, translate
+from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
 from bot.text.i18n import gettext as _
 from bot.text.safe import one_line
 from bot.verdict.launch import plain
@@ -397,6 +397,30 @@ def coverage_annotations(report: Report, changes: Iterable[FileChange]) -> list[
     return out
 
 
+LEVEL_COUNTS: dict[AnnotationLevel, str] = {"failure": N_("%(n)s failure"), "warning": N_("%(n)s warning"),
+                                            "notice": N_("%(n)s notice")}  # fmt: skip
+
+
+def check_text(context: str, description: str, annotations: Sequence[Annotation], comment_url: str) -> tuple[str, str]:
+    """The annotations' check run's title and summary, in the current locale: how many findings sit on head's lines,
+    and what the status `context` says (`description`, bot/present/status.py's line)."""
+    levels = {level: sum(a.annotation_level == level for a in annotations) for level in LEVEL_COUNTS}
+    counted = _(", ").join(_(LEVEL_COUNTS[level], n=n) for level, n in levels.items() if n) or _("none")
+    title = (
+        ngettext("%(num)s finding(s) on head's lines", "%(num)s finding(s) on head's lines", len(annotations))
+        if annotations
+        else _("no finding on a line of head")
+    )
+    places = _(
+        "Annotations: %(counted)s. This check only places the review's findings on the lines they are about; the "
+        "status `%(context)s` is what gates",
+        counted=counted,
+        context=context,
+    )
+    end = _(", and [the comment](%(url)s) has the whole review.", url=comment_url) if comment_url else _(".")
+    return title, f"{context}: {description}\n\n{places}{end}"
+
+
 def lint_annotations(findings: Iterable[LintPlace]) -> list[Annotation]:
     levels: dict[str, AnnotationLevel] = {"error": "failure", "warning": "warning", "info": "notice"}
     return [
@@ -453,6 +477,7 @@ __all__ = [
     "Sources",
     "batches",
     "changed_lines",
+    "check_text",
     "define_line",
     "entry_line",
     "first_changed_line",

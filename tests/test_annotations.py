@@ -231,6 +231,9 @@ def test_a_finding_with_a_file_and_line_is_annotated_there() -> None:
     (a,) = for_review(report(kernel), [], deepgemm_sources())  # a file head does not have: not annotated
     assert (a.path, a.start_line, a.annotation_level, a.title) == (at["file"], 12, "failure", "deepgemm_tile: build")
     assert a.message == "gemm_cuda.cu:12: error: expected ';'"
+    with speaking("zh-CN"):
+        (shown,) = for_review(report(kernel), [], deepgemm_sources())
+    assert shown.title == "deepgemm_tile: 构建" and shown.message == a.message  # the compiler's line as it wrote it
 
 
 def test_unchanged_resources_an_unchanged_kernel_and_an_unknown_build_give_nothing() -> None:

@@ -351,6 +351,15 @@ def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mappin
     return out
 
 
+# A gate as an annotation's title names it (in English its enum value; the users' checklist words in zh-CN).
+GATE_NAMES: dict[Gate, str] = {
+    Gate.correctness: N_("correctness"), Gate.stability: N_("stability"), Gate.performance: N_("performance"),
+    Gate.resources: N_("resources"), Gate.plausibility: N_("plausibility"), Gate.static: N_("static"),
+    Gate.build: N_("build"), Gate.coverage: N_("coverage"), Gate.measurement: N_("measurement"), Gate.run: N_("run"),
+    Gate.manifest: N_("manifest"), Gate.acceptance: N_("acceptance"), Gate.review: N_("review"),
+}  # fmt: skip
+
+
 def placed_annotations(kernel: KernelReport, known: Callable[[str], bool]) -> list[Annotation]:
     """The kernel's and its cases' findings that carry a repository file and line themselves (a compile error's
     place), where `known` says head has that file."""
@@ -361,7 +370,8 @@ def placed_annotations(kernel: KernelReport, known: Callable[[str], bool]) -> li
     ]
     out = []
     for (path, line), findings in _group(found).items():  # type: ignore[arg-type]
-        title = f"{kernel.name}: {findings[0].gate.value}"
+        gate = findings[0].gate
+        title = f"{kernel.name}: {_(GATE_NAMES[gate]) if gate in GATE_NAMES else gate.value}"
         out.append(_annotation(path, line, _level(findings), title, _lines(findings)))
     return out
 

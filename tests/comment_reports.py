@@ -30,6 +30,7 @@ from bot.models.report import (
     RunnerHealth,
     SideCost,
     SimulatedCost,
+    aggregate_agents,
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
@@ -182,6 +183,9 @@ def kernel(name: str, cases: list[CaseReport], verdict: str, *findings: Finding,
     return builds(k)
 
 
+CREATED = "2026-11-30T20:22:21+00:00"
+
+
 def report(kernels: list[KernelReport], **update: object) -> Report:
     from bot.verdict.gate import overall
 
@@ -200,7 +204,7 @@ def report(kernels: list[KernelReport], **update: object) -> Report:
         environment=Machine(device="cpu", torch="2.13.0+cpu", nvcc="13.0.88", python="3.11.7"),
         isolation=Isolation(mode="bwrap", tool="bubblewrap 0.11.0"),
         health=HEALTH,
-        created_at="2026-11-30T20:22:21+00:00",
+        created_at=CREATED,
         opgate_version="0.1.0",
     )
     return r.model_copy(update=update)
@@ -527,6 +531,20 @@ def implausible() -> Report:
     return report([kernel("deepgemm_tile", demo_cases(fast, ragged), "fail")])
 
 
+def rated_no_peak() -> Report:
+    """A GPU runner whose GPU the data sheet does not know (bot/verdict/throughput.device_peak): the achieved rates,
+    no share of a peak."""
+    from bot.verdict.throughput import device_peak
+
+    peak = device_peak("NVIDIA RTX PRO 6000")
+    assert peak is None
+    square = timed("square_512", 0.2, -1.1, 1.4, p50=0.031, device="cuda")
+    ragged = timed("ragged_200x328x264", 0.5, -0.5, 1.5, p50=0.004, device="cuda")
+    cases = [with_work(square, 2 * 512**3, 2 * 2 * 512 * 512, peak), with_work(ragged, 34_636_800, 541_184, peak)]
+    gpu = Machine(device="cuda", gpu="NVIDIA RTX PRO 6000", python="3.11.7")
+    return report([kernel("deepgemm_tile", cases, "pass")], environment=gpu, health=GPU_HEALTH)
+
+
 def rated_with_incorrect() -> Report:
     """A table with the achieved-rate columns where one case was not timed (wrong): its row says so, not dashes."""
     r = fail_correctness()
@@ -597,9 +615,143 @@ def with_candidate_and_agent() -> Report:
         local_commands=["opgate review --base main --head HEAD --kernel deepgemm_tile"],
         candidate_patch="--- a/kernels/deepgemm_tile/tile_config.json\n+++ b/kernels/deepgemm_tile/tile_config.json\n"
         '@@ -1 +1 @@\n-{"tile_n": 256}\n+{"tile_n": 128}\n',
-        inputs_missing=[phrase(p) for p in MISSING], inputs_missing_why=MISSING,
-    )  # fmt: skip
+    )
+    agent_inputs(agent)
     return r.model_copy(update={"agents": [agent], "agent": agent, "pr": PR})
+
+
+def agent_inputs(agent: AgentReport) -> None:
+    """What bot/agent/run.py `ask` writes of its prompt's materials, by the real gather, trim and inputs_of:
+    deepgemm_tile's gemm_tiled changed, main's history in the ledger empty (base figures not available), and a
+    per-request budget that leaves its cases and base's side of the function out for size."""
+    import tempfile
+    from pathlib import Path
+
+    from bot.agent import estimate, prompt
+    from bot.agent.materials import Sources
+    from bot.agent.run import gather_phrases, inputs_of
+    from bot.config.manifest import load_kernel
+    from bot.config.settings import load_settings
+    from bot.ledger import Ledger
+    from bot.models.diff import FileChange
+    from tests.conftest import REPO_CONFIG
+
+    root = Path(__file__).resolve().parent.parent
+    kernel = load_kernel(root / "kernels/deepgemm_tile", config=REPO_CONFIG, path="kernels/deepgemm_tile")
+    path = "kernels/deepgemm_tile/gemm_cpu.cpp"
+    lines = (root / path).read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if "void gemm_tiled" in line) + 2  # inside gemm_tiled's body
+    head = [*lines[:at], "    // reviewed: the tail rows", *lines[at:]]
+    diff = f"--- a/{path}\n+++ b/{path}\n@@ -{at},1 +{at},2 @@\n {lines[at - 1]}\n+    // reviewed: the tail rows\n"
+    changes = [FileChange(path=path, old_path=path, added=1, removed=0, diff=diff)]
+    sources = Sources(base={path: "\n".join(lines)}, head={path: "\n".join(head)})
+    settings = load_settings({"GITHUB_TOKEN": ""}, REPO_CONFIG)
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
+        pieces, missing = gather_phrases(kernel, kernel, changes, settings, ledger, sources, BASE)
+    assert [why.key for _, why in missing] == ["agent.no_base_figures"]
+    not_available = [line for line, _ in missing]
+
+    def cost(text: str) -> int:  # as prompt.trim counts a diff and prompt.split a piece
+        return estimate.count_messages([{"role": "user", "content": text}]) - estimate.count_messages([])
+
+    frame = estimate.count_messages(prompt.messages(kernel, [], [path], (), [p.label for p in pieces], not_available))
+    functions = [p for p in pieces if p.material == "functions"]  # gemm_tiled, head's then base's
+    kept = [p for p in pieces if p.material in ("constraints", "tunables")] + functions[:1]
+    budget = frame + cost(diff) + sum(cost(p.text) + prompt.PIECE_JOIN_TOKENS for p in kept)
+    trimmed = prompt.trim(kernel, changes, budget, estimate.count_messages, pieces, not_available)
+    assert trimmed.pieces == kept and [p.material for p in trimmed.dropped] == ["cases", "functions"]
+    inputs_of(agent, trimmed, missing)
+
+
+def agents_not_asked() -> Report:
+    """Why each domain's agent was not asked or gave no reply, as bot/agent/run.py words it: a key not set, a key
+    that is not the domain's, the week's budget spent (bot/spend/budget.check's refusal), a prompt over the
+    per-request budget, a reply rejected after its repair, a cached reply, a kernel without a task file."""
+    from bot.agent import run
+    from bot.spend import budget
+
+    week = BudgetState(domain="v41_attention", week="2026-W48", limit=500_000, used=499_000, reserved=0)
+    refused = budget.check(week, 12_000)
+    why = [
+        ("deepgemm", "offline", run.key_unset("OPGATE_DEEPGEMM_KEY")),
+        ("flashmla", "offline", run.key_mismatch("OPENAI_API_KEY", "flashmla", "OPGATE_FLASHMLA_KEY")),
+        ("v41_attention", "over_budget", run.over_budget(refused.reason, refused.why)),
+        ("moe", "over_budget", run.prompt_over_budget(41_234, 32_000, "moe")),
+        ("sparse", "error", run.rejected("reply field risk_notes: Input should be a valid list", repaired=True)),
+        ("topk", "error", run.rejected("the reply was cut off at max_tokens 4096", repaired=False)),
+        ("norms", "skipped", run.no_task("rmsnorm")),
+    ]
+    agents = [
+        run.said(AgentReport(status=status, domain=domain, model="deepseek-v4"), reason)  # type: ignore[arg-type]
+        for domain, status, reason in why
+    ]
+    lacked = {"inputs_missing": [phrase(p) for p in MISSING], "inputs_missing_why": MISSING}
+    agents[3] = agents[3].model_copy(update=lacked)  # what moe's prompt lacked: no history, no file read
+    hit = run.said(AgentReport(status="ok", domain="scan", model="deepseek-v4", cached=True), run.cached(CREATED))
+    agents.append(hit)
+    r = report([])
+    return r.model_copy(update={"agents": agents, "agent": aggregate_agents(agents)})
+
+
+def with_ci_summary(agent: AgentReport, **summary: object) -> Report:
+    """The failing review with the CI summary's section: asked and answered, or why not (bot/agent/ci_summary.py)."""
+    from bot.models.report import CiSummary
+
+    agent = agent.model_copy(update={"domain": "ci_summary"})
+    return fail_latency().model_copy(update={"ci_summary": CiSummary(agent=agent, **summary)})  # type: ignore[arg-type]
+
+
+def ci_summary_asked(env: dict[str, str], offline: bool) -> AgentReport:
+    """What the real bot/agent/ci_summary.ask reports when it asks nothing (offline, or its key not set)."""
+    import tempfile
+    from pathlib import Path
+
+    from bot.agent import ci_summary
+    from bot.config.settings import load_settings
+    from bot.ledger import Ledger
+    from bot.models.ci_summary import CiSummaryFacts
+    from tests.conftest import REPO_CONFIG
+
+    facts = CiSummaryFacts(base_sha=BASE, head_sha=HEAD, verdict="fail", kernels=[])
+    settings = load_settings({"GITHUB_TOKEN": "", **env}, REPO_CONFIG)
+    with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
+        out = ci_summary.ask(facts, settings=settings, ledger=ledger, offline=offline, candidates_dir=Path(tmp))
+    return out.agent
+
+
+def ci_summary_offline() -> Report:
+    return with_ci_summary(ci_summary_asked({}, offline=True))
+
+
+def ci_summary_key_unset() -> Report:
+    agent = ci_summary_asked({}, offline=False)
+    assert agent.reason == "TAOTOKEN_API_KEY_CI_SUMMARY is not set"
+    return with_ci_summary(agent)
+
+
+def ci_summary_over_budget() -> Report:
+    from bot.agent import ci_summary
+    from bot.agent.run import said
+
+    agent = said(AgentReport(status="over_budget"), ci_summary.prompt_over_budget(9_120, 4_000))
+    return with_ci_summary(agent, prompt_estimate=9_120, left_out=["the passing cases' figures"])
+
+
+def ci_summary_failed() -> Report:
+    from bot.agent import ci_summary
+    from bot.agent.run import said
+
+    error = "reply field summary: not written in Simplified Chinese (got slower on every case)"
+    return with_ci_summary(
+        said(AgentReport(status="error", model="deepseek-v4"), ci_summary.rejected(error, repaired=True))
+    )
+
+
+def ci_summary_cached() -> Report:
+    from bot.agent.run import cached, said
+
+    agent = said(AgentReport(status="ok", model="deepseek-v4", cached=True), cached(CREATED))
+    return with_ci_summary(agent, summary="`deepgemm_tile` 在 `ragged_200x328x264` 上变慢 10.53%，超过 3% 限值。")
 
 
 # What bot/agent/run.py says its prompt lacked: no base figures in the ledger, no file of base or head read
@@ -755,10 +907,17 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "review_error": review_error,
     "no_change": no_change,
     "candidate_and_agent": with_candidate_and_agent,
+    "agents_not_asked": agents_not_asked,
+    "ci_summary_offline": ci_summary_offline,
+    "ci_summary_key_unset": ci_summary_key_unset,
+    "ci_summary_over_budget": ci_summary_over_budget,
+    "ci_summary_failed": ci_summary_failed,
+    "ci_summary_cached": ci_summary_cached,
     "biggest": biggest,
     "sm100_spill": sm100_spill,
     "implausible": implausible,
     "rated_with_incorrect": rated_with_incorrect,
+    "rated_no_peak": rated_no_peak,
     "not_resident": not_resident,
     "expectations": expectations,
     "launch_lines": launch_lines,

@@ -6,8 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.agent import run
 from bot.agent.run import AgentFailed, ask, sanitise
 from bot.config.settings import load_settings
+from bot.spend import budget
+from bot.verdict.messages import phrase
 from tests import agent_world
 from tests.agent_world import CONFIG_DIFF, KERNEL, KEY, VARIABLE, change, run_ask
 from tests.conftest import REPO_CONFIG
@@ -22,6 +25,7 @@ def test_a_second_invalid_reply_is_an_error_with_both_replies_kept_sanitised(gat
     gateway.push(completion(f"\x1b[31mno JSON\x1b[0m, your key is {KEY}"), completion("still no JSON"))
     report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
     assert report.status == "error" and "after one repair request" in report.reason
+    assert report.why is not None and phrase(report.why) == report.reason  # what the comment renders
     kept = tmp_path / "agent_candidates"
     first = (kept / f"{'f' * 12}_deepgemm_tile.rejected.txt").read_text()
     assert first == "no JSON, your key is ***"
@@ -34,6 +38,8 @@ def test_a_quota_429_fails_the_agent_fast_and_releases_its_reservation(gateway, 
     with pytest.raises(AgentFailed) as err:
         run_ask(gateway, sqlite_ledger, tmp_path)
     assert err.value.report.status == "error" and VARIABLE in err.value.report.reason
+    why = err.value.report.why
+    assert why is not None and why.key == "agent.gateway_error" and phrase(why) == err.value.report.reason
     assert len(gateway.requests) == 1
     (reservation,) = sqlite_ledger.reservations(week=datetime.now(UTC).strftime("%G-W%V"))
     assert reservation.state == "released"
@@ -60,3 +66,24 @@ def test_a_task_file_naming_another_domains_key_is_not_sent(gateway, sqlite_ledg
         "the task file names TAOTOKEN_API_KEY_FLASHMLA_AGENT, but the deepgemm domain's key is "
         "TAOTOKEN_API_KEY_DEEPGEMM_AGENT ([tool.opgate.domains.deepgemm] key): the agent was not asked"
     )
+    assert report.why is not None and phrase(report.why) == report.reason
+
+
+def test_every_reason_the_agent_room_words_in_english_is_the_same_as_its_phrase():
+    """bot/agent may not import the catalog: it writes report.json's English reason and stores its phrase beside it;
+    the comment renders the phrase (in the team's language), so the two must say the same in English."""
+    refused = budget.check(budget.BudgetState(domain="d", week="2026-W48", limit=10, used=9, reserved=1), 5)
+    assert refused.why is not None and phrase(refused.why) == refused.reason
+    reasons = [
+        run.no_task("k"),
+        run.key_mismatch("A_KEY", "d", "B_KEY"),
+        run.key_unset("A_KEY"),
+        run.prompt_over_budget(41_234, 32_000, "d"),
+        run.cached("2026-11-30T20:22:21+00:00"),
+        run.over_budget(refused.reason, refused.why),
+        run.over_budget("the run's --tokens cap of 100 is spent", None),
+        run.rejected("reply field x: bad", repaired=True),
+        run.rejected("cut off", repaired=False),
+    ]
+    assert [phrase(why) for _, why in reasons] == [english for english, _ in reasons]
+    assert run.over_budget(refused.reason, refused.why)[1].phrases["why"] == [refused.why]

@@ -36,6 +36,7 @@ from bot.present.annotations import (
     function_name,
 )
 from bot.review.changes import parse_diff
+from bot.text.i18n import english_runs, speaking
 from bot.verdict.findings import add_case, add_kernel, verbatim
 from bot.verdict.gate import resource_findings
 
@@ -230,6 +231,9 @@ def test_a_finding_with_a_file_and_line_is_annotated_there() -> None:
     (a,) = for_review(report(kernel), [], deepgemm_sources())  # a file head does not have: not annotated
     assert (a.path, a.start_line, a.annotation_level, a.title) == (at["file"], 12, "failure", "deepgemm_tile: build")
     assert a.message == "gemm_cuda.cu:12: error: expected ';'"
+    with speaking("zh-CN"):
+        (shown,) = for_review(report(kernel), [], deepgemm_sources())
+    assert shown.title == "deepgemm_tile: 构建" and shown.message == a.message  # the compiler's line as it wrote it
 
 
 def test_unchanged_resources_an_unchanged_kernel_and_an_unknown_build_give_nothing() -> None:
@@ -280,3 +284,57 @@ def test_annotations_go_in_requests_of_50() -> None:
         Annotation(path="a", start_line=i, end_line=i, annotation_level="notice", message="m") for i in range(1, 121)
     ]
     assert [len(b) for b in batches(many)] == [50, 50, 20] and batches([]) == []
+
+
+def test_the_annotations_speak_the_reviews_locale_like_the_comment() -> None:
+    """Under zh-CN (the CLI's `speaking`) every annotation opgate words — the gates' findings, the titles, a failed
+    case's entry line, the files no gate read — is Chinese; names, paths, numbers and units stay as they are."""
+    head = [resource(256, 255, spill=96, warps=4), resource(128, 128)]
+    check = ResourceCheckReport(status="ok", arch="sm_90a", head=head, base=[resource(256, 168), resource(128, 128)])
+    failed = CaseReport(name="square_512", tolerance=0.01, status=CaseStatus.incorrect, verdict="fail")
+    add_case(failed, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="correctness.max_abs_err_total",
+                             params={"value": "0.5", "limit": "0.01"}))  # fmt: skip
+    crashed = CaseReport(name="gemm_4096", device="cuda", arch="sm_90a", tolerance=0.01, status=CaseStatus.crashed,
+                         verdict="error")  # fmt: skip
+    kernel = judged(KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="fail",
+                                 resource_check=check, cases=[failed, crashed]))  # fmt: skip
+    changes = parse_diff(DIFF.replace("k.cu", "tools/k.cu") + DIFF.replace("k.cu", "docs/big.md"))
+    unmatched, large = Listed(total=1, names=["tools/k.cu"]), Listed(total=1, names=["docs/big.md"])
+    cov = Coverage(files=2, size_limit_bytes=1 << 20, unmatched=unmatched, large=large, kernel_sources=unmatched)
+    with speaking("zh-CN"):
+        shown = for_review(report(kernel, cov), changes, deepgemm_sources())
+    assert len(shown) == 5  # the spill, the two cases, the two files
+    functions = frozenset(r.function for r in head)  # C++ names as ptxas wrote them
+    english = [run for a in shown for text in (a.title, a.message) for run in english_runs(text, functions)]
+    assert english == []
+    titles = {a.title for a in shown}
+    assert {"deepgemm_tile：gemm_bf16_kernel 的资源（寄存器溢出）", "deepgemm_tile：用例 square_512 未通过",
+            "deepgemm_tile：用例 gemm_4096 无法评判", "没有门禁读过"} == titles  # fmt: skip
+    assert "gemm_4096（cuda，sm_90a）调用 gemm：状态 crashed" in {a.message for a in shown}
+    with speaking("en"):
+        assert {a.title for a in for_review(report(kernel, cov), changes, deepgemm_sources())} == {
+            "deepgemm_tile: gemm_bf16_kernel resources (spills)", "deepgemm_tile: case square_512 failed",
+            "deepgemm_tile: case gemm_4096 could not be judged", "not read by any gate",
+        }  # fmt: skip
+
+
+def test_the_check_runs_title_and_summary_speak_the_locale_too() -> None:
+    from bot.edges.publish import check_summary
+
+    marks = [Annotation(path="a.cu", start_line=1, end_line=1, annotation_level=level, title="t", message="m")
+             for level in ("failure", "warning", "warning")]  # fmt: skip
+    url = "https://github.com/o/r/pull/7#issuecomment-1"
+    assert check_summary("1 of 1 kernels fails a gate", marks, url) == (
+        "3 finding(s) on head's lines",
+        "opgate/acceptance: 1 of 1 kernels fails a gate\n\nAnnotations: 1 failure, 2 warning. This check only places "
+        "the review's findings on the lines they are about; the status `opgate/acceptance` is what gates, and "
+        f"[the comment]({url}) has the whole review.",
+    )
+    assert check_summary("ok", [], "") == ("no finding on a line of head", "opgate/acceptance: ok\n\nAnnotations: "
+        "none. This check only places the review's findings on the lines they are about; the status "
+        "`opgate/acceptance` is what gates.")  # fmt: skip
+    with speaking("zh-CN"):
+        title, summary = check_summary("1 个内核中 1 个未通过门禁", marks, url)
+        empty = check_summary("全部通过", [], "")
+    assert title == "head 的代码行上有 3 项发现" and "1 个失败，2 个警告" in summary
+    assert [english_runs(text) for text in (title, summary, *empty)] == [[], [], [], []]

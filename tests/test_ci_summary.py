@@ -16,12 +16,14 @@ from bot.agent import ci_summary as agent_summary
 from bot.agent import estimate
 from bot.config.manifest import load_task
 from bot.config.settings import Settings, load_settings
-from bot.ledger import open_ledger
-from bot.models.report import CiSummary, Report
+from bot.ledger import Ledger, open_ledger
+from bot.models.ci_summary import CiSummaryFacts
+from bot.models.report import AgentReport, CiSummary, Report
 from bot.present.render import render_comment
 from bot.present.status import acceptance_status
 from bot.review import ci_summary as summary
 from bot.spend import budget, tokens
+from bot.verdict.messages import phrase
 from tests import comment_reports as cr
 from tests.ci_summary_world import GITHUB, INJECTION, KEY, failing, reply_for
 from tests.comment_checks import structure_problems, text_of
@@ -153,6 +155,7 @@ def test_a_cached_second_review_costs_no_tokens(gateway, tmp_path):
     assert second.ci_summary.agent.cached and second.ci_summary.agent.total_tokens == 0
     assert second.ci_summary.summary == first.ci_summary.summary
     assert "0 tokens spent" in second.ci_summary.agent.reason and "0 tokens spent" in render_comment(second)
+    assert said_alike(second.ci_summary.agent)
     rows = usage_rows(tmp_path)
     assert [(r["status"], r["total_tokens"], r["domain"]) for r in rows] == [
         ("ok", 1555, "ci_summary"),
@@ -196,7 +199,9 @@ def test_an_unusable_reply_gets_one_repair_and_a_second_one_is_an_error_not_a_cr
     gateway.push(completion("not json"), completion(json.dumps({"summary": "no verdicts"})))
     again = ask(failing().model_copy(update={"head_sha": "1" * 40}), settings, tmp_path)
     assert again.ci_summary is not None and again.ci_summary.agent.status == "error"
-    assert "reply rejected after one repair request" in again.ci_summary.agent.reason
+    assert "reply rejected after one repair request" in again.ci_summary.agent.reason and said_alike(
+        again.ci_summary.agent
+    )
     assert "Failed: reply rejected" in render_comment(again)
     assert sorted(p.name for p in (tmp_path / "out" / "agent_candidates").iterdir()) == [
         "111111111111_ci_summary.rejected-repair.txt",
@@ -210,6 +215,7 @@ def test_a_gateway_failure_is_reported_in_the_section_never_raised(gateway, tmp_
     r = ask(failing(), settings_for(gateway, tmp_path), tmp_path)
     assert r.ci_summary is not None and r.ci_summary.agent.status == "error"
     assert VARIABLE in r.ci_summary.agent.reason and KEY not in r.ci_summary.agent.reason
+    assert said_alike(r.ci_summary.agent)
     assert r.verdict == "fail"
 
 
@@ -254,3 +260,24 @@ def test_hostile_text_in_every_summary_field_renders_inert():
         assert problems(out) == []
         section = out.split("### Summary (agent, not gating)", 1)[1].split("\n### ", 1)[0]
         assert section.count("evil") >= 6  # summary, cause, next, cannot tell, contradiction, left out: all shown
+
+
+def said_alike(agent: AgentReport) -> bool:
+    """report.json's English reason is its phrase's English (bot/agent may not import the catalog the comment uses)."""
+    return agent.why is not None and phrase(agent.why) == agent.reason
+
+
+def test_every_reason_the_summary_is_not_asked_for_is_the_same_as_its_phrase(tmp_path):
+    configured = load_settings({"GITHUB_TOKEN": ""}, REPO_CONFIG)
+    none = load_settings({"GITHUB_TOKEN": ""})  # the built-in defaults: no ci_summary domain
+    for settings, offline in ((configured, True), (configured, False), (none, False)):
+        facts = CiSummaryFacts(base_sha=cr.BASE, head_sha=cr.HEAD, verdict="fail", kernels=[])
+        with Ledger(tmp_path / "ledger.sqlite") as ledger:
+            out = agent_summary.ask(facts, settings=settings, ledger=ledger, offline=offline, candidates_dir=tmp_path)
+        assert out.agent.reason and said_alike(out.agent), out.agent
+    for english, why in (
+        agent_summary.prompt_over_budget(9_120, 4_000),
+        agent_summary.rejected("cut off", repaired=False),
+        agent_summary.rejected("bad", repaired=True),
+    ):
+        assert phrase(why) == english

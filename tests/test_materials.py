@@ -134,6 +134,7 @@ def test_the_changed_function_goes_in_whole_from_base_and_head(gateway, sqlite_l
     assert f"head `{path}` lines" in data and f"base `{path}` lines" in data and "`gemm_tiled`" in data
     assert data.count("void gemm_tiled(") == 2 and data.count("// reviewed: the tail rows") == 1
     assert "2 changed function(s) whole" in report.inputs
+    assert report.inputs == [phrase(p) for p in report.inputs_why]  # the comment renders the phrases
 
 
 def test_materials_are_trimmed_in_the_domains_order_and_the_prompt_says_what_was_left_out():
@@ -145,6 +146,7 @@ def test_materials_are_trimmed_in_the_domains_order_and_the_prompt_says_what_was
         reference_text=(ROOT / "kernels/v41_attention_splitk/reference.py").read_text(),
     )  # fmt: skip
     assert [p.material for p in pieces] == ["constraints", "tunables", "cases"]  # baseline unavailable: no piece
+    assert [phrase(p.label_why) for p in pieces] == [p.label for p in pieces]  # the comment names them so
     changes = _config_change(kernel)
     frame = estimate.count_messages(
         prompt.messages(kernel, [], [c.path for c in changes], (), [p.label for p in pieces])
@@ -153,6 +155,7 @@ def test_materials_are_trimmed_in_the_domains_order_and_the_prompt_says_what_was
     small = prompt.trim(kernel, changes, frame + diff + 200, estimate.count_messages, pieces)
     assert [p.material for p in small.pieces] == ["constraints", "tunables"]
     assert small.pieces_left_out == [pieces[2].label] and small.prompt_tokens <= frame + diff + 200
+    assert small.dropped == [pieces[2]]
     user = prompt.messages(kernel, small.included, [], small.pieces, small.pieces_left_out)[1]["content"]
     assert f"Left out of this prompt for size (the per-request budget): {pieces[2].label}." in user
     whole = prompt.trim(kernel, changes, 100_000, estimate.count_messages, pieces)

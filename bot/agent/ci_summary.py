@@ -17,13 +17,14 @@ from bot.agent.ci_summary_reply import CiSummaryReply, contradictions, parse_ci_
 from bot.agent.client import validate_base_url
 from bot.agent.exchange import Cache, Reader, exchange, sanitise
 from bot.agent.prompt import render_prompt
-from bot.agent.run import Call, cache_key
+from bot.agent.run import Call, Said, cache_key, cached, said
 from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.config.settings import Settings
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts
+from bot.models.finding import Phrase
 from bot.models.report import AgentReport, CiSummary, CiSummaryCause
 from bot.text.i18n import LANGUAGES
 from bot.text.safe import one_line
@@ -162,24 +163,59 @@ def trim(task: AgentTask, facts: CiSummaryFacts, budget: int, secrets: list[str]
     return prompt
 
 
-def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, str]:
+def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, Said | None]:
     """The summary's task file, or None and why it cannot be used."""
     where = f"[domains.{CI_SUMMARY_DOMAIN}] task in {settings.repo_config.where()}"
     path = settings.repo_config.task_path(CI_SUMMARY_DOMAIN)
     if path is None:
-        return None, f"the {CI_SUMMARY_DOMAIN} domain names no task file ({where})"
+        english = f"the {CI_SUMMARY_DOMAIN} domain names no task file ({where})"
+        return None, (english, Phrase(key="ci.no_task", params={"domain": CI_SUMMARY_DOMAIN, "where": where}))
     if not path.is_file():
-        return None, f"its task file {path} does not exist ({where})"
+        english = f"its task file {path} does not exist ({where})"
+        return None, (english, Phrase(key="ci.task_missing", params={"path": str(path), "where": where}))
     try:
         task = load_task(path)
         validate_base_url(task.provider.base_url)
     except InputError as exc:
-        return None, one_line(exc, limit=400)
+        return None, refused(exc)
     if task.provider.api_key_env != variable:
-        return None, (
-            f"its task file names {task.provider.api_key_env}, but the {CI_SUMMARY_DOMAIN} domain's key is {variable}"
-        )
-    return task, ""
+        named = task.provider.api_key_env
+        english = f"its task file names {named}, but the {CI_SUMMARY_DOMAIN} domain's key is {variable}"
+        params = {"variable": named, "domain": CI_SUMMARY_DOMAIN, "expected": variable}
+        return None, (english, Phrase(key="ci.key_mismatch", params=params))
+    return task, None
+
+
+def refused(exc: InputError) -> Said:
+    """A task file or base URL the input checks refused: its message, as written."""
+    error = one_line(exc, limit=400)
+    return error, Phrase(key="agent.gateway_error", params={"error": error})
+
+
+def not_configured() -> Said:
+    english = f"no {CI_SUMMARY_DOMAIN} domain is configured"
+    return english, Phrase(key="ci.no_domain", params={"domain": CI_SUMMARY_DOMAIN})
+
+
+OFFLINE: Said = ("--offline given", Phrase(key="ci.offline"))
+
+
+def key_unset(variable: str) -> Said:
+    return f"{variable} is not set", Phrase(key="ci.key_unset", params={"variable": variable})
+
+
+def prompt_over_budget(tokens: int, limit: int) -> Said:
+    variable = f"OPGATE_BUDGET_REQUEST_{CI_SUMMARY_DOMAIN.upper()}"
+    english = f"the prompt needs {tokens} tokens even shortened, over the per-request budget of {limit} ({variable})"
+    return english, Phrase(key="ci.prompt_over_budget", params={"tokens": tokens, "limit": limit,
+                                                               "variable": variable})  # fmt: skip
+
+
+def rejected(error: str, *, repaired: bool) -> Said:
+    if repaired:
+        english = f"reply rejected after one repair request: {error}"
+        return english, Phrase(key="ci.rejected_repair", params={"error": error})
+    return f"reply rejected: {error}", Phrase(key="ci.rejected", params={"error": error})
 
 
 def ask(
@@ -198,24 +234,28 @@ def ask(
     out = CiSummary(agent=agent)
     variable = settings.key_variable(CI_SUMMARY_DOMAIN)
     if variable is None:
-        agent.status, agent.reason = "skipped", f"no {CI_SUMMARY_DOMAIN} domain is configured"
+        agent.status = "skipped"
+        said(agent, not_configured())
         return out
     if offline:
-        agent.reason = "--offline given"
+        said(agent, OFFLINE)
         return out
     key = settings.agent_key_for(variable)
     if key is None:
-        agent.reason = f"{variable} is not set"
+        said(agent, key_unset(variable))
         return out
-    task, why = _task(settings, variable)
+    task, unusable = _task(settings, variable)
     if task is None:
-        agent.status, agent.reason = "skipped", why
+        agent.status = "skipped"
+        if unusable is not None:
+            said(agent, unusable)
         return out
     agent.model = task.model
     try:
         validate_base_url(settings.base_url_override or task.provider.base_url)
     except InputError as exc:
-        agent.status, agent.reason = "skipped", one_line(exc, limit=400)
+        agent.status = "skipped"
+        said(agent, refused(exc))
         return out
     secrets = settings.secrets()
     limit = settings.budget_request.get(CI_SUMMARY_DOMAIN)
@@ -223,10 +263,7 @@ def ask(
     out.prompt_estimate, out.left_out = prompt.tokens, prompt.facts.left_out
     if prompt.tokens > limit:
         agent.status = "over_budget"
-        agent.reason = (
-            f"the prompt needs {prompt.tokens} tokens even shortened, over the per-request budget of {limit} "
-            f"(OPGATE_BUDGET_REQUEST_{CI_SUMMARY_DOMAIN.upper()})"
-        )
+        said(agent, prompt_over_budget(prompt.tokens, limit))
         return out
     key_of_prompt = cache_key(settings.agent_wire, task.model, prompt.messages, settings.agent_max_tokens)
     call = Call(
@@ -243,19 +280,19 @@ def ask(
     answer.spend.onto(agent)
     if answer.outcome == "cached":
         agent.cached, agent.model = True, answer.model
-        agent.reason = f"cached reply of {answer.cached_at} for the same model and prompt: 0 tokens spent"
+        said(agent, cached(answer.cached_at))
     elif answer.outcome == "over_budget":
-        agent.status, agent.reason = "over_budget", answer.reason
+        agent.status = "over_budget"
+        said(agent, (answer.reason, answer.why or Phrase(key="text", params={"text": answer.reason})))
         return out
     elif answer.outcome == "gateway_error":
-        agent.status, agent.reason = "error", answer.reason
+        agent.status = "error"
+        said(agent, (answer.reason, Phrase(key="agent.gateway_error", params={"error": answer.reason})))
         log.warning("the %s request failed: %s; the review is otherwise unchanged", CI_SUMMARY_DOMAIN, answer.reason)
         return out
-    elif answer.outcome == "cut":
-        agent.status, agent.reason = "error", f"reply rejected: {answer.reason}"
-        return out
-    elif answer.outcome == "rejected":
-        agent.status, agent.reason = "error", f"reply rejected after one repair request: {answer.reason}"
+    elif answer.outcome in ("cut", "rejected"):
+        agent.status = "error"
+        said(agent, rejected(answer.reason, repaired=answer.outcome == "rejected"))
         return out
     assert answer.reply is not None
     agent.status = "ok"

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from bot.agent.client import ChatResult, GatewayError
 from bot.agent.review import AgentOutputError
 from bot.ledger import Ledger, now
+from bot.models.finding import Phrase
 from bot.models.ledger import CachedReply
 from bot.models.report import AgentReport
 from bot.text.redact import scrub
@@ -80,6 +81,7 @@ class Answer(Generic[T]):
     spend: Spend
     model: str | None = None
     reason: str = ""
+    why: Phrase | None = None  # over_budget: the budget's reason as a message of the catalog, where it has one
     cached_at: str = ""
     error: GatewayError | None = None
 
@@ -104,9 +106,13 @@ class Cache:
 
 
 class OverBudget(Exception):
-    def __init__(self, reason: str) -> None:
+    """A request the budget refused: `reason` in English, `why` the same as a message of the catalog (None: a
+    refusal that has no message of its own, e.g. opgate tune's own cap, shown as written)."""
+
+    def __init__(self, reason: str, why: Phrase | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.why = why
 
 
 class ReplyCut(AgentOutputError):
@@ -145,7 +151,7 @@ def exchange(
     try:
         reply, content = with_repair(call, messages, reader, keep_as)
     except OverBudget as exc:
-        return Answer("over_budget", None, spend(), reason=exc.reason)
+        return Answer("over_budget", None, spend(), reason=exc.reason, why=exc.why)
     except GatewayError as exc:
         return Answer("gateway_error", None, spend(), reason=str(exc), error=exc)
     except ReplyCut as exc:

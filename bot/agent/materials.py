@@ -13,7 +13,7 @@ from bot.agent import functions
 from bot.config.manifest import Kernel
 from bot.config.repo import Material
 from bot.models.diff import FileChange
-from bot.models.finding import Phrase
+from bot.models.finding import Param, Phrase
 from bot.models.ledger import CaseFigure, MainResourceRow
 
 MATERIAL_TITLES: dict[str, str] = {
@@ -40,7 +40,8 @@ class Piece(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     material: Material
-    label: str  # how the prompt and the comment name it when it is left out
+    label: str  # how the prompt and report.json name it (what the agent saw, what was left out for size)
+    label_why: Phrase  # `label` as a message of the catalog (bot/verdict/messages.py), which the comment renders
     text: str
 
 
@@ -181,10 +182,13 @@ def function_pieces(changes: list[FileChange], sources: Sources) -> list[Piece]:
         ):
             for f, body in functions.touched(path, inert(text) if text is not None else None, lines):
                 fence = "python" if functions.language(path) == "python" else "cpp"
+                name, where = inert(f.name), inert(path)
+                params: dict[str, Param] = {"function": name, "side": side, "path": where, "line": f.start}
                 pieces.append(
                     Piece(
                         material="functions",
-                        label=inert(f"{f.name} ({side}, {path}:{f.start})"),
+                        label=f"{name} ({side}, {where}:{f.start})",
+                        label_why=Phrase(key="agent.piece_function", params=params),
                         text=f"{side} `{path}` lines {f.start}-{f.end}, `{f.name}`:\n```{fence}\n{body}\n```",
                     )
                 )
@@ -205,16 +209,21 @@ def pieces(
     out: list[Piece] = []
     for material in order:
         if material == "constraints":
-            out.append(Piece(material=material, label="the gate limits", text=constraints_text(rules)))
+            why = Phrase(key="agent.piece_constraints")
+            out.append(Piece(material=material, label="the gate limits", label_why=why, text=constraints_text(rules)))
         elif material == "cases" and rules.manifest.cases:
             found = probes(reference_text, rules.manifest.reference.probes) if reference_text else []
             label = f"{len(rules.manifest.cases)} cases and {len(found)} boundary probes"
-            out.append(Piece(material=material, label=label, text=cases_text(rules, found)))
+            why = Phrase(key="agent.piece_cases", params={"cases": len(rules.manifest.cases), "probes": len(found)})
+            out.append(Piece(material=material, label=label, label_why=why, text=cases_text(rules, found)))
         elif material == "tunables" and (rules.manifest.tunables or kernel.config):
-            out.append(Piece(material=material, label="the tunable space", text=tunables_text(kernel, rules)))
+            why = Phrase(key="agent.piece_tunables")
+            text = tunables_text(kernel, rules)
+            out.append(Piece(material=material, label="the tunable space", label_why=why, text=text))
         elif material == "baseline" and baseline.available:
             label = f"base figures of main {baseline.sha[:12]}"
-            out.append(Piece(material=material, label=label, text=baseline_text(kernel.name, baseline)))
+            why = Phrase(key="agent.piece_baseline", params={"sha": baseline.sha[:12]})
+            out.append(Piece(material=material, label=label, label_why=why, text=baseline_text(kernel.name, baseline)))
         elif material == "functions":
             out.extend(function_pieces(changes, sources))
     return out

@@ -51,6 +51,7 @@ class Trimmed(BaseModel):
     budget: int
     pieces: list[Piece] = Field(default_factory=list)
     pieces_left_out: list[str] = Field(default_factory=list)
+    dropped: list[Piece] = Field(default_factory=list)  # the pieces left out (`pieces_left_out`: their labels)
 
 
 def priority(change: FileChange, kernel: Kernel) -> int:
@@ -112,15 +113,21 @@ PIECE_JOIN_TOKENS = 2  # the blank line between two pieces, counted generously
 def fill(pieces: Sequence[Piece], room: int, count: Counter) -> tuple[list[Piece], list[str]]:
     """The pieces that fit in `room` tokens, in their order (a piece too large is left out and smaller ones after
     it still go in), and the labels of those left out. The review's and tune's prompts are filled by it."""
+    kept, dropped = split(pieces, room, count)
+    return kept, [p.label for p in dropped]
+
+
+def split(pieces: Sequence[Piece], room: int, count: Counter) -> tuple[list[Piece], list[Piece]]:
+    """`fill`'s pieces that fit, and the pieces left out."""
     kept: list[Piece] = []
-    dropped: list[str] = []
+    dropped: list[Piece] = []
     for piece in pieces:
         cost = count([{"role": "user", "content": piece.text}]) - count([]) + PIECE_JOIN_TOKENS
         if cost <= room:
             kept.append(piece)
             room -= cost
         else:
-            dropped.append(piece.label)
+            dropped.append(piece)
     return kept, dropped
 
 
@@ -148,7 +155,8 @@ def trim(
             used += cost
         else:
             left_out.append(change.path)
-    kept, dropped = fill(pieces, budget - used, count)
+    kept, dropped_pieces = split(pieces, budget - used, count)
+    dropped = [p.label for p in dropped_pieces]
     final = count(messages(kernel, included, left_out, kept, dropped, not_available))
     return Trimmed(
         included=included,
@@ -157,4 +165,5 @@ def trim(
         budget=budget,
         pieces=kept,
         pieces_left_out=dropped,
+        dropped=dropped_pieces,
     )

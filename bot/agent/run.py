@@ -132,7 +132,7 @@ class Call:
         )
         if not allowance.allowed or allowance.call_id is None:
             self.record(self.row(f"local-{uuid.uuid4().hex}", status="over_budget", error_type="over_budget"))
-            raise OverBudget(allowance.reason)
+            raise OverBudget(allowance.reason, allowance.why)
         call_id = allowance.call_id
         base_url = validate_base_url(self.settings.base_url_override or self.task.provider.base_url)
         client = GatewayClient(
@@ -242,8 +242,7 @@ def ask(
     domain = kernel.manifest.domain
     task = kernel.task
     if task is None:
-        reason = f"{kernel.name} has no agent task file"
-        return AgentReport(status="skipped", domain=domain, kernel=kernel.name, reason=reason), []
+        return said(AgentReport(status="skipped", domain=domain, kernel=kernel.name), no_task(kernel.name)), []
     report = AgentReport(status="offline", domain=domain, kernel=kernel.name, model=task.model)
     variable = task.provider.api_key_env
     if offline:
@@ -251,34 +250,20 @@ def ask(
         return report, []
     expected = settings.key_variable(domain)
     if expected is not None and variable != expected:
-        report.reason = (
-            f"the task file names {variable}, but the {domain} domain's key is {expected} "
-            f"([tool.opgate.domains.{domain}] key): the agent was not asked"
-        )
-        return report, []
+        return said(report, key_mismatch(variable, domain, expected)), []
     key = settings.agent_key_for(variable)
     if key is None:
-        report.reason = f"{variable} is not set: the agent was not asked"
-        return report, []
+        return said(report, key_unset(variable)), []
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
     pieces, missing = gather_phrases(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
     not_available = [line for line, _ in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
-    report.inputs = seen(trimmed.pieces)
-    if trimmed.pieces_left_out:
-        pieces_text = ", ".join(trimmed.pieces_left_out)
-        left_out = Phrase(key="agent.left_out", params={"pieces": pieces_text})
-        missing.append((f"left out for size: {pieces_text}", left_out))
-    report.inputs_missing, report.inputs_missing_why = [line for line, _ in missing], [why for _, why in missing]
+    inputs_of(report, trimmed, missing)
     if trimmed.prompt_tokens > limit:
         report.status = "over_budget"
-        report.reason = (
-            f"the prompt needs {trimmed.prompt_tokens} tokens without any diff, over the per-request budget of "
-            f"{limit} (OPGATE_BUDGET_REQUEST_{domain.upper()}); the agent was not asked, the gates still run"
-        )
-        return report, unseen
+        return said(report, prompt_over_budget(trimmed.prompt_tokens, limit, domain)), unseen
     messages = prompt.messages(kernel, trimmed.included, unseen, trimmed.pieces, trimmed.pieces_left_out, not_available)
     key_of_prompt = cache_key(settings.agent_wire, task.model, messages, settings.agent_max_tokens)
     call = Call(task, domain, settings, ledger, key=key, head_sha=head_sha, pr=pr, session=session, sleep=sleep)
@@ -292,21 +277,79 @@ def ask(
     answer.spend.onto(report)
     if answer.outcome == "cached":
         report.cached = True
-        report.reason = f"cached reply of {answer.cached_at} for the same model and prompt: 0 tokens spent"
+        said(report, cached(answer.cached_at))
     elif answer.outcome == "over_budget":
-        report.status, report.reason = "over_budget", f"{answer.reason}; the agent was not asked, the gates still run"
-        return report, unseen
+        report.status = "over_budget"
+        return said(report, over_budget(answer.reason, answer.why)), unseen
     elif answer.outcome == "gateway_error":
-        report.status, report.reason = "error", answer.reason
+        report.status = "error"
+        said(report, (answer.reason, Phrase(key="agent.gateway_error", params={"error": answer.reason})))
         raise AgentFailed(report, unseen) from answer.error
-    elif answer.outcome == "cut":
-        report.status, report.reason = "error", f"agent reply rejected: {answer.reason}"
-        return report, unseen
-    elif answer.outcome == "rejected":
-        report.status, report.reason = "error", f"agent reply rejected after one repair request: {answer.reason}"
-        return report, unseen
+    elif answer.outcome in ("cut", "rejected"):
+        report.status = "error"
+        return said(report, rejected(answer.reason, repaired=answer.outcome == "rejected")), unseen
     assert answer.reply is not None
     return _ok(report, answer.reply, answer.model or task.model, kernel, head_sha, candidates_dir), unseen
+
+
+# Why the agent was not asked or gave no reply, in English (report.json's `reason`) and as the same message of the
+# catalog (bot/verdict/messages.py; the agent's room does not import it: tests/test_agent_run.py holds the two equal).
+Said = tuple[str, Phrase]
+
+
+def said(report: AgentReport, reason: Said) -> AgentReport:
+    report.reason, report.why = reason
+    return report
+
+
+def no_task(kernel: str) -> Said:
+    return f"{kernel} has no agent task file", Phrase(key="agent.no_task", params={"kernel": kernel})
+
+
+def key_mismatch(variable: str, domain: str, expected: str) -> Said:
+    english = (
+        f"the task file names {variable}, but the {domain} domain's key is {expected} "
+        f"([tool.opgate.domains.{domain}] key): the agent was not asked"
+    )
+    params = {"variable": variable, "domain": domain, "expected": expected}
+    return english, Phrase(key="agent.key_mismatch", params=params)
+
+
+def key_unset(variable: str) -> Said:
+    return f"{variable} is not set: the agent was not asked", Phrase(
+        key="agent.key_unset", params={"variable": variable}
+    )
+
+
+def prompt_over_budget(tokens: int, limit: int, domain: str) -> Said:
+    variable = f"OPGATE_BUDGET_REQUEST_{domain.upper()}"
+    english = (
+        f"the prompt needs {tokens} tokens without any diff, over the per-request budget of {limit} ({variable}); "
+        "the agent was not asked, the gates still run"
+    )
+    return english, Phrase(key="agent.prompt_over_budget", params={"tokens": tokens, "limit": limit,
+                                                                   "variable": variable})  # fmt: skip
+
+
+def cached(when: str) -> Said:
+    english = f"cached reply of {when} for the same model and prompt: 0 tokens spent"
+    return english, Phrase(key="agent.cached", params={"when": when})
+
+
+def over_budget(reason: str, why: Phrase | None) -> Said:
+    """The budget refused a request (its reason as a phrase where it has one, else as written)."""
+    english = f"{reason}; the agent was not asked, the gates still run"
+    inner = {"why": [why]} if why is not None else {"why": [Phrase(key="text", params={"text": reason})]}
+    return english, Phrase(key="agent.over_budget", phrases=inner)
+
+
+def rejected(error: str, *, repaired: bool) -> Said:
+    """The reply failed validation (`repaired`: again after the one repair request), or was cut off; `error`: the
+    validation error as the reader raised it."""
+    if repaired:
+        english = f"agent reply rejected after one repair request: {error}"
+        return english, Phrase(key="agent.rejected_repair", params={"error": error})
+    return f"agent reply rejected: {error}", Phrase(key="agent.rejected", params={"error": error})
 
 
 def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
@@ -391,11 +434,29 @@ def gather_phrases(
 
 def seen(pieces: list[Piece]) -> list[str]:
     """What the prompt carried besides the task and the diff, as the comment names it."""
-    out = [p.label for p in pieces if p.material != "functions"]
+    return [line for line, _ in seen_phrases(pieces)]
+
+
+def seen_phrases(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
+    """`seen`, each line with the same line as a phrase of the message catalog (which the comment renders)."""
+    out = [(p.label, p.label_why) for p in pieces if p.material != "functions"]
     functions = [p for p in pieces if p.material == "functions"]
     if functions:
-        out.append(f"{len(functions)} changed function(s) whole")
+        why = Phrase(key="agent.piece_functions", params={"count": len(functions)})
+        out.append((f"{len(functions)} changed function(s) whole", why))
     return out
+
+
+def inputs_of(report: AgentReport, trimmed: prompt.Trimmed, missing: list[tuple[str, Phrase]]) -> None:
+    """What the agent's prompt carried and lacked (`missing`: the materials not available; then the pieces the trim
+    left out for size) onto its report, each line in English with its phrase beside it."""
+    saw = seen_phrases(trimmed.pieces)
+    report.inputs, report.inputs_why = [line for line, _ in saw], [why for _, why in saw]
+    lacked = list(missing)
+    if trimmed.dropped:
+        left_out = Phrase(key="agent.left_out", phrases={"pieces": [p.label_why for p in trimmed.dropped]})
+        lacked.append((f"left out for size: {'; '.join(p.label for p in trimmed.dropped)}", left_out))
+    report.inputs_missing, report.inputs_missing_why = [line for line, _ in lacked], [why for _, why in lacked]
 
 
 def _ok(

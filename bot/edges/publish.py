@@ -18,6 +18,7 @@ from bot.errors import InputError, ServiceError
 from bot.models.github import Annotation, CheckRunRef, CommentRef, ReviewRef, StatusRef
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
+from bot.present.annotations import check_text
 from bot.present.notes import notes_marker, replaced_body, review_body, review_notes
 from bot.present.render import REVIEW_MARKER
 from bot.present.status import acceptance_status
@@ -83,18 +84,9 @@ class Published(BaseModel):
 
 
 def check_summary(description: str, annotations: Sequence[Annotation], comment_url: str) -> tuple[str, str]:
-    """The check run's title and summary: how many findings sit on head's lines, and what the status says."""
-    levels = {
-        level: sum(a.annotation_level == level for a in annotations) for level in ("failure", "warning", "notice")
-    }
-    counted = ", ".join(f"{n} {level}" for level, n in levels.items() if n) or "none"
-    title = f"{len(annotations)} finding(s) on head's lines" if annotations else "no finding on a line of head"
-    summary = (
-        f"{ACCEPTANCE_CONTEXT}: {description}\n\nAnnotations: {counted}. This check only places the review's findings "
-        f"on the lines they are about; the status `{ACCEPTANCE_CONTEXT}` is what gates"
-        + (f", and [the comment]({comment_url}) has the whole review." if comment_url else ".")
-    )
-    return title, summary
+    """The check run's title and summary: how many findings sit on head's lines, and what the status says (in the
+    review's locale, bot/present/annotations.py)."""
+    return check_text(ACCEPTANCE_CONTEXT, description, annotations, comment_url)
 
 
 def post(

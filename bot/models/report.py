@@ -454,6 +454,7 @@ class AgentReport(_Model):
     kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
     model: str | None = None
     reason: str = ""
+    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
     requests: int = 0
     cached: bool = False
     prompt_tokens: int = 0
@@ -474,6 +475,9 @@ class AgentReport(_Model):
     )
     test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
     inputs: list[str] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
+    inputs_why: list[Phrase] = Field(
+        default_factory=list, description="`inputs` as messages of the catalog (empty: a report before them)"
+    )
     inputs_missing: list[str] = Field(
         default_factory=list, description="materials the domain asks for that were not available or left out for size"
     )

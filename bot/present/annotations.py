@@ -7,12 +7,15 @@ locators over head's text (no compiler, no preprocessor): a function's definitio
 that names it, an entry's the function its binding (`m.def`, `m.impl`) binds.
 
 The gates' findings (bot/models/finding.py) say what and about which function or case; the locators say where.
+Every annotation speaks the review's locale, like the comment (its findings through the catalog, its own words
+through `_()`); a lint finding's message and a case's reason made outside the gates are shown as written.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,9 +24,15 @@ from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation, AnnotationLevel
 from bot.models.report import CaseReport, KernelReport, Report
+from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import gettext as _
 from bot.text.safe import one_line
 from bot.verdict.launch import plain
-from bot.verdict.messages import render
+from bot.verdict.messages import register_locale, render
+
+for _locale in LOCALES:  # the findings' messages read through the same catalogs as the comment (bot/present/digest.py)
+    if _locale != SOURCE_LOCALE:
+        register_locale(_locale, partial(translate, _locale))
 
 MAX_PER_REQUEST = 50  # GitHub's limit of annotations per create or update of a check run
 MESSAGE_CHARS = 4000  # well under GitHub's 64 KB
@@ -278,7 +287,7 @@ def _lines(findings: Iterable[Finding]) -> str:
     """Each finding's line as the comment renders it, with its architecture where the line does not name it."""
     lines = []
     for f in findings:
-        text = render(f)
+        text = render(f, current())
         lines.append(f"{text} ({f.arch})" if f.arch and f.arch not in text else text)
     return "\n".join(dict.fromkeys(lines))
 
@@ -296,7 +305,11 @@ def resource_annotations(kernel: KernelReport, sources: KernelSources, texts: Ma
     for (path, line), findings in _group(found).items():
         name = function_name(findings[0].function or "")
         spills = any(f.key == "resources.spill" for f in findings)
-        title = f"{kernel.name}: {name} resources" + (" (spills)" if spills else "")
+        title = (
+            _("%(kernel)s: %(function)s resources (spills)", kernel=kernel.name, function=name)
+            if spills
+            else _("%(kernel)s: %(function)s resources", kernel=kernel.name, function=name)
+        )
         out.append(_annotation(path, line, _level(findings), title, _lines(findings)))
     return out
 
@@ -318,15 +331,33 @@ def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mappin
             continue
         failing = [f for f in case.findings if f.outcome in (Outcome.fail, Outcome.error)]
         why = (
-            "\n".join(dict.fromkeys(render(f, case=False) for f in failing))
+            "\n".join(dict.fromkeys(render(f, current(), case=False) for f in failing))
             or "\n".join(case.reasons)
-            or f"status {case.status}"
+            or _("status %(status)s", status=case.status.value)
         )
-        where = f" on {case.arch}" if case.arch else ""
-        title = f"{kernel.name}: case {case.name} {'failed' if case.verdict == 'fail' else 'could not be judged'}"
-        message = f"{case.name} ({case.device}{where}) calls {build.entry}: {why}"
+        names = {"kernel": kernel.name, "case": case.name}
+        title = (
+            _("%(kernel)s: case %(case)s failed", **names)
+            if case.verdict == "fail"
+            else _("%(kernel)s: case %(case)s could not be judged", **names)
+        )
+        calls = {"case": case.name, "device": case.device, "entry": build.entry, "why": why}
+        message = (
+            _("%(case)s (%(device)s on %(arch)s) calls %(entry)s: %(why)s", arch=case.arch, **calls)
+            if case.arch
+            else _("%(case)s (%(device)s) calls %(entry)s: %(why)s", **calls)
+        )
         out.append(_annotation(place[0], place[1], "failure", title, message))
     return out
+
+
+# A gate as an annotation's title names it (in English its enum value; the users' checklist words in zh-CN).
+GATE_NAMES: dict[Gate, str] = {
+    Gate.correctness: N_("correctness"), Gate.stability: N_("stability"), Gate.performance: N_("performance"),
+    Gate.resources: N_("resources"), Gate.plausibility: N_("plausibility"), Gate.static: N_("static"),
+    Gate.build: N_("build"), Gate.coverage: N_("coverage"), Gate.measurement: N_("measurement"), Gate.run: N_("run"),
+    Gate.manifest: N_("manifest"), Gate.acceptance: N_("acceptance"), Gate.review: N_("review"),
+}  # fmt: skip
 
 
 def placed_annotations(kernel: KernelReport, known: Callable[[str], bool]) -> list[Annotation]:
@@ -339,9 +370,15 @@ def placed_annotations(kernel: KernelReport, known: Callable[[str], bool]) -> li
     ]
     out = []
     for (path, line), findings in _group(found).items():  # type: ignore[arg-type]
-        title = f"{kernel.name}: {findings[0].gate.value}"
+        gate = findings[0].gate
+        title = f"{kernel.name}: {_(GATE_NAMES[gate]) if gate in GATE_NAMES else gate.value}"
         out.append(_annotation(path, line, _level(findings), title, _lines(findings)))
     return out
+
+
+UNMATCHED = N_("%(path)s matches no kernel's globs: no gate read it")
+LARGE = N_("%(path)s is over %(bytes)s bytes in head: no gate read it")
+UNCLAIMED_FIX = N_(": add a manifest (opgate init), widen a kernel's globs, or list it under ignore")
 
 
 def coverage_annotations(report: Report, changes: Iterable[FileChange]) -> list[Annotation]:
@@ -353,9 +390,10 @@ def coverage_annotations(report: Report, changes: Iterable[FileChange]) -> list[
     by_path = {c.path: c for c in changes}
     unclaimed = set(cov.kernel_sources.names)
     out = []
+    limit = f"{cov.size_limit_bytes:,}"
     for group, why in (
-        (cov.unmatched.names, "matches no kernel's globs: no gate read it"),
-        (cov.large.names, f"is over {cov.size_limit_bytes:,} bytes in head: no gate read it"),
+        (cov.unmatched.names, UNMATCHED),
+        (cov.large.names, LARGE),
     ):
         for path in group:
             change = by_path.get(path)
@@ -363,13 +401,34 @@ def coverage_annotations(report: Report, changes: Iterable[FileChange]) -> list[
             if line is None:
                 continue
             level: AnnotationLevel = "failure" if path in unclaimed else "warning"
-            fix = (
-                ": add a manifest (opgate init), widen a kernel's globs, or list it under ignore"
-                if path in unclaimed
-                else ""
-            )
-            out.append(_annotation(path, line, level, "not read by any gate", f"{path} {why}{fix}"))
+            fix = _(UNCLAIMED_FIX) if path in unclaimed else ""
+            said = _(why, path=path, bytes=limit)
+            out.append(_annotation(path, line, level, _("not read by any gate"), f"{said}{fix}"))
     return out
+
+
+LEVEL_COUNTS: dict[AnnotationLevel, str] = {"failure": N_("%(n)s failure"), "warning": N_("%(n)s warning"),
+                                            "notice": N_("%(n)s notice")}  # fmt: skip
+
+
+def check_text(context: str, description: str, annotations: Sequence[Annotation], comment_url: str) -> tuple[str, str]:
+    """The annotations' check run's title and summary, in the current locale: how many findings sit on head's lines,
+    and what the status `context` says (`description`, bot/present/status.py's line)."""
+    levels = {level: sum(a.annotation_level == level for a in annotations) for level in LEVEL_COUNTS}
+    counted = _(", ").join(_(LEVEL_COUNTS[level], n=n) for level, n in levels.items() if n) or _("none")
+    title = (
+        ngettext("%(num)s finding(s) on head's lines", "%(num)s finding(s) on head's lines", len(annotations))
+        if annotations
+        else _("no finding on a line of head")
+    )
+    places = _(
+        "Annotations: %(counted)s. This check only places the review's findings on the lines they are about; the "
+        "status `%(context)s` is what gates",
+        counted=counted,
+        context=context,
+    )
+    end = _(", and [the comment](%(url)s) has the whole review.", url=comment_url) if comment_url else _(".")
+    return title, f"{context}: {description}\n\n{places}{end}"
 
 
 def lint_annotations(findings: Iterable[LintPlace]) -> list[Annotation]:
@@ -428,6 +487,7 @@ __all__ = [
     "Sources",
     "batches",
     "changed_lines",
+    "check_text",
     "define_line",
     "entry_line",
     "first_changed_line",

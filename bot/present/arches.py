@@ -107,7 +107,7 @@ def achieved(c: CaseReport) -> str:
     """Head's and base's achieved rates ("412 TFLOP/s / 398 TFLOP/s"), compute and memory where both are declared."""
     t = c.throughput
     if t is None:
-        return "not timed" if c.p50_ms is None else "—"
+        return i18n.gettext("not timed") if c.p50_ms is None else "—"
     parts = []
     if t.flops is not None:
         head, base = _rate(t.head_tflops, "FLOP/s"), _rate(t.base_tflops, "FLOP/s")
@@ -122,12 +122,16 @@ def peak_share(c: CaseReport) -> str:
     """Head's share of the device's peak, the larger of compute and memory ("61% compute"); bold above 100 %."""
     t = c.throughput
     if t is None:
-        return "not timed" if c.p50_ms is None else "—"
+        return i18n.gettext("not timed") if c.p50_ms is None else "—"
     pct = peak_pct(t)
     if pct is None:
-        return "no peak known"
-    kind = "compute" if pct == t.head_flops_pct else "memory"
-    text = f"{pct:.3g}% {kind}"
+        return i18n.gettext("no peak known")
+    share = f"{pct:.3g}"
+    text = (
+        i18n.gettext("%(pct)s%% compute", pct=share)
+        if pct == t.head_flops_pct
+        else i18n.gettext("%(pct)s%% memory", pct=share)
+    )
     return f"**{text}** ❌" if pct > 100.0 else text
 
 

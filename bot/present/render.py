@@ -68,6 +68,21 @@ def agent_reasons(c: AgentCaseReport) -> str:
     return "; ".join(lines.get(r) or said(r) for r in c.reasons)
 
 
+def agent_reason(a: AgentReport) -> str:
+    """Why an agent was not asked or gave no reply, in the current locale (its phrase; a report from before it, or
+    a reason with none: through the catalog, `said`, or as written)."""
+    return messages.phrase(a.why, i18n.current()) if a.why is not None else said(a.reason)
+
+
+# An agent's status (AgentReport.status), as the comment's agent section shows it (in English: the word itself).
+AGENT_STATUS = {"ok": N_("ok"), "offline": N_("offline"), "skipped": N_("skipped"), "over_budget": N_("over_budget"),
+                "error": N_("error")}  # fmt: skip
+
+
+def agent_status(a: AgentReport) -> str:
+    return i18n.gettext(AGENT_STATUS[a.status]) if a.status in AGENT_STATUS else a.status
+
+
 def refused_why(x: AgentCaseRefusal) -> str:
     """Why an agent case was refused, in the current locale (a report from before its phrase: as written)."""
     return messages.phrase(x.why, i18n.current()) if x.why is not None else said(x.reason)
@@ -78,6 +93,14 @@ def inputs_missing(a: AgentReport) -> list[str]:
     if len(a.inputs_missing_why) != len(a.inputs_missing):
         return a.inputs_missing
     return [messages.phrase(p, i18n.current()) for p in a.inputs_missing_why]
+
+
+def inputs_seen(a: AgentReport) -> list[str]:
+    """What the agent's prompt carried besides the task and the diff, in the current locale (a report from before
+    its phrases: as written)."""
+    if len(a.inputs_why) != len(a.inputs):
+        return a.inputs
+    return [messages.phrase(p, i18n.current()) for p in a.inputs_why]
 
 
 def isolation_why(x: Isolation) -> str:
@@ -301,9 +324,12 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         expected_line=expected_line,
         said=said,
         agent_reasons=agent_reasons,
+        agent_reason=agent_reason,
+        agent_status=agent_status,
         refused_why=refused_why,
         isolation_why=isolation_why,
         inputs_missing=inputs_missing,
+        inputs_seen=inputs_seen,
     )
     return env
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 
 from bot.ledger import Ledger
+from bot.models.finding import Param, Phrase
 from bot.models.ledger import ReservationRow
 
 RESERVATION_TTL_S = 3600.0
@@ -56,6 +57,7 @@ class Allowance(BaseModel):
     state: BudgetState
     requested: int
     reason: str
+    why: Phrase | None = None  # `reason` as a message of the catalog (bot/verdict/messages.py), when refused
     call_id: str | None = None  # the reservation to settle or release, when allowed
 
 
@@ -112,7 +114,10 @@ def check(state: BudgetState, requested: int) -> Allowance:
         f"weekly token budget of {state.domain} for {state.week} is exhausted: {state.used} used + "
         f"{state.reserved} reserved of {state.limit}; this request needs up to {requested}"
     )
-    return Allowance(allowed=False, state=state, requested=requested, reason=reason)
+    params: dict[str, Param] = {"domain": state.domain, "week": state.week, "used": state.used,
+                                "reserved": state.reserved, "limit": state.limit, "requested": requested}  # fmt: skip
+    why = Phrase(key="budget.exhausted", params=params)
+    return Allowance(allowed=False, state=state, requested=requested, reason=reason, why=why)
 
 
 # -- against the ledger ---------------------------------------------------------------------

@@ -453,6 +453,49 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
     "agent.no_functions": (None, "changed functions: not available — this job read no file of base or head"),
     "agent.left_out": (None, "left out for size: {pieces}"),
+    # the pieces of the agent's prompt, as the comment names what it saw and what was left out (bot/agent/materials.py)
+    "agent.piece_constraints": (None, "the gate limits"),
+    "agent.piece_cases": (None, "{cases} cases and {probes} boundary probes"),
+    "agent.piece_tunables": (None, "the tunable space"),
+    "agent.piece_baseline": (None, "base figures of main {sha}"),
+    "agent.piece_function": (None, "{function} ({side}, {path}:{line})"),
+    "agent.piece_functions": (None, "{count} changed function(s) whole"),
+    # why the agent was not asked, or gave no reply (bot/agent/run.py words the same in English for report.json)
+    "agent.no_task": (None, "{kernel} has no agent task file"),
+    "agent.key_mismatch": (
+        None,
+        "the task file names {variable}, but the {domain} domain's key is {expected} "
+        "([tool.opgate.domains.{domain}] key): the agent was not asked",
+    ),
+    "agent.key_unset": (None, "{variable} is not set: the agent was not asked"),
+    "agent.prompt_over_budget": (
+        None,
+        "the prompt needs {tokens} tokens without any diff, over the per-request budget of {limit} ({variable}); "
+        "the agent was not asked, the gates still run",
+    ),
+    "agent.cached": (None, "cached reply of {when} for the same model and prompt: 0 tokens spent"),
+    "agent.over_budget": (None, "{why}; the agent was not asked, the gates still run"),
+    "agent.gateway_error": (None, "{error}"),
+    "agent.rejected": (None, "agent reply rejected: {error}"),
+    "agent.rejected_repair": (None, "agent reply rejected after one repair request: {error}"),
+    # why the CI summary was not asked, or gave no reply (bot/agent/ci_summary.py words the same in English)
+    "ci.no_domain": (None, "no {domain} domain is configured"),
+    "ci.offline": (None, "--offline given"),
+    "ci.key_unset": (None, "{variable} is not set"),
+    "ci.no_task": (None, "the {domain} domain names no task file ({where})"),
+    "ci.task_missing": (None, "its task file {path} does not exist ({where})"),
+    "ci.key_mismatch": (None, "its task file names {variable}, but the {domain} domain's key is {expected}"),
+    "ci.prompt_over_budget": (
+        None,
+        "the prompt needs {tokens} tokens even shortened, over the per-request budget of {limit} ({variable})",
+    ),
+    "ci.rejected": (None, "reply rejected: {error}"),
+    "ci.rejected_repair": (None, "reply rejected after one repair request: {error}"),
+    "budget.exhausted": (
+        None,
+        "weekly token budget of {domain} for {week} is exhausted: {used} used + {reserved} reserved of {limit}; "
+        "this request needs up to {requested}",
+    ),
     # text made elsewhere that has no message of its own yet, shown as it was written
     "text": (None, "{text}"),
     # tails: appended to a message

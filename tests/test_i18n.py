@@ -301,3 +301,18 @@ def test_the_weekly_token_summary_is_written_in_the_locale_the_environment_names
     # The anomaly and local-action cells are bot/spend's own text, still English (not yet in the catalog).
     spend_cells = {cell for line in text.splitlines() if line.startswith("| ") for cell in line.split(" | ")[7:9]}
     assert english_runs(_without(text, spend_cells)) == []
+
+
+def test_a_reply_cut_off_is_worded_by_the_catalog_not_passed_on_as_an_error() -> None:
+    """bot/agent/exchange.answered's own words about a reply cut off at max_tokens (ReplyCut.why) reach the agent's
+    reason as phrases of the catalog, not as a verbatim `error`: the same English, and no English sentence in zh-CN."""
+    from bot.agent import run
+
+    cut = cr.cut_twice()
+    assert cut.why is not None
+    english, why = run.rejected(str(cut), repaired=False, why=cut.why)
+    assert "error" not in why.params
+    assert catalog.phrase(why) == english
+    zh = catalog.phrase(why, ZH)
+    assert is_chinese(zh) and "8192" in zh and "OPGATE_AGENT_MAX_TOKENS" in zh
+    assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))

@@ -81,7 +81,7 @@ class Answer(Generic[T]):
     spend: Spend
     model: str | None = None
     reason: str = ""
-    why: Phrase | None = None  # over_budget: the budget's reason as a message of the catalog, where it has one
+    why: Phrase | None = None  # over_budget, cut: the reason as a message of the catalog, where it has one
     cached_at: str = ""
     error: GatewayError | None = None
 
@@ -117,7 +117,12 @@ class OverBudget(Exception):
 
 class ReplyCut(AgentOutputError):
     """The reply stopped at the completion cap (`finish_reason: "length"`) even with the larger allowance, or
-    the larger allowance did not fit the budget: a repair request would be cut off the same way."""
+    the larger allowance did not fit the budget: a repair request would be cut off the same way. `why`: the same
+    as a message of the catalog (None: one worded around another error, shown as written)."""
+
+    def __init__(self, reason: str, why: Phrase | None = None) -> None:
+        super().__init__(reason)
+        self.why = why
 
 
 def exchange(
@@ -155,7 +160,7 @@ def exchange(
     except GatewayError as exc:
         return Answer("gateway_error", None, spend(), reason=str(exc), error=exc)
     except ReplyCut as exc:
-        return Answer("cut", None, spend(), reason=str(exc))
+        return Answer("cut", None, spend(), reason=str(exc), why=exc.why)
     except AgentOutputError as exc:
         return Answer("rejected", None, spend(), reason=str(exc))
     spent = spend()
@@ -179,16 +184,24 @@ def answered(
     if not first.truncated:
         return first
     cut = f'the reply was cut off at max_tokens {first.max_tokens} (finish_reason "length")'
+    cut_why = Phrase(key="agent.cut", params={"max_tokens": first.max_tokens})
     if not retry:
-        raise ReplyCut(f"{cut}; not asked again")
+        raise ReplyCut(f"{cut}; not asked again", Phrase(key="agent.cut_once", phrases={"cut": [cut_why]}))
     larger = 2 * first.max_tokens
     log.info("agent reply %s: %s; asking once more with max_tokens %s", first.request_id, cut, larger)
     try:
         second = call.chat(messages, larger)
     except OverBudget as over:
-        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})") from over
+        over_why = over.why or Phrase(key="text", params={"text": over.reason})
+        no_room = Phrase(
+            key="agent.cut_no_room", params={"larger": larger}, phrases={"cut": [cut_why], "why": [over_why]}
+        )
+        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})", no_room) from over
     if second.truncated:
-        raise ReplyCut(f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task")
+        again = Phrase(key="agent.cut_again", params={"larger": larger}, phrases={"cut": [cut_why]})
+        raise ReplyCut(
+            f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task", again
+        )
     return second
 
 

@@ -478,6 +478,13 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "agent.gateway_error": (None, "{error}"),
     "agent.rejected": (None, "agent reply rejected: {error}"),
     "agent.rejected_repair": (None, "agent reply rejected after one repair request: {error}"),
+    "agent.cut": (None, 'the reply was cut off at max_tokens {max_tokens} (finish_reason "length")'),
+    "agent.cut_once": (None, "{cut}; not asked again"),
+    "agent.cut_no_room": (None, "{cut}, and max_tokens {larger} does not fit the budget ({why})"),
+    "agent.cut_again": (
+        None,
+        "{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task",
+    ),
     # why the CI summary was not asked, or gave no reply (bot/agent/ci_summary.py words the same in English)
     "ci.no_domain": (None, "no {domain} domain is configured"),
     "ci.offline": (None, "--offline given"),

@@ -355,3 +355,15 @@ def test_a_reply_without_text_and_its_repair_cut_off_are_worded_by_the_catalog(t
     assert is_chinese(zh) and "run_kernel" in zh and "4096" in zh
     assert "holds no text" not in zh and "repair reply" not in zh and "not asked again" not in zh
     assert not english_runs(zh.replace('finish_reason "length"', ""))
+
+
+def test_the_ci_summary_s_reply_cut_off_is_worded_by_the_catalog() -> None:
+    """The CI summary's agent words a reply cut off (bot/agent/exchange's ReplyCut.why) through the catalog too."""
+    from bot.agent import ci_summary
+
+    cut = cr.cut_twice()
+    english, why = ci_summary.rejected(str(cut), repaired=False, why=cut.why)
+    assert catalog.phrase(why) == english
+    zh = catalog.phrase(why, ZH)
+    assert is_chinese(zh) and "8192" in zh and "cut off" not in zh
+    assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))

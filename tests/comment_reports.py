@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from bot.agent.client import ChatResult
+from bot.agent.exchange import ReplyCut, answered
 from bot.edges.peak import measured_peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
@@ -663,6 +665,31 @@ def agent_inputs(agent: AgentReport) -> None:
     inputs_of(agent, trimmed, missing)
 
 
+def cut_twice() -> ReplyCut:
+    """The ReplyCut bot/agent/exchange.answered raises for a reply cut off at max_tokens 4096, and again at 8192."""
+
+    class Cutting:
+        def __init__(self) -> None:
+            self.answered: list[ChatResult] = []
+
+        def chat(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> ChatResult:
+            return ChatResult(
+                request_id="r", model="deepseek-v4", content="{", prompt_tokens=1, completion_tokens=1,
+                total_tokens=2, usage_reported=True, latency_ms=1.0, status_code=200, finish_reason="length",
+                max_tokens=max_tokens or 4096,
+            )  # fmt: skip
+
+        def record_cached(self, model: str) -> None: ...
+        def secrets(self) -> list[str]:
+            return []
+
+    try:
+        answered(Cutting(), [])
+    except ReplyCut as cut:
+        return cut
+    raise AssertionError("not cut")
+
+
 def agents_not_asked() -> Report:
     """Why each domain's agent was not asked or gave no reply, as bot/agent/run.py words it: a key not set, a key
     that is not the domain's, the week's budget spent (bot/spend/budget.check's refusal), a prompt over the
@@ -672,13 +699,14 @@ def agents_not_asked() -> Report:
 
     week = BudgetState(domain="v41_attention", week="2026-W48", limit=500_000, used=499_000, reserved=0)
     refused = budget.check(week, 12_000)
+    cut = cut_twice()
     why = [
         ("deepgemm", "offline", run.key_unset("OPGATE_DEEPGEMM_KEY")),
         ("flashmla", "offline", run.key_mismatch("OPENAI_API_KEY", "flashmla", "OPGATE_FLASHMLA_KEY")),
         ("v41_attention", "over_budget", run.over_budget(refused.reason, refused.why)),
         ("moe", "over_budget", run.prompt_over_budget(41_234, 32_000, "moe")),
         ("sparse", "error", run.rejected("reply field risk_notes: Input should be a valid list", repaired=True)),
-        ("topk", "error", run.rejected("the reply was cut off at max_tokens 4096", repaired=False)),
+        ("topk", "error", run.rejected(str(cut), repaired=False, why=cut.why)),
         ("norms", "skipped", run.no_task("rmsnorm")),
     ]
     agents = [

@@ -301,3 +301,69 @@ def test_the_weekly_token_summary_is_written_in_the_locale_the_environment_names
     # The anomaly and local-action cells are bot/spend's own text, still English (not yet in the catalog).
     spend_cells = {cell for line in text.splitlines() if line.startswith("| ") for cell in line.split(" | ")[7:9]}
     assert english_runs(_without(text, spend_cells)) == []
+
+
+def test_a_reply_cut_off_is_worded_by_the_catalog_not_passed_on_as_an_error() -> None:
+    """bot/agent/exchange.answered's own words about a reply cut off at max_tokens (ReplyCut.why) reach the agent's
+    reason as phrases of the catalog, not as a verbatim `error`: the same English, and no English sentence in zh-CN."""
+    from bot.agent import run
+
+    cut = cr.cut_twice()
+    assert cut.why is not None
+    english, why = run.rejected(str(cut), repaired=False, why=cut.why)
+    assert "error" not in why.params
+    assert catalog.phrase(why) == english
+    zh = catalog.phrase(why, ZH)
+    assert is_chinese(zh) and "8192" in zh and "OPGATE_AGENT_MAX_TOKENS" in zh
+    assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))
+
+
+def test_a_reply_without_text_and_its_repair_cut_off_are_worded_by_the_catalog(tmp_path: Any) -> None:
+    """bot/agent/exchange.with_repair's own words (a reply with tool calls and no text; the repair reply cut off)
+    ride on the error's `why` as phrases of the catalog: the same English, no English sentence in zh-CN."""
+    from bot.agent import run
+    from bot.agent.client import ChatResult
+    from bot.agent.exchange import Reader, ReplyCut, with_repair
+
+    class Asker:
+        def __init__(self) -> None:
+            self.answered: list[ChatResult] = []
+            self.calls = 0
+
+        def chat(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> ChatResult:
+            self.calls += 1
+            first = self.calls == 1
+            return ChatResult(
+                request_id="r", model="m", content="" if first else "{", prompt_tokens=1, completion_tokens=1,
+                total_tokens=2, usage_reported=True, latency_ms=1.0, status_code=200,
+                finish_reason="tool_calls" if first else "length", tool_calls=["run_kernel"] if first else [],
+                max_tokens=max_tokens or 4096,
+            )  # fmt: skip
+
+        def record_cached(self, model: str) -> None: ...
+        def secrets(self) -> list[str]:
+            return []
+
+    reader: Reader[str] = Reader(parse=str, repair=lambda e: e, what="reply")
+    with pytest.raises(ReplyCut) as raised:
+        with_repair(Asker(), [], reader, tmp_path / "reply")
+    cut = raised.value
+    assert cut.why is not None
+    english, why = run.rejected(str(cut), repaired=False, why=cut.why)
+    assert catalog.phrase(why) == english
+    zh = catalog.phrase(why, ZH)
+    assert is_chinese(zh) and "run_kernel" in zh and "4096" in zh
+    assert "holds no text" not in zh and "repair reply" not in zh and "not asked again" not in zh
+    assert not english_runs(zh.replace('finish_reason "length"', ""))
+
+
+def test_the_ci_summary_s_reply_cut_off_is_worded_by_the_catalog() -> None:
+    """The CI summary's agent words a reply cut off (bot/agent/exchange's ReplyCut.why) through the catalog too."""
+    from bot.agent import ci_summary
+
+    cut = cr.cut_twice()
+    english, why = ci_summary.rejected(str(cut), repaired=False, why=cut.why)
+    assert catalog.phrase(why) == english
+    zh = catalog.phrase(why, ZH)
+    assert is_chinese(zh) and "8192" in zh and "cut off" not in zh
+    assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))

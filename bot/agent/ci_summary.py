@@ -211,11 +211,14 @@ def prompt_over_budget(tokens: int, limit: int) -> Said:
                                                                "variable": variable})  # fmt: skip
 
 
-def rejected(error: str, *, repaired: bool) -> Said:
+def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:
+    """The reply failed validation or was cut off; `why`: `error` as a phrase of the catalog where opgate wrote it
+    (AgentOutputError.why), else `error` is shown as written."""
+    key = "ci.rejected_repair" if repaired else "ci.rejected"
+    phrase = Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
     if repaired:
-        english = f"reply rejected after one repair request: {error}"
-        return english, Phrase(key="ci.rejected_repair", params={"error": error})
-    return f"reply rejected: {error}", Phrase(key="ci.rejected", params={"error": error})
+        return f"reply rejected after one repair request: {error}", phrase
+    return f"reply rejected: {error}", phrase
 
 
 def ask(
@@ -292,7 +295,7 @@ def ask(
         return out
     elif answer.outcome in ("cut", "rejected"):
         agent.status = "error"
-        said(agent, rejected(answer.reason, repaired=answer.outcome == "rejected"))
+        said(agent, rejected(answer.reason, repaired=answer.outcome == "rejected", why=answer.why))
         return out
     assert answer.reply is not None
     agent.status = "ok"

@@ -81,7 +81,7 @@ class Answer(Generic[T]):
     spend: Spend
     model: str | None = None
     reason: str = ""
-    why: Phrase | None = None  # over_budget: the budget's reason as a message of the catalog, where it has one
+    why: Phrase | None = None  # over_budget, cut, rejected: the reason as a message of the catalog, where it has one
     cached_at: str = ""
     error: GatewayError | None = None
 
@@ -120,6 +120,11 @@ class ReplyCut(AgentOutputError):
     the larger allowance did not fit the budget: a repair request would be cut off the same way."""
 
 
+def why_of(exc: AgentOutputError) -> Phrase:
+    """The error as a phrase of the catalog: its own where opgate worded it, else its text verbatim."""
+    return exc.why or Phrase(key="agent.error", params={"error": str(exc)})
+
+
 def exchange(
     call: Asker,
     messages: list[dict[str, str]],
@@ -155,9 +160,9 @@ def exchange(
     except GatewayError as exc:
         return Answer("gateway_error", None, spend(), reason=str(exc), error=exc)
     except ReplyCut as exc:
-        return Answer("cut", None, spend(), reason=str(exc))
+        return Answer("cut", None, spend(), reason=str(exc), why=exc.why)
     except AgentOutputError as exc:
-        return Answer("rejected", None, spend(), reason=str(exc))
+        return Answer("rejected", None, spend(), reason=str(exc), why=exc.why)
     spent = spend()
     if cache is not None:
         cache.ledger.store_reply(
@@ -179,33 +184,52 @@ def answered(
     if not first.truncated:
         return first
     cut = f'the reply was cut off at max_tokens {first.max_tokens} (finish_reason "length")'
+    cut_why = Phrase(key="agent.cut", params={"max_tokens": first.max_tokens})
     if not retry:
-        raise ReplyCut(f"{cut}; not asked again")
+        raise ReplyCut(f"{cut}; not asked again", Phrase(key="agent.cut_once", phrases={"cut": [cut_why]}))
     larger = 2 * first.max_tokens
     log.info("agent reply %s: %s; asking once more with max_tokens %s", first.request_id, cut, larger)
     try:
         second = call.chat(messages, larger)
     except OverBudget as over:
-        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})") from over
+        over_why = over.why or Phrase(key="text", params={"text": over.reason})
+        no_room = Phrase(
+            key="agent.cut_no_room", params={"larger": larger}, phrases={"cut": [cut_why], "why": [over_why]}
+        )
+        raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})", no_room) from over
     if second.truncated:
-        raise ReplyCut(f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task")
+        again = Phrase(key="agent.cut_again", params={"larger": larger}, phrases={"cut": [cut_why]})
+        raise ReplyCut(
+            f"{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task", again
+        )
     return second
 
 
 def no_text(result: ChatResult) -> str | None:
     """Why a reply holds no text to read (tool calls instead, a refusal, a filter); None when it has some."""
+    missing = no_text_phrase(result)
+    return None if missing is None else missing[0]
+
+
+def no_text_phrase(result: ChatResult) -> tuple[str, Phrase] | None:
+    """`no_text`, with the same as a phrase of the catalog (the model's refusal inside it verbatim)."""
     if result.content.strip():
         return None
     if result.tool_calls:
         names = ", ".join(result.tool_calls[:5])
-        return (
+        english = (
             f"the reply holds no text (content null) but {len(result.tool_calls)} tool call(s) ({names}); opgate "
             "offers no tools and reads one JSON object in the message content"
         )
+        return english, Phrase(key="agent.no_text_tools", params={"count": len(result.tool_calls), "names": names})
     if result.refusal:
-        return f"the model refused: {result.refusal[:300]}"
-    why = f" (finish_reason {result.finish_reason!r})" if result.finish_reason else ""
-    return f"the reply holds no text{why}"
+        refusal = result.refusal[:300]
+        return f"the model refused: {refusal}", Phrase(key="agent.refused", params={"error": refusal})
+    if result.finish_reason:
+        finish = repr(result.finish_reason)
+        english = f"the reply holds no text (finish_reason {finish})"
+        return english, Phrase(key="agent.no_text_finish", params={"finish_reason": finish})
+    return "the reply holds no text", Phrase(key="agent.no_text")
 
 
 def with_repair(call: Asker, messages: list[dict[str, str]], reader: Reader[T], keep_as: Path) -> tuple[T, str]:
@@ -230,9 +254,12 @@ def with_repair(call: Asker, messages: list[dict[str, str]], reader: Reader[T], 
     try:
         fixed = answered(call, follow_up, reply.max_tokens, retry=False)
     except OverBudget as over:
-        raise AgentOutputError(f"{first} (no repair: {over.reason})") from over
+        over_why = over.why or Phrase(key="text", params={"text": over.reason})
+        no_repair = Phrase(key="agent.no_repair", phrases={"first": [why_of(first)], "why": [over_why]})
+        raise AgentOutputError(f"{first} (no repair: {over.reason})", no_repair) from over
     except ReplyCut as cut:
-        raise ReplyCut(f"{first}; and the repair reply: {cut}") from cut
+        both = Phrase(key="agent.repair_cut", phrases={"first": [why_of(first)], "cut": [why_of(cut)]})
+        raise ReplyCut(f"{first}; and the repair reply: {cut}", both) from cut
     second = scrub(fixed.content, secrets)
     try:
         return _read(fixed, second, reader.parse), second
@@ -243,9 +270,9 @@ def with_repair(call: Asker, messages: list[dict[str, str]], reader: Reader[T], 
 
 def _read(result: ChatResult, content: str, parse: Callable[[str], T]) -> T:
     """The reply's content parsed, or the reason it has none to parse (tool calls, a refusal, a filter)."""
-    missing = no_text(result)
+    missing = no_text_phrase(result)
     if missing is not None:
-        raise AgentOutputError(missing)
+        raise AgentOutputError(*missing)
     return parse(content)
 
 

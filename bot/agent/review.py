@@ -11,6 +11,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from bot.config.manifest import KERNELS_DIR
+from bot.models.finding import Phrase
 from bot.models.report import ProposedCase
 from bot.text.safe import one_line
 
@@ -53,7 +54,12 @@ class AgentReview(BaseModel):
 
 
 class AgentOutputError(ValueError):
-    """The reply was not the JSON object the prompt asked for."""
+    """The reply was not the JSON object the prompt asked for. `why`: the same as a message of the catalog where
+    opgate words it itself (None: a validation error, shown as written)."""
+
+    def __init__(self, reason: str, why: Phrase | None = None) -> None:
+        super().__init__(reason)
+        self.why = why
 
 
 class PatchError(ValueError):

@@ -287,7 +287,7 @@ def ask(
         raise AgentFailed(report, unseen) from answer.error
     elif answer.outcome in ("cut", "rejected"):
         report.status = "error"
-        return said(report, rejected(answer.reason, repaired=answer.outcome == "rejected")), unseen
+        return said(report, rejected(answer.reason, repaired=answer.outcome == "rejected", why=answer.why)), unseen
     assert answer.reply is not None
     return _ok(report, answer.reply, answer.model or task.model, kernel, head_sha, candidates_dir), unseen
 
@@ -343,13 +343,15 @@ def over_budget(reason: str, why: Phrase | None) -> Said:
     return english, Phrase(key="agent.over_budget", phrases=inner)
 
 
-def rejected(error: str, *, repaired: bool) -> Said:
+def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:
     """The reply failed validation (`repaired`: again after the one repair request), or was cut off; `error`: the
-    validation error as the reader raised it."""
+    validation error as the reader raised it; `why`: the same as a message of the catalog, where opgate wrote it
+    (a reply cut off: ReplyCut.why), else `error` is shown as written."""
+    key = "agent.rejected_repair" if repaired else "agent.rejected"
+    phrase = Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
     if repaired:
-        english = f"agent reply rejected after one repair request: {error}"
-        return english, Phrase(key="agent.rejected_repair", params={"error": error})
-    return f"agent reply rejected: {error}", Phrase(key="agent.rejected", params={"error": error})
+        return f"agent reply rejected after one repair request: {error}", phrase
+    return f"agent reply rejected: {error}", phrase
 
 
 def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:

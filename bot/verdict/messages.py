@@ -478,6 +478,24 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "agent.gateway_error": (None, "{error}"),
     "agent.rejected": (None, "agent reply rejected: {error}"),
     "agent.rejected_repair": (None, "agent reply rejected after one repair request: {error}"),
+    "agent.error": (None, "{error}"),
+    "agent.no_text": (None, "the reply holds no text"),
+    "agent.no_text_finish": (None, "the reply holds no text (finish_reason {finish_reason})"),
+    "agent.no_text_tools": (
+        None,
+        "the reply holds no text (content null) but {count} tool call(s) ({names}); opgate offers no tools and "
+        "reads one JSON object in the message content",
+    ),
+    "agent.refused": (None, "the model refused: {error}"),
+    "agent.no_repair": (None, "{first} (no repair: {why})"),
+    "agent.repair_cut": (None, "{first}; and the repair reply: {cut}"),
+    "agent.cut": (None, 'the reply was cut off at max_tokens {max_tokens} (finish_reason "length")'),
+    "agent.cut_once": (None, "{cut}; not asked again"),
+    "agent.cut_no_room": (None, "{cut}, and max_tokens {larger} does not fit the budget ({why})"),
+    "agent.cut_again": (
+        None,
+        "{cut}, and again at max_tokens {larger}; raise OPGATE_AGENT_MAX_TOKENS or shorten the task",
+    ),
     # why the CI summary was not asked, or gave no reply (bot/agent/ci_summary.py words the same in English)
     "ci.no_domain": (None, "no {domain} domain is configured"),
     "ci.offline": (None, "--offline given"),

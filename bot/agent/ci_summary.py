@@ -286,7 +286,7 @@ def ask(
         said(agent, cached(answer.cached_at))
     elif answer.outcome == "over_budget":
         agent.status = "over_budget"
-        said(agent, (answer.reason, answer.why or Phrase(key="text", params={"text": answer.reason})))
+        said(agent, (answer.reason, answer.why or Phrase.as_written(answer.reason)))
         return out
     elif answer.outcome == "gateway_error":
         agent.status = "error"

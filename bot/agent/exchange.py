@@ -114,6 +114,11 @@ class OverBudget(Exception):
         self.reason = reason
         self.why = why
 
+    @property
+    def phrase(self) -> Phrase:
+        """`why`, or `reason` as written where the refusal has no message of its own."""
+        return self.why or Phrase.as_written(self.reason)
+
 
 class ReplyCut(AgentOutputError):
     """The reply stopped at the completion cap (`finish_reason: "length"`) even with the larger allowance, or
@@ -156,7 +161,7 @@ def exchange(
     try:
         reply, content = with_repair(call, messages, reader, keep_as)
     except OverBudget as exc:
-        return Answer("over_budget", None, spend(), reason=exc.reason, why=exc.why)
+        return Answer("over_budget", None, spend(), reason=exc.reason, why=exc.phrase)
     except GatewayError as exc:
         return Answer("gateway_error", None, spend(), reason=str(exc), error=exc)
     except ReplyCut as exc:
@@ -192,9 +197,8 @@ def answered(
     try:
         second = call.chat(messages, larger)
     except OverBudget as over:
-        over_why = over.why or Phrase(key="text", params={"text": over.reason})
         no_room = Phrase(
-            key="agent.cut_no_room", params={"larger": larger}, phrases={"cut": [cut_why], "why": [over_why]}
+            key="agent.cut_no_room", params={"larger": larger}, phrases={"cut": [cut_why], "why": [over.phrase]}
         )
         raise ReplyCut(f"{cut}, and max_tokens {larger} does not fit the budget ({over.reason})", no_room) from over
     if second.truncated:
@@ -254,8 +258,7 @@ def with_repair(call: Asker, messages: list[dict[str, str]], reader: Reader[T], 
     try:
         fixed = answered(call, follow_up, reply.max_tokens, retry=False)
     except OverBudget as over:
-        over_why = over.why or Phrase(key="text", params={"text": over.reason})
-        no_repair = Phrase(key="agent.no_repair", phrases={"first": [why_of(first)], "why": [over_why]})
+        no_repair = Phrase(key="agent.no_repair", phrases={"first": [why_of(first)], "why": [over.phrase]})
         raise AgentOutputError(f"{first} (no repair: {over.reason})", no_repair) from over
     except ReplyCut as cut:
         both = Phrase(key="agent.repair_cut", phrases={"first": [why_of(first)], "cut": [why_of(cut)]})

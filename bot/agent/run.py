@@ -339,8 +339,7 @@ def cached(when: str) -> Said:
 def over_budget(reason: str, why: Phrase | None) -> Said:
     """The budget refused a request (its reason as a phrase where it has one, else as written)."""
     english = f"{reason}; the agent was not asked, the gates still run"
-    inner = {"why": [why]} if why is not None else {"why": [Phrase(key="text", params={"text": reason})]}
-    return english, Phrase(key="agent.over_budget", phrases=inner)
+    return english, Phrase(key="agent.over_budget", phrases={"why": [why or Phrase.as_written(reason)]})
 
 
 def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:

@@ -47,6 +47,11 @@ class Phrase(BaseModel):
     params: dict[str, Param] = Field(default_factory=dict)
     phrases: dict[str, list[Phrase]] = Field(default_factory=dict)
 
+    @classmethod
+    def as_written(cls, text: str) -> Phrase:
+        """Text made elsewhere that has no message of its own, shown as it was written (the message `text`)."""
+        return cls(key="text", params={"text": text})
+
 
 class Finding(BaseModel):
     """One thing a gate found, rendered through the catalog (bot/verdict/messages.py) by every output.

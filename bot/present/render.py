@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from bot.models.finding import Phrase
 from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentReport, Isolation, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
@@ -88,19 +89,22 @@ def refused_why(x: AgentCaseRefusal) -> str:
     return messages.phrase(x.why, i18n.current()) if x.why is not None else said(x.reason)
 
 
+def _lines(english: list[str], why: list[Phrase]) -> list[str]:
+    """Lines stored in English with a phrase beside each, in the current locale (a report from before its phrases,
+    which has none for each line: as written)."""
+    if len(why) != len(english):
+        return english
+    return [messages.phrase(p, i18n.current()) for p in why]
+
+
 def inputs_missing(a: AgentReport) -> list[str]:
-    """What the agent's prompt lacked, in the current locale (a report from before its phrases: as written)."""
-    if len(a.inputs_missing_why) != len(a.inputs_missing):
-        return a.inputs_missing
-    return [messages.phrase(p, i18n.current()) for p in a.inputs_missing_why]
+    """What the agent's prompt lacked, in the current locale."""
+    return _lines(a.inputs_missing, a.inputs_missing_why)
 
 
 def inputs_seen(a: AgentReport) -> list[str]:
-    """What the agent's prompt carried besides the task and the diff, in the current locale (a report from before
-    its phrases: as written)."""
-    if len(a.inputs_why) != len(a.inputs):
-        return a.inputs
-    return [messages.phrase(p, i18n.current()) for p in a.inputs_why]
+    """What the agent's prompt carried besides the task and the diff, in the current locale."""
+    return _lines(a.inputs, a.inputs_why)
 
 
 def isolation_why(x: Isolation) -> str:

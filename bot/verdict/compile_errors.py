@@ -167,7 +167,7 @@ def compile_phrases(
     is one of base's (the runner or the manifest is to blame, not the change); a failure naming head's first new
     error otherwise. A head whose errors nobody could read fails as before, pointing at the log. Each is a phrase
     whose `step`, `error`, `base_error` and `hint` are phrases (the compiler's message inside stays verbatim)."""
-    steps = [step if isinstance(step, Phrase) else Phrase(key="text", params={"text": step})]
+    steps = [step if isinstance(step, Phrase) else Phrase.as_written(step)]
 
     def made(key: str, **parts: Phrase | None) -> Phrase:
         return Phrase(key=key, phrases={"step": steps, **{k: [p] for k, p in parts.items() if p is not None}})

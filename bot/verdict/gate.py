@@ -566,7 +566,7 @@ FACTORS = {"registers": "occupancy.registers_factor", "shared memory": "occupanc
 
 
 def _factor(factor: str) -> Phrase:
-    return Phrase(key=FACTORS[factor]) if factor in FACTORS else Phrase(key="text", params={"text": factor})
+    return Phrase(key=FACTORS[factor]) if factor in FACTORS else Phrase.as_written(factor)
 
 
 def _limited_by(r: Resource, occ: Occupancy, threads: int | None) -> list[Phrase]:
@@ -826,7 +826,7 @@ def _launch_lines(english: list[str], why: list[Phrase]) -> list[str] | list[Phr
 def _launch(line: str | Phrase, outcome: Outcome, key: str = "resources.launch") -> Finding:
     """One launch error, undecided launch or launch note as a resources finding (its phrase the detail; an older
     report's line shown as written)."""
-    detail = line if isinstance(line, Phrase) else Phrase(key="text", params={"text": line})
+    detail = line if isinstance(line, Phrase) else Phrase.as_written(line)
     return Finding(gate=Gate.resources, outcome=outcome, key=key, phrases={"detail": [detail]})
 
 
@@ -983,7 +983,7 @@ def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
             reason = "; ".join(c.reasons) or "not run"
             made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
             if "; ".join(phrase(p) for p in made) != reason or not made:
-                made = [Phrase(key="text", params={"text": reason})] if c.reasons else [Phrase(key="run.not_run")]
+                made = [Phrase.as_written(reason)] if c.reasons else [Phrase(key="run.not_run")]
             by_reason.setdefault(reason, (made, []))[1].append(c.device)
     return [
         Phrase(

@@ -161,7 +161,7 @@ def instances(functions: list[str]) -> str:
 def instances_phrase(functions: list[str]) -> Phrase:
     """`instances` as a phrase (a single function is its own name, shown as written)."""
     if len(functions) == 1:
-        return _phrase("text", text=functions[0])
+        return Phrase.as_written(functions[0])
     return _phrase(
         "launch.instances", name=base_name(functions[0]), count=len(functions), functions="; ".join(functions)
     )

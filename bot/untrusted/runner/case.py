@@ -90,7 +90,7 @@ class CaseState:
         elif self.phase in PHASES:
             step = Phrase(key=PHASES[self.phase])
         else:
-            step = Phrase(key="text", params={"text": self.phase})
+            step = Phrase.as_written(self.phase)
         return Phrase(key="where.side", params={"side": self.label}, phrases={"phase": [step]})
 
     def result(self, status: str, detail: str | Phrase, output: str) -> CaseRun:
@@ -100,7 +100,7 @@ class CaseState:
             status, detail, why = "tampered", self.tampered, self.tampered
         if output and detail:
             last = output.splitlines()[-1][:300]
-            inner = why or Phrase(key="text", params={"text": str(detail)})
+            inner = why or Phrase.as_written(str(detail))
             why = Phrase(key="run.with_output", params={"worker_output": last}, phrases={"detail": [inner]})
         detail = phrase(why) if why is not None else str(detail)
         return CaseRun(

@@ -211,11 +211,7 @@ class Judge:
             status = exc.status
             for s in self.sides.values():
                 s.stop()
-            how = (
-                exit_phrase(status)
-                if status is not None and status != 0
-                else Phrase(key="text", params={"text": str(exc)})
-            )
+            how = exit_phrase(status) if status is not None and status != 0 else Phrase.as_written(str(exc))
             gone = Phrase(key="run.gone", phrases={"how": [how], "where": [state.where_phrase()]})
             return state.result("crashed", gone, side.output())
         except Raised as exc:  # a timed call raised (a check's raise is that check's error)

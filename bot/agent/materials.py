@@ -16,13 +16,6 @@ from bot.models.diff import FileChange
 from bot.models.finding import Param, Phrase
 from bot.models.ledger import CaseFigure, MainResourceRow
 
-MATERIAL_TITLES: dict[str, str] = {
-    "constraints": "the kernel's gate limits (kernel.toml [constraints], base's)",
-    "baseline": "base's measured figures (main's history in the ledger)",
-    "cases": "the cases the judge runs (kernel.toml [[cases]], base's) and their boundary probes",
-    "tunables": "the tunable space (kernel.toml [tunables]) and the current values",
-    "functions": "every changed function whole, from base and head",
-}
 _PROBE_LINE = re.compile(r"^\s*-\s*([A-Za-z0-9_.-]+):\s*(.+)$")
 # The prompt's DATA markers: head's code that holds one is changed so that it cannot end its data block.
 MARKERS = {"DATA>>>": "DATA> >>", "<<<DATA": "<< <DATA"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from bot.config.manifest import Case, Constraints
+from bot.models.finding import Outcome
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
@@ -232,6 +233,23 @@ def test_cpu_time_within_the_limit_or_straddling_it_decides_nothing():
     straddling = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
     assert straddling.cpu_ci95_pct is not None and straddling.cpu_ci95_pct[0] < 3.0 < straddling.cpu_ci95_pct[1]
     assert straddling.verdict == "pass", straddling.reasons
+
+
+def test_a_wall_time_pass_is_not_taken_while_the_cpu_time_straddles_above_the_limit():
+    """A head faster on the clock whose CPU time per call is +10 % at its estimate but too noisy to fail (a helper
+    thread that works only now and then, or a loaded runner): undecided, never a pass; the comment's reason names
+    both clocks."""
+    noisy = _timed(0.9, 1.0, 1)  # processes alternately 2 % and 20 % above base's CPU time: about +10 %, straddling
+    noisy.cpu_processes = [[x * (1.20 if p % 2 else 1.02) for x in row] for p, row in enumerate(noisy.cpu_processes)]
+    leaning = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    assert leaning.ci95_pct is not None and leaning.ci95_pct[1] < 0  # the clock alone would pass it
+    assert leaning.cpu_ci95_pct is not None and leaning.cpu_ci95_pct[0] < 3.0 < leaning.cpu_ci95_pct[1]
+    assert leaning.cpu_regression_pct is not None and leaning.cpu_regression_pct > 3.0
+    assert leaning.verdict == "inconclusive", leaning.reasons
+    (reason,) = leaning.reasons
+    assert reason.startswith("performance inconclusive: CPU time per call +") and "above it at its estimate" in reason
+    assert "; wall time p50 -" in reason
+    assert [f.outcome for f in leaning.findings] == [Outcome.undecided]
 
 
 def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_has_none():

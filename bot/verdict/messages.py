@@ -128,6 +128,11 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "performance",
         "CPU time per call {delta} (95% CI {low}..{high}, every thread of the sandbox) > {limit}% limit",
     ),
+    "performance.cpu_time_leans": (
+        "performance_inconclusive",
+        "CPU time per call {delta} (95% CI {low}..{high}, every thread of the sandbox) straddles the {limit}% limit, "
+        "above it at its estimate: the wall time's pass is not taken",
+    ),
     "performance.simulated": (
         "performance",
         "simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) > {limit}% limit; "

@@ -172,8 +172,8 @@ def opgate(tmp_path: Path, build_dir: Path):
             # Tests assert verdicts, not the machine's quiet: a busy test machine must not double the timing caps
             # (tests/test_judge.py proves the busy-runner rule with its own load).
             OPGATE_NOISE_LIMIT_CORES="64",
-            # Python and torch under valgrind take a minute on this machine: tests/test_simcost.py proves the
-            # simulated cost on its own, the reviews here leave an undecided case undecided.
+            # The default, said here so a developer's own setting does not count every review's cases under valgrind
+            # (a minute each on this machine): tests/test_simcost.py proves the simulated cost on its own.
             OPGATE_SIMULATE="off",
             OPGATE_CASE_TIMEOUT_S="60",
             OPGATE_PCH=os.environ["OPGATE_PCH"],

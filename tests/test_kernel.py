@@ -239,7 +239,7 @@ def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
     folds of bot/verdict/folds.py). A new kind of evidence (an agent case, a new check) goes into KernelEvidence
     and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
     deciding = {
-        *("case_verdict", "kernel_verdict", "simulated_verdict", "judge_throughput", "compile_failure"),
+        *("case_verdict", "kernel_verdict", "simulated_note", "judge_throughput", "compile_failure"),
         *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
     }
     modules = sorted((ROOT / "bot" / "review").glob("*.py"))

@@ -26,7 +26,7 @@ from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.findings import add_case
-from bot.verdict.gate import case_verdict, simulated_verdict
+from bot.verdict.gate import case_verdict, simulated_note
 from tests import redteam
 from tests.conftest import git
 from tests.redteam import GEMM
@@ -447,9 +447,9 @@ def test_a_forged_callgrind_dump_decides_nothing(fake):
     add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key="performance.inconclusive",
                              params=span))  # fmt: skip
     assert report.reasons == ["performance inconclusive: p50 +2.00% (95% CI -6.00%..+6.00%) straddles the 3% limit"]
-    simulated_verdict(report, SimulatedCost(head=forged, base=b), 3.0)
+    simulated_note(report, SimulatedCost(head=forged, base=b))
     assert report.verdict == "inconclusive" and report.simulated and not report.simulated.decided, report.reasons
-    assert report.reasons[0].endswith("could have lowered its own count, so it decides nothing"), report.reasons
+    assert report.reasons[0].endswith("a model the counted code can lower, it decides nothing"), report.reasons
 
 
 # -- round three: acceptance stays in other people's hands (issue 37) -----------------------------------------------

@@ -34,7 +34,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_REQUIRE_ISOLATION": "1: never build or run repository code without the sandbox (exit 2 instead)",
     "OPGATE_SANDBOX": "none turns the sandbox off (isolation: none in every report); else bwrap where it starts",
     "OPGATE_INCONCLUSIVE_POLICY": "a latency CI straddling the limit at the last look: neutral (default) or fail",
-    "OPGATE_SIMULATE": "CPU cases under callgrind: undecided (default: only where p50 stays undecided), always, off",
+    "OPGATE_SIMULATE": "CPU cases counted under callgrind, reported, never deciding: off (default), undecided, always",
     "OPGATE_LOCALE": "the language of comments, replies and issues: en or zh-CN (default: [tool.opgate] locale, en)",
     "TAOTOKEN_BASE_URL": "override every task file's provider.base_url (a bare URL, no query string)",
     # Per domain (the repository's [tool.opgate.domains]): its key variable, named there, and two overrides.
@@ -111,7 +111,7 @@ class Settings(BaseModel):
     inconclusive_policy: Literal["neutral", "fail"] = "neutral"
     locale: str = Field("en", description="what comments, replies and issues are written in (bot.config.repo.LOCALES)")
     noise_limit_cores: float = Field(0.5, ge=0)
-    simulate: Literal["undecided", "always", "off"] = "undecided"
+    simulate: Literal["undecided", "always", "off"] = "off"
     require_isolation: bool = False
     base_url_override: str | None = None
     measure: MeasureSettings = MeasureSettings()

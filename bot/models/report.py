@@ -236,7 +236,10 @@ class SimulatedCost(_Model):
     base: SideCost | None = None
     ratio: float | None = Field(None, description="head / base estimated cycles")
     instructions_ratio: float | None = Field(None, description="head / base instructions")
-    decided: bool = Field(False, description="the wall-time interval straddled the limit and this ratio decided")
+    decided: bool = Field(
+        False,
+        description="false since issue 40: the simulated cost is reported and decides nothing (read in older reports)",
+    )
     seconds: float | None = Field(None, description="wall time of the simulation, both sides")
     error: str | None = Field(None, description="why there is no simulated cost (valgrind missing, a side failed)")
 

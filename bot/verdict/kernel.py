@@ -13,7 +13,7 @@ from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
 from bot.verdict import agent_cases, change
 from bot.verdict.compile_errors import new_errors
 from bot.verdict.findings import add_case, add_kernel
-from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_verdict
+from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_note
 from bot.verdict.messages import MESSAGES, render
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
@@ -106,7 +106,7 @@ def judge_case(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints: Co
         if ce.run is not None and ce.log_tail:
             report.log_tail = ce.log_tail
         if ce.simulated is not None:
-            simulated_verdict(report, ce.simulated, constraints.max_regression_pct)
+            simulated_note(report, ce.simulated)
         if ce.identical_build:
             report.stop_reason = "identical_build"
         elif ce.prior_base_p50_ms is not None and report.base_p50_ms is not None:

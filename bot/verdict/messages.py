@@ -133,11 +133,6 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "CPU time per call {delta} (95% CI {low}..{high}, every thread of the sandbox) straddles the {limit}% limit, "
         "above it at its estimate: the wall time's pass is not taken",
     ),
-    "performance.simulated": (
-        "performance",
-        "simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) > {limit}% limit; "
-        "on wall time alone {wall}",
-    ),
     "performance.small_only": (
         None,
         "faster only on the smaller cases: {faster} (base p50 up to {faster_max} ms), while the larger ones are not: "
@@ -526,20 +521,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "tail.arch": (None, " on {arch}"),
     "tail.wall": (None, "; wall time p50 {delta} ({low}..{high})"),
     "tail.no_simulated": (None, "; no simulated cost: {error}"),
-    "tail.sim_outside": (
+    "tail.simulated": (
         None,
-        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) lies outside that interval, "
-        "so it decides nothing",
-    ),
-    "tail.sim_both_sides": (
-        None,
-        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) falls on both sides of the "
-        "limit, so it decides nothing",
-    ),
-    "tail.sim_within": (
-        None,
-        "; the simulated cost x{ratio} (callgrind cycles; instructions x{instructions}) is within the limit, but the "
-        "code it counts could have lowered its own count, so it decides nothing",
+        "; simulated cost x{ratio} (callgrind cycles; instructions x{instructions}), reported: a model the counted "
+        "code can lower, it decides nothing",
     ),
 }
 

@@ -7,14 +7,15 @@ process per side at the same time: Python and torch start uninstrumented, and on
 client requests are simulated (callgrind 3.19 has client requests; cachegrind gains them only in 3.22). Instruction
 counts and the simulated caches do not depend on the machine's load: the same build counts the same on every run.
 Every file a side leaves (its dumps, its output) is untrusted data: sizes are bounded, the output is compared with the
-reference, and the gate uses the ratio only inside the wall-time interval (`bot.verdict.gate.simulated_verdict`).
+reference, and the gate reports the ratio beside p50 and decides nothing by it (`bot.verdict.gate.simulated_note`).
 
 The counts cannot be made unforgeable by the side they count: under valgrind the kernel shares one address space with
 callgrind and runs unconfined (valgrind refuses a guest's seccomp filter), so it can issue callgrind's client requests
 itself (zero the counters, stop collecting), write callgrind's counters in memory, and open any path valgrind writes
 its dumps to. So a side's dump folder must hold exactly one dump per case at the name callgrind gives it (and the
-end-of-run dump), any other entry refuses the side's every count, and a count that is accepted can fail a head but
-never pass one (`simulated_verdict`): a head can only lower its own count, and a lower count decides nothing.
+end-of-run dump), any other entry refuses the side's every count, and a count that is accepted is reported and
+decides nothing (`simulated_note`, issue 40: a model, forgeable, and in the measured reviews CPU time decided what it
+never did).
 """
 
 from __future__ import annotations

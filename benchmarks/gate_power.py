@@ -20,7 +20,9 @@ the issue's table: A/A false fails, slowdowns caught, undecided over all scenari
 
 `--rules before,after` runs every scenario under the sampler's early stop before issue 40's CPU-time stop
 (`benchmarks/judge_before.py`) and the judge's own, alternating small batches in the same run; the table then has
-a column group per load and rule, with the process pairs per comparison and the share stopped on CPU time.
+a column group per load and rule, with the process pairs per comparison and the share stopped on CPU time. A rule
+`blocksN` is the judge's own with N timing blocks per worker process (`OPGATE_MEASURE_MIN_BLOCKS`, default 5): fewer
+seconds per process pair, so more pairs within the same time cap (`--rules after,blocks3`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -158,10 +161,18 @@ def comparisons(
             if k <= 0:
                 continue
             started = time.perf_counter()
-            runs = run_cases(job_for(folder, case, base, head, measure, k, LIMIT), runner=RUNNERS[rule])
+            runner, settings = _arm(rule, measure)
+            runs = run_cases(job_for(folder, case, base, head, settings, k, LIMIT), runner=runner)
             per = (time.perf_counter() - started) / k
             out[rule] += [judge_both(case, runs[f"c{i}"], per) for i in range(k) if f"c{i}" in runs]
     return out
+
+
+def _arm(rule: str, measure: MeasureSettings) -> tuple[str, MeasureSettings]:
+    """The judge module and measure settings of a rule: `before`, `after`, or `blocksN` (after, N blocks a process)."""
+    if rule.startswith("blocks"):
+        return RUNNERS["after"], measure.model_copy(update={"min_blocks": int(rule.removeprefix("blocks"))})
+    return RUNNERS[rule], measure
 
 
 def calibrate(folder: Path, case: Case, base: Built, build_root: Path) -> tuple[float, float]:
@@ -256,14 +267,16 @@ def main() -> None:
     parser.add_argument("--busy-max-s", type=float, default=7200.0, help="the busy loop ends itself after this")
     parser.add_argument("--case", default="square_512", help="a cpu case of deepgemm_tile")
     parser.add_argument("--save", type=Path, help="write every comparison's samples and verdicts here (JSON)")
-    parser.add_argument("--rules", default="after", help="the early stop: after (the judge's), before, or both")
+    parser.add_argument(
+        "--rules", default="after", help="after (the judge's), before (issue 40's early stop), blocksN; one or more"
+    )
     args = parser.parse_args()
     loads = [ld for ld in args.loads.split(",") if ld]
     if any(ld not in ("idle", "busy") for ld in loads):
         raise SystemExit("gate_power: --loads takes idle and/or busy")
     rules = [r for r in args.rules.split(",") if r]
-    if not rules or any(r not in RUNNERS for r in rules):
-        raise SystemExit("gate_power: --rules takes before and/or after")
+    if not rules or any(r not in RUNNERS and not re.fullmatch(r"blocks([2-9]|[1-9]\d+)", r) for r in rules):
+        raise SystemExit("gate_power: --rules takes before, after and/or blocksN (N >= 2)")
 
     kernel = load_kernel(KERNEL)
     case = next(c for c in kernel.manifest.cases if c.name == args.case)

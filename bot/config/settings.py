@@ -26,7 +26,7 @@ VARIABLES: dict[str, str] = {
     "OPGATE_MEASURE_MAX_SECONDS": "timing cap per case, seconds (default 6)",
     "OPGATE_MEASURE_MIN_BLOCKS": "interleaved timing blocks per worker process (default 5)",
     "OPGATE_MEASURE_MIN_PROCESSES": "fresh worker processes per side, at least (default 3)",
-    "OPGATE_MEASURE_MAX_PROCESSES": "fresh worker processes per side, at most (default 10)",
+    "OPGATE_MEASURE_MAX_PROCESSES": "fresh worker processes per side, at most (default 30)",
     "OPGATE_NOISE_LIMIT_CORES": "other processes busier than this many cores double the timing caps (default 0.5)",
     "OPGATE_MEASURE_TARGET_PCT": "stop sampling when the 95% CI half-width of the ratio is below this (default 0.5)",
     "OPGATE_MEASURE_MAX_SAMPLES": "timing cap per case and build, samples (default 200)",

@@ -9,6 +9,7 @@ import ast
 import numpy as np
 
 from bot.config.manifest import Case, Kernel, load_kernel
+from bot.config.settings import load_settings
 from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
 from bot.models.finding import Gate, Outcome
 from bot.models.judging import CaseRun, Check, Timing
@@ -210,22 +211,24 @@ def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():
 def test_a_rate_above_the_measured_cpu_peak_asks_for_it_again_and_fails_as_implausible():
     run = CaseEvidence(name="square", run=timed(1.0))
     low = Peak(tflops=1e-6, gbps=1e-3, of="this runner, measured")
-    assert second_looks(evidence(run, cpu_peak=low), rules(CPU)).refresh_cpu_peak
+    assert second_looks(evidence(run, cpu_peak=low), rules(CPU), "off").refresh_cpu_peak
     high = Peak(tflops=100.0, gbps=100.0, of="this runner, measured")
-    assert not second_looks(evidence(run, cpu_peak=high), rules(CPU)).refresh_cpu_peak
+    assert not second_looks(evidence(run, cpu_peak=high), rules(CPU), "off").refresh_cpu_peak
     failed = judge_kernel(evidence(run, cpu_peak=low), rules(CPU), Policy())
     assert failed.verdict == "fail" and failed.cases[0].reasons[0].startswith("implausible: above the hardware limit")
     assert judge_kernel(evidence(run, cpu_peak=high), rules(CPU), Policy()).verdict == "pass"
 
 
-def test_an_undecided_cpu_latency_is_counted_under_callgrind_unless_simulation_is_off():
+def test_an_undecided_cpu_latency_is_counted_under_callgrind_only_where_asked():
+    """Issue 40, 2: the count decides nothing, so a review runs no valgrind unless OPGATE_SIMULATE asks for it."""
     straddling = CaseEvidence(name="square", run=timed(1.03, noise=0.03))
     ev = evidence(straddling)
     assert judge_kernel(ev, rules(CPU), Policy()).cases[0].verdict == "inconclusive"
-    assert second_looks(ev, rules(CPU)).simulate == ["square"]
+    assert second_looks(ev, rules(CPU), load_settings({}).simulate).simulate == []  # the default: not counted
+    assert second_looks(ev, rules(CPU), load_settings({"OPGATE_SIMULATE": "undecided"}).simulate).simulate == ["square"]
     assert second_looks(ev, rules(CPU), "off").simulate == []
     decided = evidence(CaseEvidence(name="square", run=timed(1.0)))
-    assert second_looks(decided, rules(CPU)).simulate == []
+    assert second_looks(decided, rules(CPU), "undecided").simulate == []
     assert second_looks(decided, rules(CPU), "always").simulate == ["square"]
     assert (
         second_looks(evidence(CaseEvidence(name="square", not_run=NotRun.held_out)), rules(CPU), "always").simulate

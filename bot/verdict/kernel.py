@@ -154,7 +154,7 @@ def _not_run(case: Case, constraints: Constraints, status: CaseStatus, verdict: 
 
 
 def second_looks(
-    evidence: KernelEvidence, rules: Kernel, simulate: Literal["off", "undecided", "always"] = "undecided"
+    evidence: KernelEvidence, rules: Kernel, simulate: Literal["off", "undecided", "always"]
 ) -> SecondLooks:
     """What to measure again before `judge_kernel` decides (pure): each timed CPU case whose latency interval stays
     undecided (every timed one when `simulate` is "always"; none when "off"), and whether a CPU case claims more

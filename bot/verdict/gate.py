@@ -319,9 +319,14 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
     cpu_time_verdict(report, head_t, base_t, max_regression_pct)
 
 
+def _interval(delta: float, ci: list[float]) -> dict[str, str | int | float]:
+    """A Δ and its 95 % interval as a message's parameters ("+1.78%", "-12.17%", "+17.96%")."""
+    return {"delta": f"{delta:+.2f}%", "low": f"{ci[0]:+.2f}%", "high": f"{ci[1]:+.2f}%"}
+
+
 def _span(delta: float, ci: list[float], limit: float) -> dict:  # type: ignore[type-arg]
     """A Δ and its 95 % interval against the limit, as a finding's parameters and fields (in %)."""
-    params = {"delta": f"{delta:+.2f}%", "low": f"{ci[0]:+.2f}%", "high": f"{ci[1]:+.2f}%", "limit": f"{limit:g}"}
+    params = {**_interval(delta, ci), "limit": f"{limit:g}"}
     return {"params": params, "value": delta, "limit": limit, "unit": "%"}
 
 
@@ -365,8 +370,7 @@ def _wall_tail(report: CaseReport) -> list[Phrase]:
     """ "; wall time p50 +1.78% (-12.17%..+17.96%)" after a CPU-time finding, where the wall time was compared."""
     if report.regression_pct is None or report.ci95_pct is None:
         return []
-    delta, (low, high) = report.regression_pct, report.ci95_pct
-    return [Phrase(key="tail.wall", params={"delta": f"{delta:+.2f}%", "low": f"{low:+.2f}%", "high": f"{high:+.2f}%"})]
+    return [Phrase(key="tail.wall", params=_interval(report.regression_pct, report.ci95_pct))]
 
 
 def cpu_time_leans(report: CaseReport, max_regression_pct: float) -> None:

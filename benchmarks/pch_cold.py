@@ -2,10 +2,12 @@
 precompiled torch header already in it, alternating, with each command's wall time and its processes' CPU time —
 and, with `--phases`, where every CPU second of each went, process by process.
 
-First (when `--stores` holds H) the runner's setup step the header needs, timed: `OPGATE_PCH=first opgate check
-deepgemm_tile` on an empty store (it compiles the header with the binding); its store's `pch/` folder is the header
-every (H) run starts from (hard-linked into a fresh build folder). Every run has a fresh build folder and ledger
-(cold: nothing compiled), the repository's default settings otherwise (the agent offline). The demo change
+First (when `--stores` holds H or S) the runner's setup step the header needs, timed: `OPGATE_PCH=first opgate
+check deepgemm_tile` on an empty store (it compiles the header with the binding); its store's `pch/` folder is the
+header every (H) run starts from (hard-linked into a fresh build folder); an (S) run starts from its `toolchain/`
+probes too — what any earlier check or review leaves a persistent runner, or a restored cache an ephemeral one, less
+every compiled object. Every run has a fresh build folder and ledger otherwise (cold: nothing compiled), the
+repository's default settings (the agent offline). The demo change
 (examples/changes/deepgemm_tile_tile_n_256.patch) is applied in a scratch clone of this checkout's HEAD, as
 scripts/demo.sh does. `--before DIR` runs every command with DIR's opgate too (DIR/.venv/bin/opgate, another
 worktree: a before/after in one run), alternating with this checkout's.
@@ -18,7 +20,7 @@ the toolchain probe, each object ninja compiles, the link, each nvcc compile of 
 zygotes and their workers, the CPU peak, git, opgate itself — and the table's sum is set against the cgroup's total.
 The load average before and after each run says how busy the shared machine was. Usage:
 
-  .venv/bin/python benchmarks/pch_cold.py [--rounds 2] [--stores E,H] [--commands review,check] [--phases]
+  .venv/bin/python benchmarks/pch_cold.py [--rounds 2] [--stores E,H,S] [--commands review,check] [--phases]
                                           [--before DIR]
 """
 
@@ -302,7 +304,10 @@ def torch_import() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--stores", default="E,H", help="E: an empty store, H: the header stored (default: both)")
+    parser.add_argument(
+        "--stores", default="E,H", help="E: an empty store, H: the header stored, S: the header and the toolchain "
+        "probe stored (what the setup step leaves a runner, less the kernel's objects) (default: E,H)"
+    )  # fmt: skip
     parser.add_argument("--commands", default="review,check")
     parser.add_argument("--phases", action="store_true", help="CPU seconds per process role (process accounting)")
     parser.add_argument("--before", type=Path, help="another checkout whose .venv/bin/opgate runs each command too")
@@ -319,7 +324,7 @@ def main() -> int:
         tmp = Path(t)
         repo = scratch_repo(tmp)
         headers = tmp / "setup" / "build" / "pch"
-        if "H" in stores:
+        if "H" in stores or "S" in stores:
             setup = tmp / "setup"
             setup.mkdir()
             load = os.getloadavg()[0]
@@ -344,8 +349,11 @@ def main() -> int:
         for n, (r, command, variant, tree) in enumerate(plan):
             run_dir = tmp / f"run{n}"
             run_dir.mkdir()
-            if variant == "H":
+            if variant in ("H", "S"):
                 shutil.copytree(headers, run_dir / "build" / "pch", copy_function=os.link)
+            if variant == "S":
+                probe = headers.parent / "toolchain"
+                shutil.copytree(probe, run_dir / "build" / "toolchain", copy_function=os.link)
             argv = (
                 [trees[tree], "review", "--repo", str(repo), "--base", "HEAD~1", "--head", "HEAD", "--out",
                  str(run_dir / "out")]
@@ -363,7 +371,7 @@ def main() -> int:
                 print(run.table, flush=True)
             results.setdefault(f"{command} {variant} {tree}", []).append((run.wall, run.cpu))
             shutil.rmtree(run_dir, ignore_errors=True)
-    labels = {"E": "empty store", "H": "header in the store"}
+    labels = {"E": "empty store", "H": "header in the store", "S": "header and probe"}
     print()
     for name, runs in results.items():
         command, variant, tree = name.split()

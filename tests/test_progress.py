@@ -35,3 +35,19 @@ def test_a_terminal_is_interactive_unless_ci_or_a_dumb_terminal(monkeypatch: pyt
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
     monkeypatch.setenv("TERM", "xterm-256color")
     assert not interactive()
+
+
+def test_a_terminal_shows_no_spinner_under_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """-q/--json leave only warnings and results: on a terminal, too, a step shows no spinner (and logs nothing)."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    opgate = logging.getLogger("opgate")
+    level = opgate.level
+    try:
+        opgate.setLevel(logging.INFO)  # setLevel: the logger caches what it is enabled for
+        assert Steps().live
+        opgate.setLevel(logging.WARNING)
+        assert not Steps().live
+    finally:
+        opgate.setLevel(level)

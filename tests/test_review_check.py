@@ -146,7 +146,13 @@ def test_check_runs_every_step_this_runner_can_and_names_the_rest_never_ready_ov
         assert "ready (" not in run.stdout
         assert re.search(r"opgate check: 1 kernel\(s\) without a problem in what was checked, \d step\(s\) not checked",
                          run.stdout)  # fmt: skip
-    report = json.loads(opgate("check", "--json").stdout)
+    # the long steps as they run, on stderr (a cold build is the binding's compile: seconds with no other line)
+    build_at = run.stderr.index("opgate: build ")
+    assert re.search(r"opgate: build \S+ \(cpu\): done in [\d.]+ s", run.stderr), run.stderr
+    assert re.search(r"opgate: dry run \S+: \d+ cpu case\(s\): done in [\d.]+ s", run.stderr[build_at:]), run.stderr
+    as_json = opgate("check", "--json")
+    assert "opgate: build " not in as_json.stderr  # --json (and -q): only warnings and results
+    report = json.loads(as_json.stdout)
     [kernel] = report["kernels"]
     assert kernel["ok"] is True and report["ready"] is (_gpu() and NVCC)
     assert [s["step"] for s in kernel["steps"]][:3] == ["manifest", "resources sm_90a", "resources sm_100a"]

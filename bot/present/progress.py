@@ -32,10 +32,11 @@ def console(**kwargs: Any) -> Console:
 
 
 class Steps:
-    """`with steps.step("building x"):` shows a spinner with elapsed time, or logs start and end."""
+    """`with steps.step("building x"):` shows a spinner with elapsed time, or logs start and end (neither under
+    -q/--json: only warnings and results)."""
 
     def __init__(self, live: bool | None = None) -> None:
-        self.live = interactive() if live is None else live
+        self.live = interactive() and log.isEnabledFor(logging.INFO) if live is None else live
         self._progress: Progress | None = None
 
     def __enter__(self) -> Steps:

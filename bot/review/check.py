@@ -22,6 +22,7 @@ from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.models.judging import CaseRun, JudgeJob, ReferenceSource
 from bot.models.report import CompileError, Machine, ResourceCheckReport
+from bot.present.progress import Steps
 from bot.review.cases import case_job, entry_arguments, entry_scalars, probe_once
 from bot.review.resource_check import flag_findings, resource_checks
 from bot.untrusted.build import OBJ, SRC, Built, build, verify
@@ -150,13 +151,16 @@ class Checker:
         started = time.perf_counter()
         result = KernelCheck(name=kernel.name, folder=kernel.path)
         try:
-            _check(kernel, self.settings, self.sandbox, self.env, result)
+            with Steps() as steps:  # the long steps as they run (a cold build: the binding's compile), on stderr
+                _check(kernel, self.settings, self.sandbox, self.env, result, steps)
         finally:
             result.seconds = round(time.perf_counter() - started, 2)
         return result
 
 
-def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck) -> None:
+def _check(
+    kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck, steps: Steps
+) -> None:
     manifest = f"{kernel.path}/kernel.toml"
     findings = check_tunables(kernel.config, kernel.manifest.tunables, f"{kernel.path}/{kernel.manifest.config}")
     findings += check_defines(kernel.config, f"{kernel.path}/{kernel.manifest.config}") + flag_findings(kernel)
@@ -172,7 +176,7 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
     built = KernelCheck(name=kernel.name, folder=kernel.path)  # the build steps, shown after the resource steps
     with ThreadPoolExecutor(max_workers=1) as pool:  # nvcc's compiles beside the build's: both cores busy
         checks = pool.submit(resource_checks, kernel, None, arches, settings.build_dir / "resources", sandbox)
-        builds = _builds(kernel, settings, sandbox, env, built)
+        builds = _builds(kernel, settings, sandbox, env, built, steps)
         for check in checks.result():
             resource_step(kernel, check, result)
     result.steps += built.steps
@@ -190,16 +194,18 @@ def _check(kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, r
             by_device.setdefault(case.device, []).append(case)
     ran_reference = False
     for dev, cases in by_device.items():
-        ran_reference |= _dry_run(kernel, cases, builds[dev], dev, settings, result)
+        with steps.step(f"dry run {kernel.name}: {len(cases)} {dev} case(s)"):
+            ran_reference |= _dry_run(kernel, cases, builds[dev], dev, settings, result)
     if elsewhere:
         names = ", ".join(c.name for c in elsewhere)
         result.unchecked("cases cuda", f"cases {names}: the entry against the reference (needs a CUDA GPU)")
     if not ran_reference and kernel.manifest.cases:
-        _reference_only(kernel, kernel.manifest.cases, settings, result)
+        with steps.step(f"reference {kernel.name}: {len(kernel.manifest.cases)} case(s), the reference alone"):
+            _reference_only(kernel, kernel.manifest.cases, settings, result)
 
 
 def _builds(
-    kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck
+    kernel: Kernel, settings: Settings, sandbox: Sandbox, env: Machine, result: KernelCheck, steps: Steps
 ) -> dict[str, Built]:
     """Every build of the kernel this machine can run (cached), one step each."""
     builds: dict[str, Built] = {}
@@ -211,17 +217,18 @@ def _builds(
             result.unchecked(f"build {device}", f"build {device}: [build.{device}] (needs a CUDA GPU)")
             continue
         try:
-            built = build(
-                kernel.name,
-                kernel.folder,
-                spec,
-                kernel.config,
-                device,
-                settings.build_dir,
-                sandbox,
-                include_paths(kernel, device),
-                (kernel.path, *include_dirs(kernel, device)),  # the errors by repository path, as the review's
-            )
+            with steps.step(f"build {kernel.name} ({device})"):
+                built = build(
+                    kernel.name,
+                    kernel.folder,
+                    spec,
+                    kernel.config,
+                    device,
+                    settings.build_dir,
+                    sandbox,
+                    include_paths(kernel, device),
+                    (kernel.path, *include_dirs(kernel, device)),  # the errors by repository path, as the review's
+                )
         except InputError as exc:
             built = Built(ok=False, device=device, key="", log_tail=str(exc))
         if not built.ok:

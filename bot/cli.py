@@ -120,8 +120,21 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
     return _build()[1]
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to sys.stderr as it is then: a live progress display (present/progress.py `Steps`) puts
+    its proxy there, which prints the line above the spinner instead of through it."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: object) -> None:
+        pass
+
+
 def _setup_logging(quiet: bool, verbose: bool, secrets: list[str]) -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.setFormatter(LogSafeFormatter("opgate: %(message)s"))
     handler.addFilter(RedactingFilter(secrets))
     root = logging.getLogger()

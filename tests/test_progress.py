@@ -51,3 +51,24 @@ def test_a_terminal_shows_no_spinner_under_quiet(monkeypatch: pytest.MonkeyPatch
         assert not Steps().live
     finally:
         opgate.setLevel(level)
+
+
+def test_a_log_line_goes_through_the_stderr_a_live_display_puts_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a terminal a live spinner (rich) puts a proxy in sys.stderr that prints a line above it; the log handler
+    set up at start-up writes to that proxy, not to the stream it found then (its lines cut through the spinner)."""
+    import io
+
+    from bot.cli import _setup_logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        _setup_logging(False, False, ["sk-planted-0123456789"])
+        proxy = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", proxy)
+        logging.getLogger("opgate").info("compiling 1 .cu file(s), key sk-planted-0123456789")
+        assert proxy.getvalue().startswith("opgate: compiling 1 .cu file(s), key ")
+        assert "sk-planted-0123456789" not in proxy.getvalue()  # redacted as before
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)

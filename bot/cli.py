@@ -31,7 +31,7 @@ from bot.config.secrets import credential_values
 from bot.config.settings import Settings, load_settings
 from bot.errors import OpgateError
 from bot.text.i18n import speaking
-from bot.text.redact import RedactingFilter
+from bot.text.redact import RedactingFilter, keep_out, redact
 from bot.text.safe import LogSafeFormatter, one_line
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     command = COMMANDS[args.command]
     try:
         if not command.settings:
+            keep_out(_environment_secrets())
             if args.verbose:  # otherwise as before: Python's last-resort handler shows warnings
                 _setup_logging(False, True, _environment_secrets())
             return int(command.module.run(args))
@@ -162,11 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         settings: Settings = load_settings(config=config)
         if getattr(args, "create_ledger", False):
             settings = settings.model_copy(update={"create_ledger": True})
+        keep_out(settings.secrets())  # masked in every output the command writes (bot/text/redact.py)
         _setup_logging(args.quiet or args.json, args.verbose, settings.secrets())
         with speaking(settings.locale):  # what every comment, reply and issue this command writes is written in
             return int(command.module.run(args, settings))
     except OpgateError as exc:
-        print(f"opgate: error: {one_line(exc, limit=2000)}", file=sys.stderr)
+        print(f"opgate: error: {redact(one_line(exc, limit=2000))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("opgate: interrupted", file=sys.stderr)

@@ -9,6 +9,7 @@ the base's cached extension rewritten, a workflow command in opgate's own stdout
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import socket
@@ -29,7 +30,12 @@ from bot.verdict.findings import add_case
 from bot.verdict.gate import case_verdict, simulated_note
 from tests import redteam
 from tests.conftest import git, only_latency_can_fail
+from tests.github_server import FakeGitHub, load_fixture
 from tests.redteam import GEMM
+from tests.test_accept import PR as GH_PR
+from tests.test_accept import REPO as GH_REPO
+from tests.test_accept import TOKEN as GH_TOKEN
+from tests.test_accept import github_env
 
 pytestmark = pytest.mark.slow
 
@@ -608,3 +614,67 @@ def test_a_launch_sized_at_run_time_on_a_cpu_runner_is_undecided_naming_the_laun
     assert status.startswith(
         f"undecided, not blocking: deepgemm_tile (launch figures declared, not measured: {GEMM_CUDA}:406"
     )
+
+
+# -- round four (issue 50) ------------------------------------------------------------------------------------------
+
+# A key of another shape than opgate's own: an echoing gateway may quote any key it saw, so anything shaped like a key
+# is masked too, not only the values opgate read.
+OTHER_KEY = "sk-proj-" + "Q7w9E2r4T6y8U0i1O3p5A7s9"
+ECHO_REPLY = {
+    "id": f"chatcmpl-{CANARY}",
+    "model": f"echo-model {CANARY} {OTHER_KEY}",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": f"stop {CANARY}",
+            "message": {
+                "role": "assistant",
+                "content": json.dumps(
+                    {
+                        "candidate_patch": None,
+                        "risk_notes": [f"your key is {CANARY}"],
+                        "local_commands": [],
+                        "expected_metrics": {},
+                    }
+                ),
+                "tool_calls": [{"id": "t1", "type": "function", "function": {"name": CANARY, "arguments": "{}"}}],
+            },
+        }
+    ],
+    "usage": {"prompt_tokens": CANARY, "completion_tokens": 12, "total_tokens": OTHER_KEY},
+}
+ECHO_ERROR = {
+    "error": {"code": f"invalid_api_key {CANARY}", "type": f"auth {OTHER_KEY}", "message": f"invalid key {CANARY}"}
+}
+
+
+@pytest.mark.untimed  # a static failure: nothing is built or timed
+@pytest.mark.parametrize(
+    ("status", "body", "shown"), [(200, ECHO_REPLY, "echo-model ***"), (401, ECHO_ERROR, "auth ***")]
+)
+def test_a_gateway_that_echoes_the_key_puts_it_nowhere(opgate, kernel_repo, httpserver, tmp_path, status, body, shown):
+    """Issue 50, 3: the gateway's own words (model id, error code, type and message, usage, tool-call names, finish
+    reason, request id) carry the key and another key-shaped token. Neither reaches the log, report.json, comment.md,
+    the annotations, the step summary, the ledger or anything posted to GitHub; the gateway's words are still shown."""
+    httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(body, status=status)
+    kernel_repo.edit("kernels/deepgemm_tile/tile_config.json", '"tile_m": 128', '"tile_m": 96')  # static: no build
+    head = kernel_repo.commit("a change the agent reviews")
+    summary = tmp_path / "step_summary.md"
+    with FakeGitHub(GH_TOKEN) as gh:
+        gh.add_repo(GH_REPO)
+        event = load_fixture("pull_request.opened.json", head_sha=head, base_sha=kernel_repo.base, before_sha="0" * 40)
+        (tmp_path / "event.json").write_text(json.dumps(event))
+        gh.add_pull(GH_REPO, number=GH_PR, head_sha=head, base_sha=kernel_repo.base, author="alice-dev")
+        env = {**github_env(gh), "GITHUB_STEP_SUMMARY": str(summary), "TAOTOKEN_API_KEY_DEEPGEMM_AGENT": CANARY,
+               "TAOTOKEN_BASE_URL": httpserver.url_for("/").rstrip("/"), "OPGATE_AGENT_RETRIES": "0"}  # fmt: skip
+        run = opgate("review", "--event", str(tmp_path / "event.json"), "--repo", str(kernel_repo.path), "--post",
+                     env=env)  # fmt: skip
+        posted = json.dumps([r.body for r in gh.requests if r.is_write])
+    assert run.code == 1, run.stdout + run.stderr  # the static failure; the agent's answer decides nothing
+    ledger = (tmp_path / "ledger.sqlite").read_bytes().decode("latin-1")
+    written = "\n".join([everything_written(run), summary.read_text(), posted, ledger])
+    assert len(httpserver.log) == 1 and summary.read_text() and posted != "[]"
+    for secret in (CANARY, OTHER_KEY, CANARY[len("sk-") :]):
+        assert secret not in written, [line for line in written.splitlines() if secret in line][:3]
+    assert shown in run.stderr + json.dumps(run.report)  # the gateway's words, masked, not dropped

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from bot.agent import wire
 from bot.agent.retry import RETRYABLE, Failure, RetryPolicy, backoff, classify, retry_after
 from bot.errors import InputError, ServiceError
+from bot.text.redact import scrub
 
 log = logging.getLogger(__name__)
 
@@ -204,9 +205,10 @@ class GatewayClient:
             attempt = Attempt(number=number, status_code=resp.status_code, failure=Failure.bad_reply, latency_ms=ms)
             return attempt, f"gateway {self.endpoint} answered HTTP {resp.status_code} with {exc}"
         usage = reply.usage
+        own = self._without_key
         result = ChatResult(
-            request_id=reply.request_id or "",
-            model=reply.model or model,
+            request_id=own(reply.request_id or ""),
+            model=own(reply.model or model),
             content=reply.content,
             prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens,
@@ -218,9 +220,9 @@ class GatewayClient:
             latency_ms=ms,
             status_code=resp.status_code,
             attempts=number,
-            finish_reason=reply.finish_reason,
-            tool_calls=reply.tool_calls,
-            refusal=reply.refusal,
+            finish_reason=own(reply.finish_reason),
+            tool_calls=[own(name) for name in reply.tool_calls],
+            refusal=own(reply.refusal),
             max_tokens=max_tokens,
         )
         attempt = Attempt(
@@ -233,8 +235,13 @@ class GatewayClient:
         )
         return attempt, None
 
+    def _without_key(self, text: str) -> str:
+        """A string the gateway supplied, with this client's key masked (wire.py masks every key-shaped one and the
+        process's known secrets; a gateway may echo a key of any shape)."""
+        return scrub(text, [self._key])
+
     def _failure_message(self, failure: Failure, status: int, body: Any) -> str:
-        code = wire.error_code(body)
+        code = self._without_key(wire.error_code(body))
         detail = f"HTTP {status}" + (f" {code}" if code else "")
         if failure is Failure.auth:
             return (

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from bot.text.redact import gateway_words
+
 WireName = Literal["openai", "anthropic"]
 TokensField = Literal["max_tokens", "max_completion_tokens"]
 PATHS: dict[str, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
@@ -110,7 +112,7 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
             tools = (
                 [_tool_name(c.get("function")) for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
             )
-            refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
+            refusal = gateway_words(message["refusal"], 500) if isinstance(message.get("refusal"), str) else ""
         else:
             blocks = payload["content"]
             content = "".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text")
@@ -125,11 +127,11 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
     if usage.reported and (usage.prompt_tokens == 0 or (content and usage.completion_tokens == 0)):
         usage = usage.model_copy(update={"reported": False, "problem": "usage reports 0 tokens for an answer"})
     return Reply(
-        request_id=str(payload.get("id") or header_id or "") or None,
-        model=str(payload["model"]) if payload.get("model") else None,
+        request_id=gateway_words(payload.get("id") or header_id or "", 120) or None,
+        model=gateway_words(payload["model"]) if payload.get("model") else None,
         content=content,
         usage=usage,
-        finish_reason=str(finish)[:40] if isinstance(finish, str) else "",
+        finish_reason=gateway_words(finish, 40) if isinstance(finish, str) else "",
         tool_calls=tools,
         refusal=refusal,
     )
@@ -137,14 +139,14 @@ def parse(wire: WireName, payload: Any, header_id: str | None) -> Reply:
 
 def _tool_name(value: Any) -> str:
     name = value.get("name") if isinstance(value, dict) else None
-    return str(name)[:60] if isinstance(name, str) and name else "(unnamed)"
+    return gateway_words(name, 60) if isinstance(name, str) and name else "(unnamed)"
 
 
 def _usage(wire: WireName, raw: dict[str, Any]) -> Usage:
     keys = ("prompt_tokens", "completion_tokens") if wire == "openai" else ("input_tokens", "output_tokens")
     bad = [k for k in keys if _count(raw.get(k)) is None]
     if bad:
-        shown = ", ".join(f"{k}={str(raw.get(k))[:20]!r}" for k in bad)
+        shown = ", ".join(f"{k}={gateway_words(raw.get(k), 20)!r}" for k in bad)
         return Usage(reported=False, problem=f"usage is not a token count ({shown})")
     if wire == "openai":
         prompt, completion = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
@@ -183,14 +185,15 @@ def error_code(payload: Any) -> str:
         return ""
     err = payload.get("error")
     if isinstance(err, dict):
-        parts = [str(err.get(k)) for k in ("code", "type") if isinstance(err.get(k), str)]
+        parts = [gateway_words(err[k], 60) for k in ("code", "type") if isinstance(err.get(k), str)]
         return "/".join(dict.fromkeys(parts))
     if isinstance(err, str):
-        return err[:60]
+        return gateway_words(err, 60)
     return ""
 
 
 def error_message(payload: Any) -> str:
+    """The error's message, for classifying it (retry.py); never shown: it may quote the caller's key."""
     if isinstance(payload, dict):
         err = payload.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):

@@ -24,6 +24,7 @@ from bot.mainline.bisect import BisectReport
 from bot.mainline.store import History
 from bot.models.output import BisectSummary
 from bot.present.render import commit_url, render
+from bot.text.redact import redact
 from bot.text.safe import one_line
 
 log = logging.getLogger(__name__)
@@ -151,9 +152,9 @@ def write(result: BisectReport, out: Path, settings: Settings) -> tuple[str, Pat
     """bisect.json and bisect.md into `out`; the markdown and the report's path."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / REPORT
-    path.write_text(result.to_json())
+    path.write_text(redact(result.to_json()))
     md = render_md(result, settings)
-    (out / MARKDOWN).write_text(md)
+    (out / MARKDOWN).write_text(redact(md))
     return md, path
 
 

@@ -24,6 +24,7 @@ from bot.mainline.store import History
 from bot.models.output import DriftKernel, DriftOutput, RecordOutput, Reference
 from bot.models.report import Report
 from bot.present.render import commit_url, render
+from bot.text.redact import redact
 from bot.text.safe import Safe, one_line
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,8 @@ def _drift(args: argparse.Namespace, settings: Settings) -> int:
         bodies = {d.kernel: render_issue(d, named.get(d.kernel), link) for d in drifts}
         args.out_dir.mkdir(parents=True, exist_ok=True)
         path = args.out_dir / "drift.md"
-        path.write_text("\n\n---\n\n".join(bodies.values()) if bodies else f"No recorded figures since {ref.label}.\n")
+        text = "\n\n---\n\n".join(bodies.values()) if bodies else f"No recorded figures since {ref.label}.\n"
+        path.write_text(redact(text))
         say(f"opgate: drift since {ref.label} ({ref.sha[:12]}), {len(line)} main commit(s), limit {limit:g}% -> {path}")
         for d in drifts:
             w = d.worst

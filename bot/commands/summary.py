@@ -16,6 +16,7 @@ from bot.mainline.store import History
 from bot.models.output import Issue, PayoffLine, SummaryOutput
 from bot.present.render import render
 from bot.spend import budget, payoff, tokens
+from bot.text.redact import redact
 from bot.text.safe import Safe, one_line
 
 TOKEN_SUMMARY_MARKER = Safe("<!-- opgate:token-summary -->")  # printed as is in the comment-safe template
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     body = render_token_summary(summary, drift, payoffs)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     path = args.out_dir / f"summary-{week}.md"
-    path.write_text(body)
+    path.write_text(redact(body))
     flagged = [c for c in drift if c.flagged]
     lines = [f"opgate: token summary {week} -> {path}"]
     lines += [f"opgate: spend anomaly in {one_line(d.domain)}: {one_line(d.anomaly_text)}" for d in summary.anomalies]

@@ -19,6 +19,7 @@ from bot.errors import InputError, ServiceError
 from bot.ledger import open_ledger
 from bot.models.github import PullRef
 from bot.present.render import render
+from bot.text.redact import redact
 from bot.text.safe import Safe, one_line
 from bot.tune import command as slash
 from bot.tune import publish
@@ -112,11 +113,11 @@ def _read(path: Path) -> TuneResult:
 
 def _write(result: TuneResult, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "tune.json").write_text(result.to_json())
-    (out / "tune.md").write_text(render_tune(result))
+    (out / "tune.json").write_text(redact(result.to_json()))
+    (out / "tune.md").write_text(redact(render_tune(result)))
     patch = out / "candidate.patch"
     if result.proposal is not None:
-        patch.write_text(result.proposal.patch)
+        patch.write_text(redact(result.proposal.patch))
     elif patch.exists():
         patch.unlink()
 
@@ -175,8 +176,8 @@ def _post(args: argparse.Namespace, settings: Settings, result: TuneResult, out:
                 )
                 result.pull = PullOut(number=pull.number, url=pull.url, head_sha=pull.head_sha,
                                       branch=result.proposal.branch, created=pull.created)  # fmt: skip
-                (out / "pull.json").write_text(json.dumps(result.pull.model_dump(), indent=2) + "\n")
-                (out / "tune.json").write_text(result.to_json())
+                (out / "pull.json").write_text(redact(json.dumps(result.pull.model_dump(), indent=2)) + "\n")
+                (out / "tune.json").write_text(redact(result.to_json()))
                 _record_pull(settings, result.run_id, pull.url)
             if args.issue:
                 edge.reply(args.issue, render("tune_reply.md.j2", marker=REPLY_MARKER, r=result, d=None, line=""))

@@ -15,6 +15,7 @@ from bot.config.secrets import AGENT_KEY, credential_values
 from bot.errors import InputError
 from bot.models.judging import MeasureSettings
 from bot.text.i18n import LOCALES
+from bot.text.redact import url_password
 
 # Every variable opgate reads, with its default and meaning. The table in docs/configuration.md and
 # .env.example are kept in step with this list (a test checks it).
@@ -157,7 +158,9 @@ class Settings(BaseModel):
 
     def secrets(self) -> list[str]:
         """Every secret value known to this process, for the log and output scrubbers."""
-        return [*self.keys.values(), *([self.agent_key] if self.agent_key else []), *self.extra_secrets]
+        password = url_password(self.database_url)
+        return [*self.keys.values(), *([self.agent_key] if self.agent_key else []), *self.extra_secrets,
+                *([password] if password else [])]  # fmt: skip
 
     @property
     def budget_weekly(self) -> DomainTokens:

@@ -57,7 +57,7 @@ from bot.models.github import (
     StatusRef,
     StatusState,
 )
-from bot.text.redact import scrub
+from bot.text.redact import redact, scrub
 
 log = logging.getLogger("opgate.github")
 
@@ -250,7 +250,7 @@ class GitHubEdge:
         if not marker.strip():
             raise ValueError("upsert_comment needs a non-empty marker")
         text = body if body.lstrip().startswith(marker) else f"{marker}\n{body}"
-        text = truncate(text, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        text = truncate(redact(text), MAX_BODY_CHARS, TRUNCATION_NOTE)
         self.login()  # who we are, known before anything is read or written
 
         def op() -> CommentRef:
@@ -275,7 +275,7 @@ class GitHubEdge:
 
     def reply(self, number: int, body: str) -> CommentRef:
         """Post a new comment on issue/PR `number`. (A retried POST whose answer was lost may post twice.)"""
-        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        text = truncate(redact(body), MAX_BODY_CHARS, TRUNCATION_NOTE)
 
         def op() -> CommentRef:
             created = self._repo.get_issue(number).create_comment(text)
@@ -309,7 +309,7 @@ class GitHubEdge:
             raise ValueError(f"unknown status state {state!r}; one of {', '.join(STATUS_STATES)}")
         if not sha or not context:
             raise ValueError("set_status needs a sha and a context")
-        short = truncate(" ".join(description.split()), MAX_DESCRIPTION_CHARS)
+        short = truncate(" ".join(redact(description).split()), MAX_DESCRIPTION_CHARS)
 
         def op() -> StatusRef:
             kwargs: dict[str, Any] = {"state": state, "description": short, "context": context}
@@ -342,10 +342,10 @@ class GitHubEdge:
         Creating check runs needs a GitHub App's token (Actions' GITHUB_TOKEN with `checks: write`)."""
         if not sha or not name:
             raise ValueError("create_check_run needs a sha and a name")
-        items = [a.payload() for a in annotations]
+        items = [{k: redact(v) if isinstance(v, str) else v for k, v in a.payload().items()} for a in annotations]
         chunks = [items[i : i + MAX_ANNOTATIONS] for i in range(0, len(items), MAX_ANNOTATIONS)] or [[]]
-        heading = truncate(" ".join(title.split()), MAX_CHECK_TITLE_CHARS)
-        text = truncate(summary, MAX_BODY_CHARS - 1, TRUNCATION_NOTE)
+        heading = truncate(" ".join(redact(title).split()), MAX_CHECK_TITLE_CHARS)
+        text = truncate(redact(summary), MAX_BODY_CHARS - 1, TRUNCATION_NOTE)
         marker = uuid.uuid4().hex
         tried = {"create": False, "patch": False}
 
@@ -421,7 +421,7 @@ class GitHubEdge:
         Labels are added to an existing issue, never removed; a closed issue stays closed unless `reopen`.
         """
         wanted = list(dict.fromkeys(label for label in labels if label))
-        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        text = truncate(redact(body), MAX_BODY_CHARS, TRUNCATION_NOTE)
         if not title.strip():
             raise ValueError("upsert_issue needs a title")
 
@@ -459,7 +459,7 @@ class GitHubEdge:
         creates one (and never closes an issue anyone else opened). None when no such issue exists (a closed one
         is left as it is, and returned)."""
         wanted = list(dict.fromkeys(label for label in labels if label))
-        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        text = truncate(redact(body), MAX_BODY_CHARS, TRUNCATION_NOTE)
 
         self.login()  # who we are, known before anything is read or written
 
@@ -538,7 +538,7 @@ class GitHubEdge:
     def open_pull(self, branch: str, base: str, title: str, body: str) -> PullRef:
         """Open a pull request from `branch` into `base`, or edit the one opgate already opened from that branch
         (a pull request from it by anyone else is not edited; GitHub then refuses a second one: ServiceError)."""
-        text = truncate(body, MAX_BODY_CHARS, TRUNCATION_NOTE)
+        text = truncate(redact(body), MAX_BODY_CHARS, TRUNCATION_NOTE)
         owner = self.repository.split("/")[0]
 
         self.login()  # who we are, known before anything is read or written
@@ -576,7 +576,8 @@ class GitHubEdge:
         review, and the earlier one loses opgate's comments and gets `replaced_body` (a submitted review cannot be
         deleted). Nothing to place and nothing to clear: no write. A person's review or comment is never touched."""
         self.login()
-        wanted = {(n.path, n.line): n.body for n in notes}
+        wanted = {(n.path, n.line): redact(n.body) for n in notes}
+        body, replaced_body = redact(body), redact(replaced_body)
 
         def op() -> ReviewRef:
             pull = self._repo.get_pull(number)

@@ -22,6 +22,7 @@ from bot.present.annotations import check_text
 from bot.present.notes import notes_marker, replaced_body, review_body, review_notes
 from bot.present.render import REVIEW_MARKER
 from bot.present.status import acceptance_status
+from bot.text.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def write_step_summary(path: Path | None, text: str) -> None:
         return
     try:
         with path.open("a", encoding="utf-8") as f:
-            f.write(text.removeprefix(REVIEW_MARKER).lstrip("\n"))
+            f.write(redact(text.removeprefix(REVIEW_MARKER).lstrip("\n")))
             f.write("\n")
     except OSError as exc:
         log.warning("cannot write the step summary %s: %s", path, exc.strerror)

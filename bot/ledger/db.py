@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.errors import InputError, ServiceError
+from bot.text.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,12 @@ def redact_url(url: str) -> str:
     scheme, _, userinfo = head.partition("://")
     user = userinfo.split(":", 1)[0]
     return f"{scheme}://{user}:***@{tail}" if ":" in userinfo else url
+
+
+def _redacted(params: Params) -> tuple[Any, ...]:
+    """Every text the ledger stores or looks up, through the one output redactor (a key a gateway echoed into a
+    model name or an error never reaches a row; a lookup masks alike, so it still finds the row)."""
+    return tuple(redact(p) if isinstance(p, str) else p for p in params)
 
 
 class Database:
@@ -103,11 +110,11 @@ class Database:
 
     def execute(self, text: str, params: Params = ()) -> int:
         """Run one statement; returns the number of rows it changed."""
-        cur = self.conn.execute(self.sql(text), tuple(params))
+        cur = self.conn.execute(self.sql(text), _redacted(params))
         return int(cur.rowcount or 0)
 
     def rows(self, text: str, params: Params = ()) -> list[dict[str, Any]]:
-        cur = self.conn.execute(self.sql(text), tuple(params))
+        cur = self.conn.execute(self.sql(text), _redacted(params))
         return [dict(r) for r in cur.fetchall()]
 
     def one(self, text: str, params: Params = ()) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from bot.config.repo import RepoConfig
 from bot.config.secrets import KEY_PREFIX
+from bot.text.redact import KEY_SHAPE
 
 # --- the repository's key variables -------------------------------------------------------------
 
@@ -42,10 +43,6 @@ def is_domain_key(name: str, book: KeyBook | None = None) -> bool:
 VAR_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _SECRET_WORDS = frozenset(
     {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "CREDENTIAL", "CREDENTIALS", "AUTH", "PAT"}
-)
-_KEY_PREFIX = re.compile(
-    r"(?:sk-ant-|sk-proj-|sk-|sk_live_|sk_test_|rk_live_|tt-|ghp_|gho_|ghs_|github_pat_|glpat-|xox[abprs]-|AIza)"
-    r"[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}"
 )
 _PREFIXES = ("sk-ant-", "sk-proj-", "sk-", "sk_live_", "sk_test_", "tt-")
 _PLACEHOLDER_WORDS = (
@@ -117,7 +114,7 @@ def looks_like_key(value: str) -> bool:
     v = value.strip()
     if not v or is_placeholder(v) or any(c.isspace() for c in v) or "://" in v:
         return False
-    return bool(_KEY_PREFIX.fullmatch(v)) or _randomish(v)
+    return bool(KEY_SHAPE.fullmatch(v)) or _randomish(v)
 
 
 def find_keys(text: str) -> list[str]:

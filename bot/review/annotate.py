@@ -20,6 +20,7 @@ from bot.models.github import Annotation
 from bot.models.report import KernelReport, Report
 from bot.present.annotations import SOURCE_SUFFIXES, EntryPlace, KernelSources, LintPlace, Sources, for_review
 from bot.review.changes import parse_diff
+from bot.text.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def gather(repo: Path, base: str, head: str, report: Report, config: RepoConfig)
 
 def write(out: Path, items: list[Annotation]) -> Path:
     path = out / ANNOTATIONS_FILE
-    path.write_text(_LIST.dump_json(items, indent=2).decode() + "\n")
+    path.write_text(redact(_LIST.dump_json(items, indent=2).decode()) + "\n")
     return path
 
 

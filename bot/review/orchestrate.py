@@ -23,6 +23,7 @@ from bot.present.annotations import ordered
 from bot.present.render import render_comment
 from bot.review import annotate, ci_summary, fanout
 from bot.spend import pull_request
+from bot.text.redact import redact
 from bot.text.safe import one_line
 from bot.verdict import expectations
 from bot.verdict.change import review_failed
@@ -183,7 +184,7 @@ def write(
     report = expectations.attach(report)
     out.mkdir(parents=True, exist_ok=True)
     report_path, comment_path = out / "report.json", out / "comment.md"
-    report_path.write_text(report.to_json())
+    report_path.write_text(redact(report.to_json()))
     (out / fanout.UNSEEN_FILE).write_text(json.dumps(unseen))
     if record:
         ledger.record_review(report)
@@ -194,7 +195,7 @@ def write(
         budgets = pull_request.week_budgets(ledger, settings, pull_request.pr_domains(report, pr, rows))
         self_accept = settings.repo_config.allow_self_accept
         context = pull_request.pr_context(report, pr, rows, acceptances, budgets, self_accept=self_accept)
-    comment = render_comment(report, unseen_files=unseen, pr=context)  # the comment as posted, with the PR's history
+    comment = redact(render_comment(report, unseen_files=unseen, pr=context))  # as posted, with the PR's history
     comment_path.write_text(comment)
     return ReviewResult(report, report_path, comment_path, comment, acceptances=acceptances)
 

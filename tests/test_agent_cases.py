@@ -15,6 +15,7 @@ from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
 from bot.verdict import agent_cases
 from bot.verdict.gate import case_verdict
+from bot.verdict.messages import MESSAGES
 
 ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
 
@@ -77,8 +78,15 @@ def test_a_name_in_use_and_entries_over_max_cases_are_refused():
         ("rows_64", "the name rows_64 is already a case of this kernel or of the matrix"),
         ("a", "the name a is already a case of this kernel or of the matrix"),
         ("d", "over max_cases = 3 of [agent_cases]"),
-        ("bad name!", "the name must be 1 to 64 letters, digits, _ . or -"),
+        ("bad name!", "the name must be an identifier: a letter or _, then at most 63 letters, digits or _"),
     ]
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../x", "a/b", "-rf", "9lives", "a.b", "", "x" * 65])
+def test_an_agent_case_name_that_is_not_an_identifier_is_refused(name):
+    """Judge integrity round four, 4: a case named `..` was admitted and ran; a name is an identifier."""
+    [(shown, reason)] = refused(entry(name))
+    assert reason == MESSAGES["agent.bad_name"][1] and shown.rstrip("…") == name[: len(shown.rstrip("…"))]
 
 
 def test_without_the_table_or_a_base_manifest_no_agent_case_runs_and_the_report_says_why():

@@ -32,7 +32,7 @@ BASE_FAILS_WHY = {
     "wrong": N_("base fails too (base is wrong on it): not failed for it"),
 }
 NOT_BUILT = N_("not run: the change fails its static checks before anything is built")
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # an identifier: never a path part such as `..`
 _KEYS = {"name", "shape", "params"}
 
 

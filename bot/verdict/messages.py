@@ -401,7 +401,7 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     "static.tunable_token": (None, "{where}: {key}={value} is not a plain number or word"),
     # why base's [agent_cases] refused an entry of the agent's test matrix (the reply's text quoted short)
     "agent.unknown_key": (None, "unknown key {keys} (an agent case has name, shape and params)"),
-    "agent.bad_name": (None, "the name must be 1 to 64 letters, digits, _ . or -"),
+    "agent.bad_name": (None, "the name must be an identifier: a letter or _, then at most 63 letters, digits or _"),
     "agent.name_taken": (None, "the name {name} is already a case of this kernel or of the matrix"),
     "agent.no_bound": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: {known})"),
     "agent.no_bound_none": (None, "{part}.{key} has no bound in [agent_cases.{part}] (bounded: none)"),

@@ -14,9 +14,10 @@ import shlex
 
 import pytest
 
-from benchmarks.scratch import BROKEN, COMMENT_ONLY, KERNEL_COMMITS, SLOW_CASE, bisect_repo
+from benchmarks.scratch import BROKEN, CALL, COMMENT_ONLY, KERNEL_COMMITS, SLOW_CASE, SLOWER, bisect_repo
 from bot.mainline.bisect import BisectReport
 from tests.github_server import FakeGitHub
+from tests.premise import BODY, planted
 
 pytestmark = pytest.mark.slow
 
@@ -28,6 +29,7 @@ QUICK = {"OPGATE_MEASURE_MIN_PROCESSES": "5"}
 
 
 def test_drift_post_bisects_the_drifting_case_and_the_issue_names_commit_11_and_its_command(opgate, tmp_path):
+    planted(BODY.replace(CALL, SLOWER["2x"]), SLOW_CASE, above=40.0)  # the split a good probe must lie below
     repo = tmp_path / "repo"
     shas = bisect_repo(repo, "2x")
     main = tmp_path / "main"
@@ -78,6 +80,7 @@ def test_drift_post_bisects_the_drifting_case_and_the_issue_names_commit_11_and_
 
 
 def test_an_8_percent_slowdown_is_named_or_left_undecided_with_the_reason_never_blamed_elsewhere(opgate, tmp_path):
+    planted(BODY.replace(CALL, SLOWER["8pct"]), SLOW_CASE, above=3.0)  # a slowdown beyond the gate's limit
     repo = tmp_path / "repo"
     shas = bisect_repo(repo, "8pct")
     out = tmp_path / "bisect"

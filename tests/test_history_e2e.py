@@ -19,6 +19,7 @@ from tests import browser
 from tests.conftest import git, make_repo
 from tests.gateway import completion
 from tests.github_server import FakeGitHub
+from tests.premise import BODY, SHAPES, planted
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,8 @@ AGENT_REPLY = {"candidate_patch": None, "risk_notes": ["runs the tile loop twice
 
 
 def test_reviews_and_main_commits_give_the_drift_issue_and_a_dashboard_that_loads(opgate, tmp_path, httpserver):
+    for case in SHAPES:  # PR #11's premise: both cases decisively slower (the test asserts > +20 %)
+        planted(BODY.replace(CALL, CALL + CALL), case, above=20.0)
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
     git(repo.path, "tag", "v0.1")
     httpserver.expect_request("/v1/chat/completions", method="POST").respond_with_json(

@@ -20,6 +20,7 @@ import pytest
 from bot.tune.space import file_patch
 from tests.conftest import KernelRepo, make_repo
 from tests.gateway import Gateway, completion
+from tests.premise import BODY, SHAPES, planted, twice
 from tests.test_tune_loop import KEY, reply
 
 pytestmark = pytest.mark.slow
@@ -136,6 +137,9 @@ def test_a_candidate_faster_on_one_case_and_slower_on_another_is_judged_per_shap
 ):
     """Base computes every GEMM twice; the agent's candidate computes square_512 (m = 512) once and the ragged
     case (m = 200) three times: about twice as fast on one shape and 1.5x slower on the other, and correct."""
+    base_body, head_body = twice(BODY, "rep < 2"), twice(BODY, "rep < (m == 200 ? 3 : 1)")
+    planted(head_body, "square_512", below=-20.0, base_body=base_body)  # the premise of the assertions below
+    planted(head_body, "ragged_200x328x264", above=20.0, base_body=base_body)
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
     repo.edit(SOURCE, CALL, "  for (int rep = 0; rep < 2; ++rep) {\n  " + CALL + "  }\n")
     repo.base = repo.commit("a base that computes twice")
@@ -172,6 +176,8 @@ def test_an_implausible_winner_is_proposed_only_flagged_and_re_verified_on_a_sha
     """Issue 24: base computes every GEMM four times, the candidate once (4x faster, above max_speedup 3x); the
     ragged case is held out of the search. The search times square_512 alone; the re-verification runs both, on
     fresh inputs; the proposal, its title and tune.md say "implausible speedup — verify"."""
+    for case in SHAPES:  # the premise: head decisively more than 2x faster on both shapes (asserted < -50 %)
+        planted(twice(BODY, "rep < 1"), case, below=-50.0, base_body=twice(BODY, "rep < 4"))
     repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
     repo.edit(SOURCE, CALL, "  for (int rep = 0; rep < 4; ++rep) {\n  " + CALL + "  }\n")
     repo.edit(TOML, 'name = "ragged_200x328x264"\n', 'name = "ragged_200x328x264"\nholdout = true\n')

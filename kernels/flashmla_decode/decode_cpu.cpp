@@ -111,8 +111,9 @@ void update_row(Group& g, const MlaDecodeShape& p, int64_t j, int64_t n0) {
   }
 }
 
-// Rows [r0, r0 + kBlockH) of sequence b: one pass over its cache, kBlockN positions per tile.
-void decode_group(Group& g, const uint16_t* q, const uint16_t* kcache, const int32_t* block_table, int64_t seqlen,
+// Rows [r0, r0 + kBlockH) of sequence b: one pass over its cache, kBlockN positions per tile. Kept out of line,
+// so its code does not depend on how many call sites a change adds.
+[[gnu::noinline]] void decode_group(Group& g, const uint16_t* q, const uint16_t* kcache, const int32_t* block_table, int64_t seqlen,
                   float* out, float* lse, const MlaDecodeShape& p, int64_t b, int64_t r0) {
   const int64_t rows = p.s_q * p.h_q;
   const int64_t count = std::min(kBlockH, rows - r0);

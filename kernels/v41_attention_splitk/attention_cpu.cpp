@@ -55,8 +55,9 @@ void online_block(const float* qrow, const float* k, const float* v, int64_t j0,
   p.m = m_new;
 }
 
-// Partials of `rows` query rows over the keys [begin, end) of one split: one CTA of the partial kernel.
-void split_partials(const float* q, const float* k, const float* v, int64_t row0, int rows, int64_t q_offset,
+// Partials of `rows` query rows over the keys [begin, end) of one split: one CTA of the partial kernel. Kept out of
+// line, so its code does not depend on how many call sites a change adds.
+[[gnu::noinline]] void split_partials(const float* q, const float* k, const float* v, int64_t row0, int rows, int64_t q_offset,
                     int64_t begin, int64_t end, Partial* part) {
   for (int r = 0; r < rows; ++r) {
     part[r].m = -kInf;

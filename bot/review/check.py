@@ -32,7 +32,7 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
-from bot.verdict.ready import dry_case, resource_failures
+from bot.verdict.ready import dry_case, resource_failures, runner_lacks
 from bot.verdict.static import check_tunables
 
 NOT_CHECKED = "not checked on this runner"
@@ -248,6 +248,9 @@ def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelChec
         return
     if check.status == "unsupported_arch":
         result.unchecked(step, f"{on}: {check.log_tail}")
+        return
+    if check.status == "compile_fail" and (lacks := runner_lacks(check)) is not None:
+        result.unchecked(step, f"{on}: {lacks}")  # torch's CPU build here: a runner with its CUDA build checks it
         return
     if check.status == "compile_fail":
         if (where := first_compile_error(check.errors)) is not None:

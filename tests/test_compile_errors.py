@@ -170,3 +170,61 @@ def test_a_manifest_mistake_is_named_as_one_not_as_a_compiler_error():
 def test_errors_nobody_could_read_fail_as_before():
     failure, undecided = compile_failure("build (cpu)", [], True, [])
     assert (failure, undecided) == ("build (cpu): head does not compile (see the head log)", None)
+
+
+# nvcc 13 on a runner with torch's CPU build (2.13.0): its c10/cuda headers are there, the generated macros are not
+TORCH_CPU = """\
+In file included from /opgate/torch/include/c10/cuda/CUDADeviceAssertionHost.h:4,
+                 from /opgate/torch/include/c10/cuda/CUDAException.h:4,
+                 from /opgate/torch/include/c10/cuda/CUDAFunctions.h:13,
+                 from /opgate/torch/include/c10/cuda/CUDAStream.h:8,
+                 from /opgate/src/stream.cu:3:
+/opgate/torch/include/c10/cuda/CUDAMacros.h:9:10: fatal error: c10/cuda/impl/cuda_cmake_macros.h: No such file or \
+directory
+    9 | #include <c10/cuda/impl/cuda_cmake_macros.h>
+      |          ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+compilation terminated.
+"""
+TORCH_HEADER = CompileError(
+    kind="missing_header",
+    path="ops/gemm/stream.cu",
+    line=3,
+    message="c10/cuda/impl/cuda_cmake_macros.h: No such file or directory",
+    header="c10/cuda/impl/cuda_cmake_macros.h",
+)
+
+
+def test_a_header_missing_inside_torch_s_headers_is_named_at_the_repository_s_include_line():
+    e = first_error(TORCH_CPU, ROOTS, "ops/gemm/stream.cu")
+    assert e == TORCH_HEADER  # not CUDAMacros.h:9, a file of torch's nobody in the repository wrote
+    assert describe(e) == (
+        "ops/gemm/stream.cu:3: #include of torch's CUDA headers; c10/cuda/impl/cuda_cmake_macros.h is not in this "
+        "runner's torch (its CPU build)"
+    )
+    fix = advice(e)
+    assert fix.startswith("install torch's CUDA build on the runner: it installs and compiles without a GPU")
+    assert "opgate[runner]" in fix and "include_dirs" not in fix
+
+
+def test_torch_s_cuda_headers_missing_on_both_sides_are_undecided_naming_the_fix():
+    base = [TORCH_HEADER.model_copy(update={"line": 2})]
+    failure, undecided = compile_failure("resource: CUDA sources for sm_90a", [TORCH_HEADER], True, base)
+    assert failure is None and undecided is not None
+    assert undecided.startswith(
+        "resource: CUDA sources for sm_90a: not decided, base fails alike (the runner or the manifest, not the "
+        "change): ops/gemm/stream.cu:3: #include of torch's CUDA headers; c10/cuda/impl/cuda_cmake_macros.h is not"
+    )
+    assert "install torch's CUDA build on the runner" in undecided
+
+
+def test_torch_s_cuda_headers_only_head_includes_are_undecided_never_a_fail():
+    """Base compiles; head includes <c10/cuda/CUDAStream.h>: only a runner with torch's CUDA build can judge it."""
+    failure, undecided = compile_failure("resource: CUDA sources for sm_90a", [TORCH_HEADER], False, [])
+    assert failure is None and undecided is not None
+    assert undecided.startswith(
+        "resource: CUDA sources for sm_90a: not decided, this runner cannot compile head (its torch, not the change)"
+    )
+    assert "install torch's CUDA build on the runner" in undecided
+    own = CompileError(kind="compiler", path="ops/gemm/stream.cu", line=9, message="expected ';'")
+    failure, undecided = compile_failure("build (cuda)", [own, TORCH_HEADER], False, [])  # an error of its own too
+    assert undecided is None and failure is not None and "expected ';'" in failure

@@ -81,3 +81,26 @@ def test_the_writer_refuses_more_tensors_than_one_header_may_hold(tmp_path: Path
         protocol.write_tensors(str(tmp_path / "in.bin"), many)
     entries = protocol.write_tensors(str(tmp_path / "ok.bin"), many[:-1])
     assert len(protocol.check_entries(entries, max_bytes=1 << 20)) == protocol.MAX_TENSORS
+
+
+def test_an_absent_optional_tensor_crosses_as_an_explicit_none_entry_where_the_reader_allows_it(tmp_path: Path):
+    """make_inputs' None (an optional `Tensor?` left out) reaches the worker as None in its place, never dropped."""
+    path = str(tmp_path / "in.bin")
+    x, bias = torch.arange(4, dtype=torch.float32), torch.ones(2, dtype=torch.float64)
+    entries = protocol.write_tensors(path, [x, None, bias])
+    assert entries[1] == {"none": True} and entries[2]["offset"] == 16  # no bytes of its own
+    back = protocol.read_tensors(path, entries, max_bytes=1 << 20, nones=True)
+    assert len(back) == 3 and back[1] is None
+    assert torch.equal(back[0], x) and torch.equal(back[2], bias)
+    with pytest.raises(ProtocolError, match="tensor 1: none where a tensor must be"):
+        protocol.read_tensors(path, entries, max_bytes=1 << 20)  # a worker's outputs: a None there is its error
+
+
+def test_a_none_entry_with_anything_else_in_it_is_refused(tmp_path: Path):
+    path = str(tmp_path / "in.bin")
+    entries = protocol.write_tensors(path, [torch.ones(2)])
+    for odd in ({"none": 1}, {"none": False}, {"none": True, "dtype": "float32"}, {"none": "yes"}):
+        with pytest.raises(ProtocolError, match="a none entry is exactly"):
+            protocol.read_tensors(path, [odd, *entries], max_bytes=1 << 20, nones=True)
+    with pytest.raises(ProtocolError, match="none where a tensor must be"):
+        protocol.check_entries([{"none": True}], max_bytes=1 << 20, at="address")  # a frozen worker's outputs

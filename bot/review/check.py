@@ -32,7 +32,7 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
-from bot.verdict.ready import dry_case, resource_failures
+from bot.verdict.ready import dry_case, resource_failures, runner_lacks
 from bot.verdict.static import check_tunables
 
 NOT_CHECKED = "not checked on this runner"
@@ -249,6 +249,9 @@ def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelChec
     if check.status == "unsupported_arch":
         result.unchecked(step, f"{on}: {check.log_tail}")
         return
+    if check.status == "compile_fail" and (lacks := runner_lacks(check)) is not None:
+        result.unchecked(step, f"{on}: {lacks}")  # torch's CPU build here: a runner with its CUDA build checks it
+        return
     if check.status == "compile_fail":
         if (where := first_compile_error(check.errors)) is not None:
             result.failed(step, f"{on}: does not compile: {where}")
@@ -347,21 +350,27 @@ def _dry_run(
 
 def _reference_only(kernel: Kernel, cases: list[Case], settings: Settings, result: KernelCheck) -> None:
     """No case could run its entry here: draw every case's inputs on the CPU and run the reference once on the
-    smallest, so a reference that raises (`NotImplementedError`, a typo) is found before a review."""
+    smallest, so a reference that raises (`NotImplementedError`, a typo) is found before a review. The reference is
+    called as the review calls it: with the scalars (`args`, `kwargs`) of the case's own build — a cuda case's from
+    [build.cuda] —, one run per device the cases name."""
     constraints = kernel.manifest.constraints
-    jobs = [case_job(c, constraints, kernel.manifest.written(c)) | {"device": "cpu"} for c in cases]
-    runs = run_cases(_job(kernel, jobs, {}, None, "cpu", settings), "sandboxed", runner=DRY_RUN)
-    on_cpu = " (on the CPU: this runner has no GPU)" if any(c.device == "cuda" for c in cases) else ""
+    by_device: dict[str, list[Case]] = {}
     for case in cases:
-        run: CaseRun | None = runs.get(case.name)
-        if run is None:
-            continue
-        if run.status != "skipped":
-            result.failed("reference", _located(run.detail, kernel) + on_cpu)
-            return
-        if run.detail.startswith("reference ran"):
-            result.passed("reference", f"{case.name} (the smallest): {run.detail}{on_cpu}")
-            return
+        by_device.setdefault(case.device, []).append(case)
+    for device, group in by_device.items():
+        jobs = [case_job(c, constraints, kernel.manifest.written(c)) | {"device": "cpu"} for c in group]
+        runs = run_cases(_job(kernel, jobs, {}, None, device, settings), "sandboxed", runner=DRY_RUN)
+        on_cpu = " (on the CPU: this runner has no GPU)" if device == "cuda" else ""
+        for case in group:
+            run: CaseRun | None = runs.get(case.name)
+            if run is None:
+                continue
+            if run.status != "skipped":
+                result.failed("reference", _located(run.detail, kernel) + on_cpu)
+                return
+            if run.detail.startswith("reference ran"):
+                result.passed("reference", f"{case.name} (the smallest): {run.detail}{on_cpu}")
+                break
 
 
 def _located(detail: str, kernel: Kernel) -> str:

@@ -24,6 +24,13 @@ _HEADER = (
     re.compile(r'^cannot open source file "(?P<h>[^"]+)"'),  # EDG
 )
 _FAILED = re.compile(r"^FAILED: ", re.MULTILINE)  # ninja's line before each failed command's output
+# gcc's include chain above an error in a header: "In file included from PATH:LINE," then "from PATH:LINE[,:]".
+_CHAIN = re.compile(r"^(?:In file included from|from) (?P<path>[^\s:][^:]*):(?P<line>\d+)[,:]$")
+
+# torch's CUDA headers: shipped (and `c10/cuda/impl/cuda_cmake_macros.h`, which every one of them includes, generated)
+# only by torch's CUDA build. Its CPU build lacks that file or the folders, so any .cu including one cannot compile
+# on a runner with the CPU build, base and head alike: the runner's problem, never the change's.
+TORCH_CUDA_HEADERS = ("c10/cuda/", "ATen/cuda/", "ATen/native/cuda/", "ATen/cudnn/", "torch/csrc/cuda/")
 
 # CUDA toolkit headers by their first name part, and the toolkit component that ships them.
 _TOOLKIT = {
@@ -72,14 +79,24 @@ def first_error(output: str, roots: Sequence[tuple[str, str]], unit: str = "") -
     """The first error one compile printed (None when it printed none that reads as one), its file as a repository
     path; `unit` (the unit's repository path) names ptxas' errors, which point into a temporary PTX file."""
     fallback = None
+    chain: list[tuple[str, int]] = []  # the include chain gcc printed above the error, innermost first
     for raw in output.splitlines():
         line = raw.strip()
+        if c := _CHAIN.match(line):
+            chain.append((c.group("path"), int(c.group("line"))))
+            continue
         if m := _GCC.match(line) or _EDG.match(line):
             msg = m.group("msg").strip()
             header = next((h.group("h").strip() for p in _HEADER if (h := p.match(msg))), None)
-            path = repository_path(m.group("path"), roots) or m.group("path").rsplit("/", 1)[-1]
+            path, at = repository_path(m.group("path"), roots), int(m.group("line"))
+            if not path:  # in a header outside the repository (torch's, the toolkit's): the repository's #include
+                path, at = next(
+                    ((shown, n) for where, n in chain if (shown := repository_path(where, roots))),
+                    (m.group("path").rsplit("/", 1)[-1], at),
+                )
             kind = "missing_header" if header else "compiler"
-            return CompileError(kind=kind, path=path, line=int(m.group("line")), message=_cap(msg), header=header)
+            return CompileError(kind=kind, path=path, line=at, message=_cap(msg), header=header)
+        chain = []
         if m := _PTXAS.match(line):
             return CompileError(kind="compiler", path=unit, message=_cap(f"ptxas: {m.group('msg')}"))
         if fallback is None and _OTHER.search(line):
@@ -104,12 +121,20 @@ def describe(e: CompileError) -> str:
     return phrase(described(e))
 
 
+def torch_cuda(e: CompileError) -> bool:
+    """Whether the error is a missing header of torch's CUDA build (TORCH_CUDA_HEADERS): a runner with torch's CPU
+    build cannot compile the unit, whatever the change does."""
+    return e.kind == "missing_header" and (e.header or "").startswith(TORCH_CUDA_HEADERS)
+
+
 def described(e: CompileError) -> Phrase:
     """`describe` as a phrase of the catalog: the compiler's own message verbatim (`message`), opgate's words
     around it translated."""
     if e.kind == "manifest":
         return Phrase(key="compile.manifest", params={"message": e.message})
     where = f"{e.path}:{e.line}" if e.path and e.line is not None else e.path
+    if torch_cuda(e):
+        return Phrase(key="compile.torch_cuda_header", params={"where": where, "header": e.header or ""})
     if e.kind == "missing_header":
         return Phrase(key="compile.missing_header", params={"where": where, "header": e.header or ""})
     if where:
@@ -129,6 +154,8 @@ def advised(e: CompileError) -> Phrase | None:
         return Phrase(key="advice.manifest")
     if e.kind != "missing_header" or e.header is None:
         return None
+    if torch_cuda(e):
+        return Phrase(key="advice.torch_cuda", params={"header": e.header})
     stem = re.split(r"[/._]", e.header, maxsplit=1)[0]
     first = e.header.split("/", 1)[0].removesuffix(".h")
     component = _TOOLKIT.get(first) or _TOOLKIT.get(stem)
@@ -163,10 +190,12 @@ def compile_phrases(
     step: str | Phrase, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
 ) -> tuple[Phrase | None, Phrase | None]:
     """(failure, undecided) for a head that does not compile; `step` names what was compiled ("CUDA sources for
-    sm_90a", "build (cpu)"; a phrase of the catalog). Undecided when base fails too and every first error of head's
-    is one of base's (the runner or the manifest is to blame, not the change); a failure naming head's first new
-    error otherwise. A head whose errors nobody could read fails as before, pointing at the log. Each is a phrase
-    whose `step`, `error`, `base_error` and `hint` are phrases (the compiler's message inside stays verbatim)."""
+    sm_90a", "build (cpu)"; a phrase of the catalog). Undecided when base fails too and every first error of
+    head's is one of base's (the runner or the manifest is to blame, not the change), or when head's new errors
+    are all torch's CUDA headers this runner's torch lacks (`torch_cuda`); a failure naming head's first new
+    error otherwise. A head whose errors nobody could read fails as before, pointing at the log. Each is a
+    phrase whose `step`, `error`, `base_error` and `hint` are phrases (the compiler's message inside stays
+    verbatim)."""
     steps = [step if isinstance(step, Phrase) else Phrase.as_written(step)]
 
     def made(key: str, **parts: Phrase | None) -> Phrase:
@@ -175,6 +204,8 @@ def compile_phrases(
     if not head:
         return made("compile.no_errors"), None
     fresh = new_errors(head, base) if base_failed else list(head)
+    if fresh and all(torch_cuda(e) for e in fresh):  # torch's CPU build on this runner: it cannot tell, never a fail
+        return None, made("compile.runner_torch", error=described(fresh[0]), hint=advised(fresh[0]))
     if not fresh:
         first, hint = head[0], advised(head[0])
         if first.kind == "manifest":

@@ -311,6 +311,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         None,
         "{step}: not decided, base fails alike (the runner or the manifest, not the change): {error}; {hint}",
     ),
+    "compile.runner_torch": (
+        None,
+        "{step}: not decided, this runner cannot compile head (its torch, not the change): {error}; {hint}",
+    ),
     "compile.head": (None, "{step}: head does not compile: {error}"),
     "compile.head_hint": (None, "{step}: head does not compile: {error}; {hint}"),
     "compile.head_new": (None, "{step}: head does not compile: {error} (new in head; base fails with {base_error})"),
@@ -330,6 +334,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
     "compile.manifest": (None, "{message} (a kernel.toml problem, not a compiler error)"),
     "compile.missing_header": (None, "{where}: #include of {header}, which the compiler cannot find"),
+    "compile.torch_cuda_header": (
+        None,
+        "{where}: #include of torch's CUDA headers; {header} is not in this runner's torch (its CPU build)",
+    ),
     "compile.error_at": (None, "{where}: {message}"),
     "compile.error": (None, "{message}"),
     "advice.manifest": (None, "fix the manifest (docs/manifest.md)"),
@@ -337,6 +345,11 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         None,
         "{header} ships with the CUDA toolkit ({component}): install that toolkit component on the runner, "
         "or add the folder that holds it to include_dirs in kernel.toml",
+    ),
+    "advice.torch_cuda": (
+        None,
+        "install torch's CUDA build on the runner: it installs and compiles without a GPU (`pip install "
+        '"opgate[runner]"` gets it unless a CPU torch is installed first; docs/adopt.md)',
     ),
     "advice.library": (None, "{header} is {library}'s (not part of the CUDA toolkit): install {library} on the runner"),
     "advice.include_dirs": (

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun
 from bot.models.report import ResourceCheckReport
+from bot.verdict.compile_errors import advice, describe, torch_cuda
 from bot.verdict.gate import case_verdict, resource_reasons
 
 
@@ -14,6 +15,16 @@ def resource_failures(check: ResourceCheckReport, constraints: Constraints) -> l
     (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:"."""
     reasons, _ = resource_reasons(check.head, [], constraints, check.threads, check.arch)
     return [*check.launch_errors, *(r.removeprefix("resource: ") for r in reasons)]
+
+
+def runner_lacks(check: ResourceCheckReport) -> str | None:
+    """Why this runner cannot compile the step's units whatever the kernel does — its torch is the CPU build, which
+    lacks torch's CUDA headers (`compile_errors.torch_cuda`) —, naming the header, the #include and the fix; None for
+    any other failure (the kernel's, which the step fails on)."""
+    first = next((e for e in check.errors if e.kind != "manifest"), None)
+    if first is None or not torch_cuda(first):
+        return None
+    return f"{describe(first)}; {advice(first)}"
 
 
 def dry_case(case: Case, constraints: Constraints, run: CaseRun) -> tuple[bool, str]:

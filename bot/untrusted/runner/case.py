@@ -14,6 +14,8 @@ from bot.phases import Phases
 from bot.verdict import metrics
 from bot.verdict.messages import phrase
 
+Input = torch.Tensor | None  # one of make_inputs' tensors; None: an optional tensor argument the case leaves out
+
 PHASES = {"start": "phase.start", "check": "phase.check", "exit": "phase.exit", "timing": "phase.timing",
           "timing (loading inputs)": "phase.loading", "spot check": "phase.spot_check"}  # fmt: skip
 

@@ -38,7 +38,9 @@ def main(spec_path: str, in_dir: str, out_dir: str) -> None:
     entry = load_entry(spec["so"], spec["module"], spec["entry"])
     for i, case in enumerate(spec["cases"]):
         path = os.path.join(in_dir, os.path.basename(str(case["file"])))
-        inputs = protocol.read_tensors(path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu")
+        inputs = protocol.read_tensors(
+            path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu", nones=True
+        )
         args, kwargs = list(case.get("args") or []), dict(case.get("kwargs") or {})  # the case's scalars
         call, writes = case.get("call"), list(case.get("writes") or [])  # an entry that writes into its arguments
         if call is None:

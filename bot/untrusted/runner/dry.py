@@ -56,20 +56,30 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
             except ReferenceFailed as exc:
                 _emit(emit, case["name"], _failed(str(exc)))
                 return
-            if odd := [f"{i} ({type(t).__name__})" for i, t in enumerate(inputs) if not isinstance(t, torch.Tensor)]:
+            odd = [f"{i} ({type(t).__name__})" for i, t in enumerate(inputs) if not _tensor_or_none(t)]
+            if odd:
                 ref = job.reference.shown or job.reference.path
                 what = f"{ref}: {job.reference.inputs}() returned a non-tensor input {', '.join(odd)}"
-                why = "inputs are tensors; scalars go in the case's params"
+                why = "inputs are tensors (or None for an optional tensor left out); scalars go in the case's params"
                 _emit(emit, case["name"], _failed(f"{what} (case {case['name']}): {why}"))
                 return
-            sizes[case["name"]] = sum(t.numel() for t in inputs)
-            shapes = ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in inputs)
+            sizes[case["name"]] = sum(t.numel() for t in inputs if t is not None)
+            shapes = ", ".join(_shape(t) for t in inputs)
             note = f"inputs drawn in {judge.draw_seconds:.2f} s: {shapes}"
             _emit(emit, case["name"], CaseRun(status=CaseStatus.skipped, detail=note))
         smallest = min(job.cases, key=lambda c: sizes[c["name"]])
         _emit(emit, smallest["name"], judge.run_case(smallest) if job.sides else _reference(judge, smallest))
     finally:
         judge.close()
+
+
+def _tensor_or_none(value: object) -> bool:
+    """An input the judge can pass: a tensor, or None for an optional tensor argument the case leaves out."""
+    return value is None or isinstance(value, torch.Tensor)
+
+
+def _shape(t: torch.Tensor | None) -> str:
+    return "None" if t is None else f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
 
 
 def _reference(judge: Judge, case: dict[str, Any]) -> CaseRun:
@@ -83,7 +93,7 @@ def _reference(judge: Judge, case: dict[str, Any]) -> CaseRun:
     if odd := [f"{i} ({type(t).__name__})" for i, t in enumerate(outputs) if not isinstance(t, torch.Tensor)]:
         ref = judge.job.reference.shown or judge.job.reference.path
         return _failed(f"{ref}: {judge.job.reference.function}() returned a non-tensor output {', '.join(odd)}")
-    shapes = ", ".join(f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for t in outputs)
+    shapes = ", ".join(_shape(t) for t in outputs)
     seconds = time.perf_counter() - started
     return CaseRun(status=CaseStatus.skipped, detail=f"reference ran once in {seconds:.2f} s: {shapes}")
 

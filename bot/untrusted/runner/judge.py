@@ -38,7 +38,7 @@ from bot.models.report import CaseStatus, Isolation
 from bot.phases import Phases
 from bot.untrusted.runner import buffers, confine, protocol
 from bot.untrusted.runner.blame import REFERENCE_LABEL, ReferenceFailed, blame
-from bot.untrusted.runner.case import CaseState, compare, right
+from bot.untrusted.runner.case import CaseState, Input, compare, right
 from bot.untrusted.runner.sampler import Sampler
 from bot.untrusted.runner.spawn import exit_phrase
 from bot.untrusted.runner.zygote import Raised, Scalars, Timeout, Worker, WorkerGone, Zygote
@@ -81,7 +81,7 @@ def load_reference(ref: ReferenceSource) -> Reference:
     )
 
 
-def _as_list(value: Any) -> list[torch.Tensor]:
+def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, torch.Tensor) else list(value)
 
 
@@ -126,7 +126,9 @@ class Judge:
 
     # -- inputs --------------------------------------------------------------------------------
 
-    def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]:
+    def inputs(self, case: dict[str, Any], seed: int) -> list[Input]:
+        """make_inputs' set for `case` (a None in it is an optional tensor left out: the entry and the reference get
+        None there, and it crosses to the worker as the protocol's NONE entry, never as a dropped argument)."""
         started = time.perf_counter()
         made = _as_list(self._call(self.make_inputs, case, case, case["device"], seed))
         if self.layout is not None and (why := buffers.input_mismatch(self.layout, len(made))) is not None:
@@ -136,7 +138,7 @@ class Judge:
         self.phases.add("draw", self.draw_seconds)
         return made
 
-    def expected(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    def expected(self, inputs: list[Input]) -> list[torch.Tensor]:
         """The reference's outputs for `inputs` (the base's reference, run here, in the trusted process)."""
         started = time.perf_counter()
         args, kwargs = self.scalars
@@ -167,7 +169,7 @@ class Judge:
                 ref = self.job.reference
                 raise blame(exc, ref.path, ref.shown or ref.path, case["name"]) from exc
 
-    def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]:
+    def write_sets(self, sets: list[list[Input]]) -> tuple[str, list[list[dict[str, Any]]], int]:
         """One input file for the block (read-only to both sides); its header and size. With output arguments, every
         set carries fresh buffers after its inputs: outputs poisoned, scratch zeroed (runner/buffers.py)."""
         if self.layout is not None:

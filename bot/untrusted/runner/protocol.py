@@ -1,11 +1,12 @@
 """Messages and tensor files between the judge and its workers (stdlib + torch only: the worker imports it too).
 
-A message is a JSON object framed by its length (4 bytes, big endian), at most 1 MiB and 32 levels deep.
-Tensors travel as one raw file per message, or stay in the worker's memory (a CPU batch's outputs, which
-the judge reads from the frozen worker): the header lists each tensor's dtype, shape, offset (or address)
-and size. The reader trusts nothing: dtypes come from an allow-list, shapes have at most 8 dimensions of
-bounded size, shape x itemsize must equal the size, sizes must add up to the limit and the file, offsets
-must lie inside it, files must be regular files of the expected size.
+A message is a JSON object framed by its length (4 bytes, big endian), at most 1 MiB and 32 levels deep. Tensors
+travel as one raw file per message, or stay in the worker's memory (a CPU batch's outputs, which the judge reads
+from the frozen worker): the header lists each tensor's dtype, shape, offset (or address) and size; an absent
+optional tensor (an argument passed as None) is the entry `{"none": true}` and has no bytes, allowed only where the
+reader asks for it (the judge's inputs, never a worker's outputs). The reader trusts nothing: dtypes come from an
+allow-list, shapes have at most 8 dimensions of bounded size, shape x itemsize must equal the size, sizes must add
+up to the limit and the file, offsets must lie inside it, files must be regular files of the expected size.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ ITEMSIZE = {
     "uint8": 1, "bool": 1,
 }  # fmt: skip
 DTYPES = tuple(ITEMSIZE)
+NONE = {"none": True}  # a header's entry for an absent optional tensor: the argument is passed as None
 
 
 class ProtocolError(Exception):
@@ -97,13 +99,17 @@ def recv(fd: int) -> dict[str, Any]:
 
 def write_tensors(path: str, tensors: list[Any]) -> list[dict[str, Any]]:
     """Write contiguous CPU copies of `tensors` into one file; return their header entries (at most MAX_TENSORS: the
-    reader refuses more, so the writer says so first)."""
+    reader refuses more, so the writer says so first). A None (an optional tensor left out) is the entry NONE."""
     if len(tensors) > MAX_TENSORS:
         raise ProtocolError(f"{len(tensors)} tensors for one file, over {MAX_TENSORS}")
-    entries, offset = [], 0
+    entries: list[dict[str, Any]] = []
+    offset = 0
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as f:
         for t in tensors:
+            if t is None:
+                entries.append(dict(NONE))
+                continue
             host = t.detach().to("cpu").contiguous()
             data = host.view(-1).view(torch_uint8()).numpy().tobytes() if host.numel() else b""
             f.write(data)
@@ -130,17 +136,27 @@ def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_entries(entries: Any, *, max_bytes: int, at: str = "offset") -> list[tuple[str, list[int], int, int]]:
+def check_entries(
+    entries: Any, *, max_bytes: int, at: str = "offset", nones: bool = False
+) -> list[tuple[str, list[int], int, int]]:
     """A tensor header, checked field by field: (dtype, shape, offset or address, nbytes) per tensor.
 
     `at` is "offset" (a tensor file: each tensor right after the one before, from 0) or "address" (the worker's
-    memory: any address, each range inside the 64-bit space). The sizes add up to at most `max_bytes`."""
+    memory: any address, each range inside the 64-bit space). The sizes add up to at most `max_bytes`. With `nones`
+    an entry may be exactly NONE (an absent optional tensor: no bytes), left out of the result; without, it is
+    refused like any malformed entry."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ProtocolError("tensor header must be a list of objects")
     if len(entries) > MAX_TENSORS:
         raise ProtocolError(f"tensor header has {len(entries)} entries, over {MAX_TENSORS}")
     checked, end, total = [], 0, 0
     for i, e in enumerate(entries):
+        if "none" in e:
+            if not nones:
+                raise ProtocolError(f"tensor {i}: none where a tensor must be")
+            if e.keys() != NONE.keys() or e["none"] is not True:
+                raise ProtocolError(f'tensor {i}: a none entry is exactly {{"none": true}}')
+            continue
         dtype, shape, pos, nbytes = e.get("dtype"), e.get("shape"), e.get(at), e.get("nbytes")
         if not isinstance(dtype, str) or dtype not in ITEMSIZE:
             raise ProtocolError(f"tensor {i}: dtype {str(dtype)[:40]!r} is not allowed")
@@ -178,12 +194,15 @@ def tensor(raw: bytes, dtype: str, shape: list[int]) -> Any:
     return torch.frombuffer(bytearray(raw), dtype=torch.uint8).view(tdtype).reshape(shape)
 
 
-def read_tensors(path: str, entries: Any, *, max_bytes: int, device: str | None = None) -> list[Any]:
+def read_tensors(
+    path: str, entries: Any, *, max_bytes: int, device: str | None = None, nones: bool = False
+) -> list[Any]:
     """Read the tensors a header describes, checking every field; ProtocolError on anything off.
 
-    `device` None puts each tensor where its entry says (cpu or cuda); otherwise every tensor goes there.
+    `device` None puts each tensor where its entry says (cpu or cuda); otherwise every tensor goes there. `nones`:
+    the header may hold NONE entries (the judge's input sets), each read as None in its place.
     """
-    checked = check_entries(entries, max_bytes=max_bytes)
+    checked = check_entries(entries, max_bytes=max_bytes, nones=nones)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
@@ -203,7 +222,12 @@ def read_tensors(path: str, entries: Any, *, max_bytes: int, device: str | None 
     if end != len(blob):
         raise ProtocolError("the tensor file has bytes no header entry describes")
     out: list[Any] = []
-    for e, (dtype, shape, offset, nbytes) in zip(entries, checked, strict=True):
+    tensors = iter(checked)
+    for e in entries:
+        if "none" in e:  # check_entries allowed it: exactly NONE, and only with `nones`
+            out.append(None)
+            continue
+        dtype, shape, offset, nbytes = next(tensors)
         t = tensor(blob[offset : offset + nbytes], dtype, shape)
         where = device or (e.get("device") if e.get("device") in ("cpu", "cuda") else "cpu")
         out.append(t.to(where) if where != "cpu" else t)

@@ -18,7 +18,7 @@ from bot.models.finding import Phrase
 from bot.models.judging import Check, JudgeJob, Spot, Timing
 from bot.phases import Phases
 from bot.untrusted.runner import protocol
-from bot.untrusted.runner.case import CaseState, compare, what_failed
+from bot.untrusted.runner.case import CaseState, Input, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
@@ -52,9 +52,9 @@ class Judging(Protocol):
     draw_seconds: float
 
     def seed(self, *parts: object) -> int: ...
-    def inputs(self, case: dict[str, Any], seed: int) -> list[torch.Tensor]: ...
-    def expected(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]: ...
-    def write_sets(self, sets: list[list[torch.Tensor]]) -> tuple[str, list[list[dict[str, Any]]], int]: ...
+    def inputs(self, case: dict[str, Any], seed: int) -> list[Input]: ...
+    def expected(self, inputs: list[Input]) -> list[torch.Tensor]: ...
+    def write_sets(self, sets: list[list[Input]]) -> tuple[str, list[list[dict[str, Any]]], int]: ...
     def drop(self, name: str) -> None: ...
     def worker(self, label: str, case: dict[str, Any], process: int, deadline: float) -> Worker: ...
 
@@ -77,13 +77,13 @@ class Sampler:
         workers: dict[str, Worker],
         deadline: float,
         state: CaseState,
-        warm: list[torch.Tensor],
+        warm: list[Input],
     ) -> None:
         self.judge, self.case, self.workers, self.deadline, self.state = judge, case, workers, deadline, state
         self.warm = warm  # the check inputs: warm-ups run on them (drawing inputs can cost seconds on a GPU case)
         self.draw_per_set = judge.draw_seconds
         self.drawn_seconds = 0.0
-        self.current: tuple[str, list[list[dict[str, Any]]], int, list[list[torch.Tensor]]] | None = None
+        self.current: tuple[str, list[list[dict[str, Any]]], int, list[list[Input]]] | None = None
         self.loaded: dict[str, str] = {}
         self.m = judge.job.measure
         self.labels = list(workers)
@@ -298,7 +298,7 @@ class Sampler:
         times.sort()
         return times[len(times) // 2]
 
-    def _expected(self, file: str, j: int, inputs: list[list[torch.Tensor]]) -> list[torch.Tensor]:
+    def _expected(self, file: str, j: int, inputs: list[list[Input]]) -> list[torch.Tensor]:
         """The reference's outputs for set `j` of the input file `file` (kept while the file is: blocks reuse it)."""
         if self.refs_of != file:
             self.refs_of, self.refs = file, {}

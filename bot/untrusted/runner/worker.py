@@ -103,6 +103,7 @@ def worker(request: dict[str, Any]) -> None:
                 os.path.join(IN_DIR, os.path.basename(str(msg["file"]))),
                 [e for s in entries for e in s],
                 max_bytes=msg["max_bytes"],
+                nones=True,  # an optional tensor the case leaves out: passed to the entry as None
             )
             sets, outputs, i = [], {}, 0
             for s in entries:

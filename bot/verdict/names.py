@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
+from functools import lru_cache, partial
 
 from bot.models.finding import Finding, Param, Phrase
 
@@ -12,6 +12,7 @@ ARG_CHARS = 24  # a template argument shown because it tells an instantiation ap
 LONGEST = 120  # no short name is longer
 
 
+@lru_cache(maxsize=4096)
 def name_path(function: str) -> tuple[str, ...]:
     """`('deepgemm_tile', 'gemm_bf16_kernel')` from `void deepgemm_tile::gemm_bf16_kernel<128, 64>(int, …)`.
 
@@ -59,7 +60,8 @@ def short_names(functions: Sequence[str]) -> dict[str, str]:
     other instantiations of its template (`bwd_kernel<…, 8, …>`); else without return type and parameters; else
     the full name."""
     out: dict[str, str] = {}
-    steps = (lambda f: abbreviate(_short(f)), partial(differing, family=functions), _short, str)
+    parsed = {f: _template_args(_short(f)) for f in functions}
+    steps = (lambda f: abbreviate(_short(f)), partial(_differing, parsed=parsed), _short, str)
     for shorten_fn in steps:
         shorts = {f: shorten_fn(f) for f in functions if f not in out}
         seen: dict[str, int] = {}
@@ -69,19 +71,16 @@ def short_names(functions: Sequence[str]) -> dict[str, str]:
     return {f: out.get(f, f) for f in functions}
 
 
-def differing(function: str, family: Sequence[str]) -> str:
+def _differing(function: str, parsed: Mapping[str, tuple[str, list[str]] | None]) -> str:
     """`function` by its template's name and only the template arguments in which it differs from the other
-    instantiations of that template in `family`, the rest as `…` (`bwd_kernel<…, 8, …>`); at most LONGEST
-    characters. The full name when it has no template arguments."""
-    parsed = _template_args(_short(function))
-    if parsed is None:
+    instantiations of that template among `parsed` (each function's name and arguments), the rest as `…`
+    (`bwd_kernel<…, 8, …>`); at most LONGEST characters. The full name when it has no template arguments."""
+    mine = parsed.get(function)
+    if mine is None:
         return function
-    name, args = parsed
-    others = []
-    for f in family:
-        p = _template_args(_short(f)) if f != function else None
-        if p is not None and p[0] == name and len(p[1]) == len(args):
-            others.append(p[1])
+    name, args = mine
+    others = [p[1] for f, p in parsed.items() if f != function and p is not None and p[0] == name]
+    others = [o for o in others if len(o) == len(args)]
     shown: list[str] = []
     for i, arg in enumerate(args):
         if any(o[i] != arg for o in others):
@@ -92,6 +91,7 @@ def differing(function: str, family: Sequence[str]) -> str:
     return text if len(text) <= LONGEST else f"{text[: LONGEST - 2]}…>"
 
 
+@lru_cache(maxsize=4096)
 def _short(function: str) -> str:
     """`void ns::k<128, 64>(int, float*)` -> `ns::k<128, 64>` (linear: names come from untrusted ptxas output)."""
     s = function.strip()
@@ -153,22 +153,20 @@ def abbreviate(name: str, limit: int = SHORT_NAME_CHARS) -> str:
     return f"{head}<{', '.join(kept)}>"
 
 
-def subject(functions: Sequence[str], compiled: Sequence[str]) -> Phrase | None:
-    """How a line names `functions` (one or several instantiations of one template) among every `compiled`
-    function (head's and base's): one by its short name (`short_names`; None when it is short as written); several
-    by the template's name and their count, "n of N" when the template has other instantiations in head, and the
-    one left out named when it is one."""
-    short = short_names(list(dict.fromkeys([*compiled, *functions])))
+def subject(functions: Sequence[str], head: Sequence[str], short: Mapping[str, str]) -> Phrase | None:
+    """How a line names `functions` (one or several instantiations of one template): one by its short name
+    (`short`, from `short_names`; None when it is short as written); several by the template's name and their count,
+    "n of N" when the template has other instantiations in `head` (the functions compiled), and the one left out
+    named when it is one."""
     if len(functions) == 1:
-        return None if len(functions[0]) <= LONGEST else Phrase.as_written(short[functions[0]])
+        return None if len(functions[0]) <= LONGEST else Phrase.as_written(short.get(functions[0], functions[0]))
     name = base_name(functions[0])
-    family = list(dict.fromkeys(f for f in compiled if base_name(f) == name))
-    rest = [f for f in family if f not in functions]
+    rest = [f for f in dict.fromkeys(head) if base_name(f) == name and f not in functions]
     if not rest:
         return Phrase(key="function.family", params={"name": name, "count": len(functions)})
     params: dict[str, Param] = {"name": name, "count": len(functions), "total": len(functions) + len(rest)}
     if len(rest) == 1:
-        return Phrase(key="function.family_but", params={**params, "other": short[rest[0]]})
+        return Phrase(key="function.family_but", params={**params, "other": short.get(rest[0], rest[0])})
     return Phrase(key="function.family_of", params=params)
 
 
@@ -192,7 +190,8 @@ def families(findings: list[Finding], head: Sequence[str], base: Sequence[str] =
             groups[key] = []
             order.append(key)
         groups[key].append(f)
-    short = short_names(list(dict.fromkeys([*head, *base])))
+    named_by = [f.function for f in findings if f.function is not None]
+    short = short_names(list(dict.fromkeys([*head, *base, *named_by]))) if named_by else {}
     out = []
     for item in order:
         if isinstance(item, Finding):
@@ -201,7 +200,7 @@ def families(findings: list[Finding], head: Sequence[str], base: Sequence[str] =
         group = groups[item]
         functions = [f.function for f in group if f.function is not None]
         named = dict(group[0].phrases)
-        if (said := subject(functions, [*head, *base] if len(functions) == 1 else head)) is not None:
+        if (said := subject(functions, head, short)) is not None:
             named["function"] = [said]
         if isinstance(other := group[0].params.get("base_function"), str) and len(other) > LONGEST:
             named["base_function"] = [Phrase.as_written(short[other])]  # a rename: base's name, short too

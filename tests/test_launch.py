@@ -209,12 +209,14 @@ def test_a_template_of_ten_unsized_instantiations_is_one_error_naming_the_ten():
     rows.append(Resource(function="void other_kernel(int*)", registers=8, extern_smem=True))
     d = describe(rows, dict.fromkeys(functions, 128), Launch(), {}, "ops/v/kernel.toml")
     assert english(d.errors) == [
-        f"vec_kernel (10 instantiations: {'; '.join(functions)}) uses dynamic shared memory (extern __shared__) that "
+        "vec_kernel (10 instantiations) uses dynamic shared memory (extern __shared__) that "
         "ops/v/kernel.toml does not size: add [launch.functions.vec_kernel] dynamic_smem",
         "void other_kernel(int*) uses dynamic shared memory (extern __shared__) that ops/v/kernel.toml does not size: "
         "add [launch.functions.other_kernel] dynamic_smem",
     ]
     assert all(r.dynamic_smem_bytes is None and r.occupancy is None for r in d.resources)
+    [named] = d.errors[0].phrases["functions"]  # the ten whole names stay the phrase's data
+    assert named.params["functions"] == "; ".join(functions)
 
 
 def test_a_function_without_extern_shared_memory_needs_no_description():

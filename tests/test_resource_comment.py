@@ -15,11 +15,11 @@ from bot.models.report import (
     Resource,
     ResourceCheckReport,
 )
-from bot.present.digest import abbreviate, short_names
 from bot.present.render import render_comment
 from bot.text.safe import untrusted
 from bot.verdict.findings import add_kernel
 from bot.verdict.gate import resource_findings
+from bot.verdict.names import abbreviate, short_names
 from tests.comment_checks import structure_problems, text_of
 from tests.hostile import html
 
@@ -64,12 +64,12 @@ def test_a_cutlass_sized_name_is_abbreviated_in_the_reason_and_table_and_given_w
     kernel = KernelReport(name="dense", domain="flashmla", changed=True, verdict="fail", resource_check=check)
     [spill], _ = resource_findings(check.head, check.base, Constraints())  # as the gate finds it
     add_kernel(kernel, spill)
-    assert kernel.reasons == [f"resource: {FN} spills 14150 bytes (stores 7000 B, loads 7150 B)"]
-    assert (spill.gate, spill.function, spill.value, spill.unit) == ("resources", FN, 14150, "B")
+    short = "sm90::flash_fwd_splitkv_mla_kernel<Traits<cutlass::bfloat16_t>, …>"
+    assert kernel.reasons == [f"resource: {short} spills 14150 bytes (stores 7000 B, loads 7150 B)"]
+    assert (spill.gate, spill.function, spill.value, spill.unit) == ("resources", FN, 14150, "B")  # whole, as data
     report = _report(kernel)
     md = render_comment(report)
     assert structure_problems(md, report) == []
-    short = "sm90::flash_fwd_splitkv_mla_kernel<Traits<cutlass::bfloat16_t>, …>"
     [line] = [x for x in md.splitlines() if x.startswith("- ❌ **resource**")]
     assert text_of(html(line)) == f"❌ resource {short} spills 14150 bytes (stores 7000 B, loads 7150 B)"
     page = html(md)

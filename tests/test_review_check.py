@@ -20,7 +20,6 @@ from tests.conftest import CHECK_REPO, check_repo, git
 
 KERNEL = "ops/vec_scale"
 NVCC = shutil.which("nvcc") is not None
-INSTANCES = "; ".join(f"void vec_scale_kernel<{n}>(float const*, float*, float, long)" for n in (256, 128, 64, 32))
 
 
 def _gpu() -> bool:
@@ -98,7 +97,7 @@ def test_each_resource_status_is_one_line_passed_failed_or_not_checked_on_this_r
         ("failed", f"resources on sm_90a: {KERNEL}/kernel.toml [build.cuda]: ../x.cu: not a file inside"),
         (
             "incomplete",
-            f"occupancy on sm_90a: k (10 instantiations: {'; '.join(r.function for r in ten)}): threads per block "
+            "occupancy on sm_90a: k (10 instantiations): threads per block "
             "unknown, so the review computes no occupancy: give __launch_bounds__ in the code or "
             f"[launch.functions.k] threads in {KERNEL}/kernel.toml",
         ),
@@ -181,7 +180,7 @@ def test_check_fails_what_the_review_fails_a_missing_launch_entry_a_raising_refe
         for arch in ("sm_90a", "sm_100a"):
             [line] = [x for x in lines if x.startswith(f"  ✗   resources on {arch}: ")]
             assert line == (
-                f"  ✗   resources on {arch}: vec_scale_kernel (4 instantiations: {INSTANCES}) uses dynamic shared "
+                f"  ✗   resources on {arch}: vec_scale_kernel (4 instantiations) uses dynamic shared "
                 f"memory (extern __shared__) that {KERNEL}/kernel.toml does not size: add "
                 "[launch.functions.vec_scale_kernel] dynamic_smem"
             )

@@ -19,7 +19,7 @@ from bot.errors import GitError, InputError, OpgateError
 from bot.ledger import Ledger
 from bot.mainline import bisect, commits
 from bot.mainline.bisect import BisectReport, BisectStep, Search, Side, Skipped
-from bot.review.checkout import checkouts, kernel_globs
+from bot.review.checkout import checkouts, kernel_claims, kernel_globs
 from bot.text.safe import one_line
 
 if TYPE_CHECKING:
@@ -69,7 +69,8 @@ def line(repo: Path, kernel: str, case: str, good: str, bad: str, config: RepoCo
         cases = {c.name: c for c in rules.manifest.cases}
         if case not in cases:
             raise InputError(f"--case {case}: kernel {kernel} has no such case (have: {', '.join(cases)})")
-        globs = kernel_globs(kernel, base, head)
+        # a commit between the two may read what neither end reads: every path either claims or reads
+        globs = [*kernel_claims(kernel, base, head), *kernel_globs(kernel, base, head)]
     touched = commits.touched(repo, [good, *after], {kernel: globs})
     rows = git(repo, "log", "--format=%H%x00%s", f"{good}..{bad}").splitlines()
     subjects = dict(row.split("\x00", 1) for row in rows if "\x00" in row)

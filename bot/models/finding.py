@@ -72,6 +72,13 @@ class Finding(BaseModel):
     case: str | None = None
     arch: str | None = None
     function: str | None = Field(None, description="the GPU function (ptxas) the finding is about")
+    family: str | None = Field(
+        None, description="the template (short name) of `function`, by which a line names it with its instantiations"
+    )
+    functions: list[str] = Field(
+        default_factory=list,
+        description="every instantiation of `family` the finding is about, full names, when it is about several",
+    )
     file: str | None = Field(None, description="a repository path, where the finding has a place")
     line: int | None = Field(None, description="its line in `file` (1-based)")
     value: float | None = Field(None, description="the measured value")

@@ -13,6 +13,7 @@ from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelRepor
 from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
 from bot.text.i18n import gettext as _
 from bot.verdict.messages import label, register_locale, render, text
+from bot.verdict.names import short_names
 
 for _locale in LOCALES:  # the findings' messages read through the same catalogs as the templates
     if _locale != SOURCE_LOCALE:
@@ -211,84 +212,6 @@ def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
         if not c.findings:  # a case made outside the gates (or an opgate.report/1 report): its lines as they are
             lines += [Line(kernel=k.name, case=c.name, text=r, verdict="undecided") for r in c.reasons]
     return lines
-
-
-def _short(function: str) -> str:
-    """`void ns::k<128, 64>(int, float*)` -> `ns::k<128, 64>` (linear: names come from untrusted ptxas output)."""
-    s = function.strip()
-    if not s.endswith(")"):
-        return function
-    depth, start = 0, -1
-    for i in range(len(s) - 1, -1, -1):  # the "(" that opens the final parameter list
-        depth += {")": 1, "(": -1}.get(s[i], 0)
-        if depth == 0:
-            start = i
-            break
-    cut, angle = 0, 0
-    for j, ch in enumerate(s[:start]):  # the return type ends at the last space outside <…>
-        angle += {"<": 1, ">": -1}.get(ch, 0)
-        if ch == " " and angle == 0:
-            cut = j + 1
-    return s[cut:start] if start > 0 and s[cut:start] else function
-
-
-SHORT_NAME_CHARS = 80  # a template name longer than this is abbreviated (the comment lists the full names)
-
-
-def short_names(functions: list[str]) -> dict[str, str]:
-    """Function -> what the table and the reasons show: `ns::kernel<128, 64>` without its return type and
-    parameter list, and a long template argument list abbreviated (`k<Traits<cutlass::bfloat16_t>, …>`), where
-    that still tells every function apart (else less abbreviated, else the full name)."""
-    out = {}
-    for shorten_fn in (lambda f: abbreviate(_short(f)), _short, str):
-        shorts = {f: shorten_fn(f) for f in functions if f not in out}
-        seen: dict[str, int] = {}
-        for short in shorts.values():
-            seen[short] = seen.get(short, 0) + 1
-        out.update({f: short for f, short in shorts.items() if seen[short] == 1})
-    return {f: out.get(f, f) for f in functions}
-
-
-def _template_args(text: str) -> tuple[str, list[str]] | None:
-    """(`ns::k`, its top-level template arguments) of `ns::k<a, b<c>>`; None for a name without a final <…>."""
-    if not text.endswith(">") or "<" not in text:
-        return None
-    depth, start, args, last = 0, -1, [], 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-            if depth == 1:
-                start, last = i, i + 1
-        elif ch == ">":
-            depth -= 1
-            if depth == 0 and i != len(text) - 1:
-                return None  # `a<b>::c<d>`: only the final argument list is abbreviated
-        elif ch == "," and depth == 1:
-            args.append(text[last:i].strip())
-            last = i + 1
-    if depth != 0 or start < 0:
-        return None
-    args.append(text[last:-1].strip())
-    return text[:start], args
-
-
-def abbreviate(name: str, limit: int = SHORT_NAME_CHARS) -> str:
-    """A template name in at most about `limit` characters: arguments kept while they fit, a long one shown as
-    `outer<…>`, the rest as `…` (linear in the name: names come from untrusted compiler output)."""
-    if len(name) <= limit or (parsed := _template_args(name)) is None:
-        return name
-    head, args = parsed
-    kept: list[str] = []
-    used = len(head) + 2
-    for arg in args:
-        inner = _template_args(arg)
-        shown = arg if len(arg) <= limit // 2 or inner is None else f"{inner[0]}<…>"
-        if used + len(shown) + 2 > limit and kept:
-            kept.append("…")
-            break
-        kept.append(shown if len(shown) <= limit else shown[: limit - 1] + "…")
-        used += len(shown) + 2
-    return f"{head}<{', '.join(kept)}>"
 
 
 def shorten(text: str, short: dict[str, str]) -> str:

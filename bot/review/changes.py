@@ -92,7 +92,8 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def matches(path: str, globs: list[str]) -> bool:
-    return any(glob_regex(g).match(path) for g in globs)
+    """Whether the path matches one of the globs (one without `*` or `?` is the path itself)."""
+    return any(path == g if "*" not in g and "?" not in g else glob_regex(g).match(path) for g in globs)
 
 
 def touching(changes: list[FileChange], globs: list[str]) -> list[FileChange]:

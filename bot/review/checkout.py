@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.config.includes import include_dirs, watched_globs
+from bot.config.includes import claimed_globs, include_dirs, watched_globs
 from bot.config.manifest import ROOT, Kernel, find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
@@ -70,8 +70,15 @@ def folder_of(name: str, base: Checkout, head: Checkout) -> str:
 
 
 def kernel_globs(name: str, base: Checkout, head: Checkout) -> list[str]:
-    """A kernel's globs on both sides (one without a loadable manifest: its folder)."""
+    """The paths whose change touches a kernel, on both sides (`watched_globs`; one without a loadable manifest: its
+    folder)."""
     known = [watched_globs(k) for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
+    return [g for gs in known for g in gs] or [folder_glob(folder_of(name, base, head))]
+
+
+def kernel_claims(name: str, base: Checkout, head: Checkout) -> list[str]:
+    """The paths a kernel claims for coverage, on both sides (`claimed_globs`; one without a manifest: its folder)."""
+    known = [claimed_globs(k) for k in (head.kernels.get(name), base.kernels.get(name)) if k is not None]
     return [g for gs in known for g in gs] or [folder_glob(folder_of(name, base, head))]
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bot import __version__
 from bot.agent.review import MAX_ITEMS
-from bot.config.includes import watched_globs
+from bot.config.includes import claimed_globs, watched_globs
 from bot.config.manifest import find_manifests, folder_glob, load_kernel
 from bot.config.repo import RepoConfig
 from bot.edges import gitio
@@ -57,12 +57,12 @@ class PlannedJob(BaseModel):
     part: str
 
 
-Found = tuple[list[str], str, list[str]]  # globs, domain, the architectures its cases need a GPU job on
+Found = tuple[list[str], str, list[str], list[str]]  # watched globs, domain, job architectures, claimed globs
 
 
 def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, Found | None]]:
-    """Kernel name -> (its folder, (globs, domain, job architectures)), the second None for a kernel whose
-    definition does not load."""
+    """Kernel name -> (its folder, (the globs whose change touches it, domain, the architectures its cases need a
+    GPU job on, the globs it claims for coverage)), the second None for a kernel whose definition does not load."""
     found: dict[str, tuple[str, Found | None]] = {}
     for name, folder in find_manifests(tree, config.manifests).items():
         try:
@@ -70,7 +70,10 @@ def _manifests(tree: Path, config: RepoConfig) -> dict[str, tuple[str, Found | N
         except InputError:
             found[name] = (folder, None)
             continue
-        found[name] = (folder, (watched_globs(kernel), kernel.manifest.domain, job_arches(kernel)))
+        found[name] = (
+            folder,
+            (watched_globs(kernel), kernel.manifest.domain, job_arches(kernel), claimed_globs(kernel)),
+        )
     return found
 
 
@@ -100,12 +103,12 @@ def plan(repo: Path, base: str, head: str, config: RepoConfig | None = None) -> 
             raise InputError(f"{folder}: a kernel folder name must match {NAME.pattern}")
         b, h = at_base.get(name, (folder, None))[1], at_head.get(name, (folder, None))[1]
         globs = [g for side in (b, h) if side for g in side[0]] or [folder_glob(folder)]
-        every_glob += globs
+        every_glob += [g for side in (b, h) if side for g in side[3]] or [folder_glob(folder)]
         broken = name in at_head and h is None
         if broken or touching(changes, globs):
-            domain = (b or h or ([], "unknown", [""]))[1]
+            domain = (b or h or ([], "unknown", [""], []))[1]
             planned.append(PlannedKernel(kernel=name, domain=domain))
-            arches = (b or h or ([], "", [""]))[2]  # base's cases, as the review runs them
+            arches = (b or h or ([], "", [""], []))[2]  # base's cases, as the review runs them
             for i, arch in enumerate(arches):
                 part = name if i == 0 else f"{name}{ARCH_SEP}{arch}"
                 jobs.append(PlannedJob(kernel=name, domain=domain, arch=arch, part=part))

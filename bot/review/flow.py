@@ -45,6 +45,7 @@ from bot.review.checkout import (
     Checkout,
     checkouts,
     folder_of,
+    kernel_claims,
     kernel_globs,
     load_checkout,
     missing_submodule,
@@ -145,7 +146,7 @@ class Reviewer:
             if not names:
                 raise no_manifest(config)
             with self.phases.timed("git"):
-                globs = [g for name in names for g in kernel_globs(name, base, head)]
+                globs = [g for name in names for g in kernel_claims(name, base, head)]
                 sizes = gitio.sizes(repo, head_sha)
                 self.coverage = coverage(changes, globs, sizes, ignore=config.ignore)
                 self.origins = self._origins(base, head, sizes)

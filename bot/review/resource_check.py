@@ -4,11 +4,10 @@ the build compiles them (the build's own nvcc flags, torch's included, and inclu
 from __future__ import annotations
 
 import contextlib
-import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bot.config.includes import include_dirs, include_findings, include_paths, repo_root
+from bot.config.includes import include_closure, include_dirs, include_findings, include_paths
 from bot.config.launch_sites import SOURCE_SUFFIXES, TouchKind, scan, touches
 from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
@@ -79,40 +78,24 @@ def compile_jobs(k: Kernel, tc: Toolchain, arch: str = "sm_90a") -> tuple[list[C
     return jobs, fold
 
 
-_INCLUDE = re.compile(rb'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
-
-
 def _at(folder: str, name: str) -> str:
     return name if folder == ROOT else f"{folder}/{name}"
 
 
 def resource_reads(k: Kernel) -> set[str]:
     """The files (from the repository root) a kernel's resource check reads: kernel.toml, its tunable config, each
-    .cu of [build.cuda] and every file of the repository those #include, transitively (found beside the including
-    file, in the kernel folder or an include directory). A resource-only kernel's gate reads nothing else."""
-    root = repo_root(k).resolve()
+    .cu of [build.cuda], the launch headers, and every file of the repository those #include, transitively,
+    resolved as the compiler resolves them (`include_closure`). A resource-only kernel's gate reads nothing else."""
     reads = {_at(k.path, MANIFEST_NAME), _at(k.path, k.manifest.config)}
     spec = k.manifest.build.get("cuda")
     if spec is None:
         return reads
     try:
         units = [k.folder / u.source for u in plan_units(k.folder, spec, "cuda") if u.source.endswith(".cu")]
-        dirs = [k.folder, *include_paths(k, "cuda")]
-    except (InputError, BuildError):
+    except BuildError:
         return reads
     headers = [k.folder / h for h in k.manifest.launch.headers]  # the fold of C++ launch expressions reads them
-    todo, seen = [p.resolve() for p in (*units, *headers)], set()
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.is_relative_to(root) or not path.is_file():
-            continue
-        seen.add(path)
-        for name in _INCLUDE.findall(path.read_bytes()):
-            text = name.decode(errors="replace")
-            found = next((d / text for d in (path.parent, *dirs) if (d / text).is_file()), None)
-            if found is not None:
-                todo.append(found.resolve())
-    return reads | {p.relative_to(root).as_posix() for p in seen}
+    return reads | include_closure(k, "cuda", [*units, *headers])
 
 
 def _cu_sources(k: Kernel | None) -> bool:

@@ -29,6 +29,7 @@ from bot.verdict import stats
 from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
 from bot.verdict.messages import MESSAGES, phrase, render
+from bot.verdict.names import base_name, families
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
@@ -703,7 +704,8 @@ def resource_findings(
                         )
                     else:
                         notes.append(_resource("resources.grew", r, Outcome.note, **grew))
-    return failures, notes
+    compiled, before = [r.function for r in head], [r.function for r in base]
+    return families(failures, compiled, before), families(notes, compiled, before)
 
 
 def _occupancy_failures(
@@ -812,7 +814,7 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
     for e in _launch_lines(check.launch_errors, check.launch_errors_why):
-        add_kernel(kernel, _launch(e, Outcome.fail).model_copy(update={"tail": on, "arch": arch}))
+        add_kernel(kernel, _launch(e, Outcome.fail, head=check.head).model_copy(update={"tail": on, "arch": arch}))
     for u in _launch_lines(check.launch_undecided, check.launch_undecided_why):
         add_kernel(kernel, _launch(u, Outcome.undecided).model_copy(update={"tail": on, "arch": arch}))
     for note in _launch_lines(check.launch_notes, check.launch_notes_why):
@@ -832,11 +834,20 @@ def _launch_lines(english: list[str], why: list[Phrase]) -> list[str] | list[Phr
     return why if len(why) == len(english) else english
 
 
-def _launch(line: str | Phrase, outcome: Outcome, key: str = "resources.launch") -> Finding:
+def _launch(
+    line: str | Phrase, outcome: Outcome, key: str = "resources.launch", head: Sequence[Resource] = ()
+) -> Finding:
     """One launch error, undecided launch or launch note as a resources finding (its phrase the detail; an older
-    report's line shown as written)."""
+    report's line shown as written). One about a template's instantiations (`launch.unsized`) names them as data:
+    `family`, `functions` (`head`'s unsized ones) and the first as its `function` (where annotations place it)."""
     detail = line if isinstance(line, Phrase) else Phrase.as_written(line)
-    return Finding(gate=Gate.resources, outcome=outcome, key=key, phrases={"detail": [detail]})
+    found = Finding(gate=Gate.resources, outcome=outcome, key=key, phrases={"detail": [detail]})
+    if detail.key == "launch.unsized" and isinstance(family := detail.params.get("name"), str):
+        unsized = [r.function for r in head if r.extern_smem and r.dynamic_smem_bytes is None]
+        functions = [f for f in unsized if base_name(f) == family]
+        first = functions[0] if functions else None
+        found = found.model_copy(update={"family": family, "functions": functions, "function": first})
+    return found
 
 
 def probe_notes(cases: list[CaseReport]) -> list[str]:

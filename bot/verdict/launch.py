@@ -12,6 +12,7 @@ from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, Launc
 from bot.models.finding import Phrase
 from bot.models.report import Occupancy, Resource
 from bot.verdict import messages
+from bot.verdict.names import LONGEST, base_name, listed, name_path, short_names
 from bot.verdict.occupancy import Arch, no_table_phrase, occupancy, table
 
 
@@ -24,7 +25,23 @@ class LaunchError(ValueError):
 
 
 def _phrase(key: str, /, **params: str | int) -> Phrase:
+    """A phrase; a long `function` (a template instantiation's demangled name) is kept whole as data and shown by
+    its short name (`bot/verdict/names.py`)."""
+    function = params.get("function")
+    if isinstance(function, str) and len(function) > LONGEST:
+        return Phrase(
+            key=key, params=params, phrases={"function": [Phrase.as_written(short_names([function])[function])]}
+        )
     return Phrase(key=key, params=params)
+
+
+def _listed(key: str, functions: list[str], /, sep: str = "; ", **params: str | int) -> Phrase:
+    """A phrase naming several functions: `functions` whole as data (joined by `sep`), shown short (`listed`)."""
+    whole = sep.join(functions)
+    if len(whole) <= LONGEST:
+        return Phrase(key=key, params={**params, "functions": whole})
+    return Phrase(key=key, params={**params, "functions": whole},
+                  phrases={"functions": [Phrase.as_written(listed(functions, sep))]})  # fmt: skip
 
 
 @dataclass
@@ -35,26 +52,6 @@ class Described:
     resources: list[Resource]
     errors: list[Phrase] = field(default_factory=list)
     notes: list[Phrase] = field(default_factory=list)
-
-
-def name_path(function: str) -> tuple[str, ...]:
-    """`('deepgemm_tile', 'gemm_bf16_kernel')` from `void deepgemm_tile::gemm_bf16_kernel<128, 64>(int, …)`.
-
-    Template arguments, parameters, a return type and `(anonymous namespace)` are dropped.
-    """
-    s = function.replace("(anonymous namespace)", "")
-    depth, kept = 0, []
-    for ch in s:
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0:
-            break
-        elif depth == 0:
-            kept.append(ch)
-    head = "".join(kept).strip().rsplit(" ", 1)[-1]
-    return tuple(part for part in head.split("::") if part)
 
 
 def matches(key: str, function: str) -> bool:
@@ -147,21 +144,16 @@ def _threads(
     return threads, None
 
 
-def base_name(function: str) -> str:
-    """The kernel function a compiled name instantiates (`vec_kernel` of `void vec_kernel<128>(float*)`)."""
-    path = name_path(function)
-    return path[-1] if path else function
-
-
 def instances(functions: list[str]) -> str:
     """One function, or a template's instantiations as one subject: `vec_kernel (3 instantiations: …)`."""
     return messages.phrase(instances_phrase(functions))
 
 
 def instances_phrase(functions: list[str]) -> Phrase:
-    """`instances` as a phrase (a single function is its own name, shown as written)."""
+    """`instances` as a phrase: a single function by its name (a long one short), several by their template's name
+    and count (their full names are the phrase's data)."""
     if len(functions) == 1:
-        return Phrase.as_written(functions[0])
+        return Phrase.as_written(functions[0] if len(functions[0]) <= LONGEST else short_names(functions)[functions[0]])
     return _phrase(
         "launch.instances", name=base_name(functions[0]), count=len(functions), functions="; ".join(functions)
     )
@@ -391,7 +383,7 @@ def undecided_launches(
         elif not named:
             why = [_phrase("launch.no_function", kernel=repr(t.kernel))]
         elif declared := [r.function for r in named if r.launch_from != "read back"]:
-            why = [_phrase("launch.not_read_back", functions=", ".join(declared))]
+            why = [_listed("launch.not_read_back", declared, sep=", ")]
         else:
             continue
         found.append(Phrase(key="launch.undecided", phrases={"touch": [t.what], "why": why}))
@@ -415,7 +407,5 @@ def shared_keys(resources: list[Resource], launch: Launch, manifest: str) -> lis
             if matches(key, r.function) and r.launch_from == "declared" and not any(matches(k, r.function) for k in own)
         ]
         if len(named) > 1:
-            notes.append(
-                _phrase("launch.shared_key", manifest=manifest, key=key, count=len(named), functions="; ".join(named))
-            )
+            notes.append(_listed("launch.shared_key", named, manifest=manifest, key=key, count=len(named)))
     return notes

@@ -243,7 +243,11 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "{manifest} [launch.functions])",
     ),
     "launch.no_table": (None, "occupancy not computed for {arch}: no table (opgate has {tables})"),
-    "launch.instances": (None, "{name} ({count} instantiations: {functions})"),
+    "launch.instances": (None, "{name} ({count} instantiations)"),
+    # a function family named short (bot/verdict/names.py): the full names are the finding's `functions`
+    "function.family": (None, "{name} ({count} instantiations)"),
+    "function.family_of": (None, "{name} ({count} of {total} instantiations)"),
+    "function.family_but": (None, "{name} ({count} of {total} instantiations, all but {other})"),
     "launch.unsized": (
         None,
         "{functions} uses dynamic shared memory (extern __shared__) that {manifest} does not size: add "

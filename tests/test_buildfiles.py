@@ -3,7 +3,14 @@ cpp_extension.load scripts name, as `opgate init` drafts them."""
 
 from __future__ import annotations
 
-from bot.config.buildfiles import cmake_architectures, python_architectures, read_build_files
+from bot.config.buildfiles import (
+    BuildFacts,
+    architecture_conditions,
+    buildable,
+    cmake_architectures,
+    python_architectures,
+    read_build_files,
+)
 from tests.layout_repos import header_only_layout, setup_py_layout, write
 
 
@@ -73,3 +80,36 @@ def test_a_load_script_at_the_root_is_read_and_flags_built_in_code_are_named_not
         "setup.py: -gencode flags built in code (a loop or an f-string): name the architectures in [constraints] "
         "architectures"
     ]
+
+
+def test_an_architecture_named_under_its_own_condition_keeps_it_and_one_every_architecture_shares_is_dropped():
+    text = """
+if not SKIP_CUDA_BUILD:
+    if cuda < Version("13.0"):
+        flags += ["-gencode", "arch=compute_70,code=sm_70"]
+    else:
+        flags += ["-gencode", "arch=compute_100a,code=sm_100a"]
+    flags += ["-gencode", "arch=compute_80,code=sm_80"]
+    if cuda < Version("13.0"):
+        flags += ["-gencode", "arch=compute_80,code=sm_80"]
+"""
+    assert architecture_conditions(text) == {
+        "sm_70": "cuda < Version('13.0')",
+        "sm_100a": "not (cuda < Version('13.0'))",
+        "sm_80": None,  # also named under no condition of its own
+    }
+
+
+def test_without_an_nvcc_that_lists_its_targets_every_architecture_is_drafted_and_the_conditions_still_said():
+    facts = BuildFacts(architectures=["sm_70", "sm_90a"], conditions={"sm_70": "setup.py: if cuda < Version('13.0')"})
+    assert buildable(facts, None, None) == (
+        ["sm_70", "sm_90a"],
+        ["a choice: sm_70: setup.py adds it only if cuda < Version('13.0')"],
+    )
+    assert buildable(facts, ("sm_80", "sm_90"), "13.0.88") == (
+        ["sm_90a"],
+        [
+            "left out: sm_70: nvcc 13.0.88 here cannot build it; setup.py adds it only if cuda < Version('13.0') "
+            "(a choice: add it for a runner whose nvcc builds it)"
+        ],
+    )

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bot import UPSTREAM
 from bot.commands.init import caller
 from bot.config.repo import load_config
@@ -327,3 +329,31 @@ def test_init_writes_a_header_only_library_as_a_resource_only_kernel_with_its_in
     git(headers_only, "init", "-q")
     run = opgate("init", "--repo", str(headers_only), "--kernels", "lib", "--domain", "fp8")
     assert run.code == 2 and "no kernel source (.cu, .cpp, .cc) in lib" in run.stderr
+
+
+def test_init_drafts_the_architectures_the_installed_nvcc_builds_and_names_setup_pys_conditions_as_choices(
+    opgate, tmp_path
+):
+    from bot.edges.machine import gpu_codes, nvcc_version
+    from tests.layout_repos import conv1d_layout
+
+    codes = gpu_codes()
+    if codes is None or {"sm_62", "sm_70"} & set(codes) or not {"sm_80", "sm_90"} <= set(codes):
+        pytest.skip(f"needs an nvcc that builds sm_80 and sm_90 but not sm_62 or sm_70 (CUDA 13); here: {codes}")
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    nvcc = nvcc_version()
+    assert (
+        "# drafted by opgate init from setup.py (-gencode): confirm (the resource check compiles each)\n"
+        f"# left out: sm_62, sm_70: nvcc {nvcc} here cannot build them; setup.py adds them only if bare_metal_version "
+        "<= Version('12.9') (a choice: add them for a runner whose nvcc builds them)\n"
+        "# a choice: sm_90: setup.py adds it only if bare_metal_version >= Version('11.8'); "
+        f"nvcc {nvcc} here builds it\n"
+        'architectures = ["sm_80", "sm_90"]\n'
+    ) in manifest
+    assert (
+        "opgate: note: csrc: setup.py (-gencode) names sm_62, sm_70, which the installed nvcc cannot build: left out "
+        "of [constraints] architectures (a choice, said in its kernel.toml)"
+    ) in run.stdout

@@ -16,8 +16,10 @@ import jinja2
 from bot import UPSTREAM, __version__, lint
 from bot.commands import Commands
 from bot.commands.scaffold import UNIT_SUFFIXES, holds_sources, propose
+from bot.config.buildfiles import buildable
 from bot.config.manifest import MANIFEST_NAME, ROOT, repo_file
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
+from bot.edges import machine
 from bot.errors import InputError
 from bot.models.output import InitOutput
 from bot.templates import TEMPLATES
@@ -188,8 +190,20 @@ def _scaffold_kernel(
     builds = [(d, s) for d, s in (("cpu", proposal.cpu_sources), ("cuda", proposal.cuda_sources)) if s]
     facts = proposal.build
     architectures: list[str] | None = None
+    choices: list[str] = []
     if proposal.cuda_sources and (facts.architectures or not repo_archs):
-        architectures = facts.architectures
+        architectures, choices = buildable(facts, machine.gpu_codes(), machine.nvcc_version())
+        if left := [a for a in facts.architectures if a not in architectures]:
+            plan.notes.append(
+                f"{label}: {', '.join(facts.found_in)} name{'s' if len(facts.found_in) == 1 else ''} "
+                f"{', '.join(left)}, which the installed nvcc cannot build: left out of [constraints] architectures "
+                "(a choice, said in its kernel.toml)"
+            )
+        elif machine.gpu_codes() is None and facts.architectures:
+            plan.notes.append(
+                f"{label}: no nvcc here that lists its targets (nvcc --list-gpu-code): every architecture the build "
+                "names is drafted; leave out the ones your runners' nvcc cannot build"
+            )
         if not facts.architectures:
             plan.notes.append(
                 f"{label}: no architecture in setup.py, CMakeLists.txt or a cpp_extension.load script: "
@@ -231,6 +245,7 @@ def _scaffold_kernel(
             include_dirs=proposal.include_dirs,
             include_from=include_from,
             architectures=architectures,
+            arch_choices=choices,
             arch_from=", ".join(facts.found_in),
             launches=proposal.launches,
         ),

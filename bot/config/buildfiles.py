@@ -1,8 +1,10 @@
 """What a repository's own build says about a kernel: the GPU architectures and include folders its setup.py,
-CMakeLists.txt and cpp_extension.load scripts name (plain text, nothing run), for `opgate init` to draft."""
+CMakeLists.txt and cpp_extension.load scripts name (plain text and Python's ast, nothing run), for `opgate init` to
+draft."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from dataclasses import dataclass, field
@@ -38,6 +40,8 @@ class BuildFacts:
     include_dirs: list[str] = field(default_factory=list)  # from the repository root
     notes: list[str] = field(default_factory=list)
     read: list[str] = field(default_factory=list)  # the build files read, from the repository root
+    # an architecture a setup.py adds only under a condition -> "setup.py: if bare_metal_version <= Version('12.9')"
+    conditions: dict[str, str] = field(default_factory=dict)
 
 
 def _sm(number: str) -> str:
@@ -55,6 +59,74 @@ def python_architectures(text: str) -> dict[str, list[str]]:
         for major, minor, suffix in _TORCH_ARCH.findall(value):
             found.setdefault("TORCH_CUDA_ARCH_LIST", []).append(f"sm_{major}{minor}{suffix}")
     return found
+
+
+def _branches(text: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, condition) of every branch of every `if` of a Python file (`not (…)` for an else),
+    outer ones first; empty when the file is not Python ast can read."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = ast.unparse(node.test)
+            found.append((node.body[0].lineno, node.body[-1].end_lineno or node.lineno, test))
+            if node.orelse:
+                found.append((node.orelse[0].lineno, node.orelse[-1].end_lineno or node.lineno, f"not ({test})"))
+    return found
+
+
+def architecture_conditions(text: str) -> dict[str, str | None]:
+    """Each architecture a setup.py or load script names -> the `if` conditions it alone is named under (joined with
+    `and`; those around every architecture of the file, `if not SKIP_CUDA_BUILD`, left out), None when it is named
+    once under none of its own."""
+    branches = _branches(text)
+    found: dict[str, tuple[str, ...]] = {}
+
+    def add(arch: str, offset: int) -> None:
+        line = text.count("\n", 0, offset) + 1
+        conditions = tuple(c for first, last, c in branches if first <= line <= last)
+        if arch not in found or len(conditions) < len(found[arch]):
+            found[arch] = conditions
+
+    for m in _GENCODE.finditer(text):
+        for code in re.split(r"\s*,\s*", m.group(2)):
+            add(_sm(code.split("_", 1)[1]), m.start())
+    for m in _ARCH_FLAG.finditer(text):
+        add(_sm(m.group(2)), m.start())
+    for m in _TORCH_LIST.finditer(text):
+        for major, minor, suffix in _TORCH_ARCH.findall(m.group(1)):
+            add(f"sm_{major}{minor}{suffix}", m.start())
+    common = set.intersection(*(set(c) for c in found.values())) if found else set()
+    return {a: " and ".join(c for c in cs if c not in common) or None for a, cs in found.items()}
+
+
+def buildable(facts: BuildFacts, codes: tuple[str, ...] | None, nvcc: str | None) -> tuple[list[str], list[str]]:
+    """(the architectures to draft: those the build files name that the installed nvcc builds, every one when it
+    cannot say; the comment lines that name each choice: an architecture left out, one added only under a
+    condition). `codes`: what `nvcc --list-gpu-code` prints (sm_90 builds sm_90a too); `nvcc`: its version."""
+    can = [a for a in facts.architectures if codes is None or a.rstrip("af") in codes]
+    lines: list[str] = []
+    groups: dict[tuple[bool, str], list[str]] = {}
+    for arch in facts.architectures:
+        if arch not in can or arch in facts.conditions:
+            groups.setdefault((arch in can, facts.conditions.get(arch, "")), []).append(arch)
+    installed = f"nvcc {nvcc} here" if nvcc else "the installed nvcc"
+    for (kept, condition), archs in groups.items():
+        them = "it" if len(archs) == 1 else "them"
+        where, _, test = condition.partition(": if ")
+        only = f"{where} adds {them} only if {test}" if condition else ""
+        if kept:
+            built = f"; {installed} builds {them}" if codes is not None else ""
+            lines.append(f"a choice: {', '.join(archs)}: {only}{built}")
+        else:
+            lines.append(
+                f"left out: {', '.join(archs)}: {installed} cannot build {them}{f'; {only}' if only else ''} "
+                f"(a choice: add {them} for a runner whose nvcc builds {them})"
+            )
+    return can, lines
 
 
 def cmake_architectures(text: str) -> tuple[list[str], list[str]]:
@@ -132,6 +204,7 @@ def read_build_files(root: Path, folder: Path) -> BuildFacts:
     """What the build files of the kernel in `folder` (inside the repository `root`) declare."""
     facts = BuildFacts()
     gencode_in_code = []
+    always: set[str] = set()  # architectures some build file names under no condition
     candidates: list[tuple[str, str]] = []  # (folder from the root, where it was named)
     for path in _build_files(root, folder):
         rel = path.relative_to(root).as_posix()
@@ -151,6 +224,11 @@ def read_build_files(root: Path, folder: Path) -> BuildFacts:
             dirs = _cmake_dirs(text)
         else:
             found = python_architectures(text)
+            for arch, condition in architecture_conditions(text).items():
+                if condition is None:
+                    always.add(arch)
+                else:
+                    facts.conditions.setdefault(arch, f"{rel}: if {condition}")
             for kind, archs in found.items():
                 facts.architectures += archs
                 facts.found_in.append(f"{rel} ({kind})")
@@ -165,6 +243,7 @@ def read_build_files(root: Path, folder: Path) -> BuildFacts:
         )
     named = dict.fromkeys(a for a in facts.architectures if ARCH.fullmatch(a))
     facts.architectures = sorted(named, key=lambda a: (int(a[3:].rstrip("af")), a))
+    facts.conditions = {a: c for a, c in facts.conditions.items() if a in named and a not in always}
     _include_dirs(root, folder, candidates, facts)
     return facts
 

@@ -9,6 +9,7 @@ from bot.config.buildfiles import (
     buildable,
     cmake_architectures,
     python_architectures,
+    python_flags,
     read_build_files,
 )
 from tests.layout_repos import header_only_layout, setup_py_layout, write
@@ -112,4 +113,25 @@ def test_without_an_nvcc_that_lists_its_targets_every_architecture_is_drafted_an
             "left out: sm_70: nvcc 13.0.88 here cannot build it; setup.py adds it only if cuda < Version('13.0') "
             "(a choice: add it for a runner whose nvcc builds it)"
         ],
+    )
+
+
+def test_nvcc_flags_are_evaluated_from_the_ast_through_names_helpers_and_branches_never_run():
+    text = """
+import os
+def add_threads(args):
+    return args + ["--threads", "4"]
+cc = ["-gencode", "arch=compute_80,code=sm_80"]
+if torch.version.hip:
+    cc.append("-DHIP_ONLY")
+    args = {"nvcc": ["-O3", "--offload-arch=gfx90a"]}
+else:
+    cc += ["-lineinfo"]
+    args = {"cxx": ["-O2"], "nvcc": add_threads(["-O3", f"-DNAME={os.getenv('X')}", *cc])}
+os.system("never run")
+"""
+    assert python_flags(text) == (
+        {"cxx": ["-O2"], "nvcc": ["-O3", "-gencode", "arch=compute_80,code=sm_80", "-lineinfo", "--threads", "4"]},
+        {"cxx": 'extra_compile_args["cxx"]', "nvcc": 'extra_compile_args["nvcc"]'},
+        ["f\"-DNAME={os.getenv('X')}\""],
     )

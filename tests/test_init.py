@@ -295,7 +295,7 @@ def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_t
     run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "matmul")
     assert run.code == 1, run.stderr  # its own lint: the include folder is missing until the submodule is there
     assert (
-        "csrc/kernel.toml:18: KERN005 [build.cuda] include_dirs: 'third_party/cutlass/include' lies in the git "
+        "csrc/kernel.toml:23: KERN005 [build.cuda] include_dirs: 'third_party/cutlass/include' lies in the git "
         "submodule third_party/cutlass, which is not checked out (git submodule update --init third_party/cutlass)"
     ) in run.stdout
     assert (
@@ -357,3 +357,32 @@ def test_init_drafts_the_architectures_the_installed_nvcc_builds_and_names_setup
         "opgate: note: csrc: setup.py (-gencode) names sm_62, sm_70, which the installed nvcc cannot build: left out "
         "of [constraints] architectures (a choice, said in its kernel.toml)"
     ) in run.stdout
+
+
+def test_init_drafts_the_nvcc_flags_setup_py_passes_less_its_targets_and_ptxas_v(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "conv")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    assert (
+        '# drafted by opgate init from setup.py extra_compile_args["nvcc"], as it passes them: confirm\n'
+        "# left out: its target options (4, -gencode arch=compute_62,code=sm_62 …): the architectures are "
+        "[constraints] architectures below (the resource check compiles each one with its own)\n"
+        "# left out: -v of --ptxas-options=-v: ptxas's -v is the resource check's own (it reads every function's "
+        "registers and spills from it); in a build it only prints them into the log\n"
+        "# added: -std=c++17, as torch's BuildExtension adds it when the build names none\n"
+    ) in manifest
+    spec = next(iter(discover(repo, load_config(repo)).values())).manifest.build["cuda"]
+    assert spec.cuda_cflags == [
+        "-O3",
+        "-U__CUDA_NO_HALF_OPERATORS__",
+        "--expt-relaxed-constexpr",
+        "--use_fast_math",
+        "-lineinfo",
+        "--threads",
+        "4",
+        "-std=c++17",
+    ]  # fmt: skip  (the HIP branch's --offload-arch and -DBUILD_PYTHON_PACKAGE are AMD's build's)
+    assert spec.cflags == ["-O3", "-std=c++17"]

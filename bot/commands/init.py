@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -23,6 +24,7 @@ from bot.edges import machine
 from bot.errors import InputError
 from bot.models.output import InitOutput
 from bot.templates import TEMPLATES
+from bot.verdict.flags import nvcc_options
 
 GATEWAY = "https://taotoken.net/api"
 WORKFLOW = Path(".github/workflows/opgate.yml")
@@ -248,6 +250,10 @@ def _scaffold_kernel(
             arch_choices=choices,
             arch_from=", ".join(facts.found_in),
             launches=proposal.launches,
+            cuda_cflags=_toml_flags(proposal.cuda_cflags),
+            cflags=proposal.cflags,
+            flags_from=facts.flags_from,
+            flag_choices=proposal.flag_choices,
         ),
         ours=False,
     )
@@ -256,6 +262,18 @@ def _scaffold_kernel(
         plan.write(repo_file(rel, "reference.py"), render("reference.py.j2", **context), ours=False)
     task = render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY)
     plan.write(repo_file(rel, "agent_task.json"), task, ours=False)
+
+
+def _toml_flags(flags: list[str], width: int = 100) -> list[str]:
+    """The lines of a TOML array of nvcc flags, an option's tokens on one line, each line at most `width`
+    characters where an option allows."""
+    lines: list[str] = []
+    for item in (", ".join(json.dumps(t) for t in o.tokens) for o in nvcc_options(flags)):
+        if lines and len(lines[-1]) + len(item) + 2 <= width:
+            lines[-1] += f" {item},"
+        else:
+            lines.append(f"{item},")
+    return lines
 
 
 def _folder(d: str) -> str:

@@ -42,6 +42,9 @@ class BuildFacts:
     read: list[str] = field(default_factory=list)  # the build files read, from the repository root
     # an architecture a setup.py adds only under a condition -> "setup.py: if bare_metal_version <= Version('12.9')"
     conditions: dict[str, str] = field(default_factory=dict)
+    nvcc_flags: list[str] = field(default_factory=list)  # a setup.py's extra_compile_args["nvcc"], as it passes them
+    cxx_flags: list[str] = field(default_factory=list)  # … and ["cxx"]
+    flags_from: str = ""  # 'setup.py extra_compile_args["nvcc"]'
 
 
 def _sm(number: str) -> str:
@@ -127,6 +130,108 @@ def buildable(facts: BuildFacts, codes: tuple[str, ...] | None, nvcc: str | None
                 f"(a choice: add {them} for a runner whose nvcc builds {them})"
             )
     return can, lines
+
+
+_HIP = re.compile(r"hip|rocm", re.I)
+_FLAG_KEYS = {"nvcc": "nvcc", "cxx": "cxx", "extra_cuda_cflags": "nvcc", "extra_cflags": "cxx"}
+
+
+class _Flags:
+    """A setup.py's or load script's compiler flags, evaluated from its ast, nothing run: string lists, `+`, `*x`,
+    names built with `=`, `+=`, `.append` and `.extend` in the order the file runs them, and calls of its own
+    one-line functions (`def append_nvcc_threads(a): return a + ["--threads", "4"]`). An `if` about HIP or ROCm is
+    AMD's build: its body is skipped, its else taken. What is built otherwise (an f-string, a loop) is `missing`."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.names: dict[str, list[str]] = {}
+        self.functions = {
+            f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and isinstance(f.body[-1], ast.Return)
+        }
+        self.found: dict[str, list[str]] = {}  # "nvcc" | "cxx" -> the first flags found
+        self.where: dict[str, str] = {}
+        self.missing: list[str] = []
+
+    def run(self, body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                hip = _HIP.search(ast.unparse(node.test)) is not None
+                self.run(node.orelse if hip else [*node.body, *node.orelse])
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While)):
+                continue
+            self._find(node)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if (value := self.value(node.value, {}, quiet=True)) is not None:
+                    self.names[node.targets[0].id] = value
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in self.names:
+                self.names[node.target.id] += self.value(node.value, {}, quiet=True) or []
+            elif isinstance(node, ast.Expr) and isinstance(call := node.value, ast.Call):
+                f = call.func
+                if (
+                    isinstance(f, ast.Attribute)
+                    and f.attr in ("append", "extend")
+                    and len(call.args) == 1
+                    and isinstance(f.value, ast.Name)
+                    and f.value.id in self.names
+                ):
+                    self.names[f.value.id] += self.value(call.args[0], {}, quiet=True) or []
+
+    def _find(self, node: ast.AST) -> None:
+        """Record the flags a dict's "nvcc"/"cxx" key or a load call's extra_cuda_cflags= names, the first of each."""
+        for sub in ast.walk(node):
+            pairs: list[tuple[str, ast.expr]] = []
+            if isinstance(sub, ast.Dict):
+                pairs = [(k.value, v) for k, v in zip(sub.keys, sub.values, strict=True) if isinstance(k, ast.Constant)
+                         and isinstance(k.value, str)]  # fmt: skip
+            elif isinstance(sub, ast.Call):
+                pairs = [(k.arg, k.value) for k in sub.keywords if k.arg is not None]
+            for key, value in pairs:
+                kind = _FLAG_KEYS.get(key)
+                if kind is not None and kind not in self.found and (flags := self.value(value, {})) is not None:
+                    self.found[kind] = flags
+                    self.where[kind] = f'extra_compile_args["{key}"]' if key in ("nvcc", "cxx") else f"{key}="
+
+    def value(self, node: ast.expr, scope: dict[str, list[str]], *, quiet: bool = False) -> list[str] | None:
+        """The strings `node` evaluates to (a string is a list of one), None when it is not a string list at all; an
+        item of a list that is not a string goes to `missing` unless `quiet`."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, ast.Name) and (node.id in scope or node.id in self.names):
+            return scope.get(node.id, self.names.get(node.id))
+        if isinstance(node, (ast.List, ast.Tuple)):
+            out: list[str] = []
+            for elt in node.elts:
+                inner = elt.value if isinstance(elt, ast.Starred) else elt
+                got = self.value(inner, scope, quiet=quiet)
+                if got is None and not quiet:
+                    self.missing.append(ast.unparse(inner))
+                out += got or []
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.value(node.left, scope, quiet=quiet), self.value(node.right, scope, quiet=quiet)
+            return None if left is None or right is None else left + right
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
+            f = self.functions[node.func.id]
+            ret = f.body[-1]
+            params = [a.arg for a in f.args.args]
+            values = [self.value(a, scope, quiet=quiet) for a in node.args]
+            bound = len(values) == len(params) and all(v is not None for v in values)
+            if bound and isinstance(ret, ast.Return) and ret.value is not None:
+                scope = {p: v for p, v in zip(params, values, strict=True) if v is not None}
+                return self.value(ret.value, scope, quiet=quiet)
+        return None
+
+
+def python_flags(text: str) -> tuple[dict[str, list[str]], dict[str, str], list[str]]:
+    """(kind -> the flags a setup.py or load script passes: "nvcc" its extra_compile_args["nvcc"] or
+    extra_cuda_cflags, "cxx" the host compiler's; kind -> where; the parts built in code, left out)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}, {}, []
+    flags = _Flags(tree)
+    flags.run(tree.body)
+    return flags.found, flags.where, flags.missing
 
 
 def cmake_architectures(text: str) -> tuple[list[str], list[str]]:
@@ -235,6 +340,14 @@ def read_build_files(root: Path, folder: Path) -> BuildFacts:
             if not found and "-gencode" in text:
                 gencode_in_code.append(rel)
             dirs = _python_dirs(text)
+            found_flags, where, missing = python_flags(text)
+            if "nvcc" in found_flags and not facts.flags_from:
+                facts.nvcc_flags, facts.cxx_flags = found_flags["nvcc"], found_flags.get("cxx", [])
+                facts.flags_from = f"{rel} {where['nvcc']}"
+                if missing:
+                    facts.notes.append(
+                        f"{rel}: nvcc flags built in code ({', '.join(missing)}): left out of cuda_cflags; add them"
+                    )
         candidates += [(os.path.normpath(os.path.join(here, d)), rel) for d in dirs if not os.path.isabs(d)]
     if gencode_in_code:
         facts.notes.append(

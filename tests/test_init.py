@@ -386,3 +386,18 @@ def test_init_drafts_the_nvcc_flags_setup_py_passes_less_its_targets_and_ptxas_v
         "-std=c++17",
     ]  # fmt: skip  (the HIP branch's --offload-arch and -DBUILD_PYTHON_PACKAGE are AMD's build's)
     assert spec.cflags == ["-O3", "-std=c++17"]
+
+
+def test_init_drafts_launches_through_a_local_function_pointer_under_the_kernel_functions_name(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "conv")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    assert "[launch.functions.kernel]" not in manifest
+    assert "[launch.functions.causal_conv1d_fwd_kernel]   # drafted from causal_conv1d_fwd.cu:17: confirm\n" in manifest
+    assert (
+        "[launch.functions.causal_conv1d_update_kernel]   # drafted from causal_conv1d_update.cu:18: confirm\n"
+        "dynamic_smem = 0\n"
+    ) in manifest

@@ -135,3 +135,15 @@ os.system("never run")
         {"cxx": 'extra_compile_args["cxx"]', "nvcc": 'extra_compile_args["nvcc"]'},
         ["f\"-DNAME={os.getenv('X')}\""],
     )
+
+
+def test_the_package_name_comes_from_setup_then_pyproject_then_the_one_package_folder(tmp_path):
+    from bot.config.buildfiles import package_name
+
+    repo = write(tmp_path / "clone", {"tests/__init__.py": "", "fast_conv/__init__.py": "", "csrc/k.cu": ""})
+    assert package_name(repo) == ("fast_conv", "the package folder fast_conv/")
+    write(repo, {"pyproject.toml": '[project]\nname = "fast-conv"\n'})
+    assert package_name(repo) == ("fast-conv", "pyproject.toml [project] name")
+    write(repo, {"setup.py": 'NAME = "conv_ext"\nsetup(name=NAME, version=read_version())\n'})
+    assert package_name(repo) == ("conv_ext", "setup.py setup(name=…)")
+    assert package_name(write(tmp_path / "bare", {"a/__init__.py": "", "b/__init__.py": ""})) is None

@@ -307,7 +307,7 @@ def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_t
     assert 'include_dirs = ["csrc/common", "third_party/cutlass/include"]   # from the repository root' in manifest
     assert "[launch.functions.mul_kernel]   # drafted from matmul_kernel.cu:4: confirm\nthreads = 256\n" in manifest
     (repo / "third_party" / "cutlass" / "include").mkdir(parents=True)  # the submodule checked out
-    kernel = discover(repo, load_config(repo))["matmul"]  # csrc: named after its parent
+    kernel = discover(repo, load_config(repo))["quant_matmul"]  # csrc: named after the package, setup(name=…)
     spec = kernel.manifest.build["cuda"]
     assert kernel.manifest.constraints.architectures == ["sm_80", "sm_86", "sm_90a"]
     assert spec.sources == ["matmul_kernel.cu", "matmul.cpp"] and "cpu" not in kernel.manifest.build
@@ -401,3 +401,15 @@ def test_init_drafts_launches_through_a_local_function_pointer_under_the_kernel_
         "[launch.functions.causal_conv1d_update_kernel]   # drafted from causal_conv1d_update.cu:18: confirm\n"
         "dynamic_smem = 0\n"
     ) in manifest
+
+
+def test_init_names_the_kernel_and_its_domain_after_the_package_not_the_clones_folder(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc")
+    assert run.code == 0, run.stdout + run.stderr
+    config = load_config(repo)
+    assert sorted(config.domains) == ["causal_conv1d"]  # setup(name=PACKAGE_NAME), PACKAGE_NAME = "causal_conv1d"
+    kernel = discover(repo, config)["causal_conv1d"]
+    assert kernel.manifest.domain == "causal_conv1d"

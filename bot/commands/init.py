@@ -17,7 +17,7 @@ import jinja2
 from bot import UPSTREAM, __version__, lint
 from bot.commands import Commands
 from bot.commands.scaffold import UNIT_SUFFIXES, holds_sources, propose
-from bot.config.buildfiles import buildable
+from bot.config.buildfiles import buildable, package_name
 from bot.config.manifest import MANIFEST_NAME, ROOT, repo_file
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
 from bot.edges import machine
@@ -52,7 +52,11 @@ def register(commands: Commands) -> None:
         help="a folder holding one subfolder per kernel, or one kernel's own folder of sources (repeatable; "
         "default: kernels/ when it exists)",
     )
-    p.add_argument("--domain", help="agent domain of the new kernels (default: the repository folder's name)")
+    p.add_argument(
+        "--domain",
+        help="agent domain of the new kernels (default: the package's name, setup.py's or pyproject.toml's, else the "
+        "repository folder's)",
+    )
     p.add_argument("--key", help="the domain's key variable (default: TAOTOKEN_API_KEY_<DOMAIN>_AGENT)")
     p.add_argument("--weekly-budget", type=int, default=200_000, help="tokens per week (default: 200000)")
     p.add_argument("--request-budget", type=int, default=8_000, help="prompt tokens per request (default: 8000)")
@@ -130,7 +134,8 @@ def _domain_name(text: str) -> str:
 def _choose_domain(args: argparse.Namespace, config: RepoConfig, root: Path) -> tuple[str, str, bool]:
     """(domain, key variable, whether the configuration must declare it)."""
     if config.source == "built-in defaults":
-        domain = args.domain or _domain_name(root.name)
+        package = package_name(root)
+        domain = args.domain or _domain_name(package[0] if package else root.name)
         if not DOMAIN_NAME.fullmatch(domain):
             raise InputError(f"--domain {domain!r}: a domain name is a-z, 0-9 and _, starting with a letter")
         key = args.key or default_key(domain)

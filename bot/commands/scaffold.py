@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.config.bindings import Bindings, Op, scan
-from bot.config.buildfiles import BuildFacts, read_build_files
+from bot.config.buildfiles import BuildFacts, package_name, read_build_files
 from bot.config.launches import LaunchDraft, read_launches
 from bot.verdict.flags import check_flags, nvcc_options
 
@@ -100,12 +100,16 @@ def _cuda_only(source: str) -> bool:
     return source.endswith(".cu") or "cuda" in source.lower()
 
 
-def kernel_name(folder: Path, found: Bindings) -> str:
-    """The folder's name as a kernel name (a-z, 0-9, _); for a generic folder (csrc, src …) the TORCH_LIBRARY
-    namespace or the parent folder's name."""
+def kernel_name(folder: Path, found: Bindings, root: Path | None = None) -> str:
+    """The folder's name as a kernel name (a-z, 0-9, _); for a generic folder (csrc, src …) or the repository `root`
+    itself the TORCH_LIBRARY namespace, else the repository's package name (setup.py, pyproject.toml, its package
+    folder: a clone's folder name says nothing), else the parent folder's name."""
     raw = folder.name
-    if raw.lower() in GENERIC_NAMES:
-        raw = found.ops[0].namespace if found.ops else folder.parent.name
+    at_root = root is not None and folder.resolve() == root.resolve()
+    if raw.lower() in GENERIC_NAMES or at_root:
+        package = package_name(root) if root is not None else None
+        parent = folder.name if at_root else folder.parent.name
+        raw = found.ops[0].namespace if found.ops else package[0] if package else parent
     name = re.sub(r"[^a-z0-9_]+", "_", raw.lower()).strip("_")
     return name or "kernel"
 
@@ -154,7 +158,9 @@ def propose(folder: Path, root: Path | None = None) -> Proposal | None:
     bindings = [s for s in cpu if s not in defines and cu and binds_cuda(folder, s, cu)]
     cuda += bindings  # a pybind file that declares what a .cu defines is built with it, never alone
     cpu = [s for s in cpu if s not in bindings]
-    proposal = Proposal(folder=folder, name=kernel_name(folder, found), cpu_sources=cpu, cuda_sources=cuda, entry="")
+    proposal = Proposal(
+        folder=folder, name=kernel_name(folder, found, root), cpu_sources=cpu, cuda_sources=cuda, entry=""
+    )
     proposal.notes += notes
     proposal.notes += [
         f"{s} binds the .cu files (it declares what they define): built in [build.cuda]" for s in bindings

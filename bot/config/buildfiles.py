@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -232,6 +233,58 @@ def python_flags(text: str) -> tuple[dict[str, list[str]], dict[str, str], list[
     flags = _Flags(tree)
     flags.run(tree.body)
     return flags.found, flags.where, flags.missing
+
+
+# Folders at a repository's root that are no package of its own.
+_NOT_PACKAGES = frozenset({"tests", "test", "docs", "doc", "examples", "benchmarks", "scripts", "build", "dist"})
+
+
+def _setup_name(text: str) -> str | None:
+    """The `name=` a setup.py passes to setup(): a string, or a name the file sets to one (PACKAGE_NAME = "x")."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    strings = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    for call in calls:
+        f = call.func
+        if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) != "setup":
+            continue
+        for k in call.keywords:
+            if k.arg == "name" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str):
+                return k.value.value
+            if k.arg == "name" and isinstance(k.value, ast.Name):
+                return strings.get(k.value.id)
+    return None
+
+
+def package_name(root: Path) -> tuple[str, str] | None:
+    """(the repository's package name, where it is named): setup.py's setup(name=…), pyproject.toml's [project] name,
+    else its one package folder at the root (a folder with __init__.py); None when none says (read, never run)."""
+    if (root / "setup.py").is_file() and (name := _setup_name((root / "setup.py").read_text(errors="replace"))):
+        return name, "setup.py setup(name=…)"
+    try:
+        project = tomllib.loads((root / "pyproject.toml").read_text(errors="replace")).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        project = {}
+    if isinstance(project, dict) and isinstance(name := project.get("name"), str) and name:
+        return name, "pyproject.toml [project] name"
+    folders = [
+        p.name
+        for p in sorted(root.iterdir())
+        if p.is_dir()
+        and not p.name.startswith((".", "_"))
+        and p.name not in _NOT_PACKAGES
+        and (p / "__init__.py").is_file()
+    ]
+    return (folders[0], f"the package folder {folders[0]}/") if len(folders) == 1 else None
 
 
 def cmake_architectures(text: str) -> tuple[list[str], list[str]]:

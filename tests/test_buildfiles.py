@@ -126,7 +126,10 @@ if torch.version.hip:
     cc.append("-DHIP_ONLY")
     args = {"nvcc": ["-O3", "--offload-arch=gfx90a"]}
 else:
-    cc += ["-lineinfo"]
+    try:
+        cc += ["-lineinfo"]
+    except ImportError:
+        cc += ["-never"]
     args = {"cxx": ["-O2"], "nvcc": add_threads(["-O3", f"-DNAME={os.getenv('X')}", *cc])}
 os.system("never run")
 """

@@ -158,6 +158,9 @@ class _Flags:
                 hip = _HIP.search(ast.unparse(node.test)) is not None
                 self.run(node.orelse if hip else [*node.body, *node.orelse])
                 continue
+            if isinstance(node, (ast.With, ast.Try)):
+                self.run([*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])])
+                continue
             if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While)):
                 continue
             self._find(node)

@@ -166,3 +166,140 @@ def header_only_layout(root: Path) -> Path:
             "template __global__ void fp8_gemm_kernel<128>(float *);\n",
         },
     )
+
+
+# A causal-conv1d-like setup.py: -gencode pairs appended to cc_flag, some only for an older or a newer CUDA, nvcc flags
+# of its own passed through a helper that adds --threads, a HIP branch with flags for AMD's compiler, and the package
+# named by a variable (the clone's folder says nothing of it).
+CONV_SETUP_PY = """\
+import os
+from setuptools import setup, find_packages
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension, CUDA_HOME
+
+PACKAGE_NAME = "causal_conv1d"
+HIP_BUILD = bool(os.getenv("HIP"))
+
+
+def append_nvcc_threads(nvcc_extra_args):
+    return nvcc_extra_args + ["--threads", "4"]
+
+
+cc_flag = []
+if HIP_BUILD:
+    cc_flag.append("-DBUILD_PYTHON_PACKAGE")
+else:
+    bare_metal_version = get_cuda_bare_metal_version(CUDA_HOME)
+    if bare_metal_version <= Version("12.9"):
+        cc_flag.append("-gencode")
+        cc_flag.append("arch=compute_62,code=sm_62")
+        cc_flag.append("-gencode")
+        cc_flag.append("arch=compute_70,code=sm_70")
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_80,code=sm_80")
+    if bare_metal_version >= Version("11.8"):
+        cc_flag.append("-gencode")
+        cc_flag.append("arch=compute_90,code=sm_90")
+
+if HIP_BUILD:
+    extra_compile_args = {
+        "cxx": ["-O3", "-std=c++17"],
+        "nvcc": ["-O3", f"--offload-arch={os.getenv('HIP_ARCHITECTURES', 'native')}"] + cc_flag,
+    }
+else:
+    extra_compile_args = {
+        "cxx": ["-O3"],
+        "nvcc": append_nvcc_threads(
+            [
+                "-O3",
+                "-U__CUDA_NO_HALF_OPERATORS__",
+                "--expt-relaxed-constexpr",
+                "--use_fast_math",
+                "--ptxas-options=-v",
+                "-lineinfo",
+            ]
+            + cc_flag
+        ),
+    }
+
+setup(
+    name=PACKAGE_NAME,
+    packages=find_packages(exclude=("csrc", "tests")),
+    ext_modules=[
+        CUDAExtension(
+            name="causal_conv1d_cuda",
+            sources=["csrc/causal_conv1d.cpp", "csrc/causal_conv1d_fwd.cu", "csrc/causal_conv1d_update.cu"],
+            extra_compile_args=extra_compile_args,
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+CONV_FWD_CU = """\
+#include "causal_conv1d.h"
+
+template <int kNThreads_>
+struct Fwd_traits {
+    static constexpr int kNThreads = kNThreads_;
+};
+
+template <typename Ktraits>
+__global__ __launch_bounds__(Ktraits::kNThreads)
+void causal_conv1d_fwd_kernel(ConvParams params) {}
+
+template <int kNThreads>
+void causal_conv1d_fwd_launch(ConvParams &params, cudaStream_t stream) {
+    using Ktraits = Fwd_traits<kNThreads>;
+    dim3 grid(params.batch, params.dim);
+    auto kernel = &causal_conv1d_fwd_kernel<Ktraits>;
+    kernel<<<grid, Ktraits::kNThreads, 0, stream>>>(params);
+}
+
+void causal_conv1d_fwd_cuda(ConvParams &params, cudaStream_t stream) { causal_conv1d_fwd_launch<128>(params, stream); }
+"""
+
+CONV_UPDATE_CU = """\
+#include "causal_conv1d.h"
+
+template <int kNThreads_>
+struct Update_traits {
+    static constexpr int kNThreads = kNThreads_;
+};
+
+template <typename Ktraits, bool kIsCircularBuffer>
+__global__ __launch_bounds__(Ktraits::kNThreads)
+void causal_conv1d_update_kernel(ConvParams params) {}
+
+void causal_conv1d_update_cuda(ConvParams &params, cudaStream_t stream) {
+    using Ktraits = Update_traits<64>;
+    dim3 grid(params.batch, params.dim);
+    auto kernel = params.cache_seqlens == nullptr
+        ? &causal_conv1d_update_kernel<Ktraits, false>
+        : &causal_conv1d_update_kernel<Ktraits, true>;
+    kernel<<<grid, Ktraits::kNThreads, 0, stream>>>(params);
+}
+"""
+
+
+def conv1d_layout(root: Path) -> Path:
+    """A causal depthwise conv1d extension as its team lays it out: setup.py (CONV_SETUP_PY) at the root, the
+    package folder causal_conv1d/, the sources in csrc/ launched through a local function pointer `kernel`."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    return write(
+        root,
+        {
+            "setup.py": CONV_SETUP_PY,
+            "causal_conv1d/__init__.py": '__version__ = "1.0.0"\n',
+            "causal_conv1d/causal_conv1d_interface.py": "import causal_conv1d_cuda\n",
+            "csrc/causal_conv1d.h": "#pragma once\n#include <cuda_runtime.h>\n"
+            "struct ConvParams { int batch, dim; void *cache_seqlens; };\n",
+            "csrc/causal_conv1d.cpp": '#include <torch/extension.h>\n#include "causal_conv1d.h"\n\n'
+            "void causal_conv1d_fwd_cuda(ConvParams &params, cudaStream_t stream);\n\n"
+            "void causal_conv1d_fwd(const at::Tensor &x, at::Tensor &out, bool silu_activation) {\n"
+            "    ConvParams params{};\n    causal_conv1d_fwd_cuda(params, nullptr);\n}\n\n"
+            'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("causal_conv1d_fwd", &causal_conv1d_fwd); }\n',
+            "csrc/causal_conv1d_fwd.cu": CONV_FWD_CU,
+            "csrc/causal_conv1d_update.cu": CONV_UPDATE_CU,
+        },
+    )

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bot import UPSTREAM
 from bot.commands.init import caller
 from bot.config.repo import load_config
@@ -293,7 +295,7 @@ def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_t
     run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "matmul")
     assert run.code == 1, run.stderr  # its own lint: the include folder is missing until the submodule is there
     assert (
-        "csrc/kernel.toml:18: KERN005 [build.cuda] include_dirs: 'third_party/cutlass/include' lies in the git "
+        "csrc/kernel.toml:23: KERN005 [build.cuda] include_dirs: 'third_party/cutlass/include' lies in the git "
         "submodule third_party/cutlass, which is not checked out (git submodule update --init third_party/cutlass)"
     ) in run.stdout
     assert (
@@ -305,7 +307,7 @@ def test_init_drafts_architectures_and_include_folders_from_setup_py_and_names_t
     assert 'include_dirs = ["csrc/common", "third_party/cutlass/include"]   # from the repository root' in manifest
     assert "[launch.functions.mul_kernel]   # drafted from matmul_kernel.cu:4: confirm\nthreads = 256\n" in manifest
     (repo / "third_party" / "cutlass" / "include").mkdir(parents=True)  # the submodule checked out
-    kernel = discover(repo, load_config(repo))["matmul"]  # csrc: named after its parent
+    kernel = discover(repo, load_config(repo))["quant_matmul"]  # csrc: named after the package, setup(name=…)
     spec = kernel.manifest.build["cuda"]
     assert kernel.manifest.constraints.architectures == ["sm_80", "sm_86", "sm_90a"]
     assert spec.sources == ["matmul_kernel.cu", "matmul.cpp"] and "cpu" not in kernel.manifest.build
@@ -327,3 +329,87 @@ def test_init_writes_a_header_only_library_as_a_resource_only_kernel_with_its_in
     git(headers_only, "init", "-q")
     run = opgate("init", "--repo", str(headers_only), "--kernels", "lib", "--domain", "fp8")
     assert run.code == 2 and "no kernel source (.cu, .cpp, .cc) in lib" in run.stderr
+
+
+def test_init_drafts_the_architectures_the_installed_nvcc_builds_and_names_setup_pys_conditions_as_choices(
+    opgate, tmp_path
+):
+    from bot.edges.machine import gpu_codes, nvcc_version
+    from tests.layout_repos import conv1d_layout
+
+    codes = gpu_codes()
+    if codes is None or {"sm_62", "sm_70"} & set(codes) or not {"sm_80", "sm_90"} <= set(codes):
+        pytest.skip(f"needs an nvcc that builds sm_80 and sm_90 but not sm_62 or sm_70 (CUDA 13); here: {codes}")
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    nvcc = nvcc_version()
+    assert (
+        "# drafted by opgate init from setup.py (-gencode): confirm (the resource check compiles each)\n"
+        f"# left out: sm_62, sm_70: nvcc {nvcc} here cannot build them; setup.py adds them only if bare_metal_version "
+        "<= Version('12.9') (a choice: add them for a runner whose nvcc builds them)\n"
+        "# a choice: sm_90: setup.py adds it only if bare_metal_version >= Version('11.8'); "
+        f"nvcc {nvcc} here builds it\n"
+        'architectures = ["sm_80", "sm_90"]\n'
+    ) in manifest
+    assert (
+        "opgate: note: csrc: setup.py (-gencode) names sm_62, sm_70, which the installed nvcc cannot build: left out "
+        "of [constraints] architectures (a choice, said in its kernel.toml)"
+    ) in run.stdout
+
+
+def test_init_drafts_the_nvcc_flags_setup_py_passes_less_its_targets_and_ptxas_v(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "conv")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    assert (
+        '# drafted by opgate init from setup.py extra_compile_args["nvcc"], as it passes them: confirm\n'
+        "# left out: its target options (4, -gencode arch=compute_62,code=sm_62 …): the architectures are "
+        "[constraints] architectures below (the resource check compiles each one with its own)\n"
+        "# left out: -v of --ptxas-options=-v: ptxas's -v is the resource check's own (it reads every function's "
+        "registers and spills from it); in a build it only prints them into the log\n"
+        "# added: -std=c++17, as torch's BuildExtension adds it when the build names none\n"
+    ) in manifest
+    spec = next(iter(discover(repo, load_config(repo)).values())).manifest.build["cuda"]
+    assert spec.cuda_cflags == [
+        "-O3",
+        "-U__CUDA_NO_HALF_OPERATORS__",
+        "--expt-relaxed-constexpr",
+        "--use_fast_math",
+        "-lineinfo",
+        "--threads",
+        "4",
+        "-std=c++17",
+    ]  # fmt: skip  (the HIP branch's --offload-arch and -DBUILD_PYTHON_PACKAGE are AMD's build's)
+    assert spec.cflags == ["-O3", "-std=c++17"]
+
+
+def test_init_drafts_launches_through_a_local_function_pointer_under_the_kernel_functions_name(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc", "--domain", "conv")
+    assert run.code == 0, run.stdout + run.stderr
+    manifest = (repo / "csrc" / "kernel.toml").read_text()
+    assert "[launch.functions.kernel]" not in manifest
+    assert "[launch.functions.causal_conv1d_fwd_kernel]   # drafted from causal_conv1d_fwd.cu:17: confirm\n" in manifest
+    assert (
+        "[launch.functions.causal_conv1d_update_kernel]   # drafted from causal_conv1d_update.cu:18: confirm\n"
+        "dynamic_smem = 0\n"
+    ) in manifest
+
+
+def test_init_names_the_kernel_and_its_domain_after_the_package_not_the_clones_folder(opgate, tmp_path):
+    from tests.layout_repos import conv1d_layout
+
+    repo = conv1d_layout(tmp_path / "clone")
+    run = opgate("init", "--repo", str(repo), "--kernels", "csrc")
+    assert run.code == 0, run.stdout + run.stderr
+    config = load_config(repo)
+    assert sorted(config.domains) == ["causal_conv1d"]  # setup(name=PACKAGE_NAME), PACKAGE_NAME = "causal_conv1d"
+    kernel = discover(repo, config)["causal_conv1d"]
+    assert kernel.manifest.domain == "causal_conv1d"

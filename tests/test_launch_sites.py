@@ -99,3 +99,32 @@ def test_a_changed_header_that_defines_what_the_launch_size_is_computed_from_tou
     assert [t.kind for t in touches(["k/inst.cu"], files)] == ["instantiates"]
     config = touches(["k/config.json"], files, config="k/config.json")
     assert [t.kind for t in config] == ["tunables"]
+
+
+def test_a_local_alias_set_by_a_choice_of_one_kernel_function_names_that_function():
+    text = (
+        "auto kernel = params.cache_seqlens == nullptr\n"
+        "    ? &ns::update_kernel<Ktraits, false>\n"
+        "    : &ns::update_kernel<Ktraits, true>;\n"
+        "kernel<<<grid, Ktraits::kNThreads, 0, stream>>>(params);\n"
+        "auto other = fast ? &fast_kernel : &slow_kernel;\n"
+        "other<<<grid, 128>>>(params);\n"
+    )
+    first, second = scan("u.cu", text)
+    assert (first.function, first.target) == ("update_kernel", "kernel")  # the fold still reads the alias back
+    assert second.function == "other"  # two kernel functions: not one name to give it
+
+
+def test_a_constant_another_unit_defines_is_not_what_a_launch_reads():
+    files = {
+        "c/fwd.cu": "struct T { static constexpr int kNThreads = 128; };\nvoid f() { k<<<1, T::kNThreads, 0>>>(); }\n",
+        "c/bwd.cu": "struct U { static constexpr int kNThreads = 64; };\nvoid g() { j<<<1, U::kNThreads, 0>>>(); }\n",
+        "c/common.h": "constexpr int kNThreads = 32;\n",
+    }
+    found = touches(["c/fwd.cu"], files)
+    assert [(t.path, t.kind, t.site.path) for t in found] == [("c/fwd.cu", "holds", "c/fwd.cu")]
+    found = touches(["c/common.h"], files)  # a header either launch may include
+    assert [(t.path, t.kind, t.site.path) for t in found] == [
+        ("c/common.h", "defines", "c/fwd.cu"),
+        ("c/common.h", "defines", "c/bwd.cu"),
+    ]

@@ -50,3 +50,23 @@ def test_a_function_launched_with_two_figures_is_left_to_the_team(tmp_path):
     drafts, notes = read_launches(tmp_path, ["k.cu"])
     assert drafts == []
     assert notes == ["k is launched with different figures (k.cu:2 and others): write its [launch] entry by hand"]
+
+
+def test_a_launch_through_a_name_no_global_function_has_is_not_drafted_but_said(tmp_path):
+    write(
+        tmp_path,
+        {
+            "k.cu": "__global__ void fast_kernel(float *x) {}\n__global__ void slow_kernel(float *x) {}\n"
+            "void run(float *x, bool fast) {\n"
+            "    auto kernel = fast ? &fast_kernel : &slow_kernel;\n"
+            "    kernel<<<1, 128, 0>>>(x);\n"
+            "    fast_kernel<<<1, 256>>>(x);\n"
+            "}\n"
+        },
+    )
+    drafts, notes = read_launches(tmp_path, ["k.cu"])
+    assert drafts == [LaunchDraft("fast_kernel", 256, 0, "k.cu:6")]
+    assert notes == [
+        "k.cu:5: the launch names kernel, which no __global__ function of the kernel's sources is called (a local "
+        "function pointer?): not drafted; write [launch.functions.KERNEL] under the kernel function's name"
+    ]

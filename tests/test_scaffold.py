@@ -84,3 +84,16 @@ def test_include_folders_are_guessed_only_from_library_style_includes_never_torc
     )
     found = included_from(tmp_path, tmp_path / "kernels" / "gemm", ["gemm.cu"])
     assert found == ["third_party/mylib/include", "third_party/cutlass/include"]
+
+
+def test_a_builds_own_nvcc_flags_keep_ptxas_options_but_v_and_leave_out_what_the_allow_list_refuses():
+    from bot.commands.scaffold import own_nvcc_flags
+
+    kept, why = own_nvcc_flags(["-O3", "-Xptxas", "-v,--warn-on-spills", "-ccbin", "/opt/gcc", "-std=c++20"])
+    assert kept == ["-O3", "-Xptxas", "--warn-on-spills", "-std=c++20"]
+    assert why == [
+        "left out: -v of -Xptxas -v,--warn-on-spills: ptxas's -v is the resource check's own (it reads every "
+        "function's registers and spills from it); in a build it only prints them into the log",
+        "left out: -ccbin: not on opgate's allow-list of compiler flags (docs/manifest.md)",
+        "left out: /opt/gcc: not on opgate's allow-list of compiler flags (docs/manifest.md)",
+    ]

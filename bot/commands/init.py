@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -16,11 +17,14 @@ import jinja2
 from bot import UPSTREAM, __version__, lint
 from bot.commands import Commands
 from bot.commands.scaffold import UNIT_SUFFIXES, holds_sources, propose
+from bot.config.buildfiles import buildable, package_name
 from bot.config.manifest import MANIFEST_NAME, ROOT, repo_file
 from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig, default_key, load_config
+from bot.edges import machine
 from bot.errors import InputError
 from bot.models.output import InitOutput
 from bot.templates import TEMPLATES
+from bot.verdict.flags import nvcc_options
 
 GATEWAY = "https://taotoken.net/api"
 WORKFLOW = Path(".github/workflows/opgate.yml")
@@ -48,7 +52,11 @@ def register(commands: Commands) -> None:
         help="a folder holding one subfolder per kernel, or one kernel's own folder of sources (repeatable; "
         "default: kernels/ when it exists)",
     )
-    p.add_argument("--domain", help="agent domain of the new kernels (default: the repository folder's name)")
+    p.add_argument(
+        "--domain",
+        help="agent domain of the new kernels (default: the package's name, setup.py's or pyproject.toml's, else the "
+        "repository folder's)",
+    )
     p.add_argument("--key", help="the domain's key variable (default: TAOTOKEN_API_KEY_<DOMAIN>_AGENT)")
     p.add_argument("--weekly-budget", type=int, default=200_000, help="tokens per week (default: 200000)")
     p.add_argument("--request-budget", type=int, default=8_000, help="prompt tokens per request (default: 8000)")
@@ -126,7 +134,8 @@ def _domain_name(text: str) -> str:
 def _choose_domain(args: argparse.Namespace, config: RepoConfig, root: Path) -> tuple[str, str, bool]:
     """(domain, key variable, whether the configuration must declare it)."""
     if config.source == "built-in defaults":
-        domain = args.domain or _domain_name(root.name)
+        package = package_name(root)
+        domain = args.domain or _domain_name(package[0] if package else root.name)
         if not DOMAIN_NAME.fullmatch(domain):
             raise InputError(f"--domain {domain!r}: a domain name is a-z, 0-9 and _, starting with a letter")
         key = args.key or default_key(domain)
@@ -188,8 +197,20 @@ def _scaffold_kernel(
     builds = [(d, s) for d, s in (("cpu", proposal.cpu_sources), ("cuda", proposal.cuda_sources)) if s]
     facts = proposal.build
     architectures: list[str] | None = None
+    choices: list[str] = []
     if proposal.cuda_sources and (facts.architectures or not repo_archs):
-        architectures = facts.architectures
+        architectures, choices = buildable(facts, machine.gpu_codes(), machine.nvcc_version())
+        if left := [a for a in facts.architectures if a not in architectures]:
+            plan.notes.append(
+                f"{label}: {', '.join(facts.found_in)} name{'s' if len(facts.found_in) == 1 else ''} "
+                f"{', '.join(left)}, which the installed nvcc cannot build: left out of [constraints] architectures "
+                "(a choice, said in its kernel.toml)"
+            )
+        elif machine.gpu_codes() is None and facts.architectures:
+            plan.notes.append(
+                f"{label}: no nvcc here that lists its targets (nvcc --list-gpu-code): every architecture the build "
+                "names is drafted; leave out the ones your runners' nvcc cannot build"
+            )
         if not facts.architectures:
             plan.notes.append(
                 f"{label}: no architecture in setup.py, CMakeLists.txt or a cpp_extension.load script: "
@@ -231,8 +252,13 @@ def _scaffold_kernel(
             include_dirs=proposal.include_dirs,
             include_from=include_from,
             architectures=architectures,
+            arch_choices=choices,
             arch_from=", ".join(facts.found_in),
             launches=proposal.launches,
+            cuda_cflags=_toml_flags(proposal.cuda_cflags),
+            cflags=proposal.cflags,
+            flags_from=facts.flags_from,
+            flag_choices=proposal.flag_choices,
         ),
         ours=False,
     )
@@ -241,6 +267,18 @@ def _scaffold_kernel(
         plan.write(repo_file(rel, "reference.py"), render("reference.py.j2", **context), ours=False)
     task = render("agent_task.json.j2", name=name, key=key, base_url=GATEWAY)
     plan.write(repo_file(rel, "agent_task.json"), task, ours=False)
+
+
+def _toml_flags(flags: list[str], width: int = 100) -> list[str]:
+    """The lines of a TOML array of nvcc flags, an option's tokens on one line, each line at most `width`
+    characters where an option allows."""
+    lines: list[str] = []
+    for item in (", ".join(json.dumps(t) for t in o.tokens) for o in nvcc_options(flags)):
+        if lines and len(lines[-1]) + len(item) + 2 <= width:
+            lines[-1] += f" {item},"
+        else:
+            lines.append(f"{item},")
+    return lines
 
 
 def _folder(d: str) -> str:

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.config.bindings import Bindings, Op, scan
-from bot.config.buildfiles import BuildFacts, read_build_files
+from bot.config.buildfiles import BuildFacts, package_name, read_build_files
 from bot.config.launches import LaunchDraft, read_launches
+from bot.verdict.flags import check_flags, nvcc_options
 
 UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl")
@@ -36,6 +37,9 @@ _VOID_FUNCTION = r"\bvoid\s+{name}\s*\(([^)]*)\)\s*\{{"
 _CPP_SCALARS = {"int": "int", "int64_t": "int", "long": "int", "int32_t": "int", "float": "float", "double": "float",
                 "bool": "bool"}  # fmt: skip
 _SCRATCH_NAME = re.compile(r"work|scratch|tmp|temp|buf|lock", re.I)  # a written argument named like work space
+# The language level torch's BuildExtension adds to nvcc's and the host compiler's flags when setup.py names none.
+TORCH_STD = "-std=c++17"
+_PTXAS_VERBOSE = ("-v", "--verbose")
 
 
 @dataclass
@@ -59,6 +63,9 @@ class Proposal:
     include_dirs: list[str] = field(default_factory=list)  # from the repository root
     build: BuildFacts = field(default_factory=BuildFacts)
     launches: list[LaunchDraft] = field(default_factory=list)
+    cuda_cflags: list[str] = field(default_factory=list)  # the build's own nvcc flags (empty: opgate's default)
+    cflags: list[str] = field(default_factory=list)  # … and its host compiler's
+    flag_choices: list[str] = field(default_factory=list)  # why each flag of the build's was left out
 
     @property
     def resource_only(self) -> bool:
@@ -93,12 +100,16 @@ def _cuda_only(source: str) -> bool:
     return source.endswith(".cu") or "cuda" in source.lower()
 
 
-def kernel_name(folder: Path, found: Bindings) -> str:
-    """The folder's name as a kernel name (a-z, 0-9, _); for a generic folder (csrc, src …) the TORCH_LIBRARY
-    namespace or the parent folder's name."""
+def kernel_name(folder: Path, found: Bindings, root: Path | None = None) -> str:
+    """The folder's name as a kernel name (a-z, 0-9, _); for a generic folder (csrc, src …) or the repository `root`
+    itself the TORCH_LIBRARY namespace, else the repository's package name (setup.py, pyproject.toml, its package
+    folder: a clone's folder name says nothing), else the parent folder's name."""
     raw = folder.name
-    if raw.lower() in GENERIC_NAMES:
-        raw = found.ops[0].namespace if found.ops else folder.parent.name
+    at_root = root is not None and folder.resolve() == root.resolve()
+    if raw.lower() in GENERIC_NAMES or at_root:
+        package = package_name(root) if root is not None else None
+        parent = folder.name if at_root else folder.parent.name
+        raw = found.ops[0].namespace if found.ops else package[0] if package else parent
     name = re.sub(r"[^a-z0-9_]+", "_", raw.lower()).strip("_")
     return name or "kernel"
 
@@ -147,7 +158,9 @@ def propose(folder: Path, root: Path | None = None) -> Proposal | None:
     bindings = [s for s in cpu if s not in defines and cu and binds_cuda(folder, s, cu)]
     cuda += bindings  # a pybind file that declares what a .cu defines is built with it, never alone
     cpu = [s for s in cpu if s not in bindings]
-    proposal = Proposal(folder=folder, name=kernel_name(folder, found), cpu_sources=cpu, cuda_sources=cuda, entry="")
+    proposal = Proposal(
+        folder=folder, name=kernel_name(folder, found, root), cpu_sources=cpu, cuda_sources=cuda, entry=""
+    )
     proposal.notes += notes
     proposal.notes += [
         f"{s} binds the .cu files (it declares what they define): built in [build.cuda]" for s in bindings
@@ -167,11 +180,55 @@ def _drafts(p: Proposal, root: Path, at_root: bool) -> None:
     p.include_dirs += [
         d for d in included_from(root, p.folder, [*p.cpu_sources, *p.cuda_sources]) if d not in p.include_dirs
     ]
+    if p.build.flags_from:
+        p.cuda_cflags, p.flag_choices = own_nvcc_flags(p.build.nvcc_flags)
+        p.cflags = [f for f in p.build.cxx_flags if not check_flags([f], nvcc=False, where="")]
+        p.cflags += [] if any(f.startswith("-std=") for f in p.cflags) else [TORCH_STD]
     headers = sources_under(p.folder, root=at_root, suffixes=HEADER_SUFFIXES)
     p.launches, notes = read_launches(p.folder, p.cuda_sources, headers)
     p.notes += notes
     if at_root:
         p.globs = root_globs([*p.cpu_sources, *p.cuda_sources, *headers])
+
+
+def own_nvcc_flags(flags: list[str]) -> tuple[list[str], list[str]]:
+    """(the nvcc flags a kernel.toml drafts from its build's, why each one left out is): the architecture options
+    are `[constraints] architectures` (each checked one is compiled with its own), ptxas's `-v` is the resource
+    check's, a flag outside opgate's allow-list is refused; torch's -std=c++17 is added when the build names none."""
+    kept: list[str] = []
+    arch: list[str] = []
+    why: list[str] = []
+    for option in nvcc_options(flags):
+        tokens = list(option.tokens)
+        if option.is_arch:
+            arch.append(" ".join(tokens))
+            continue
+        if option.name == "--ptxas-options" and option.value is not None:
+            subs = [v for v in option.value.split(",") if v]
+            rest = [v for v in subs if v not in _PTXAS_VERBOSE]
+            if len(rest) < len(subs):
+                why.append(
+                    f"left out: -v of {' '.join(tokens)}: ptxas's -v is the resource check's own (it reads every "
+                    "function's registers and spills from it); in a build it only prints them into the log"
+                )
+                if not rest:
+                    continue
+                value = ",".join(rest)
+                tokens = [tokens[0], value] if len(tokens) == 2 else [f"{tokens[0].split('=', 1)[0]}={value}"]
+        if check_flags(tokens, nvcc=True, where=""):
+            why.append(f"left out: {' '.join(tokens)}: not on opgate's allow-list of compiler flags (docs/manifest.md)")
+            continue
+        kept += tokens
+    if arch:
+        why.insert(
+            0,
+            f"left out: its target options ({len(arch)}, {arch[0]} …): the architectures are [constraints] "
+            "architectures below (the resource check compiles each one with its own)",
+        )
+    if not any(f.startswith(("-std=", "--std")) for f in kept):
+        kept.append(TORCH_STD)
+        why.append(f"added: {TORCH_STD}, as torch's BuildExtension adds it when the build names none")
+    return kept, why
 
 
 def root_globs(files: list[str]) -> list[str]:

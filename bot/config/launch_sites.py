@@ -27,6 +27,7 @@ CALLS: dict[str, tuple[int, int | None, int | None]] = {
 CHEVRON = "<<<"
 INSTANTIATION = "template __global__"
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".cpp", ".cc", ".cxx")
+UNIT_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx")  # compilation units: another unit never reads their constants
 
 _CALL = re.compile(r"\b(" + "|".join(sorted(CALLS, key=len, reverse=True)) + r")\s*\(")
 _CONST = re.compile(r"\b(?:constexpr|const)\b[^;={}()]*?\b([A-Za-z_]\w*)\s*(?:=|\{)\s*([^;]+);")
@@ -244,6 +245,26 @@ def _target(code: str, kernel: str, before: int) -> str | None:
     return expression
 
 
+def _chosen(code: str, alias: str, before: int) -> str | None:
+    """The kernel function a local alias set by a choice names (`auto kernel = c ? &k<T, false> : &k<T, true>;`), when
+    every branch names the same one; None otherwise."""
+    pattern = re.compile(rf"{_ALIAS}\s*\b{re.escape(alias)}\b\s*=\s*[^;?]*\?([^;]*);")
+    found = list(pattern.finditer(code, 0, before))
+    if not found:
+        return None
+    branches = re.findall(r"&?\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*(?:<|:(?!:)|$)", found[-1].group(1))
+    named = {_base_name(b) for b in branches}
+    return named.pop() if len(named) == 1 and len(branches) > 1 else None
+
+
+def _function(code: str, kernel: str, target: str | None, before: int) -> str:
+    """The kernel function a launch names: its target's, or the one every branch of a choosing alias names."""
+    name = _base_name(target or kernel)
+    if target is not None and target.strip() == kernel.strip() and re.fullmatch(r"[A-Za-z_]\w*", name):
+        return _chosen(code, name, before) or name
+    return name
+
+
 def scan(path: str, text: str) -> list[LaunchSite]:
     """Every launch site of one file, in order."""
     code = blank(text)
@@ -261,7 +282,7 @@ def scan(path: str, text: str) -> list[LaunchSite]:
                 line=_line(code, m.start()),
                 kind=CHEVRON,
                 kernel=kernel,
-                function=_base_name(target or kernel),
+                function=_function(code, kernel, target, m.start()),
                 target=target,
                 block=_restore(text, args[1]) if len(args) > 1 else None,
                 smem=_restore(text, args[2]) if len(args) > 2 else None,
@@ -284,7 +305,7 @@ def scan(path: str, text: str) -> list[LaunchSite]:
                 line=_line(code, m.start()),
                 kind=kind,
                 kernel=kernel,
-                function=_base_name(target or kernel),
+                function=_function(code, kernel, target, m.start()),
                 target=target,
                 block=_restore(text, args[block_at]) if block_at is not None and len(args) > block_at else None,
                 smem=_restore(text, args[smem_at]) if smem_at is not None and len(args) > smem_at else None,
@@ -338,20 +359,36 @@ def launch_inputs(site: LaunchSite, defined: dict[str, list[str]]) -> set[str]:
 
 def touches(changed: Iterable[str], files: dict[str, str], config: str | None = None) -> list[Touch]:
     """The changed files (of `files`: path -> text, both sides' sources) that hold a launch, a kernel's explicit
-    instantiation or a constant a launch's block size or dynamic shared memory is computed from. `config`: the
-    kernel's tunable config file (its values become -D defines), which touches every launch."""
+    instantiation or a constant a launch's block size or dynamic shared memory is computed from (a constant of the
+    launch's own file or of a header: a `kNThreads` another .cu defines is not the one the launch reads). `config`:
+    the kernel's tunable config file (its values become -D defines), which touches every launch."""
     changed = [p for p in dict.fromkeys(changed)]
     sites = [s for path, text in files.items() if path.endswith(SOURCE_SUFFIXES) for s in scan(path, text)]
-    defined: dict[str, list[str]] = {}
-    where: dict[str, set[str]] = {}
-    for path, text in files.items():
-        if path.endswith(SOURCE_SUFFIXES):
-            for name, definition in constants(text).items():
-                defined.setdefault(name, []).append(definition)
-                where.setdefault(name, set()).add(path)
+    own = {path: constants(text) for path, text in files.items() if path.endswith(SOURCE_SUFFIXES)}
+    shared: dict[str, list[tuple[str, str]]] = {}  # the headers' constants: name -> (path, definition)
+    for path, named in own.items():
+        if not path.endswith(UNIT_SUFFIXES):
+            for name, definition in named.items():
+                shared.setdefault(name, []).append((path, definition))
+    seen: dict[str, tuple[dict[str, list[str]], dict[str, set[str]]]] = {}
+
+    def visible(site_path: str) -> tuple[dict[str, list[str]], dict[str, set[str]]]:
+        """The constants a launch in `site_path` can read (its own file's and the headers', never another unit's),
+        and the files that define each."""
+        if site_path not in seen:
+            defined = {n: [d for _, d in pairs] for n, pairs in shared.items()}
+            where = {n: {p for p, _ in pairs} for n, pairs in shared.items()}
+            if site_path.endswith(UNIT_SUFFIXES):
+                for name, definition in own.get(site_path, {}).items():
+                    defined.setdefault(name, []).append(definition)
+                    where.setdefault(name, set()).add(site_path)
+            seen[site_path] = (defined, where)
+        return seen[site_path]
+
     found: list[Touch] = []
     for path in changed:
         for site in sites:
+            defined, where = visible(site.path)
             if site.path == path:
                 found.append(Touch(path, site, "holds" if site.kind != INSTANTIATION else "instantiates"))
                 continue

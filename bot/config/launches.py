@@ -17,6 +17,8 @@ _CONST = re.compile(
     r"\b(?:static\s+)?(?:constexpr|const)\s+(?:static\s+)?(?:unsigned\s+|signed\s+)?"
     r"(?:int|long|long\s+long|short|size_t|u?int(?:32|64)_t|unsigned|auto)\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);"
 )
+# A kernel function's definition or declaration: `__global__ __launch_bounds__(T::kNThreads) void name(`.
+_GLOBAL = re.compile(r"\b__global__\b[^;{}]*?\bvoid\s+([A-Za-z_]\w*)\s*\(")
 _DIM3 = re.compile(r"\bdim3\s+([A-Za-z_]\w*)\s*[({]([^;(){}]*)[)}]\s*;")
 _SUFFIX = re.compile(r"\b(\d+)[uUlL]+\b")
 _OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.FloorDiv: int.__floordiv__}
@@ -94,13 +96,20 @@ def _threads(text: str, known: dict[str, int], blocks: dict[str, str]) -> int | 
 
 
 def read_launches(folder: Path, sources: list[str], headers: Sequence[str] = ()) -> tuple[list[LaunchDraft], list[str]]:
-    """(the launches the sources write with constants, one per function; notes on a function launched with two
-    different figures). `headers` (relative to `folder`) give constants the sources use."""
+    """(the launches the sources write with constants, one per __global__ function the sources or headers define —
+    the names ptxas reports —; notes on a function launched with two different figures and on a launch of a name no
+    such function has). `headers` (relative to `folder`) give constants the sources use."""
     known: dict[str, int] = {}
+    kernels: set[str] = set()  # the __global__ functions the sources and headers define: what ptxas reports
     for header in headers:
-        known = constants((folder / header).read_text(errors="replace"), known)
+        text = (folder / header).read_text(errors="replace")
+        known = constants(text, known)
+        kernels.update(_GLOBAL.findall(launch_sites.blank(text)))
+    for source in sources:
+        kernels.update(_GLOBAL.findall(launch_sites.blank((folder / source).read_text(errors="replace"))))
     seen: dict[str, LaunchDraft] = {}
     differ: set[str] = set()
+    unknown: dict[str, str] = {}  # a launched name no __global__ function has -> where
     for source in sources:
         raw = (folder / source).read_text(errors="replace")
         text = launch_sites.blank(raw)
@@ -123,6 +132,9 @@ def read_launches(folder: Path, sources: list[str], headers: Sequence[str] = ())
             draft = LaunchDraft(function, threads, smem, f"{source}:{site.line}")
             if threads is None and smem is None:
                 continue
+            if function not in kernels:
+                unknown.setdefault(function, draft.where)
+                continue
             old = seen.get(function)
             if old is not None and (old.threads, old.dynamic_smem) != (threads, smem):
                 differ.add(function)
@@ -130,5 +142,10 @@ def read_launches(folder: Path, sources: list[str], headers: Sequence[str] = ())
     notes = [
         f"{f} is launched with different figures ({seen[f].where} and others): write its [launch] entry by hand"
         for f in sorted(differ)
+    ]
+    notes += [
+        f"{where}: the launch names {f}, which no __global__ function of the kernel's sources is called (a local "
+        "function pointer?): not drafted; write [launch.functions.KERNEL] under the kernel function's name"
+        for f, where in unknown.items()
     ]
     return [d for f, d in seen.items() if f not in differ], notes

@@ -45,6 +45,14 @@ def nvcc_version() -> str | None:
 
 
 @cache
+def gpu_codes() -> tuple[str, ...] | None:
+    """The sm_XX codes the installed nvcc builds (`nvcc --list-gpu-code`), None without an nvcc that can say."""
+    out = _run("nvcc", "--list-gpu-code")
+    codes = tuple(line.strip() for line in (out or "").splitlines() if line.strip().startswith("sm_"))
+    return codes or None
+
+
+@cache
 def driver_version() -> str | None:
     out = _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
     return out.strip().splitlines()[0] if out and out.strip() else None

@@ -457,7 +457,7 @@ def launch_lines() -> Report:
                                                                   "constant value"})  # fmt: skip
     unfolded = {combine_site: [Phrase(key="launch.its_smem", phrases={"why": [constant]})]}
     undecided = undecided_launches(described, [touch], unfolded)
-    notes = [*head.notes, *(Phrase(key="launch.base", phrases={"detail": [e]}) for e in base.errors), *read_notes]
+    notes = [*head.notes, *read_notes]
     check = ResourceCheckReport(
         status="ok",
         head=described,
@@ -467,6 +467,7 @@ def launch_lines() -> Report:
         launch_errors_why=head.errors,
         launch_notes=[phrase(n) for n in notes],
         launch_notes_why=notes,
+        base_launch_errors_why=base.errors,
         launch_undecided=[phrase(u) for u in undecided],
         launch_undecided_why=undecided,
         launch_unmeasured=[combine_site],

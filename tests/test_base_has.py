@@ -5,17 +5,23 @@ fails as before. Pure: resources and resource checks in, findings out."""
 
 from __future__ import annotations
 
+import shutil
+
+import pytest
+
 from bot.config.manifest import Constraints, Launch
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import Resource, ResourceCheckReport
 from bot.text.i18n import translate
-from bot.verdict.gate import Policy, launch_in_base, resource_findings
+from bot.verdict.gate import RESOURCES_ONLY, Policy, launch_in_base, resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
 from bot.verdict.messages import phrase, register_locale, render
+from tests.compile_repo import BASE_SPILL, make_compile_repo, prepend, review
 from tests.test_kernel import CPU, evidence, rules, timed
 
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 ZH = "zh-CN"
 register_locale(ZH, lambda msgid: translate(ZH, msgid))  # as bot/present registers the catalogs it renders through
 
@@ -138,3 +144,27 @@ def test_a_launch_error_only_base_has_stays_a_note_about_base():
     mended = _check([Resource(function=SPARSE.format(64), registers=96)], [_unsized(64)])
     k = judge_kernel(evidence(resource_checks=[mended]), rules(), Policy())
     assert k.reasons == [] and any(n.startswith(f"base: {SPARSE.format(64)} uses dynamic shared") for n in k.notes)
+
+
+@pytest.mark.slow
+@pytest.mark.untimed  # compile-only: a resource-only kernel, nothing timed
+@needs_nvcc
+def test_a_comment_beside_an_untouched_unit_that_spills_in_base_does_not_fail_and_shows_the_spill_as_bases(
+    opgate, tmp_path
+):
+    repo = make_compile_repo(tmp_path / "repo", BASE_SPILL)
+    prepend(repo, "ops/conv1d/fwd.cu", "// Reworded: y = x * w0 + x[-1] * w1.\n")
+    run = review(opgate, repo, repo.commit("a comment"))
+    assert run.code == 0, run.stdout + run.stderr
+    kernel = run.kernel("conv1d")
+    check = kernel["resource_check"]
+    [head] = [r for r in check["head"] if r["spill_bytes"] > 0]
+    [base] = [r for r in check["base"] if r["spill_bytes"] > 0]
+    assert head["function"] == base["function"] and "conv_bwd" in head["function"]
+    assert kernel["reasons"] == []  # resources checked, no case ran: undecided, never a plain pass
+    assert kernel["verdict"] == "undecided" and kernel["undecided"] == [RESOURCES_ONLY]
+    [note] = [n for n in kernel["notes"] if n.startswith("in base too: ")]
+    figure = f"{head['spill_bytes']:,} B"
+    assert f"{head['function']} spills {head['spill_bytes']} bytes" in note
+    assert f"(head {figure}, base {figure})" in note
+    assert "in base too" in run.comment and "fails no pull request" in run.comment

@@ -5,6 +5,7 @@ fails as before. Pure: resources and resource checks in, findings out."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -168,3 +169,28 @@ def test_a_comment_beside_an_untouched_unit_that_spills_in_base_does_not_fail_an
     assert f"{head['function']} spills {head['spill_bytes']} bytes" in note
     assert f"(head {figure}, base {figure})" in note
     assert "in base too" in run.comment and "fails no pull request" in run.comment
+
+
+def test_mains_record_keeps_what_base_already_had_visible(opgate, tmp_path):
+    """`opgate history record` of a main commit whose review noted base's spill: the figure is recorded and the line
+    says main carries it (and --json lists it), so nothing base had goes out of sight once no pull request fails on
+    it."""
+    from tests.conftest import make_repo
+    from tests.mainline_world import _report
+
+    repo = make_repo(tmp_path / "repo", ["deepgemm_tile"])
+    repo.write("kernels/deepgemm_tile/notes.txt", "a comment\n")
+    head = repo.commit("a comment (#7)")
+    check = ResourceCheckReport(status="ok", arch="sm_80", head=[spilling()], base=[spilling()])
+    judged = judge_kernel(evidence(resource_checks=[check]), rules(), Policy())
+    report = _report().model_copy(update={"base_sha": repo.base, "head_sha": head, "kernels": [judged]})
+    path = tmp_path / "report.json"
+    path.write_text(report.to_json())
+    args = ("history", "record", "--report", str(path), "--repo", str(repo.path))
+    rec = opgate(*args)
+    assert rec.code == 0, rec.stderr
+    assert "1 function(s) [deepgemm_tile]" in rec.stdout
+    [line] = [x for x in rec.stdout.splitlines() if "main carries" in x]
+    assert line.startswith(f"  main carries, noted and not failed: deepgemm_tile: in base too: {BWD} spills 16 bytes")
+    as_json = opgate(*args, "--json")
+    assert json.loads(as_json.stdout)["carried"] == [line.split("not failed: ", 1)[1]]

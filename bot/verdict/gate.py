@@ -34,6 +34,13 @@ from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phra
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 HEAD, BASE = "head", "base"
+# What base already had of an absolute rule, as the gate notes it (never the change's failure): docs/review.md
+IN_BASE = (
+    "resources.in_base",
+    "resources.in_base_renamed",
+    "resources.launch_in_base",
+    "resources.launch_in_base_moved",
+)
 RESOURCES_ONLY = MESSAGES["resources.only"][1]  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 

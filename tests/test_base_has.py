@@ -169,6 +169,8 @@ def test_a_comment_beside_an_untouched_unit_that_spills_in_base_does_not_fail_an
     assert f"{head['function']} spills {head['spill_bytes']} bytes" in note
     assert f"(head {figure}, base {figure})" in note
     assert "in base too" in run.comment and "fails no pull request" in run.comment
+    [summary] = [x for x in run.comment.splitlines() if "Resources: registers, spills" in x]
+    assert "❌" not in summary  # base's spill and "no case ran" mark no failure on the resource table
 
 
 def test_mains_record_keeps_what_base_already_had_visible(opgate, tmp_path):

@@ -187,7 +187,8 @@ def test_check_fails_what_the_review_fails_a_missing_launch_entry_a_raising_refe
             assert line == (
                 f"  ✗   resources on {arch}: vec_scale_kernel (4 instantiations: {INSTANCES}) uses dynamic shared "
                 f"memory (extern __shared__) that {KERNEL}/kernel.toml does not size: add "
-                "[launch.functions.vec_scale_kernel] dynamic_smem"
+                "[launch.functions.vec_scale_kernel] dynamic_smem (in a review: noted 'in base too' where base has it "
+                "alike, failed only where a change makes or worsens it)"
             )
         git(repo, "checkout", "-q", "--", f"{KERNEL}/kernel.toml", f"{KERNEL}/reference.py")
         _edit(

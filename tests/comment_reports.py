@@ -424,6 +424,40 @@ def not_resident() -> Report:
     return report([k])
 
 
+def base_has() -> Report:
+    """What base already has (docs/review.md): a spill base's same function has alike, a launch kernel.toml sizes
+    on neither side (noted), and another one whose function the change moved (undecided)."""
+    from bot.config.manifest import Constraints, Launch
+    from bot.verdict.gate import Policy, kernel_verdict
+    from bot.verdict.launch import describe
+    from bot.verdict.messages import phrase
+
+    bwd = "void conv1d_channellast_bwd<128, 4, true>(ConvParamsBwd)"
+    sparse, combine = "void flash::sparse_decode<64>(Params)", "void flash::combine<8>(Params)"
+    spill = Resource(function=bwd, registers=255, spill_bytes=24, spill_store_bytes=16, spill_load_bytes=8)
+    head = [spill, Resource(function=sparse, registers=96, extern_smem=True),
+            Resource(function=combine, registers=40, extern_smem=True)]  # fmt: skip
+    base = [spill, Resource(function=sparse, registers=96, extern_smem=True),
+            Resource(function=combine, registers=32, extern_smem=True)]  # fmt: skip
+    bounds = {bwd: 128, sparse: 128, combine: 64}
+    manifest = "csrc/kernel.toml"
+    h = describe(head, bounds, Launch(), {}, manifest, arch="sm_80")
+    b = describe(base, bounds, Launch(), {}, manifest, arch="sm_80")
+    check = ResourceCheckReport(
+        status="ok",
+        arch="sm_80",
+        head=h.resources,
+        base=b.resources,
+        threads=bounds,
+        launch_errors=[phrase(e) for e in h.errors],
+        launch_errors_why=h.errors,
+        base_launch_errors_why=b.errors,
+    )
+    k = KernelReport(name="conv1d", domain="deepgemm", changed=True, verdict="skipped", resource_check=check)
+    k = kernel_verdict(k, [], [skipped("fwd_b1")], Constraints(), Policy())
+    return report([k])
+
+
 def launch_lines() -> Report:
     """A resource check whose launches the gate could not take as declared, every line made by bot/verdict/launch.py:
     kernel.toml's threads against the code's, an extern __shared__ nobody sized (two instantiations), a key naming no
@@ -457,7 +491,7 @@ def launch_lines() -> Report:
                                                                   "constant value"})  # fmt: skip
     unfolded = {combine_site: [Phrase(key="launch.its_smem", phrases={"why": [constant]})]}
     undecided = undecided_launches(described, [touch], unfolded)
-    notes = [*head.notes, *(Phrase(key="launch.base", phrases={"detail": [e]}) for e in base.errors), *read_notes]
+    notes = [*head.notes, *read_notes]
     check = ResourceCheckReport(
         status="ok",
         head=described,
@@ -467,6 +501,7 @@ def launch_lines() -> Report:
         launch_errors_why=head.errors,
         launch_notes=[phrase(n) for n in notes],
         launch_notes_why=notes,
+        base_launch_errors_why=base.errors,
         launch_undecided=[phrase(u) for u in undecided],
         launch_undecided_why=undecided,
         launch_unmeasured=[combine_site],
@@ -947,4 +982,5 @@ REPORTS: dict[str, Callable[[], Report]] = {
     "not_resident": not_resident,
     "expectations": expectations,
     "launch_lines": launch_lines,
+    "base_has": base_has,
 }

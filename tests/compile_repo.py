@@ -10,11 +10,12 @@ from pathlib import Path
 from tests.conftest import ROOT, SUMMARY_TASK, KernelRepo, git, repo_config_toml
 
 FIXTURE = Path(__file__).parent / "fixtures" / "compile_repo"
+BASE_SPILL = Path(__file__).parent / "fixtures" / "base_spill_repo"  # ops/conv1d: base's backward unit spills
 
 
-def make_compile_repo(path: Path) -> KernelRepo:
+def make_compile_repo(path: Path, fixture: Path = FIXTURE) -> KernelRepo:
     """The fixture committed as the base of a scratch repository (its kernels in ops/)."""
-    shutil.copytree(FIXTURE, path)
+    shutil.copytree(fixture, path)
     git(path, "init", "-q", "-b", "main")
     git(path, "config", "user.email", "test@opgate.local")
     git(path, "config", "user.name", "opgate tests")

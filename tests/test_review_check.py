@@ -101,7 +101,11 @@ def test_each_resource_status_is_one_line_passed_failed_or_not_checked_on_this_r
             "unknown, so the review computes no occupancy: give __launch_bounds__ in the code or "
             f"[launch.functions.k] threads in {KERNEL}/kernel.toml",
         ),
-        ("failed", "resources on sm_90a: void s(int) spills 64 bytes (stores 0 B, loads 0 B)"),
+        (
+            "failed",
+            "resources on sm_90a: void s(int) spills 64 bytes (stores 0 B, loads 0 B) (in a review: noted 'in base "
+            "too' where base has it alike, failed only where a change makes or worsens it)",
+        ),
     ]
     report = CheckReport(kernels=[result], seconds=1.0)
     assert not result.ok and not report.ready and len(result.not_checked) == 3
@@ -182,7 +186,8 @@ def test_check_fails_what_the_review_fails_a_missing_launch_entry_a_raising_refe
             assert line == (
                 f"  ✗   resources on {arch}: vec_scale_kernel (4 instantiations) uses dynamic shared "
                 f"memory (extern __shared__) that {KERNEL}/kernel.toml does not size: add "
-                "[launch.functions.vec_scale_kernel] dynamic_smem"
+                "[launch.functions.vec_scale_kernel] dynamic_smem (in a review: noted 'in base too' where base has it "
+                "alike, failed only where a change makes or worsens it)"
             )
         git(repo, "checkout", "-q", "--", f"{KERNEL}/kernel.toml", f"{KERNEL}/reference.py")
         _edit(

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict
 from bot.edges.machine import device_key
 from bot.models.ledger import CaseFigure
 from bot.models.report import CaseReport, KernelReport, Report, Resource
+from bot.verdict.gate import IN_BASE
+from bot.verdict.messages import render
 from bot.verdict.occupancy import occupancy, table
 
 # A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".
@@ -84,6 +86,14 @@ def _resources(kernel: KernelReport) -> list[tuple[str, list[Resource], dict[str
     if checks:
         return [(c.arch, c.head, c.threads) for c in checks]
     return [("sm_90a", kernel.build.resources if kernel.build is not None else [], {})]
+
+
+def carried(report: Report) -> list[str]:
+    """What a main commit's review found main already had of an absolute rule (a spill, a launch kernel.toml does
+    not size …), which the gate notes "in base too" and no pull request fails on: `kernel: line`, in English, so that
+    main's record keeps it visible (docs/review.md, "What base already has")."""
+    found = (f"{k.name}: {render(f)}" for k in report.kernels if k.changed for f in k.findings if f.key in IN_BASE)
+    return list(dict.fromkeys(found))
 
 
 def figures(report: Report, commit: MainCommit) -> tuple[list[CaseFigure], list[ResourceFigure]]:

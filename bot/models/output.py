@@ -60,6 +60,10 @@ class RecordOutput(Output):
     cases: int
     functions: int
     kernels: list[str]
+    carried: list[str] = Field(
+        default_factory=list,
+        description="what main already had of an absolute rule, noted 'in base too' by the review: `kernel: line`",
+    )
 
 
 class BisectSummary(Output):

@@ -122,6 +122,11 @@ class ResourceCheckReport(_Model):
         default_factory=list, description="launch_errors as the catalog's phrases, one per line (its English)"
     )
     launch_notes_why: list[Phrase] = Field(default_factory=list, description="launch_notes as phrases, one per line")
+    base_launch_errors_why: list[Phrase] = Field(
+        default_factory=list,
+        description="base's kernel.toml [launch] errors, as phrases: what head shares of them is base's, noted, "
+        "never this change's failure",
+    )
     unchanged: Literal["same", "unread"] | None = Field(
         None,
         description="same: every compiled function has base's registers, spills, stack, shared memory and occupancy; "

@@ -153,7 +153,7 @@ def resource_check(
     if base_k is not None and base is not None and base.status == "ok":
         cxx = folds[BASE].values if BASE in folds else None
         base_d = describe_kernel(base_k, base.resources, base.threads, cxx, arch)
-    notes = [Phrase(key="launch.base", phrases={"detail": [e]}) for e in (base_d.errors if base_d else [])]
+    notes: list[Phrase] = []
     touched = launch_touches(head_k, base_k, changed or [])
     undecided: list[Phrase] = []
     unmeasured: list[str] = []
@@ -184,6 +184,7 @@ def resource_check(
         threads=head.threads,
         launch_errors=[phrase(e) for e in errors],
         launch_errors_why=errors,
+        base_launch_errors_why=list(base_d.errors) if base_d is not None else [],
         launch_notes=[phrase(n) for n in notes],
         launch_notes_why=notes,
         unchanged="same" if unchanged else None,

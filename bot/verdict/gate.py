@@ -34,6 +34,13 @@ from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phra
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 HEAD, BASE = "head", "base"
+# What base already had of an absolute rule, as the gate notes it (never the change's failure): docs/review.md
+IN_BASE = (
+    "resources.in_base",
+    "resources.in_base_renamed",
+    "resources.launch_in_base",
+    "resources.launch_in_base_moved",
+)
 RESOURCES_ONLY = MESSAGES["resources.only"][1]  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
@@ -635,7 +642,8 @@ def resource_findings(
     Fails: spills, static + dynamic smem per block over the architecture's opt-in limit (232,448 B on sm_90
     and sm_100; or `max_smem_bytes`), registers over `max_registers`, a launch that fits no SM, fewer resident
     warps per SM than base beyond `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change
-    is noted either way.
+    is noted either way. An absolute rule's breach that base's function (`match_base`) has alike or worse is base's,
+    not the change's: noted "in base too" with both figures (`in_base`), never a failure.
     """
     failures: list[Finding] = []
     notes: list[Finding] = []
@@ -643,51 +651,16 @@ def resource_findings(
     sm = table(arch)
     smem_limit = sm.smem_per_block_optin if sm is not None else SMEM_PER_BLOCK_LIMIT
     for r in head:
-        if r.spill_bytes > constraints.max_spill_bytes:
-            failures.append(
-                _resource(
-                    "resources.spill",
-                    r,
-                    bytes=r.spill_bytes,
-                    stores=r.spill_store_bytes,
-                    loads=r.spill_load_bytes,
-                    value_=r.spill_bytes,
-                    limit_=constraints.max_spill_bytes,
-                    unit_="B",
-                )
-            )
-        smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
-        if smem > smem_limit:
-            smem_arch: dict[str, Any] = {"value_": smem, "limit_": smem_limit, "unit_": "B"}
-            failures.append(_resource("resources.smem_arch", r, smem=_smem(r), limit=f"{smem_limit:,}", **smem_arch))
-        if constraints.max_registers is not None and r.registers > constraints.max_registers:
-            failures.append(
-                _resource(
-                    "resources.registers",
-                    r,
-                    registers=r.registers,
-                    limit=constraints.max_registers,
-                    value_=r.registers,
-                    limit_=constraints.max_registers,
-                    unit_="registers",
-                )
-            )
-        if constraints.max_smem_bytes is not None and smem > constraints.max_smem_bytes:
-            failures.append(
-                _resource(
-                    "resources.smem_limit",
-                    r,
-                    smem=_smem(r),
-                    limit=f"{constraints.max_smem_bytes:,}",
-                    value_=smem,
-                    limit_=constraints.max_smem_bytes,
-                    unit_="B",
-                )
-            )
         b = base_of.get(r.function)
+        theirs = _absolute(b, None, constraints, sm, smem_limit) if b is not None else []
+        for f in _absolute(r, threads, constraints, sm, smem_limit):
+            same = next((g for g in theirs if g.key == f.key and _as_bad(g, f)), None)
+            if same is None or b is None:
+                failures.append(f)
+            else:
+                notes.append(in_base(f, same, b))
         if (occ := _occupancy_of(r, threads, sm)) is not None:
             block = r.threads or (threads or {}).get(r.function)
-            failures.extend(_occupancy_failures(r, occ, block, constraints, smem, smem_limit))
             if b is not None and b.occupancy is not None and occ.blocks_per_sm > 0:
                 change = _occupancy_change(r, occ, b.occupancy, block, constraints)
                 if change is not None:
@@ -706,6 +679,90 @@ def resource_findings(
                         notes.append(_resource("resources.grew", r, Outcome.note, **grew))
     compiled, before = [r.function for r in head], [r.function for r in base]
     return families(failures, compiled, before), families(notes, compiled, before)
+
+
+def _absolute(
+    r: Resource, threads: dict[str, int] | None, constraints: Constraints, sm: Arch | None, smem_limit: int
+) -> list[Finding]:
+    """What one function breaks of the absolute rules, whatever base has: spills, shared memory over the
+    architecture's or the manifest's limit, registers over `max_registers`, a launch that fits no SM, fewer than
+    `min_warps_per_sm`."""
+    found: list[Finding] = []
+    if r.spill_bytes > constraints.max_spill_bytes:
+        spill: dict[str, Any] = {"value_": r.spill_bytes, "limit_": constraints.max_spill_bytes, "unit_": "B"}
+        found.append(
+            _resource(
+                "resources.spill",
+                r,
+                bytes=r.spill_bytes,
+                stores=r.spill_store_bytes,
+                loads=r.spill_load_bytes,
+                **spill,
+            )
+        )
+    smem = r.smem_bytes + (r.dynamic_smem_bytes or 0)
+    if smem > smem_limit:
+        smem_arch: dict[str, Any] = {"value_": smem, "limit_": smem_limit, "unit_": "B"}
+        found.append(_resource("resources.smem_arch", r, smem=_smem(r), limit=f"{smem_limit:,}", **smem_arch))
+    if constraints.max_registers is not None and r.registers > constraints.max_registers:
+        found.append(
+            _resource(
+                "resources.registers",
+                r,
+                registers=r.registers,
+                limit=constraints.max_registers,
+                value_=r.registers,
+                limit_=constraints.max_registers,
+                unit_="registers",
+            )
+        )
+    if constraints.max_smem_bytes is not None and smem > constraints.max_smem_bytes:
+        found.append(
+            _resource(
+                "resources.smem_limit",
+                r,
+                smem=_smem(r),
+                limit=f"{constraints.max_smem_bytes:,}",
+                value_=smem,
+                limit_=constraints.max_smem_bytes,
+                unit_="B",
+            )
+        )
+    if (occ := _occupancy_of(r, threads, sm)) is not None:
+        block = r.threads or (threads or {}).get(r.function)
+        found.extend(_occupancy_failures(r, occ, block, constraints, smem, smem_limit))
+    return found
+
+
+_FEWER_IS_WORSE = ("resources.not_resident", "resources.min_warps")  # resident blocks, warps: the fewer the worse
+
+
+def _as_bad(theirs: Finding, ours: Finding) -> bool:
+    """Base's breach of a rule is as bad as head's or worse (the same figure, or further past the limit)."""
+    if theirs.value is None or ours.value is None:
+        return theirs.value is None and ours.value is None
+    if ours.key in _FEWER_IS_WORSE:
+        return theirs.value <= ours.value
+    return theirs.value >= ours.value
+
+
+def _figure(f: Finding) -> str:
+    value = "?" if f.value is None else f"{f.value:,g}"
+    return f"{value} {f.unit}" if f.unit else value
+
+
+def in_base(ours: Finding, theirs: Finding, b: Resource) -> Finding:
+    """Head's breach of an absolute rule that base has alike or worse, for the same function (`match_base`): a note
+    with both figures, never a failure of this change (docs/review.md, "What base already has")."""
+    renamed = is_rename(ours.function or "", b.function)
+    return ours.model_copy(
+        update={
+            "outcome": Outcome.note,
+            "key": "resources.in_base_renamed" if renamed else "resources.in_base",
+            "params": {"head": _figure(ours), "base": _figure(theirs), "base_function": b.function},
+            "phrases": {"violation": [Phrase(key=ours.key, params=ours.params, phrases=ours.phrases)]},
+        }
+    )
 
 
 def _occupancy_failures(
@@ -814,7 +871,12 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
     for e in _launch_lines(check.launch_errors, check.launch_errors_why):
-        add_kernel(kernel, _launch(e, Outcome.fail, head=check.head).model_copy(update={"tail": on, "arch": arch}))
+        add_kernel(kernel, _launch_error(e, check).model_copy(update={"tail": on, "arch": arch}))
+    for e in check.base_launch_errors_why:
+        if e not in check.launch_errors_why:  # base's own, which head mends or lacks: reported, never head's fault
+            own = Phrase(key="launch.base", phrases={"detail": [e]})
+            base_own = _launch(own, Outcome.note, "resources.launch_note")
+            add_kernel(kernel, base_own.model_copy(update={"arch": arch}), once=True)
     for u in _launch_lines(check.launch_undecided, check.launch_undecided_why):
         add_kernel(kernel, _launch(u, Outcome.undecided).model_copy(update={"tail": on, "arch": arch}))
     for note in _launch_lines(check.launch_notes, check.launch_notes_why):
@@ -827,6 +889,46 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
     failures, notes = resource_findings(check.head, check.base, constraints, check.threads, check.arch)
     for f in (*failures, *notes):
         add_kernel(kernel, f.model_copy(update={"tail": [*f.tail, *on], "arch": arch}))
+
+
+def _unsized(r: Resource | None) -> bool:
+    return r is not None and r.extern_smem and r.dynamic_smem_bytes is None
+
+
+def _own_figures(r: Resource) -> tuple[object, ...]:
+    """What a function's occupancy is made of besides its launch's dynamic shared memory."""
+    return (r.registers, r.smem_bytes, r.barriers, r.threads)
+
+
+def _launch_error(line: str | Phrase, check: ResourceCheckReport) -> Finding:
+    """Head's launch error: a failure, unless base's kernel.toml has it alike (`launch_in_base`)."""
+    if not isinstance(line, Phrase):
+        return _launch(line, Outcome.fail, head=check.head)
+    moved = launch_in_base(line, check.head, check.base, check.base_launch_errors_why)
+    if moved is None:
+        return _launch(line, Outcome.fail, head=check.head)
+    if moved:
+        detail: dict[str, Any] = {"params": {"functions": "; ".join(moved)}, "phrases": {"detail": [line]}}
+        return Finding(gate=Gate.resources, outcome=Outcome.undecided, key="resources.launch_in_base_moved", **detail)
+    shared = {"detail": [line]}
+    return Finding(gate=Gate.resources, outcome=Outcome.note, key="resources.launch_in_base", phrases=shared)
+
+
+def launch_in_base(
+    error: Phrase, head: list[Resource], base: list[Resource], base_errors: list[Phrase]
+) -> list[str] | None:
+    """Whether base's kernel.toml has head's launch error alike: None when it does not (the change's: it fails);
+    else the functions it leaves blind whose own figures (registers, static shared memory, barriers, threads) the
+    change moved — their occupancy against base is then undecided, not passed —, an empty list when none moved.
+
+    Alike is the same error, or dynamic shared memory nobody sizes (`launch.unsized`) where every such head function
+    of the kernel stands beside a base function (`match_base`) nobody sizes either."""
+    paired = match_base(head, base)
+    name = error.params.get("name") if error.key == "launch.unsized" else None
+    named = [r for r in head if name is not None and _unsized(r) and base_name(r.function) == name]
+    if error not in base_errors and (not named or not all(_unsized(paired.get(r.function)) for r in named)):
+        return None
+    return [r.function for r in named if (b := paired.get(r.function)) is None or _own_figures(b) != _own_figures(r)]
 
 
 def _launch_lines(english: list[str], why: list[Phrase]) -> list[str] | list[Phrase]:

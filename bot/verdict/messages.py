@@ -186,6 +186,26 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "warps/SM), limited by {limited_by}",
     ),
     "resources.limited_by": (None, "{factor}: {why}"),
+    "resources.in_base": (
+        None,
+        "in base too: {violation} (head {head}, base {base}): base has it alike, so it fails no pull request until a "
+        "change makes it worse",
+    ),
+    "resources.in_base_renamed": (
+        None,
+        "in base too: {violation} (head {head}, base {base} as {base_function}): base has it alike, so it fails no "
+        "pull request until a change makes it worse",
+    ),
+    "resources.launch_in_base_moved": (
+        None,
+        "in base too: {detail}; but the change moves the registers, shared memory or block size of {functions}, so "
+        "their occupancy against base is undecided",
+    ),
+    "resources.launch_in_base": (
+        None,
+        "in base too: {detail}: base's kernel.toml leaves it alike, so it fails no pull request until a change makes "
+        "it worse",
+    ),
     # the occupancy arithmetic: why a resource allows only so many blocks, in the kernel author's numbers
     "occupancy.registers_factor": (None, "registers"),
     "occupancy.smem_factor": (None, "shared memory"),

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
-_MARKS = {"ok": "ok ", "failed": "✗  ", "not_checked": "-- ", "incomplete": "-- "}
+_MARKS = {"ok": "ok ", "failed": "✗  ", "not_checked": "-- ", "incomplete": "-- ", "note": "·  "}
 
 
 def _print(report: CheckReport, args: argparse.Namespace) -> None:

@@ -32,14 +32,15 @@ from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import check_defines
 from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
-from bot.verdict.ready import dry_case, resource_failures, runner_lacks
+from bot.verdict.ready import IN_A_REVIEW, dry_case, resource_failures, runner_lacks
 from bot.verdict.static import check_tunables
 
 NOT_CHECKED = "not checked on this runner"
 
 # not_checked: this runner cannot (no nvcc, no GPU); incomplete: the manifest leaves it undescribed (a kernel
-# function's threads per block), which the review notes without judging. Neither is "ready".
-StepStatus = Literal["ok", "failed", "not_checked", "incomplete"]
+# function's threads per block), which the review notes without judging. Neither is "ready". note: how a review
+# will treat the lines above it (it decides nothing here).
+StepStatus = Literal["ok", "failed", "not_checked", "incomplete", "note"]
 
 
 class CheckStep(BaseModel):
@@ -69,6 +70,9 @@ class KernelCheck(BaseModel):
 
     def incomplete(self, step: str, detail: str) -> None:
         self.steps.append(CheckStep(step=step, status="incomplete", detail=detail))
+
+    def note(self, step: str, detail: str) -> None:
+        self.steps.append(CheckStep(step=step, status="note", detail=detail))
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -263,6 +267,8 @@ def resource_step(kernel: Kernel, check: ResourceCheckReport, result: KernelChec
     failures = [f"{on}: {f}" for f in resource_failures(check, kernel.manifest.constraints)]
     for failure in failures:
         result.failed(step, failure)
+    if failures:  # once, not on every line: each line keeps its reason and fix within a line (issue 54, 3)
+        result.note(step, f"{on}: {IN_A_REVIEW}")
     unknown = _without_threads(kernel, check)
     for line in unknown:
         result.incomplete(step, f"occupancy on {check.arch}: {line}")

@@ -10,15 +10,18 @@ from bot.verdict.compile_errors import advice, describe, torch_cuda
 from bot.verdict.gate import case_verdict, resource_reasons
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").
-IN_A_REVIEW = "in a review: noted 'in base too' where base has it alike, failed only where a change makes or worsens it"
+IN_A_REVIEW = (
+    "in a review, each line above is held against base: noted 'in base too' where base has it alike, failed only where "
+    "a change makes or worsens it"
+)
 
 
 def resource_failures(check: ResourceCheckReport, constraints: Constraints) -> list[str]:
     """Why head's figures on `check.arch` fail on their own: each launch error, then each resource over a limit
-    (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:", each
-    saying how a review will treat it (`IN_A_REVIEW`)."""
+    (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:"; `opgate
+    check` says once after them how a review will treat them (`IN_A_REVIEW`)."""
     reasons, _ = resource_reasons(check.head, [], constraints, check.threads, check.arch)
-    return [f"{r} ({IN_A_REVIEW})" for r in (*check.launch_errors, *(r.removeprefix("resource: ") for r in reasons))]
+    return [*check.launch_errors, *(r.removeprefix("resource: ") for r in reasons)]
 
 
 def runner_lacks(check: ResourceCheckReport) -> str | None:

@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import BuildSpec
-from bot.untrusted.build import Built, build_key, plan_units, same_binary, unit_flags, unit_key
+from bot.untrusted.build import Built, plan_units, same_binary, unit_flags, unit_key
 from bot.untrusted.toolchain import toolchain
+
+
+def build_key(folder: Path, spec: BuildSpec, config: dict[str, object], device: str, build_root: Path) -> object:
+    """What `build` keys the linked extension by: the toolchain, its link flags and each object's `unit_key`."""
+    tc = toolchain(device, build_root / "toolchain")
+    keys = sorted(
+        unit_key(folder, u, unit_flags(u, spec, config, tc), tc, device) for u in plan_units(folder, spec, device)
+    )
+    return (tc.key, tc.ldflags, keys)
 
 
 @pytest.fixture

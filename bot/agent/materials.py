@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -220,8 +219,3 @@ def pieces(
         elif material == "functions":
             out.extend(function_pieces(changes, sources))
     return out
-
-
-def reference_path(rules: Kernel) -> str:
-    """The reference module's path from the repository root (where the probes are read from, base's)."""
-    return str(PurePosixPath(rules.path or f"kernels/{rules.name}") / rules.manifest.reference.module)

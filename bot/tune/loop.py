@@ -126,9 +126,10 @@ class Tuner:
                 raise InputError(f"{kernel.name}: kernel.toml has no [tunables]: there is nothing to tune")
             # the review's materials (base's limits, cases and probes, its figures in main's history), read while
             # base's tree is here; the agent's prompt carries them within the domain's per-request budget
-            self.materials = gather(
+            pieces, missing = gather(
                 kernel, kernel, [], self.settings, self.ledger, None, base_sha, leave_out=TUNE_LEAVES_OUT
             )
+            self.materials = pieces, [line for line, _ in missing]
         return kernel, text
 
     def run(self) -> TuneResult:

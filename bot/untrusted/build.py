@@ -190,20 +190,6 @@ def unit_key(
     return h.hexdigest()
 
 
-def build_key(
-    folder: Path,
-    spec: BuildSpec,
-    config: dict[str, object],
-    device: Literal["cpu", "cuda"],
-    build_root: Path,
-    includes: Sequence[Path] = (),
-) -> str:
-    """The key of the linked extension: its objects' keys and the link flags."""
-    tc = toolchain(device, build_root / "toolchain")
-    units = _keyed_units(folder, spec, config, device, tc, includes)
-    return _link_key(units, tc)
-
-
 def _keyed_units(
     folder: Path, spec: BuildSpec, config: dict[str, object], device: str, tc: Toolchain, includes: Sequence[Path]
 ) -> list[Unit]:

@@ -19,8 +19,6 @@ from bot.errors import InputError, ServiceError
 
 log = logging.getLogger(__name__)
 
-CHAT_PATH = wire.PATHS["openai"]
-
 
 def validate_base_url(url: str) -> str:
     """A bare gateway URL: http(s), a host, no query string, no fragment, no credentials."""

@@ -134,10 +134,6 @@ def tunables_text(kernel: Kernel, rules: Kernel) -> str:
     return "\n".join(lines)
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.1f}%"
-
-
 def baseline_text(kernel: str, baseline: Baseline) -> str:
     which = "base's own commit" if baseline.is_base else "the latest recorded main commit; base's is not recorded"
     lines = [f"Base's measured figures for {kernel} (main at {baseline.sha[:12]}, {which}; from the ledger's history):"]

@@ -171,9 +171,6 @@ def _close(code: str, open_at: int) -> int:
     return len(code)
 
 
-_OPERATORS = "=(,!?+-/|%^~"
-
-
 def _definitions(code: str, name: str, *, kernel: bool) -> list[tuple[int, bool]]:
     """(offset of the name, whether a body follows) of every declaration of `name` in blanked `code`: a kernel's
     statement carries `__global__`; any other function's has a type before the name (not a call, not a macro)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Callable
@@ -44,7 +43,6 @@ from bot.tune.store import RunRow, TuningStore
 from bot.tune.trial import review_candidate, trial_from
 from bot.verdict.expectations import check_kernel
 
-log = logging.getLogger(__name__)
 RUNS_PER_WEEK = 25  # the default --tokens: a domain's weekly budget / 25 (its users' per-task total)
 Strategy = Literal["agent", "exhaustive", "both"]
 

@@ -38,7 +38,6 @@ from bot.untrusted.sandbox import Bind, Sandbox, Spec
 from bot.untrusted.toolchain import EXT_NAME, Toolchain, toolchain
 from bot.verdict.compile_errors import build_errors, manifest_error
 
-SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl"}
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".inl", ".cuh"}
 UNIT_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu"}
 CUDA_ONLY_SUFFIXES = {".cu", ".cuh"}

@@ -91,13 +91,14 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
 
 
 def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu_only_change_does_not():
-    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged); a CPU-only change is
-    judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
+    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged_findings); a CPU-only
+    change is judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
     from bot.config.manifest import Constraints, load_kernel
     from bot.models.report import CaseReport, CaseStatus, KernelReport
-    from bot.review.coverage import not_judged
+    from bot.review.coverage import not_judged_findings
     from bot.untrusted.build import compiled_files
     from bot.verdict.gate import Policy, kernel_verdict
+    from bot.verdict.messages import render
 
     k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
     compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}
@@ -110,7 +111,7 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
 
     def judged(paths: list[str]) -> KernelReport:
         report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
-        report.undecided.extend(not_judged(paths, folder, compiled, ["cpu"]))
+        report.undecided.extend(render(f) for f in not_judged_findings(paths, folder, compiled, ["cpu"]))
         return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
 
     cuda = judged([f"{folder}/gemm_cuda.cu"])

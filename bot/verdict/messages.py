@@ -528,10 +528,9 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
 }
 
-# Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
-# compiler's line (a compile error's message), a data sheet's line (`source`, the figures a GPU's peak quotes).
-# Every other parameter is a name, a number, a unit or a phrase.
-VERBATIM = frozenset({"error", "message", "worker_output", "source"})
+# Parameters whose value is text opgate did not write, shown as written in every locale (`error`, `message`,
+# `worker_output`, `source`): an exception's message, a compiler's line (a compile error's message), a data sheet's
+# line (`source`, the figures a GPU's peak quotes). Every other parameter is a name, a number, a unit or a phrase.
 
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}
@@ -548,13 +547,6 @@ def _gettext(locale: str) -> Translator:
     if locale not in _TRANSLATORS:
         raise ValueError(f"no message catalog for locale {locale!r}")
     return _TRANSLATORS[locale]
-
-
-def message(key: str) -> tuple[str | None, str]:
-    """(label id, English text) of a message id; a KeyError names an id the catalog lacks."""
-    if key not in MESSAGES:
-        raise KeyError(f"no message {key!r} in bot/verdict/messages.py")
-    return MESSAGES[key]
 
 
 class _Args(dict[str, object]):

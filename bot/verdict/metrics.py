@@ -16,7 +16,6 @@ from bot.config.manifest import Limits, OutputLimits
 from bot.models.report import OutputMetrics, Violation
 
 REL_FLOOR = 1e-2  # relative errors are taken against max(|ref|, 1 % of the reference's RMS)
-METRICS = ("nan_inf", "max_abs_err", "max_rel_err", "cos_diff")  # checked in this order, per output
 
 
 def output_names(count: int, declared: Sequence[str] | None = None) -> list[str]:

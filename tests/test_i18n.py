@@ -130,7 +130,7 @@ FOREIGN = {
 
 def _data_texts(report: Report) -> set[str]:
     """Text the report holds that opgate did not write (FOREIGN's fields, a finding's or phrase's verbatim parameters
-    — bot/verdict/messages.py names them —, the review's error), shown as written in whatever language it was written.
+    — bot/verdict/messages.py VERBATIM —, the review's error), shown as written in whatever language it was written.
     Every sentence opgate composes — a finding's message and its phrases, a skip, crash or refusal reason, an
     expectation's note, the occupancy arithmetic — is the catalog's, in both locales."""
     found: set[str] = set()

@@ -528,9 +528,10 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
     ),
 }
 
-# Parameters whose value is text opgate did not write, shown as written in every locale (`error`, `message`,
-# `worker_output`, `source`): an exception's message, a compiler's line (a compile error's message), a data sheet's
-# line (`source`, the figures a GPU's peak quotes). Every other parameter is a name, a number, a unit or a phrase.
+# Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
+# compiler's line (a compile error's message), a data sheet's line (`source`, the figures a GPU's peak quotes).
+# Every other parameter is a name, a number, a unit or a phrase.
+VERBATIM = frozenset({"error", "message", "worker_output", "source"})
 
 Translator = Callable[[str], str]
 _TRANSLATORS: dict[str, Translator] = {}

@@ -61,9 +61,12 @@ def test_a_name_only_tests_read_is_dead_wherever_else_the_same_word_appears(scri
     assert sorted(d.name for d in script.dead(root)) == ["again", "seen"]
 
 
-def test_an_allowed_entry_that_matches_no_name_fails(
+def test_an_allowed_entry_that_matches_no_unread_name_fails(
     script: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(script.ALLOWED, "bot.verdict.gate:gone", "removed long ago")
+    monkeypatch.setitem(script.ALLOWED, "bot.verdict.gate:kernel_verdict", "read by bot/verdict/kernel.py")
     assert script.main([]) == 1
-    assert "ALLOWED entry 'bot.verdict.gate:gone' matches no module-level name" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ALLOWED entry 'bot.verdict.gate:gone' matches no unread name (gone, or read now)" in out
+    assert "ALLOWED entry 'bot.verdict.gate:kernel_verdict' matches no unread name" in out

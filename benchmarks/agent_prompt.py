@@ -102,7 +102,7 @@ def sent(kernel: Kernel, text: str, sources: Sources, ledger: Ledger, budget: in
     settings = load_settings({"GITHUB_TOKEN": ""}, load_config(ROOT))
     changes = parse_diff(text)
     pieces, missing = gather(kernel, kernel, changes, settings, ledger, sources, BASE)
-    trimmed = prompt.trim(kernel, changes, budget, estimate.count_messages, pieces, missing)
+    trimmed = prompt.trim(kernel, changes, budget, estimate.count_messages, pieces, [line for line, _ in missing])
     cut = ", ".join(trimmed.pieces_left_out) or "nothing"
     return trimmed.prompt_tokens, cut
 
@@ -133,7 +133,13 @@ def tune_prompt(kernel: Kernel, ledger: Ledger | None, budget: int, rounds: int)
         else ([], [])
     )
     messages = tune_agent.messages(
-        kernel, view, config_text=text, example=example, limit=budget, pieces=pieces, not_available=missing
+        kernel,
+        view,
+        config_text=text,
+        example=example,
+        limit=budget,
+        pieces=pieces,
+        not_available=[line for line, _ in missing],
     )
     user = messages[1]["content"]
     cut = user.split("Left out of this prompt for size (the per-request budget): ", 1)

@@ -34,8 +34,6 @@ from bot.text.i18n import speaking
 from bot.text.redact import RedactingFilter, keep_out, redact
 from bot.text.safe import LogSafeFormatter, one_line
 
-EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_SERVICE = 0, 1, 2, 3
-
 
 @dataclass(frozen=True)
 class Command:

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Quick start (b): set up .venv with the test tools (scripts/setup.sh --dev) and run every check: ruff, mypy,
-# opgate lint, the whole pytest suite (arguments, if any, go to one pytest run instead).
+# scripts/dead_names.py (no module-level name of bot/ that only tests read), opgate lint, the whole pytest suite
+# (arguments, if any, go to one pytest run instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/python scripts/dead_names.py
 .venv/bin/opgate lint
 if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"

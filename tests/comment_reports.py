@@ -664,7 +664,7 @@ def agent_inputs(agent: AgentReport) -> None:
 
     from bot.agent import estimate, prompt
     from bot.agent.materials import Sources
-    from bot.agent.run import gather_phrases, inputs_of
+    from bot.agent.run import gather, inputs_of
     from bot.config.manifest import load_kernel
     from bot.config.settings import load_settings
     from bot.ledger import Ledger
@@ -682,7 +682,7 @@ def agent_inputs(agent: AgentReport) -> None:
     sources = Sources(base={path: "\n".join(lines)}, head={path: "\n".join(head)})
     settings = load_settings({"GITHUB_TOKEN": ""}, REPO_CONFIG)
     with tempfile.TemporaryDirectory() as tmp, Ledger(Path(tmp) / "ledger.sqlite") as ledger:
-        pieces, missing = gather_phrases(kernel, kernel, changes, settings, ledger, sources, BASE)
+        pieces, missing = gather(kernel, kernel, changes, settings, ledger, sources, BASE)
     assert [why.key for _, why in missing] == ["agent.no_base_figures"]
     not_available = [line for line, _ in missing]
 

@@ -28,7 +28,6 @@ from bot.present.annotations import (
     KernelSources,
     LintPlace,
     Sources,
-    batches,
     changed_lines,
     define_line,
     entry_line,
@@ -277,13 +276,6 @@ def test_lint_findings_keep_their_line_and_a_line_past_the_end_is_dropped() -> N
     kernel = KernelReport(name="x", domain="nope", changed=True, verdict="fail")
     (a,) = for_review(report(kernel), [], sources, lint)
     assert (a.start_line, a.annotation_level, a.title) == (2, "failure", "lint KERN002")
-
-
-def test_annotations_go_in_requests_of_50() -> None:
-    many = [
-        Annotation(path="a", start_line=i, end_line=i, annotation_level="notice", message="m") for i in range(1, 121)
-    ]
-    assert [len(b) for b in batches(many)] == [50, 50, 20] and batches([]) == []
 
 
 def test_the_annotations_speak_the_reviews_locale_like_the_comment() -> None:

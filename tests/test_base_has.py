@@ -15,12 +15,14 @@ from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import Resource, ResourceCheckReport
 from bot.text.i18n import translate
-from bot.verdict.gate import RESOURCES_ONLY, Policy, launch_in_base, resource_findings
+from bot.verdict.gate import Policy, launch_in_base, resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
 from bot.verdict.messages import phrase, register_locale, render
 from tests.compile_repo import BASE_SPILL, make_compile_repo, prepend, review
 from tests.test_kernel import CPU, evidence, rules, timed
+
+RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, resources passed
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 ZH = "zh-CN"

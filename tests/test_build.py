@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest import BuildSpec
-from bot.untrusted.build import Built, build_key, plan_units, same_binary, unit_flags, unit_key
+from bot.untrusted.build import Built, plan_units, same_binary, unit_flags, unit_key
 from bot.untrusted.toolchain import toolchain
+
+
+def build_key(folder: Path, spec: BuildSpec, config: dict[str, object], device: str, build_root: Path) -> object:
+    """What `build` keys the linked extension by: the toolchain, its link flags and each object's `unit_key`."""
+    tc = toolchain(device, build_root / "toolchain")
+    keys = sorted(
+        unit_key(folder, u, unit_flags(u, spec, config, tc), tc, device) for u in plan_units(folder, spec, device)
+    )
+    return (tc.key, tc.ldflags, keys)
 
 
 @pytest.fixture
@@ -82,13 +91,14 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
 
 
 def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu_only_change_does_not():
-    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged); a CPU-only change is
-    judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
+    """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged_findings); a CPU-only
+    change is judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
     from bot.config.manifest import Constraints, load_kernel
     from bot.models.report import CaseReport, CaseStatus, KernelReport
-    from bot.review.coverage import not_judged
+    from bot.review.coverage import not_judged_findings
     from bot.untrusted.build import compiled_files
     from bot.verdict.gate import Policy, kernel_verdict
+    from bot.verdict.messages import render
 
     k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
     compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}
@@ -101,7 +111,7 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
 
     def judged(paths: list[str]) -> KernelReport:
         report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
-        report.undecided.extend(not_judged(paths, folder, compiled, ["cpu"]))
+        report.undecided.extend(render(f) for f in not_judged_findings(paths, folder, compiled, ["cpu"]))
         return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
 
     cuda = judged([f"{folder}/gemm_cuda.cu"])

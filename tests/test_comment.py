@@ -19,7 +19,7 @@ from bot.present.status import acceptance_status
 from bot.review import fanout
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel
-from bot.verdict.gate import Policy, case_reason, kernel_verdict
+from bot.verdict.gate import Policy, kernel_verdict
 from tests import comment_reports as cr
 from tests.comment_checks import rows, sections, structure_problems, text_of
 from tests.hostile import HOSTILE, html, problems, table_breaks
@@ -351,7 +351,9 @@ def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limi
     ]
     strict = kernel_verdict(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
     assert strict.reasons[3].startswith("performance inconclusive: nc p50 +10.53%") and strict.verdict == "error"
-    assert case_reason("x", "head does not build") == "x: head does not build"
+    outside = CaseReport(name="x", tolerance=0.01, verdict="fail", reasons=["head does not build"])
+    alone = kernel_verdict(k.model_copy(update={"reasons": []}), [], [outside], Constraints(), Policy())
+    assert alone.reasons == ["x: head does not build"]  # a case's reason made outside the gate, as "case: reason"
 
 
 # -- the terminal ------------------------------------------------------------------------------------------

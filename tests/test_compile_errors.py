@@ -3,17 +3,35 @@ head's failure is one base shares (undecided) or its own (fail)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from bot.models.report import CompileError
 from bot.verdict.compile_errors import (
     MESSAGE_CAP,
-    advice,
+    advised,
     build_errors,
-    compile_failure,
+    compile_phrases,
     describe,
     first_error,
     manifest_error,
     repository_path,
 )
+from bot.verdict.messages import phrase
+
+
+def advice(e: CompileError) -> str:
+    """The advice as the comment writes it ("" when only the code can fix it)."""
+    hint = advised(e)
+    return phrase(hint) if hint is not None else ""
+
+
+def compile_failure(
+    step: str, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
+) -> tuple[str | None, str | None]:
+    """(failure, undecided) as the comment writes them."""
+    failure, undecided = compile_phrases(step, head, base_failed, base)
+    return (phrase(failure) if failure else None), (phrase(undecided) if undecided else None)
+
 
 ROOTS = [("/opgate/src", "ops/gemm"), ("/opgate/inc/0", "third_party/cutlass/include"), ("/opgate/inc/1", "csrc")]
 

@@ -5,7 +5,21 @@ from __future__ import annotations
 import random
 
 from bot.models.diff import FileChange
-from bot.review.coverage import LISTED_NAMES, coverage
+from bot.review.coverage import LISTED_NAMES, coverage, not_judged_findings, not_read_findings
+from bot.verdict.messages import render
+
+NOT_JUDGED = "not judged"
+
+
+def not_judged(paths: list[str], folder: str, compiled: dict[str, set[str]], ran: list[str]) -> list[str]:
+    """The changed sources no build that ran compiles, as the comment lists them."""
+    return [render(f) for f in not_judged_findings(paths, folder, compiled, ran)]
+
+
+def not_read(paths: list[str], read: set[str]) -> list[str]:
+    """The changed files a resource check does not read, as the comment lists them."""
+    return [render(f) for f in not_read_findings(paths, read)]
+
 
 CONFIG = "kernels/deepgemm_tile/tile_config.json"
 
@@ -56,8 +70,6 @@ def test_a_renamed_file_counts_in_a_kernel_when_either_name_is():
 
 
 def test_a_changed_source_no_build_that_ran_compiles_is_named_not_judged():
-    from bot.review.coverage import not_judged
-
     compiled = {"cpu": {"muladd.cpp"}, "cuda": {"cuda/muladd.cu", "muladd.cpp", "cuda/common.cuh"}}
     changed = [
         "ops/csrc/muladd.cpp",  # the CPU build ran and compiles it: judged
@@ -76,8 +88,6 @@ def test_a_changed_source_no_build_that_ran_compiles_is_named_not_judged():
 
 
 def test_a_resource_only_kernel_names_every_changed_file_its_resource_check_does_not_read():
-    from bot.review.coverage import NOT_JUDGED, not_read
-
     read = {"ops/k/kernel.toml", "ops/k/k.cu", "ops/k/k.cuh", "third_party/lib/include/lib.h"}
     changed = ["ops/k/k.cu", "ops/k/pybind.cpp", "ops/k/__init__.py", "ops/k/heuristics.h", "third_party/lib"]
     lines = not_read(changed, read)
@@ -88,7 +98,6 @@ def test_a_resource_only_kernel_names_every_changed_file_its_resource_check_does
 
 def test_a_kernel_at_the_repository_root_reads_paths_from_the_root():
     from bot.config.manifest import ROOT
-    from bot.review.coverage import not_judged
 
     compiled = {"cuda": {"flash.cu", "main.cpp"}}
     changed = ["flash.cu", "csrc/extra.cu", "README.md"]

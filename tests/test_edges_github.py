@@ -312,6 +312,13 @@ def notes(n: int, path: str = "kernels/deepgemm_tile/gemm_cuda.cu") -> list[Anno
     ]
 
 
+def test_annotations_go_in_requests_of_50(edge: GitHubEdge, server: FakeGitHub) -> None:
+    edge.create_check_run(HEAD, "opgate/review", "120 findings", "s", notes(120))
+    assert [len(r.body["output"].get("annotations", [])) for r in server.writes()] == [50, 50, 20]
+    edge.create_check_run(HEAD, "opgate/review", "none", "s", [])
+    assert [len(r.body["output"].get("annotations", [])) for r in server.writes()][3:] == [0]  # one request, none
+
+
 def test_more_than_50_annotations_go_in_50_a_request_to_one_check_run(edge: GitHubEdge, server: FakeGitHub) -> None:
     ref = edge.create_check_run(HEAD, "opgate/review", "51 findings", "the summary", notes(51))
     writes = [(r.method, r.path, len(r.body["output"]["annotations"])) for r in server.writes()]

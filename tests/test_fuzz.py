@@ -265,7 +265,7 @@ field = st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 64), st.booleans(
 tensor_entry = st.fixed_dictionaries(
     {},
     optional={
-        "dtype": st.one_of(st.sampled_from([*protocol.DTYPES, "complex64", "float8_e4m3fn", "object"]), any_text),
+        "dtype": st.one_of(st.sampled_from([*protocol.ITEMSIZE, "complex64", "float8_e4m3fn", "object"]), any_text),
         "shape": st.one_of(st.lists(dims, max_size=10), dims),
         "offset": field,
         "address": field,

@@ -4,7 +4,14 @@ machine's fault, named beside it."""
 from __future__ import annotations
 
 from bot.models.report import RunnerHealth
-from bot.untrusted.runner.health import noisy
+from bot.untrusted.runner.health import noisy_phrase
+from bot.verdict.messages import phrase
+
+
+def noisy(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> str | None:
+    """Why the runner was noisy, as the comment writes it beside an undecided interval."""
+    why = noisy_phrase(other_cores, limit, health)
+    return phrase(why) if why is not None else None
 
 
 def test_other_processes_over_the_limit_make_a_noisy_runner_named_with_its_cores():

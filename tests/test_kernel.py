@@ -24,8 +24,8 @@ from bot.models.report import (
     ResourceCheckReport,
 )
 from bot.verdict.findings import verbatim
-from bot.verdict.gate import RESOURCES_ONLY, Policy
-from bot.verdict.kernel import FAIL_ALIKE, HEAD_FAILS, NO_GPU, judge_kernel, second_looks
+from bot.verdict.gate import Policy
+from bot.verdict.kernel import judge_kernel, second_looks
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -77,7 +77,7 @@ def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undeci
     )
     report = judge_kernel(ev, rules(GPU, other, held, nobuild), Policy())
     assert [(c.name, c.verdict, c.status, c.reasons) for c in report.cases] == [
-        ("big", "skipped", CaseStatus.skipped, [NO_GPU]),
+        ("big", "skipped", CaseStatus.skipped, ["needs a CUDA GPU; this machine has none"]),
         ("other", "skipped", CaseStatus.skipped, ["runs in the sm_100 job of this review"]),
         ("held", "skipped", CaseStatus.skipped, ["held out of the tuning search (its re-verification runs it)"]),
         ("nobuild", "skipped", CaseStatus.skipped, ["kernel.toml has no cuda build"]),
@@ -109,14 +109,14 @@ def test_a_head_that_does_not_build_fails_and_one_that_fails_as_base_does_is_und
     broken = build(ok=False, errors=[ERROR])
     report = judge_kernel(evidence(failed, head=broken), rules(CPU), Policy())
     [case] = report.cases
-    assert (case.verdict, case.status, case.reasons) == ("fail", CaseStatus.compile_fail, [HEAD_FAILS])
+    assert (case.verdict, case.status, case.reasons) == ("fail", CaseStatus.compile_fail, ["head does not build"])
     assert report.verdict == "fail" and report.reasons[0].startswith("build (cpu): ")
     assert "kernels/k/body.cpp:3" in report.reasons[0]
     alike = judge_kernel(
         evidence(failed, head=broken, base=build(ok=False, key="k0", errors=[ERROR])), rules(CPU), Policy()
     )
     [case] = alike.cases
-    assert (case.verdict, case.reasons) == ("skipped", [FAIL_ALIKE])
+    assert (case.verdict, case.reasons) == ("skipped", ["base and head fail to build alike"])
     assert alike.verdict == "undecided" and alike.reasons == []
     assert alike.undecided[0].startswith("build (cpu): not decided, base fails alike")
 
@@ -130,7 +130,7 @@ def test_a_refused_artifact_is_an_error():
 def test_a_kernel_judged_by_its_resources_alone_is_undecided_and_a_spill_fails_it():
     ok = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=64)], base=[])
     report = judge_kernel(evidence(resource_checks=[ok]), rules(), Policy())
-    assert report.verdict == "undecided" and report.undecided == [RESOURCES_ONLY]
+    assert report.verdict == "undecided" and report.undecided == ["resources checked; no case ran (needs a CUDA GPU)"]
     assert report.resource_check == ok and report.build is not None and report.build.resources == ok.head
     spill = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=255, spill_bytes=64)])
     failed = judge_kernel(
@@ -242,7 +242,7 @@ def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
     folds of bot/verdict/folds.py). A new kind of evidence (an agent case, a new check) goes into KernelEvidence
     and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
     deciding = {
-        *("case_verdict", "kernel_verdict", "simulated_note", "judge_throughput", "compile_failure"),
+        *("case_verdict", "kernel_verdict", "simulated_note", "judge_throughput", "compile_phrases"),
         *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
     }
     modules = sorted((ROOT / "bot" / "review").glob("*.py"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 
 import pytest
@@ -9,7 +10,7 @@ import torch
 
 from bot.config.manifest import Case, Constraints, KernelManifest, Limits, OutputLimits
 from bot.models.judging import CaseRun, Check
-from bot.models.report import CaseStatus, KernelReport
+from bot.models.report import CaseStatus, KernelReport, OutputMetrics, Violation
 from bot.untrusted.runner.case import compare
 from bot.verdict import metrics
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
@@ -17,13 +18,37 @@ from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 CASE = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 4})
 
 
+def measure(name: str, out: torch.Tensor, ref: torch.Tensor) -> OutputMetrics:
+    """Every metric of one output, as the judge's `evaluate` takes them."""
+    [found], _ = metrics.evaluate([out], [ref], [name], None)
+    return found
+
+
+def violation(name: str, out: torch.Tensor, ref: torch.Tensor, limits: OutputLimits) -> Violation | None:
+    """The first limit one output breaks, as the judge's `evaluate` finds it (a limit left None: not gated)."""
+    case = Limits(max_abs_err=math.inf, outputs={name: limits})
+    return metrics.evaluate([out], [ref], [name], case)[1]
+
+
+def max_abs_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return measure("out", out, ref).max_abs_err
+
+
+def max_rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return measure("out", out, ref).max_rel_err
+
+
+def cos_diff(out: torch.Tensor, ref: torch.Tensor) -> float:
+    return measure("out", out, ref).cos_diff
+
+
 def test_max_abs_err_ignores_positions_non_finite_in_both_and_flags_new_ones():
     ref = torch.tensor([1.0, float("nan"), 3.0, 4.0])
     same_nan = torch.tensor([1.5, float("nan"), 3.0, 4.0])
-    assert metrics.max_abs_err(same_nan, ref) == pytest.approx(0.5)
-    assert not metrics.measure("out", same_nan, ref).nan_inf
+    assert max_abs_err(same_nan, ref) == pytest.approx(0.5)
+    assert not measure("out", same_nan, ref).nan_inf
     new_inf = torch.tensor([1.0, float("nan"), float("inf"), 4.0])
-    v = metrics.violation("out", new_inf, ref, OutputLimits(max_abs_err=1.0))
+    v = violation("out", new_inf, ref, OutputLimits(max_abs_err=1.0))
     assert v is not None and v.metric == "nan_inf" and v.index == [2] and v.got == float("inf") and v.expected == 3.0
 
 
@@ -33,35 +58,35 @@ def test_the_first_bad_index_is_the_first_element_over_the_limit_in_row_major_or
     out[2, 0, 0] = 0.9  # the largest error, but later in memory
     out[1, 2, 3] = 0.2  # the first one over the limit
     out[0, 1, 1] = 0.05  # within the limit
-    v = metrics.violation("out", out, ref, OutputLimits(max_abs_err=0.1))
+    v = violation("out", out, ref, OutputLimits(max_abs_err=0.1))
     assert v is not None and v.metric == "max_abs_err"
     assert v.index == [1, 2, 3] and v.value == pytest.approx(0.9) and v.limit == 0.1
     assert v.got == pytest.approx(0.2) and v.expected == 0.0
-    assert metrics.measure("out", out, ref).worst_index == [2, 0, 0]
+    assert measure("out", out, ref).worst_index == [2, 0, 0]
 
 
 def test_relative_error_catches_a_large_element_off_by_a_percentage_but_not_noise_near_zero():
     ref = torch.tensor([[1000.0, 1e-9], [2.0, -3.0]])
     noisy_zero = ref.clone()
     noisy_zero[0, 1] = 1e-4  # near a zero reference: relative to 1 % of the RMS, not to 1e-9
-    assert metrics.max_rel_err(noisy_zero, ref) < 1e-3
+    assert max_rel_err(noisy_zero, ref) < 1e-3
     off = ref.clone()
     off[0, 0] = 1050.0  # 5 % off: far under an absolute tolerance of 100, plainly wrong relative to itself
-    assert metrics.max_abs_err(off, ref) == pytest.approx(50.0)
-    assert metrics.max_rel_err(off, ref) == pytest.approx(0.05)
-    v = metrics.violation("lse", off, ref, OutputLimits(max_abs_err=100.0, max_rel_err=0.01))
+    assert max_abs_err(off, ref) == pytest.approx(50.0)
+    assert max_rel_err(off, ref) == pytest.approx(0.05)
+    v = violation("lse", off, ref, OutputLimits(max_abs_err=100.0, max_rel_err=0.01))
     assert v is not None and v.metric == "max_rel_err" and v.index == [0, 0] and v.value == pytest.approx(0.05)
 
 
 def test_cos_diff_is_deepgemms_calc_diff_and_names_the_first_bad_row():
     x = torch.randn(6, 32, generator=torch.Generator().manual_seed(0))
-    assert metrics.cos_diff(x, x) == pytest.approx(0.0, abs=1e-15)
-    assert metrics.cos_diff(2 * x, x) == pytest.approx(1 - 2 * 2 / 5)  # 1 - 2<2x,x>/(|2x|^2+|x|^2)
-    assert metrics.cos_diff(-x, x) == pytest.approx(2.0)
-    assert metrics.cos_diff(torch.zeros(3), torch.zeros(3)) == 0.0
+    assert cos_diff(x, x) == pytest.approx(0.0, abs=1e-15)
+    assert cos_diff(2 * x, x) == pytest.approx(1 - 2 * 2 / 5)  # 1 - 2<2x,x>/(|2x|^2+|x|^2)
+    assert cos_diff(-x, x) == pytest.approx(2.0)
+    assert cos_diff(torch.zeros(3), torch.zeros(3)) == 0.0
     out = x.clone()
     out[4] = -out[4]  # one row flipped: a sign error in one output row
-    v = metrics.violation("out", out, x, OutputLimits(max_cos_diff=1e-5))
+    v = violation("out", out, x, OutputLimits(max_cos_diff=1e-5))
     assert v is not None and v.metric == "cos_diff" and v.index == [4] and v.got is None
 
 

@@ -4,7 +4,13 @@ for a person to verify, naming the case, both p50s and the limit; a case without
 from __future__ import annotations
 
 from bot.models.report import CaseReport
-from bot.verdict.plausible import IMPLAUSIBLE, implausible_speedups
+from bot.verdict.messages import render
+from bot.verdict.plausible import IMPLAUSIBLE, speedup_findings
+
+
+def implausible_speedups(cases: list[CaseReport], max_speedup: float) -> list[str]:
+    """One line per case whose head p50 beats base's by more than `max_speedup` times, as the comment writes it."""
+    return [render(f) for f in speedup_findings(cases, max_speedup)]
 
 
 def timed(name: str, head_ms: float | None, base_ms: float | None) -> CaseReport:

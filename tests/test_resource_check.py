@@ -19,12 +19,13 @@ from bot.models.report import KernelReport, Report, Resource, ResourceCheckRepor
 from bot.present.status import acceptance_status
 from bot.review.resource_check import flag_findings, resource_reads, without_unchanged
 from bot.text.i18n import english_runs, is_chinese
-from bot.verdict.gate import RESOURCES_ONLY, Policy, kernel_verdict
+from bot.verdict.gate import Policy, kernel_verdict
 from bot.verdict.messages import render
 from tests.compile_repo import make_compile_repo, prepend, review
 from tests.conftest import git
 from tests.flashmla_repo import FLASHMLA_NVCC, KERNEL, make_flashmla_repo, write_manifest
 
+RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manifest without cases, its resources passed
 RESOURCE_ONLY = """\
     name = "dense"
     domain = "flashmla"

@@ -177,7 +177,11 @@ def _timed(name: str, base_ms: float, delta: float, low: float, high: float) -> 
 
 
 def test_a_speed_up_confined_to_the_small_cases_gets_the_checklists_question():
-    from bot.verdict.gate import small_shape_notes
+    from bot.verdict.gate import small_shape_findings
+    from bot.verdict.messages import render
+
+    def small_shape_notes(cases: list[CaseReport]) -> list[str]:
+        return [render(f) for f in small_shape_findings(cases)]
 
     small_only = [
         _timed("m16", 0.2, -12.0, -14.0, -10.0),

@@ -20,8 +20,6 @@ from bot.text.redact import scrub
 
 log = logging.getLogger(__name__)
 
-CHAT_PATH = wire.PATHS["openai"]
-
 
 def validate_base_url(url: str) -> str:
     """A bare gateway URL: http(s), a host, no query string, no fragment, no credentials."""

@@ -12,12 +12,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.util
-import logging
 from functools import cache
 from pathlib import Path
 from typing import Protocol
-
-log = logging.getLogger(__name__)
 
 ENCODING = "cl100k_base"
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"

@@ -209,14 +209,9 @@ def answered(
     return second
 
 
-def no_text(result: ChatResult) -> str | None:
-    """Why a reply holds no text to read (tool calls instead, a refusal, a filter); None when it has some."""
-    missing = no_text_phrase(result)
-    return None if missing is None else missing[0]
-
-
 def no_text_phrase(result: ChatResult) -> tuple[str, Phrase] | None:
-    """`no_text`, with the same as a phrase of the catalog (the model's refusal inside it verbatim)."""
+    """Why a reply holds no text to read (tool calls instead, a refusal, a filter), in English and as a phrase of the
+    catalog (the model's refusal inside it verbatim); None when it has some."""
     if result.content.strip():
         return None
     if result.tool_calls:

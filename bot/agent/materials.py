@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -135,10 +134,6 @@ def tunables_text(kernel: Kernel, rules: Kernel) -> str:
     return "\n".join(lines)
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.1f}%"
-
-
 def baseline_text(kernel: str, baseline: Baseline) -> str:
     which = "base's own commit" if baseline.is_base else "the latest recorded main commit; base's is not recorded"
     lines = [f"Base's measured figures for {kernel} (main at {baseline.sha[:12]}, {which}; from the ledger's history):"]
@@ -220,8 +215,3 @@ def pieces(
         elif material == "functions":
             out.extend(function_pieces(changes, sources))
     return out
-
-
-def reference_path(rules: Kernel) -> str:
-    """The reference module's path from the repository root (where the probes are read from, base's)."""
-    return str(PurePosixPath(rules.path or f"kernels/{rules.name}") / rules.manifest.reference.module)

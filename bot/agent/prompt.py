@@ -17,7 +17,6 @@ from bot.templates import TEMPLATES
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hh", ".hpp", ".hxx", ".inl"})
 CONFIG_SUFFIXES = frozenset({".json", ".toml", ".yaml", ".yml", ".ini", ".cfg"})
-PRIORITY_NAMES = ("kernel source", "config", "other")
 
 Counter = Callable[[list[dict[str, str]]], int]
 

@@ -256,7 +256,7 @@ def ask(
         return said(report, key_unset(variable)), []
     validate_base_url(settings.base_url_override or task.provider.base_url)
     limit = settings.budget_request.get(domain)
-    pieces, missing = gather_phrases(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
+    pieces, missing = gather(kernel, rules or kernel, changes, settings, ledger, sources, base_sha)
     not_available = [line for line, _ in missing]
     trimmed = prompt.trim(kernel, changes, limit, estimate.count_messages, pieces, not_available)
     unseen = trimmed.left_out
@@ -378,28 +378,12 @@ def gather(
     base_sha: str | None,
     *,
     leave_out: frozenset[Material] = frozenset(),
-) -> tuple[list[Piece], list[str]]:
-    """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
-    cannot read ("base figures: not available — …"). `leave_out`: materials this prompt has no use for or always
-    carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
-    pieces, missing = gather_phrases(kernel, rules, changes, settings, ledger, sources, base_sha, leave_out=leave_out)
-    return pieces, [line for line, _ in missing]
-
-
-def gather_phrases(
-    kernel: Kernel,
-    rules: Kernel,
-    changes: list[FileChange],
-    settings: Settings,
-    ledger: Ledger,
-    sources: Sources | None,
-    base_sha: str | None,
-    *,
-    leave_out: frozenset[Material] = frozenset(),
 ) -> tuple[list[Piece], list[tuple[str, Phrase]]]:
-    """`gather`, each line of what is not available with the same line as a phrase of the message catalog (data: the
-    agent's room writes the English itself and never imports the catalog; the comment renders the phrase, and
-    tests/test_materials.py holds the two equal)."""
+    """The domain's materials as prompt pieces, most important first, and a line for each it asks for that this job
+    cannot read ("base figures: not available — …"), each with the same line as a phrase of the message catalog
+    (data: the agent's room writes the English itself and never imports the catalog; the comment renders the
+    phrase, and tests/test_materials.py holds the two equal). `leave_out`: materials this prompt has no use for or
+    always carries whole (opgate tune: no diff, so no changed function; the tunable space is its task)."""
     order = tuple(m for m in settings.repo_config.materials(kernel.manifest.domain) if m not in leave_out)
     missing: list[tuple[str, Phrase]] = []
     baseline = Baseline(missing="not asked")
@@ -433,13 +417,9 @@ def gather_phrases(
     return found, missing
 
 
-def seen(pieces: list[Piece]) -> list[str]:
-    """What the prompt carried besides the task and the diff, as the comment names it."""
-    return [line for line, _ in seen_phrases(pieces)]
-
-
-def seen_phrases(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
-    """`seen`, each line with the same line as a phrase of the message catalog (which the comment renders)."""
+def seen(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
+    """What the prompt carried besides the task and the diff, as the comment names it, each line with the same line
+    as a phrase of the message catalog (which the comment renders)."""
     out = [(p.label, p.label_why) for p in pieces if p.material != "functions"]
     functions = [p for p in pieces if p.material == "functions"]
     if functions:
@@ -451,7 +431,7 @@ def seen_phrases(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
 def inputs_of(report: AgentReport, trimmed: prompt.Trimmed, missing: list[tuple[str, Phrase]]) -> None:
     """What the agent's prompt carried and lacked (`missing`: the materials not available; then the pieces the trim
     left out for size) onto its report, each line in English with its phrase beside it."""
-    saw = seen_phrases(trimmed.pieces)
+    saw = seen(trimmed.pieces)
     report.inputs, report.inputs_why = [line for line, _ in saw], [why for _, why in saw]
     lacked = list(missing)
     if trimmed.dropped:

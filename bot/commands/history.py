@@ -4,7 +4,6 @@ naming each drifting case's first bad commit); bisect one case (bot/commands/bis
 from __future__ import annotations
 
 import argparse
-import logging
 from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,8 +25,6 @@ from bot.models.report import Report
 from bot.present.render import commit_url, render
 from bot.text.redact import redact
 from bot.text.safe import Safe, one_line
-
-log = logging.getLogger(__name__)
 
 DRIFT_MARKER = Safe("<!-- opgate:drift -->")  # printed as is in the comment-safe template
 LABEL = "opgate-drift"

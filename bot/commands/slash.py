@@ -8,7 +8,6 @@ its `opgate` command in bot/cli.py, and is listed in `TABLE`; the workflows run 
 from __future__ import annotations
 
 from bot.commands import accept, ok_to_test, tune
-from bot.verdict import slash
 from bot.verdict.slash import SlashCommand
 
 TABLE: dict[str, SlashCommand] = {c.name: c for c in (accept.SLASH, tune.SLASH, ok_to_test.SLASH)}
@@ -17,8 +16,3 @@ TABLE: dict[str, SlashCommand] = {c.name: c for c in (accept.SLASH, tune.SLASH, 
 def table() -> dict[str, SlashCommand]:
     """Every slash command opgate answers, by name."""
     return dict(TABLE)
-
-
-def command_of(body: str) -> SlashCommand | None:
-    """The command a comment gives (its first line's first word), or None."""
-    return TABLE.get(slash.command_word(body))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -28,7 +27,6 @@ from bot.tune.store import TuningStore
 from bot.verdict import slash as rules
 from bot.verdict.slash import SlashCommand
 
-log = logging.getLogger(__name__)
 WORKFLOW = "tune.yml"
 REPLY_MARKER = Safe("<!-- opgate:tune-command -->")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 # kind -> (index of the kernel argument, of the block argument, of the dynamic shared memory argument); None: not
@@ -127,14 +127,6 @@ class Touch:
     site: LaunchSite
     kind: TouchKind
     names: tuple[str, ...] = ()
-
-
-@dataclass
-class Scan:
-    """Every launch site of a set of files and every constant defined in them (name -> (path, definition))."""
-
-    sites: list[LaunchSite] = field(default_factory=list)
-    constants: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def blank(text: str) -> str:

@@ -14,7 +14,6 @@ from bot.dashboard.figures import SiteData
 from bot.templates import TEMPLATES
 
 PAGES = TEMPLATES / "dashboard"
-FIXED_PAGES = ("index.html", "tokens.html", "tuning.html")
 LATEST_COMMITS = 15
 
 

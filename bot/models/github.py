@@ -126,7 +126,6 @@ class ReviewRef(_Result):
 
 
 AnnotationLevel = Literal["notice", "warning", "failure"]
-ANNOTATION_LEVELS = ("notice", "warning", "failure")
 
 
 class Annotation(_Result):

@@ -7,9 +7,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-UsageStatus = Literal["ok", "error", "cached", "over_budget"]
-UsageSource = Literal["reported", "estimated", "missing", "cache", "none"]
-
 
 class BaselineRow(BaseModel):
     """Base latency of one case, keyed by (base SHA, base build key, case, device, torch, driver)."""
@@ -42,10 +39,10 @@ class UsageRow(BaseModel):
     key_fingerprint: str
     pr: int | None
     head_sha: str
-    status: str
+    status: str  # ok | error | cached | over_budget
     status_code: int | None = None
     latency_ms: float | None = None
-    usage_source: str = "reported"
+    usage_source: str = "reported"  # reported | estimated | missing | cache | none
     created_at: str = ""
     call_id: str | None = None
     attempt: int = 1

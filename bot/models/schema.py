@@ -8,8 +8,6 @@ from typing import Any
 
 from bot.models.report import SCHEMA, Report
 
-SCHEMA_FILE = "docs/report.schema.json"  # the published schema; tests/test_models_schema.py keeps it current
-
 
 def report_schema() -> dict[str, Any]:
     """report.json's JSON Schema (draft 2020-12) as the models read it: what `Report` validates, findings included."""

@@ -34,7 +34,6 @@ for _locale in LOCALES:  # the findings' messages read through the same catalogs
     if _locale != SOURCE_LOCALE:
         register_locale(_locale, partial(translate, _locale))
 
-MAX_PER_REQUEST = 50  # GitHub's limit of annotations per create or update of a check run
 MESSAGE_CHARS = 4000  # well under GitHub's 64 KB
 TITLE_CHARS = 255  # GitHub's limit
 SOURCE_SUFFIXES = (".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hh", ".hpp", ".inl")
@@ -169,9 +168,6 @@ def _close(code: str, open_at: int) -> int:
             if depth == 0:
                 return i + 1
     return len(code)
-
-
-_OPERATORS = "=(,!?+-/|%^~"
 
 
 def _definitions(code: str, name: str, *, kernel: bool) -> list[tuple[int, bool]]:
@@ -474,18 +470,11 @@ def ordered(items: Iterable[Annotation]) -> list[Annotation]:
     return sorted(unique, key=lambda a: (LEVEL_ORDER[a.annotation_level], a.path, a.start_line, a.title))
 
 
-def batches(items: list[Annotation], size: int = MAX_PER_REQUEST) -> list[list[Annotation]]:
-    """The annotations in requests of at most `size` (GitHub takes 50 a request)."""
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
 __all__ = [
-    "MAX_PER_REQUEST",
     "EntryPlace",
     "KernelSources",
     "LintPlace",
     "Sources",
-    "batches",
     "changed_lines",
     "check_text",
     "define_line",

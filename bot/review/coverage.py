@@ -11,11 +11,9 @@ from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import Coverage, Listed
 from bot.review.changes import matches
-from bot.verdict.messages import render
 
 LARGE_FILE_BYTES = 1024 * 1024  # a changed file larger than this in head is listed for a person to look at
 COMPILED_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl")
-NOT_JUDGED = "not judged"
 LISTED_NAMES = 50  # names kept per group in report.json (the comment shows fewer, and counts the rest)
 
 
@@ -68,11 +66,6 @@ def _unread(key: str, path: str, **params: str) -> Finding:
     return Finding(gate=Gate.coverage, outcome=Outcome.undecided, key=key, params={"path": path, **params}, file=path)
 
 
-def not_judged(paths: Iterable[str], folder: str, compiled: Mapping[str, set[str]], ran: Iterable[str]) -> list[str]:
-    """`not_judged_findings` as lines."""
-    return [render(f) for f in not_judged_findings(paths, folder, compiled, ran)]
-
-
 def not_judged_findings(
     paths: Iterable[str], folder: str, compiled: Mapping[str, set[str]], ran: Iterable[str]
 ) -> list[Finding]:
@@ -93,11 +86,6 @@ def not_judged_findings(
             builds = ", ".join(f"[build.{d}]" for d in devices)
             lines.append(_unread("coverage.not_compiled_here", path, builds=builds))
     return lines
-
-
-def not_read(paths: Iterable[str], read: set[str]) -> list[str]:
-    """`not_read_findings` as lines."""
-    return [render(f) for f in not_read_findings(paths, read)]
 
 
 def not_read_findings(paths: Iterable[str], read: set[str]) -> list[Finding]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import time
 from collections.abc import Callable
@@ -44,7 +43,6 @@ from bot.tune.store import RunRow, TuningStore
 from bot.tune.trial import review_candidate, trial_from
 from bot.verdict.expectations import check_kernel
 
-log = logging.getLogger(__name__)
 RUNS_PER_WEEK = 25  # the default --tokens: a domain's weekly budget / 25 (its users' per-task total)
 Strategy = Literal["agent", "exhaustive", "both"]
 
@@ -126,9 +124,10 @@ class Tuner:
                 raise InputError(f"{kernel.name}: kernel.toml has no [tunables]: there is nothing to tune")
             # the review's materials (base's limits, cases and probes, its figures in main's history), read while
             # base's tree is here; the agent's prompt carries them within the domain's per-request budget
-            self.materials = gather(
+            pieces, missing = gather(
                 kernel, kernel, [], self.settings, self.ledger, None, base_sha, leave_out=TUNE_LEAVES_OUT
             )
+            self.materials = pieces, [line for line, _ in missing]
         return kernel, text
 
     def run(self) -> TuneResult:

@@ -12,7 +12,6 @@ from bot.text.safe import Safe
 from bot.tune.analysis import Comparison, ShapeBest
 from bot.tune.model import HANDOVER, MIN_GAIN_PCT, WORST_CASE_PCT, RoundEvent, Stop, Trial
 
-SCHEMA = "opgate.tune/1"
 TUNE_MARKER = Safe("<!-- opgate:tune -->")  # Safe: printed as is, the bot finds its comment by it
 
 

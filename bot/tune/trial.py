@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,6 @@ from bot.review.orchestrate import write
 from bot.tune.model import CaseResult, Source, Trial
 from bot.verdict.throughput import IMPLAUSIBLE
 
-log = logging.getLogger(__name__)
 MAX_FUNCTIONS = 3  # resource summary: the first few compiled functions
 
 

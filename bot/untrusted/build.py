@@ -38,7 +38,6 @@ from bot.untrusted.sandbox import Bind, Sandbox, Spec
 from bot.untrusted.toolchain import EXT_NAME, Toolchain, toolchain
 from bot.verdict.compile_errors import build_errors, manifest_error
 
-SOURCE_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hh", ".hpp", ".inl"}
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".inl", ".cuh"}
 UNIT_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".cu"}
 CUDA_ONLY_SUFFIXES = {".cu", ".cuh"}
@@ -188,20 +187,6 @@ def unit_key(
         h.update(path.relative_to(folder).as_posix().encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     h.update(json.dumps([unit.source, unit.binding, unit.nvcc, flags]).encode())
     return h.hexdigest()
-
-
-def build_key(
-    folder: Path,
-    spec: BuildSpec,
-    config: dict[str, object],
-    device: Literal["cpu", "cuda"],
-    build_root: Path,
-    includes: Sequence[Path] = (),
-) -> str:
-    """The key of the linked extension: its objects' keys and the link flags."""
-    tc = toolchain(device, build_root / "toolchain")
-    units = _keyed_units(folder, spec, config, device, tc, includes)
-    return _link_key(units, tc)
 
 
 def _keyed_units(

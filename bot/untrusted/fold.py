@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import tempfile
 import time
@@ -24,8 +23,6 @@ from bot.config.launch_sites import CHEVRON, LaunchSite
 from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, SRC, CompileJob, job_spec, nvcc_version, unit_headers
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.flags import for_arch
-
-log = logging.getLogger(__name__)
 
 KEY_VERSION = "opgate.probe/1"
 FOLD_SOURCE_NAME = "opgate_launch_probe.cu"

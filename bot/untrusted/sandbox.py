@@ -10,7 +10,6 @@ file it was not given. Where bubblewrap cannot start, `Isolation.mode` is "none"
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import shutil
@@ -28,8 +27,6 @@ from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted import userns
 from bot.verdict.messages import phrase
-
-log = logging.getLogger(__name__)
 
 SANDBOX_UID = 65534  # "nobody" inside the sandbox
 PATH_INSIDE = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"

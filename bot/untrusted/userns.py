@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 from bot.models.finding import Phrase
-from bot.verdict.messages import phrase
 
 PROC_SYS = Path("/proc/sys")  # tests point this at a folder of their own
 APPARMOR_SYSCTL = "kernel.apparmor_restrict_unprivileged_userns"
@@ -32,14 +31,9 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-def cause(bwrap_error: str, bwrap: str = "bwrap") -> str | None:
-    """The reason bwrap's `bwrap_error` names, when the host's settings explain it; None otherwise."""
-    why = cause_phrase(bwrap_error, bwrap)
-    return None if why is None else phrase(why)
-
-
 def cause_phrase(bwrap_error: str, bwrap: str = "bwrap") -> Phrase | None:
-    """`cause` as a phrase of the message catalog (bot/verdict/messages.py)."""
+    """The reason bwrap's `bwrap_error` names, when the host's settings explain it, as a phrase of the message
+    catalog (bot/verdict/messages.py); None otherwise."""
     if not _REFUSED.search(bwrap_error):
         return None
     if _sysctl(APPARMOR_SYSCTL) == "1":

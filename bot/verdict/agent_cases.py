@@ -25,7 +25,6 @@ from bot.verdict.messages import phrase
 # report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
 NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
 NEW_KERNEL = N_("a new kernel has no base manifest to bound agent cases: the agent's test matrix is not run")
-BASE_FAILS = "base fails too"
 BASE_FAILS_WHY = {
     "same": N_("base fails too (the same build): not failed for it"),
     "unbuilt": N_("base fails too (base does not build): not failed for it"),

@@ -142,14 +142,9 @@ def described(e: CompileError) -> Phrase:
     return Phrase(key="compile.error", params={"message": e.message})
 
 
-def advice(e: CompileError) -> str:
-    """What to install or configure so the error goes away ("" when only the code can fix it)."""
-    hint = advised(e)
-    return phrase(hint) if hint is not None else ""
-
-
 def advised(e: CompileError) -> Phrase | None:
-    """`advice` as a phrase of the catalog; None when only the code can fix it."""
+    """What to install or configure so the error goes away, as a phrase of the catalog; None when only the code can
+    fix it."""
     if e.kind == "manifest":
         return Phrase(key="advice.manifest")
     if e.kind != "missing_header" or e.header is None:
@@ -176,14 +171,6 @@ def new_errors(head: Sequence[CompileError], base: Sequence[CompileError]) -> li
     """Head's errors base does not have."""
     theirs = {_identity(e) for e in base}
     return [e for e in head if _identity(e) not in theirs]
-
-
-def compile_failure(
-    step: str | Phrase, head: Sequence[CompileError], base_failed: bool, base: Sequence[CompileError]
-) -> tuple[str | None, str | None]:
-    """`compile_phrases` as lines."""
-    failure, undecided = compile_phrases(step, head, base_failed, base)
-    return (phrase(failure) if failure else None), (phrase(undecided) if undecided else None)
 
 
 def compile_phrases(

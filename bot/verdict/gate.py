@@ -28,7 +28,7 @@ from bot.models.report import (
 from bot.verdict import stats
 from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
-from bot.verdict.messages import MESSAGES, phrase, render
+from bot.verdict.messages import phrase, render
 from bot.verdict.names import base_name, families
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
@@ -41,7 +41,6 @@ IN_BASE = (
     "resources.launch_in_base",
     "resources.launch_in_base_moved",
 )
-RESOURCES_ONLY = MESSAGES["resources.only"][1]  # a manifest without cases, its resources passed
 SMEM_PER_BLOCK_LIMIT = SM90.smem_per_block_optin  # 232,448 B of static + dynamic shared memory per block
 
 
@@ -59,11 +58,6 @@ def _fmt(x: float | None) -> str:
 
 def _finding(gate: Gate, key: str, outcome: Outcome = Outcome.fail, **params: str | int | float) -> Finding:
     return Finding(gate=gate, outcome=outcome, key=key, params=params)
-
-
-def case_reason(case: str, reason: str) -> str:
-    """A case's reason line, made outside the gate, as its kernel states it: "case: reason"."""
-    return f"{case}: {reason}"
 
 
 def case_verdict(
@@ -242,11 +236,6 @@ def _element(v: Violation) -> Phrase:
     if v.got is None:
         return Phrase(key="element.at", params={"where": where})
     return Phrase(key="element.value", params={"where": where, "got": _fmt(v.got), "expected": _fmt(v.expected)})
-
-
-def violation_reason(v: Violation) -> str:
-    """One line naming the metric, its value and limit, the output and the first bad element."""
-    return render(violation_finding(v))
 
 
 def violation_finding(v: Violation) -> Finding:
@@ -556,11 +545,6 @@ def _occupancy_of(r: Resource, threads: dict[str, int] | None, sm: Arch | None =
         return None
     barriers = 1 if r.barriers is None else r.barriers
     return occupancy(r.registers, block, r.smem_bytes, r.dynamic_smem_bytes or 0, barriers, arch=sm)
-
-
-def explain(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> str:
-    """`explained` as text."""
-    return phrase(explained(r, occ, factor, threads))
 
 
 def explained(r: Resource, occ: Occupancy, factor: str, threads: int | None = None) -> Phrase:
@@ -952,13 +936,8 @@ def _launch(
     return found
 
 
-def probe_notes(cases: list[CaseReport]) -> list[str]:
-    """A note when the cases that ran had no boundary probes: random inputs alone miss one-off errors."""
-    return [render(f) for f in probe_findings(cases)]
-
-
 def probe_findings(cases: list[CaseReport]) -> list[Finding]:
-    """`probe_notes` as findings."""
+    """A note when the cases that ran had no boundary probes: random inputs alone miss one-off errors."""
     reached = [c for c in cases if c.probe_count is not None]
     without = [c.name for c in reached if c.probe_count == 0]
     if not reached or not without:
@@ -966,11 +945,6 @@ def probe_findings(cases: list[CaseReport]) -> list[Finding]:
     if len(without) == len(reached):
         return [_finding(Gate.coverage, "coverage.no_probes", Outcome.note)]
     return [_finding(Gate.coverage, "coverage.no_probes_for", Outcome.note, cases=", ".join(without))]
-
-
-def small_shape_notes(cases: list[CaseReport]) -> list[str]:
-    """A note when the speed-up is confined to the small cases (`small_shape_findings`)."""
-    return [render(f) for f in small_shape_findings(cases)]
 
 
 def small_shape_findings(cases: list[CaseReport]) -> list[Finding]:
@@ -1091,14 +1065,9 @@ def kernel_verdict(
     return kernel
 
 
-def not_run_summary(cases: list[CaseReport]) -> str:
-    """ "2 cuda cases (needs a CUDA GPU; this machine has none)" — the cases that did not run, by reason."""
-    return "; ".join(phrase(p) for p in not_run_phrases(cases))
-
-
 def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
-    """`not_run_summary` as phrases: one per reason, its count and devices, the reason as the cases' findings say
-    it (a reason made elsewhere, as written)."""
+    """The cases that did not run ("2 cuda cases (needs a CUDA GPU; …)"): one phrase per reason, its count and
+    devices, the reason as the cases' findings say it (a reason made elsewhere, as written)."""
     by_reason: dict[str, tuple[list[Phrase], list[str]]] = {}
     for c in cases:
         if c.verdict == "skipped":

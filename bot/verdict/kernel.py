@@ -14,14 +14,9 @@ from bot.verdict import agent_cases, change
 from bot.verdict.compile_errors import new_errors
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_note
-from bot.verdict.messages import MESSAGES, render
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
 RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note
-HELD_OUT = MESSAGES["run.held_out"][1]
-NO_GPU = MESSAGES["run.no_gpu"][1]
-FAIL_ALIKE = MESSAGES["run.fail_alike"][1]
-HEAD_FAILS = MESSAGES["run.head_fails"][1]
 
 
 class SecondLooks(BaseModel):
@@ -180,11 +175,6 @@ def second_looks(
 def shared_failure(head: Build, base: Build | None) -> bool:
     """Head's build fails with first errors base's failed build has too (the runner's or the manifest's)."""
     return base is not None and not base.ok and bool(head.errors) and not new_errors(head.errors, base.errors)
-
-
-def drift_notes(cases: list[CaseReport]) -> list[str]:
-    """`drift_findings` as lines."""
-    return [render(f) for f in drift_findings(cases)]
 
 
 def drift_findings(cases: list[CaseReport]) -> list[Finding]:

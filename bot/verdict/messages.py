@@ -587,13 +587,6 @@ def _gettext(locale: str) -> Translator:
     return _TRANSLATORS[locale]
 
 
-def message(key: str) -> tuple[str | None, str]:
-    """(label id, English text) of a message id; a KeyError names an id the catalog lacks."""
-    if key not in MESSAGES:
-        raise KeyError(f"no message {key!r} in bot/verdict/messages.py")
-    return MESSAGES[key]
-
-
 class _Args(dict[str, object]):
     """A message's parameters; one the finding lacks stays `{name}` in the text instead of raising."""
 

@@ -16,7 +16,6 @@ from bot.config.manifest import Limits, OutputLimits
 from bot.models.report import OutputMetrics, Violation
 
 REL_FLOOR = 1e-2  # relative errors are taken against max(|ref|, 1 % of the reference's RMS)
-METRICS = ("nan_inf", "max_abs_err", "max_rel_err", "cos_diff")  # checked in this order, per output
 
 
 def output_names(count: int, declared: Sequence[str] | None = None) -> list[str]:
@@ -73,30 +72,9 @@ def _calc_diff(x: torch.Tensor, y: torch.Tensor, dim: int | None = None) -> torc
     return (1.0 - sim).clamp(min=0.0)
 
 
-def max_abs_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """max |out - ref| over the elements finite in both (0 when there are none)."""
-    pair = _Pair(out, ref)
-    return float(pair.diff.max()) if pair.diff.numel() else 0.0
-
-
-def max_rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """max |out - ref| / max(|ref|, REL_FLOOR x RMS(ref)) over the elements finite in both."""
-    rel = _Pair(out, ref).rel()
-    return float(rel.max()) if rel.numel() else 0.0
-
-
-def cos_diff(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """1 - cos-sim as DeepGEMM's calc_diff computes it, over the elements finite in both."""
-    pair = _Pair(out, ref)
-    return float(_calc_diff(pair.o[pair.both], pair.r[pair.both]))
-
-
-def measure(name: str, out: torch.Tensor, ref: torch.Tensor) -> OutputMetrics:
-    """Every metric of one output (no limits involved)."""
-    return _measure(name, _Pair(out, ref))
-
-
 def _measure(name: str, pair: _Pair) -> OutputMetrics:
+    """Every metric of one output, over the elements finite in both (0 when there are none): max |out - ref|,
+    max |out - ref| / max(|ref|, REL_FLOOR x RMS(ref)), and 1 - cos-sim as DeepGEMM's calc_diff computes it."""
     if not pair.diff.numel():
         return OutputMetrics(name=name, max_abs_err=0.0, max_rel_err=0.0, cos_diff=0.0)
     worst = int(pair.diff.reshape(-1).argmax())
@@ -115,12 +93,9 @@ def _first(mask: torch.Tensor) -> int:
     return int(mask.reshape(-1).to(torch.uint8).argmax())
 
 
-def violation(name: str, out: torch.Tensor, ref: torch.Tensor, limits: OutputLimits) -> Violation | None:
-    """The first limit this output breaks, in METRICS order, with its first bad element; None if within all."""
-    return _violation(name, _Pair(out, ref), limits)
-
-
 def _violation(name: str, pair: _Pair, limits: OutputLimits) -> Violation | None:
+    """The first limit this output breaks (nan_inf, max_abs_err, max_rel_err, cos_diff, in this order), with its
+    first bad element; None if within all."""
     if not pair.diff.numel():
         return None
     shape = pair.shape()

@@ -229,11 +229,6 @@ def occupancy(
     )
 
 
-def register_arithmetic(registers: int, threads: int, occ: Occupancy) -> str:
-    """`register_phrase` as text."""
-    return phrase(register_phrase(registers, threads, occ))
-
-
 def register_phrase(registers: int, threads: int, occ: Occupancy) -> Phrase:
     """The registers a block is allocated, in numbers that add up: each thread's count after the per-warp granularity
     ("130 -> 136 registers allocated per thread") times the threads of its whole warps."""
@@ -258,11 +253,6 @@ def register_phrase(registers: int, threads: int, occ: Occupancy) -> Phrase:
         params={"per_block": f"{occ.registers_per_block:,}"},
         phrases={"per_thread": [per_thread], "slots": [slots]},
     )
-
-
-def smem_arithmetic(occ: Occupancy) -> str:
-    """`smem_phrase` as text."""
-    return phrase(smem_phrase(occ))
 
 
 def smem_phrase(occ: Occupancy) -> Phrase:

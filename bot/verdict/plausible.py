@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import CaseReport
-from bot.verdict.messages import LABELS, render
+from bot.verdict.messages import LABELS
 
 IMPLAUSIBLE = LABELS["implausible_speedup"]  # "implausible speedup — verify"
-
-
-def implausible_speedups(cases: list[CaseReport], max_speedup: float) -> list[str]:
-    """One line per case whose head p50 beats base's by more than `max_speedup` times."""
-    return [render(f) for f in speedup_findings(cases, max_speedup)]
 
 
 def speedup_findings(cases: list[CaseReport], max_speedup: float) -> list[Finding]:

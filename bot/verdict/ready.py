@@ -6,8 +6,9 @@ from __future__ import annotations
 from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun
 from bot.models.report import ResourceCheckReport
-from bot.verdict.compile_errors import advice, describe, torch_cuda
+from bot.verdict.compile_errors import advised, describe, torch_cuda
 from bot.verdict.gate import case_verdict, resource_reasons
+from bot.verdict.messages import phrase
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").
 IN_A_REVIEW = (
@@ -29,9 +30,9 @@ def runner_lacks(check: ResourceCheckReport) -> str | None:
     lacks torch's CUDA headers (`compile_errors.torch_cuda`) —, naming the header, the #include and the fix; None for
     any other failure (the kernel's, which the step fails on)."""
     first = next((e for e in check.errors if e.kind != "manifest"), None)
-    if first is None or not torch_cuda(first):
+    if first is None or not torch_cuda(first) or (fix := advised(first)) is None:
         return None
-    return f"{describe(first)}; {advice(first)}"
+    return f"{describe(first)}; {phrase(fix)}"
 
 
 def dry_case(case: Case, constraints: Constraints, run: CaseRun) -> tuple[bool, str]:

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 POISON_BYTE = 0x5A  # every byte of an integer output before the call
-OUTPUT, SCRATCH = "output", "scratch"
+OUTPUT = "output"
 
 
 @dataclass(frozen=True)

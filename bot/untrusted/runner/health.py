@@ -14,7 +14,6 @@ from pathlib import Path
 
 from bot.models.finding import Phrase
 from bot.models.report import RunnerHealth
-from bot.verdict.messages import phrase
 
 THROTTLE_NAMES = {  # NVML clocks-event reasons that mean "slower than it should be"
     0x0000000000000002: "applications clocks setting",
@@ -87,14 +86,9 @@ def _gpu(health: RunnerHealth) -> RunnerHealth:
             pynvml.nvmlShutdown()
 
 
-def noisy(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> str | None:
-    """Why the runner was busy or throttled while it measured (named beside an undecided interval), or None. Pure."""
-    why = noisy_phrase(other_cores, limit, health)
-    return phrase(why) if why is not None else None
-
-
 def noisy_phrase(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> Phrase | None:
-    """`noisy` as a phrase of the findings' catalog."""
+    """Why the runner was busy or throttled while it measured (named beside an undecided interval), as a phrase of
+    the findings' catalog, or None. Pure."""
     if other_cores is not None and other_cores > limit:
         cores = health.cores if health else "?"
         return Phrase(key="noisy.cores", params={"busy": f"{other_cores:.1f}", "cores": cores})

@@ -26,7 +26,6 @@ ITEMSIZE = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
     "uint8": 1, "bool": 1,
 }  # fmt: skip
-DTYPES = tuple(ITEMSIZE)
 NONE = {"none": True}  # a header's entry for an absent optional tensor: the argument is passed as None
 
 

@@ -13,7 +13,7 @@ from bot.config.launch_sites import SOURCE_SUFFIXES, TouchKind, scan, touches
 from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
 from bot.models.finding import Phrase
-from bot.models.report import CompileError, Resource, ResourceCheckReport
+from bot.models.report import CompileError, Resource, ResourceCheckReport, UnitCompile
 from bot.untrusted.build import Unit, plan_units, unit_flags
 from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate, fold_sites, markers
 from bot.untrusted.resources import (
@@ -210,6 +210,7 @@ def resource_check(
         launch_sites=list(dict.fromkeys(phrase(t.what) for t in touched)),
         seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,
+        units=_units(head, base),
         log_tail=head.log if head.status != "ok" else "",
         base_log_tail=base.log if base is not None and base.status != "ok" else "",
         errors=head.errors,
@@ -258,6 +259,14 @@ def _compile(
         checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
         folds = {side: p.result() for side, p in pending.items()}
     return {**checks, **failed}, folds
+
+
+def _units(head: ResourceCheck, base: ResourceCheck | None) -> list[UnitCompile]:
+    """Every unit of both sides once (a unit base and head share is one compile, named with both)."""
+    found = {u.key: u for u in head.units}
+    for u in base.units if base is not None else []:
+        found.setdefault(u.key, u)
+    return list(found.values())
 
 
 def without_unchanged(check: ResourceCheckReport) -> None:

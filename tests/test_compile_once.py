@@ -33,6 +33,8 @@ __global__ void __launch_bounds__(128) {name}_kernel(const float* x, float* y, i
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = {body};
 }}
+
+void {name}(const float* x, float* y, int n) {{ {name}_kernel<<<(n + 127) / 128, 128>>>(x, y, n); }}
 """
 
 BODIES = {"scale": "x[i] * kFactor", "shift": "x[i] + kFactor", "square": "x[i] * x[i]"}
@@ -75,20 +77,26 @@ def test_a_comment_only_change_compiles_each_unit_once_and_again_nothing(opgate,
     cold = _review(opgate, repo, head, build)
     check = cold.kernel("trio")["resource_check"]
     assert (check["status"], check["base_status"]) == ("ok", "ok"), check["log_tail"]
-    units = sorted((u["source"], u["sides"], u["cached"]) for u in check["units"])
-    assert units == [(f"ops/trio/{name}.cu", ["head", "base"], False) for name in sorted(BODIES)]
+    units = sorted((u["step"], u["source"], u["sides"], u["cached"]) for u in check["units"])
+    # each unit once for ptxas -v and once for the read-back of the launches the changed file holds, both sides' alike
+    steps = ("launches", "resources")
+    assert units == [
+        (step, f"ops/trio/{name}.cu", ["head", "base"], False) for step in steps for name in sorted(BODIES)
+    ]
     started = re.findall(r"compiling unit (\d)/(\d): ops/trio/(\w+)\.cu \(sm_90a\)", cold.stderr)
     assert sorted(n for n, _, _ in started) == ["1", "2", "3"], cold.stderr  # each unit once, counted n of N
     assert {(total, name) for _, total, name in started} == {("3", name) for name in BODIES}, cold.stderr
     assert check["unchanged"] == "same" and len(check["head"]) == len(BODIES)
+    assert {r["threads"] for r in check["head"]} == {128} and check["launch_undecided"] == []
+    assert len(re.findall(r"compiling unit ops/trio/\w+\.cu \(sm_90a\) to PTX", cold.stderr)) == len(BODIES)
 
     warm = _review(opgate, repo, head, build)
     check = warm.kernel("trio")["resource_check"]
-    assert [u["cached"] for u in check["units"]] == [True] * len(BODIES)
+    assert [u["cached"] for u in check["units"]] == [True] * 2 * len(BODIES)
     assert "compiling unit" not in warm.stderr
 
     repo.edit("ops/trio/square.cu", "{\n", "{  // squares\n")  # another comment, on the warm cache: compiles nothing
     other = _review(opgate, repo, repo.commit("another comment"), build)
     check = other.kernel("trio")["resource_check"]
-    assert [u["cached"] for u in check["units"]] == [True] * len(BODIES)
+    assert [u["cached"] for u in check["units"]] == [True] * 2 * len(BODIES)
     assert "compiling unit" not in other.stderr

@@ -110,6 +110,9 @@ class UnitCompile(_Model):
     sides: list[str] = Field(description="head, base: the sides whose unit preprocesses to this text")
     cached: bool = Field(description="read from the cache: no compiler ran for it")
     seconds: float = Field(0.0, description="the compile's wall time; 0 when cached")
+    step: Literal["resources", "launches"] = Field(
+        "resources", description="resources: the ptxas -v compile; launches: the read-back's, to PTX, launches marked"
+    )
 
 
 class ResourceCheckReport(_Model):

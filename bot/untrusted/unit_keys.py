@@ -11,7 +11,7 @@ import os
 import re
 import shlex
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -105,7 +105,7 @@ def preprocessed(
     return "\0".join(texts)
 
 
-def text_key(text: str, meta: dict[str, object]) -> str:
+def text_key(text: str, meta: Mapping[str, object]) -> str:
     """A unit's key from its preprocessed text and what else its compile depends on (source, flags, arch,
     toolchain)."""
     h = hashlib.sha256(TEXT_KEY_VERSION.encode() + b"\0")

@@ -22,7 +22,7 @@ domain = "deepgemm"
 globs = ["ops/trio/**"]
 
 [build.cuda]
-sources = ["scale.cu", "shift.cu", "square.cu"]
+sources = ["norm.cu", "scale.cu", "shift.cu", "square.cu"]
 cuda_cflags = ["-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a"]
 """
 
@@ -38,6 +38,14 @@ void {name}(const float* x, float* y, int n) {{ {name}_kernel<<<(n + 127) / 128,
 """
 
 BODIES = {"scale": "x[i] * kFactor", "shift": "x[i] + kFactor", "square": "x[i] * x[i]"}
+NORM = """\
+#include "common.cuh"
+
+__global__ void __launch_bounds__(128) norm_kernel(const float* x, float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] / kFactor;
+}
+"""  # launched from no file of the kernel: the read-back has nothing to read in it
 
 
 def _repo(path: Path) -> KernelRepo:
@@ -53,6 +61,7 @@ def _repo(path: Path) -> KernelRepo:
     repo.write("ops/trio/common.cuh", "#pragma once\nconstexpr float kFactor = 3.0f;\n")
     for name, body in BODIES.items():
         repo.write(f"ops/trio/{name}.cu", UNIT.format(name=name, body=body))
+    repo.write("ops/trio/norm.cu", NORM)
     repo.base = repo.commit("three units")
     return repo
 
@@ -78,25 +87,26 @@ def test_a_comment_only_change_compiles_each_unit_once_and_again_nothing(opgate,
     check = cold.kernel("trio")["resource_check"]
     assert (check["status"], check["base_status"]) == ("ok", "ok"), check["log_tail"]
     units = sorted((u["step"], u["source"], u["sides"], u["cached"]) for u in check["units"])
-    # each unit once for ptxas -v and once for the read-back of the launches the changed file holds, both sides' alike
-    steps = ("launches", "resources")
-    assert units == [
-        (step, f"ops/trio/{name}.cu", ["head", "base"], False) for step in steps for name in sorted(BODIES)
-    ]
+    # each unit once for ptxas -v, once for the read-back of the launches the changed file holds (norm.cu, which holds
+    # none and includes none, not at all), base's and head's alike
+    compiled = [("resources", f"ops/trio/{name}.cu", ["head", "base"], False) for name in sorted([*BODIES, "norm"])]
+    compiled += [("launches", f"ops/trio/{name}.cu", ["head", "base"], False) for name in sorted(BODIES)]
+    assert units == sorted(compiled)
     started = re.findall(r"compiling unit (\d)/(\d): ops/trio/(\w+)\.cu \(sm_90a\)", cold.stderr)
-    assert sorted(n for n, _, _ in started) == ["1", "2", "3"], cold.stderr  # each unit once, counted n of N
-    assert {(total, name) for _, total, name in started} == {("3", name) for name in BODIES}, cold.stderr
-    assert check["unchanged"] == "same" and len(check["head"]) == len(BODIES)
+    assert sorted(n for n, _, _ in started) == ["1", "2", "3", "4"], cold.stderr  # each unit once, counted n of N
+    assert {(total, name) for _, total, name in started} == {("4", name) for name in [*BODIES, "norm"]}, cold.stderr
+    assert check["unchanged"] == "same" and len(check["head"]) == len(BODIES) + 1
     assert {r["threads"] for r in check["head"]} == {128} and check["launch_undecided"] == []
-    assert len(re.findall(r"compiling unit ops/trio/\w+\.cu \(sm_90a\) to PTX", cold.stderr)) == len(BODIES)
+    to_ptx = re.findall(r"compiling unit ops/trio/(\w+)\.cu \(sm_90a\) to PTX", cold.stderr)
+    assert sorted(to_ptx) == sorted(BODIES), cold.stderr
 
     warm = _review(opgate, repo, head, build)
     check = warm.kernel("trio")["resource_check"]
-    assert [u["cached"] for u in check["units"]] == [True] * 2 * len(BODIES)
+    assert [u["cached"] for u in check["units"]] == [True] * len(compiled)
     assert "compiling unit" not in warm.stderr
 
     repo.edit("ops/trio/square.cu", "{\n", "{  // squares\n")  # another comment, on the warm cache: compiles nothing
     other = _review(opgate, repo, repo.commit("another comment"), build)
     check = other.kernel("trio")["resource_check"]
-    assert [u["cached"] for u in check["units"]] == [True] * 2 * len(BODIES)
+    assert [u["cached"] for u in check["units"]] == [True] * len(compiled)
     assert "compiling unit" not in other.stderr

@@ -241,6 +241,7 @@ class MarkedUnit(BaseModel):
     values: list[SiteValue] = Field(default_factory=list)
     seconds: float = 0.0
     timed_out: bool = False
+    compiled: bool = Field(True, description="false: its text holds no marked launch, so nothing was compiled")
 
 
 def _compile_marked(
@@ -251,10 +252,11 @@ def _compile_marked(
     arch: str,
     sandbox: Sandbox,
     cache_dir: Path | None,
-) -> tuple[MarkedUnit, UnitCompile]:
+) -> tuple[MarkedUnit, UnitCompile | None]:
     """One unit compiled to PTX from a copy of the kernel folder's sources with the marked ones rewritten (OUT first on
     the include path, and a relative `#include "../x.cuh"` stays inside the copy); read from `cache_dir` where a unit
-    of the same preprocessed text was compiled before (base's, or an earlier review's: a comment changes nothing)."""
+    of the same preprocessed text was compiled before (base's, or an earlier review's: a comment changes nothing), and
+    not compiled at all where that text holds no marked launch (no record then)."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opgate-fold-") as tmp:
         for path, text in rewritten.items():  # every source of the folder, the marked ones rewritten
@@ -267,11 +269,15 @@ def _compile_marked(
         flags = for_arch(job.flags, arch)
         cmd = [nvcc, f"-I{OUT}", *flags, "--ptx", source, "-o", f"{OUT}/opgate-sites.ptx"]
         spec = job_spec(job, Path(tmp))
-        key = _marked_key(nvcc, job, unit, rewritten, cmd, spec, Path(tmp), arch, cache_dir, sandbox)
+        key, unmarked = _marked_key(nvcc, job, unit, rewritten, cmd, spec, Path(tmp), arch, cache_dir, sandbox)
         entry = cache_dir / f"sites-unit-{key[:32]}.json" if cache_dir is not None else None
         hit = _load(entry)
         if hit is not None:
-            return hit, UnitCompile(source=job.named, key=key[:16], sides=[], cached=True, step="launches")
+            record = UnitCompile(source=job.named, key=key[:16], sides=[], cached=True, step="launches")
+            return hit, record if hit.compiled else None
+        if unmarked:  # it includes no marked launch: nothing to read back, nothing to compile
+            _save(entry, MarkedUnit(ok=True, compiled=False))
+            return MarkedUnit(ok=True, compiled=False), None
         with slot():
             log.info("compiling unit %s (%s) to PTX, its launches marked", job.named, arch)
             code, output = sandbox.run(spec, cmd, timeout=COMPILE_TIMEOUT_S)
@@ -285,9 +291,8 @@ def _compile_marked(
         seconds=seconds,
         timed_out=code is None,
     )
-    if entry is not None and not result.timed_out:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        entry.write_text(result.model_dump_json(indent=2))
+    if not result.timed_out:
+        _save(entry, result)
     return result, UnitCompile(source=job.named, key=key[:16], sides=[], cached=False, seconds=seconds, step="launches")
 
 
@@ -302,21 +307,28 @@ def _marked_key(
     arch: str,
     cache_dir: Path | None,
     sandbox: Sandbox,
-) -> str:
-    """The marked unit's key: of its preprocessed text (remembered for the same bytes), else of its bytes."""
+) -> tuple[str, bool]:
+    """The marked unit's key: of its preprocessed text (remembered for the same bytes), else of its bytes; and whether
+    that text, read now, holds none of the markers' code (the unit includes no file with a launch)."""
     h = hashlib.sha256(SITE_KEY_VERSION.encode() + b"\0")
     h.update(json.dumps([unit, sorted(rewritten.items()), cmd[1:]]).encode())
     h.update(_key(job, "", arch, nvcc).encode())
     raw = h.hexdigest()
     if (known := remembered(cache_dir, raw)) is not None:
-        return known
+        return known, False
     text = preprocessed([*cmd, "-keep", "-keep-dir", OUT], spec, tmp, OUT, sandbox, timeout=COMPILE_TIMEOUT_S)
     if text is None:
-        return raw
+        return raw, False
     meta = {"source": unit, "flags": cmd[1:-4], "arch": arch, "tc": nvcc_version(nvcc), "v": SITE_KEY_VERSION}
     key = text_key(text, meta)
     remember(cache_dir, raw, key)
-    return key
+    return key, "opgate_fold" not in text
+
+
+def _save(entry: Path | None, result: MarkedUnit) -> None:
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(result.model_dump_json(indent=2))
 
 
 def _load(entry: Path | None) -> MarkedUnit | None:
@@ -380,7 +392,7 @@ def fold_sites(
             all_ok = all_ok and unit.ok
             why = why or ("" if unit.ok else unit.output or "the unit did not compile")
             values += unit.values
-            result.units.append(record)
+            result.units += [record] if record is not None else []
         tried += 1
         if all_ok:
             result.values += values

@@ -20,6 +20,7 @@ from bot.untrusted.resources import (
     parse_ptx_threads,
     parse_ptxas,
 )
+from bot.untrusted.sandbox import Isolation, Sandbox
 from bot.verdict.gate import resource_reasons
 
 DATA = Path(__file__).parent / "data" / "ptxas"
@@ -429,16 +430,20 @@ def _keys(tmp_path: Path, head: resources.CompileJob, base: resources.CompileJob
 @pytest.mark.slow
 @pytest.mark.untimed
 @needs_nvcc
-def test_a_unit_that_differs_only_in_comments_is_compiled_once_for_both_sides(tmp_path: Path) -> None:
+@pytest.mark.parametrize("isolated", [True, False], ids=["the sandbox", "isolation none"])
+def test_a_unit_that_differs_only_in_comments_is_compiled_once_for_both_sides(tmp_path: Path, isolated: bool) -> None:
     """Issue 54, 2: a unit is keyed by its text as the compile preprocesses it: comments, the lines they shift and
-    trailing blanks leave the key alone, base and head share one compile, and a second check compiles nothing."""
+    trailing blanks leave the key alone, base and head share one compile, and a second check compiles nothing; without
+    bubblewrap too, where nvcc sees each checkout's own paths."""
+    sandbox = Sandbox.detect() if isolated else Sandbox(Isolation(mode="none", reason="test"), None)
     commented = "// a comment\n/* a block\n   of two lines */\n" + UNIT.replace("x[0] = 2;", "x[0] = 2;   // two")
     head, base = _side(tmp_path / "head", commented), _side(tmp_path / "base", UNIT)
-    checks = resources.compile_sides({"head": [head], "base": [base]}, arch="sm_90a", cache_dir=tmp_path / "cache")
+    sides, cache = {"head": [head], "base": [base]}, tmp_path / "cache"
+    checks = resources.compile_sides(sides, arch="sm_90a", cache_dir=cache, sandbox=sandbox)
     [unit] = checks["head"].units
     assert (unit.source, unit.sides, unit.cached) == ("ops/unit/unit.cu", ["head", "base"], False)
     assert checks["head"].resources == checks["base"].resources != []
-    again = resources.compile_sides({"head": [head], "base": [base]}, arch="sm_90a", cache_dir=tmp_path / "cache")
+    again = resources.compile_sides(sides, arch="sm_90a", cache_dir=cache, sandbox=sandbox)
     assert [(u.key, u.cached) for u in again["head"].units] == [(unit.key, True)]
 
 

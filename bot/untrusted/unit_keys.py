@@ -87,22 +87,27 @@ def preprocessed(
 ) -> str | None:
     """Every pass's preprocessed text of the compile `command` (nvcc, in the sandbox `spec` that binds `tmp` at `out`),
     normalised and joined in the compile's order; None when nvcc does not list its steps or one fails."""
+    here = sandbox.localize(spec, out)  # without bubblewrap nvcc lists the host's paths
     with slot():
         code, listing = sandbox.run(spec, [*command, "--dryrun"], timeout=DRYRUN_TIMEOUT_S)
-        steps = preprocess_steps(listing, out) if code == 0 else None
+        steps = preprocess_steps(listing, here) if code == 0 else None
         if steps is None:
             log.debug("no preprocessing steps to key on (rc %s)", code)
             return None
         texts = []
         for argv, target in steps:
             code, output = sandbox.run(spec, argv, timeout=timeout)
-            path = tmp / Path(target).relative_to(out)
+            path = tmp / Path(target).relative_to(here)
             if code != 0 or path.is_symlink() or not path.is_file():
                 log.debug("preprocessing failed (rc %s): %s", code, output[-500:])
                 return None
             texts.append(normalise(path.read_text(errors="replace")))
             path.unlink()
-    return "\0".join(texts)
+    text = "\0".join(texts)
+    if here != out:  # the sandbox's paths back, so two checkouts of one text share its key as they do in bubblewrap
+        for bind in sorted(spec.binds, key=lambda b: len(str(b.source)), reverse=True):
+            text = text.replace(str(bind.source), bind.target)
+    return text
 
 
 def text_key(text: str, meta: Mapping[str, object]) -> str:

@@ -316,13 +316,14 @@ def _marked_key(
     raw = h.hexdigest()
     if (known := remembered(cache_dir, raw)) is not None:
         return known, False
-    text = preprocessed([*cmd, "-keep", "-keep-dir", OUT], spec, tmp, OUT, sandbox, timeout=COMPILE_TIMEOUT_S)
+    keep = [*cmd, "-keep", "-keep-dir", OUT]
+    text = preprocessed(keep, spec, tmp, OUT, sandbox, timeout=COMPILE_TIMEOUT_S, word="opgate_fold")
     if text is None:
         return raw, False
     meta = {"source": unit, "flags": cmd[1:-4], "arch": arch, "tc": nvcc_version(nvcc), "v": SITE_KEY_VERSION}
     key = text_key(text, meta)
     remember(cache_dir, raw, key)
-    return key, "opgate_fold" not in text
+    return key, not text.holds
 
 
 def _save(entry: Path | None, result: MarkedUnit) -> None:

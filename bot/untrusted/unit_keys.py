@@ -12,6 +12,7 @@ import re
 import shlex
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -82,40 +83,51 @@ def normalise(text: str) -> str:
     return "\n".join(line for line in lines if line and not _LINE_MARKER.match(line))
 
 
+@dataclass(frozen=True)
+class Preprocessed:
+    """What a unit's compile preprocesses: the sha256 of every pass's normalised text, in the compile's order, and
+    whether one of them holds the word the caller looked for."""
+
+    digest: str
+    holds: bool = False
+
+
 def preprocessed(
-    command: Sequence[str], spec: Spec, tmp: Path, out: str, sandbox: Sandbox, *, timeout: float
-) -> str | None:
+    command: Sequence[str], spec: Spec, tmp: Path, out: str, sandbox: Sandbox, *, timeout: float, word: str = ""
+) -> Preprocessed | None:
     """Every pass's preprocessed text of the compile `command` (nvcc, in the sandbox `spec` that binds `tmp` at `out`),
-    normalised and joined in the compile's order; None when nvcc does not list its steps or one fails."""
+    normalised and hashed (a heavy unit's text runs to megabytes: it is never kept); None when nvcc does not list its
+    steps or one fails."""
     here = sandbox.localize(spec, out)  # without bubblewrap nvcc lists the host's paths
+    digest, holds = hashlib.sha256(), False
     with slot():
         code, listing = sandbox.run(spec, [*command, "--dryrun"], timeout=DRYRUN_TIMEOUT_S)
         steps = preprocess_steps(listing, here) if code == 0 else None
         if steps is None:
             log.debug("no preprocessing steps to key on (rc %s)", code)
             return None
-        texts = []
         for argv, target in steps:
             code, output = sandbox.run(spec, argv, timeout=timeout)
             path = tmp / Path(target).relative_to(here)
             if code != 0 or path.is_symlink() or not path.is_file():
                 log.debug("preprocessing failed (rc %s): %s", code, output[-500:])
                 return None
-            texts.append(normalise(path.read_text(errors="replace")))
+            text = normalise(path.read_text(errors="replace"))
             path.unlink()
-    text = "\0".join(texts)
-    if here != out:  # the sandbox's paths back, so two checkouts of one text share its key as they do in bubblewrap
-        for bind in sorted(spec.binds, key=lambda b: len(str(b.source)), reverse=True):
-            text = text.replace(str(bind.source), bind.target)
-    return text
+            if here != out:  # the sandbox's paths back: two checkouts of one text share its key, as in bubblewrap
+                for bind in sorted(spec.binds, key=lambda b: len(str(b.source)), reverse=True):
+                    text = text.replace(str(bind.source), bind.target)
+            digest.update(hashlib.sha256(text.encode()).digest())
+            holds = holds or (bool(word) and word in text)
+    return Preprocessed(digest.hexdigest(), holds)
 
 
-def text_key(text: str, meta: Mapping[str, object]) -> str:
+def text_key(text: Preprocessed, meta: Mapping[str, object]) -> str:
     """A unit's key from its preprocessed text and what else its compile depends on (source, flags, arch,
     toolchain)."""
     h = hashlib.sha256(TEXT_KEY_VERSION.encode() + b"\0")
     h.update(json.dumps(meta, sort_keys=True).encode() + b"\0")
-    h.update(hashlib.sha256(text.encode()).digest())
+    h.update(text.digest.encode())
     return h.hexdigest()
 
 

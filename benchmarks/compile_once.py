@@ -24,6 +24,9 @@ parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--rounds", type=int, default=1)
 parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent)
 parser.add_argument("--kernels", nargs="*", default=["deepgemm_tile", "flashmla_decode", "v41_attention_splitk"])
+parser.add_argument(
+    "--synthetic", action="store_true", help="measure a generated kernel of two cub units (24 and 48 instantiations)"
+)
 ARGS = parser.parse_args()
 ROOT = Path(__file__).resolve().parent.parent
 TREE = ARGS.tree.resolve()
@@ -57,6 +60,65 @@ def hand(kernel, arches: list[str], cache: Path) -> float:
     return total
 
 
+CUB_KERNEL = """\
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_radix_sort.cuh>
+#include <cub/block/block_scan.cuh>
+#include <cub/block/block_store.cuh>
+
+template <int THREADS, int ITEMS, typename T>
+__global__ void __launch_bounds__(THREADS) scan_kernel(const T* x, T* y, int n) {
+  using Load = cub::BlockLoad<T, THREADS, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Sort = cub::BlockRadixSort<T, THREADS, ITEMS>;
+  using Scan = cub::BlockScan<T, THREADS>;
+  using Store = cub::BlockStore<T, THREADS, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  __shared__ union {
+    typename Load::TempStorage load;
+    typename Sort::TempStorage sort;
+    typename Scan::TempStorage scan;
+    typename Store::TempStorage store;
+  } tmp;
+  T items[ITEMS];
+  int base = blockIdx.x * THREADS * ITEMS;
+  Load(tmp.load).Load(x + base, items, n - base, T(0));
+  __syncthreads();
+  Sort(tmp.sort).Sort(items);
+  __syncthreads();
+  Scan(tmp.scan).InclusiveSum(items, items);
+  __syncthreads();
+  Store(tmp.store).Store(y + base, items, n - base);
+}
+
+template <int THREADS, int ITEMS, typename T>
+void launch(const T* x, T* y, int n) {
+  scan_kernel<THREADS, ITEMS, T><<<(n + THREADS * ITEMS - 1) / (THREADS * ITEMS), THREADS>>>(x, y, n);
+}
+"""
+
+
+def synthetic(at: Path) -> Path:
+    """kernels/cub_scan: fwd.cu (24 instantiations of a cub load, radix sort, scan and store) and bwd.cu (48)."""
+    folder = at / "kernels" / "cub_scan"
+    folder.mkdir(parents=True)
+    (folder / "kernel.toml").write_text(
+        'name = "cub_scan"\ndomain = "deepgemm"\nglobs = ["kernels/cub_scan/**"]\n\n[build.cuda]\n'
+        'sources = ["fwd.cu", "bwd.cu"]\ncuda_cflags = ["-O3", "-std=c++17"]\n\n'
+        '[constraints]\narchitectures = ["sm_90a", "sm_100a"]\n'
+    )
+    for unit, items, types in (
+        ("fwd", (4, 8, 16), ("float", "double")),
+        ("bwd", (4, 8, 16, 32), ("float", "double", "int")),
+    ):
+        lines = [
+            f"template void launch<{t}, {i}, {ty}>(const {ty}*, {ty}*, int);"
+            for t in (64, 128, 256, 512)
+            for i in items
+            for ty in types
+        ]
+        (folder / f"{unit}.cu").write_text(CUB_KERNEL + "\n" + "\n".join(lines) + "\n")
+    return folder
+
+
 def commented(base: Path, name: str, unit: str, text: str, at: Path) -> Path:
     """A copy of the kernel folder whose `unit` has `text` above its first line."""
     folder = at / "kernels" / name
@@ -79,9 +141,12 @@ def main() -> None:
     config, sandbox = load_config(ROOT), Sandbox.detect()
     print(f"opgate at {TREE}")
     totals: dict[str, float] = {}
+    made = tempfile.TemporaryDirectory(prefix="opgate-synthetic-")
+    kernels = {name: ROOT / "kernels" / name for name in ARGS.kernels}
+    if ARGS.synthetic:
+        kernels = {"cub_scan": synthetic(Path(made.name))}
     for _ in range(ARGS.rounds):
-        for name in ARGS.kernels:
-            folder = ROOT / "kernels" / name
+        for name, folder in kernels.items():
             base = load_kernel(folder, config=config, path=f"kernels/{name}")
             arches = base.manifest.constraints.architectures
             unit = next(s for s in base.manifest.build["cuda"].sources if s.endswith(".cu"))

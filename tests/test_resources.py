@@ -20,6 +20,7 @@ from bot.untrusted.resources import (
     parse_ptx_threads,
     parse_ptxas,
 )
+from bot.untrusted.sandbox import Isolation, Sandbox
 from bot.verdict.gate import resource_reasons
 
 DATA = Path(__file__).parent / "data" / "ptxas"
@@ -396,3 +397,71 @@ def test_the_compile_count_counts_translation_units_not_sides(tmp_path: Path) ->
     assert compile_count([CompileJob(head / "a.cu", head), CompileJob(head / "b.cu", head)]) == "2 .cu file(s)"
     both = [CompileJob(head / "a.cu", head), CompileJob(base / "a.cu", base)]  # a.cu differs: once per side
     assert compile_count(both) == "1 .cu file(s) (2 compiles: head's and base's versions of 1 differ)"
+
+
+UNIT = """\
+#include "unit.cuh"
+__global__ void unit_kernel(float* x) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  x[threadIdx.x] = SCALE * x[threadIdx.x];
+#else
+  x[0] = 2;
+#endif
+}
+"""
+
+
+LINED = UNIT.replace("x[0] = 2;", "x[0] = __LINE__;")
+
+
+def _side(root: Path, text: str, header: str = "#define SCALE 3.0f\n") -> resources.CompileJob:
+    root.mkdir(parents=True)
+    (root / "unit.cu").write_text(text)
+    (root / "unit.cuh").write_text(header)
+    return resources.CompileJob(root / "unit.cu", root, (), (f"-I{resources.SRC}", "-O3"), ("ops/unit",))
+
+
+def _keys(tmp_path: Path, head: resources.CompileJob, base: resources.CompileJob) -> dict[str, list[str]]:
+    checks = resources.compile_sides({"head": [head], "base": [base]}, arch="sm_90a", cache_dir=tmp_path / "cache")
+    assert all(c.status == ResourceStatus.ok for c in checks.values()), checks
+    return {side: [u.key for u in c.units if side in u.sides] for side, c in checks.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+@pytest.mark.parametrize("isolated", [True, False], ids=["the sandbox", "isolation none"])
+def test_a_unit_that_differs_only_in_comments_is_compiled_once_for_both_sides(tmp_path: Path, isolated: bool) -> None:
+    """Issue 54, 2: a unit is keyed by its text as the compile preprocesses it: comments, the lines they shift and
+    trailing blanks leave the key alone, base and head share one compile, and a second check compiles nothing; without
+    bubblewrap too, where nvcc sees each checkout's own paths."""
+    sandbox = Sandbox.detect() if isolated else Sandbox(Isolation(mode="none", reason="test"), None)
+    commented = "// a comment\n/* a block\n   of two lines */\n" + UNIT.replace("x[0] = 2;", "x[0] = 2;   // two")
+    head, base = _side(tmp_path / "head", commented), _side(tmp_path / "base", UNIT)
+    sides, cache = {"head": [head], "base": [base]}, tmp_path / "cache"
+    checks = resources.compile_sides(sides, arch="sm_90a", cache_dir=cache, sandbox=sandbox)
+    [unit] = checks["head"].units
+    assert (unit.source, unit.sides, unit.cached) == ("ops/unit/unit.cu", ["head", "base"], False)
+    assert checks["head"].resources == checks["base"].resources != []
+    again = resources.compile_sides(sides, arch="sm_90a", cache_dir=cache, sandbox=sandbox)
+    assert [(u.key, u.cached) for u in again["head"].units] == [(unit.key, True)]
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+@pytest.mark.parametrize(
+    ("base_text", "head_text", "header"),
+    [
+        (UNIT, UNIT.replace("SCALE * x", "SCALE + x"), "#define SCALE 3.0f\n"),  # code only the sm_90a pass reads
+        (UNIT, UNIT.replace("x[0] = 2;", "x[0] = 5;"), "#define SCALE 3.0f\n"),  # code only the host pass reads
+        (UNIT, UNIT, "#define SCALE 4.0f\n"),  # a header's macro
+        (LINED, "// a comment that shifts the line the code reads\n" + LINED, "#define SCALE 3.0f\n"),
+    ],
+    ids=["sm_90a pass", "host pass", "header", "__LINE__"],
+)
+def test_a_unit_whose_preprocessed_text_differs_is_compiled_for_each_side(
+    tmp_path: Path, base_text: str, head_text: str, header: str
+) -> None:
+    keys = _keys(tmp_path, _side(tmp_path / "head", head_text, header), _side(tmp_path / "base", base_text))
+    assert keys["head"] != keys["base"], keys

@@ -100,6 +100,21 @@ class Build(_Model):
 ResourceStatus = Literal["ok", "no_nvcc", "compile_fail", "unsupported_arch"]
 
 
+class UnitCompile(_Model):
+    """One translation unit of a resource check, for its architecture: the key it is cached under (its preprocessed
+    text, flags, architecture and toolchain: a comment leaves it alone), the sides whose build has it, and whether it
+    was read from the cache or compiled by this review (once, whichever sides share it)."""
+
+    source: str = Field(description="the unit's repository path")
+    key: str = Field(description="the first 16 hex digits of its cache key")
+    sides: list[str] = Field(description="head, base: the sides whose unit preprocesses to this text")
+    cached: bool = Field(description="read from the cache: no compiler ran for it")
+    seconds: float = Field(0.0, description="the compile's wall time; 0 when cached")
+    step: Literal["resources", "launches"] = Field(
+        "resources", description="resources: the ptxas -v compile; launches: the read-back's, to PTX, launches marked"
+    )
+
+
 class ResourceCheckReport(_Model):
     """The compile-only ptxas check of the kernel's .cu files for one architecture (wherever nvcc is, GPU or not).
 
@@ -148,6 +163,9 @@ class ResourceCheckReport(_Model):
     )
     seconds: float = 0.0
     cached: bool = False
+    units: list[UnitCompile] = Field(
+        default_factory=list, description="every unit of head and base once: compiled by this review or cached"
+    )
     log_tail: str = Field("", description="head's compile log when head does not compile")
     base_log_tail: str = Field("", description="base's compile log when base does not compile")
     errors: list[CompileError] = Field(default_factory=list, description="head's first error of each failed unit")

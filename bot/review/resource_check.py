@@ -12,7 +12,7 @@ from bot.config.launch_sites import SOURCE_SUFFIXES, TouchKind, scan, touches
 from bot.config.manifest import MANIFEST_NAME, ROOT, Kernel
 from bot.errors import BuildError, InputError
 from bot.models.finding import Phrase
-from bot.models.report import CompileError, Resource, ResourceCheckReport
+from bot.models.report import CompileError, Resource, ResourceCheckReport, UnitCompile
 from bot.untrusted.build import Unit, plan_units, unit_flags
 from bot.untrusted.fold import FOLD_SOURCE_NAME, FoldResult, evaluate, fold_sites, markers
 from bot.untrusted.resources import (
@@ -157,14 +157,17 @@ def resource_check(
     touched = launch_touches(head_k, base_k, changed or [])
     undecided: list[Phrase] = []
     unmeasured: list[str] = []
+    units = _units(head, base)
     if touched and head.status == "ok":
-        values, unfolded = read_launches(head_k, cache_dir, sandbox, arch)
+        values, unfolded, read = read_launches(head_k, cache_dir, sandbox, arch)
+        units += _sided(read, HEAD)
         head_d.resources, read_notes = read_back(head_d.resources, values, arch)
         notes += read_notes
         undecided = undecided_launches(head_d.resources, touched, unfolded)
         unmeasured = [t.sites[-1] for t in touched if undecided_launches(head_d.resources, [t], unfolded)]
-        if base_d is not None:
-            base_values, _ = read_launches(base_k, cache_dir, sandbox, arch) if base_k is not None else ([], {})
+        if base_d is not None and base_k is not None:
+            base_values, _, read = read_launches(base_k, cache_dir, sandbox, arch)
+            units = _merged(units, _sided(read, BASE))
             base_d.resources, _ = read_back(base_d.resources, base_values, arch)
     notes += shared_keys(head_d.resources, head_k.manifest.launch, f"{head_k.path}/kernel.toml")
     unchanged = False
@@ -194,6 +197,7 @@ def resource_check(
         launch_sites=list(dict.fromkeys(phrase(t.what) for t in touched)),
         seconds=round(max(head.seconds, base.seconds if base else 0.0), 2),
         cached=head.cached,
+        units=units,
         log_tail=head.log if head.status != "ok" else "",
         base_log_tail=base.log if base is not None and base.status != "ok" else "",
         errors=head.errors,
@@ -242,6 +246,27 @@ def _compile(
         checks = compile_sides(jobs, arch=arch, cache_dir=cache_dir, sandbox=sandbox, toolchain=tc.key)
         folds = {side: p.result() for side, p in pending.items()}
     return {**checks, **failed}, folds
+
+
+def _units(head: ResourceCheck, base: ResourceCheck | None) -> list[UnitCompile]:
+    """Every unit of both sides once (a unit base and head share is one compile, named with both)."""
+    return _merged(head.units, base.units if base is not None else [])
+
+
+def _sided(units: list[UnitCompile], side: str) -> list[UnitCompile]:
+    return [u.model_copy(update={"sides": [side]}) for u in units]
+
+
+def _merged(ours: list[UnitCompile], theirs: list[UnitCompile]) -> list[UnitCompile]:
+    """`ours` and `theirs` with each step's key once: a compile the second side found in the cache the first one had
+    just written is the first one's, named with both sides."""
+    found = {(u.step, u.key): u for u in ours}
+    for u in theirs:
+        if (mine := found.get((u.step, u.key))) is not None:
+            found[(u.step, u.key)] = mine.model_copy(update={"sides": list(dict.fromkeys([*mine.sides, *u.sides]))})
+        else:
+            found[(u.step, u.key)] = u
+    return list(found.values())
 
 
 def without_unchanged(check: ResourceCheckReport) -> None:
@@ -298,22 +323,23 @@ def _config(k: Kernel) -> str | None:
 
 def read_launches(
     k: Kernel, cache_dir: Path, sandbox: Sandbox, arch: str
-) -> tuple[list[ReadBack], dict[str, list[Phrase]]]:
+) -> tuple[list[ReadBack], dict[str, list[Phrase]], list[UnitCompile]]:
     """Every launch of the kernel's CUDA build read back by the fold (bot/untrusted/fold.py: compiled, never run),
-    each value with the instantiation it launches (`plain`, from the marker's demangled symbol); and the launches it
-    could not read, with why."""
+    each value with the instantiation it launches (`plain`, from the marker's demangled symbol); the launches it
+    could not read, with why; and the units it compiled or read from the cache."""
     files = _sources(k)
     sites = [s for rel, text in files.items() for s in scan(rel, text)]
     shown = {m.n: (f"{k.path}/{m.site.describe()}", m.what) for m in markers(sites)}
     nvcc = nvcc_path()
     if nvcc is None or not shown:
         why = Phrase(key="resources.no_nvcc" if nvcc is None else "launch.nothing_marked")
-        return [], {site: [why] for site, _ in shown.values()}
+        return [], {site: [why] for site, _ in shown.values()}, []
     try:
         tc = toolchain("cuda", cache_dir.parent / "toolchain")
         jobs, _ = compile_jobs(k, tc)
     except (InputError, BuildError) as exc:
-        return [], {site: [Phrase(key="launch.plan_error", params={"error": str(exc)})] for site, _ in shown.values()}
+        plan = Phrase(key="launch.plan_error", params={"error": str(exc)})
+        return [], {site: [plan] for site, _ in shown.values()}, []
     fold = fold_sites(nvcc, jobs, files, sites, arch=arch, cache_dir=cache_dir, sandbox=sandbox)
     readable = demangle(sorted({v.function for v in fold.values if v.function}), demangler(nvcc))
     values = [
@@ -327,4 +353,4 @@ def read_launches(
         why = Phrase(key=f"launch.{u.why}", params={"error": u.error} if u.why == "not_constant" else {})
         its = "launch.its_threads" if what == "threads" else "launch.its_smem"
         unfolded.setdefault(site, []).append(Phrase(key=its, phrases={"why": [why]}))
-    return values, unfolded
+    return values, unfolded, _merged(fold.units, [])

@@ -13,6 +13,7 @@ import json
 import re
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,8 +21,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.config.launch_sites import CHEVRON, LaunchSite
+from bot.models.report import UnitCompile
 from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, SRC, CompileJob, job_spec, nvcc_version, unit_headers
-from bot.untrusted.sandbox import Sandbox
+from bot.untrusted.sandbox import Sandbox, Spec
+from bot.untrusted.unit_keys import cores, preprocessed, remember, remembered, slot, text_key
 from bot.verdict.flags import for_arch
 
 KEY_VERSION = "opgate.probe/1"
@@ -168,6 +171,7 @@ class SiteFold(BaseModel):
     unfolded: dict[int, Unfolded] = Field(default_factory=dict, description="marker -> why it has no value")
     seconds: float = 0.0
     cached: bool = False
+    units: list[UnitCompile] = Field(default_factory=list, description="each unit compiled, or read from the cache")
 
 
 def markers(sites: list[LaunchSite]) -> list[Marker]:
@@ -223,11 +227,34 @@ def parse_site_values(ptx: str) -> list[SiteValue]:
     return sorted({(s.marker, s.function, s.value): s for s in found}.values(), key=lambda s: (s.marker, s.function))
 
 
+class MarkedUnit(BaseModel):
+    """One body unit compiled to PTX with the launches marked: whether it compiled, the compiler's last words, and the
+    marker values its PTX holds (the cache keeps one per key of its preprocessed, marked text)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ok: bool
+    output: str = ""
+    values: list[SiteValue] = Field(default_factory=list)
+    seconds: float = 0.0
+    timed_out: bool = False
+    compiled: bool = Field(True, description="false: its text holds no marked launch, so nothing was compiled")
+
+
 def _compile_marked(
-    nvcc: str, job: CompileJob, unit: str, rewritten: dict[str, str], arch: str, sandbox: Sandbox
-) -> tuple[bool, str, str]:
-    """(compiled, output, ptx) of one unit compiled from a copy of the kernel folder's sources with the marked ones
-    rewritten (OUT first on the include path, and a relative `#include "../x.cuh"` stays inside the copy)."""
+    nvcc: str,
+    job: CompileJob,
+    unit: str,
+    rewritten: dict[str, str],
+    arch: str,
+    sandbox: Sandbox,
+    cache_dir: Path | None,
+) -> tuple[MarkedUnit, UnitCompile | None]:
+    """One unit compiled to PTX from a copy of the kernel folder's sources with the marked ones rewritten (OUT first on
+    the include path, and a relative `#include "../x.cuh"` stays inside the copy); read from `cache_dir` where a unit
+    of the same preprocessed text was compiled before (base's, or an earlier review's: a comment changes nothing), and
+    not compiled at all where that text holds no marked launch (no record then)."""
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="opgate-fold-") as tmp:
         for path, text in rewritten.items():  # every source of the folder, the marked ones rewritten
             target = Path(tmp) / path
@@ -238,10 +265,80 @@ def _compile_marked(
         # sm_90a beside -arch=sm_100a left every sm_100a launch unfolded)
         flags = for_arch(job.flags, arch)
         cmd = [nvcc, f"-I{OUT}", *flags, "--ptx", source, "-o", f"{OUT}/opgate-sites.ptx"]
-        code, output = sandbox.run(job_spec(job, Path(tmp)), cmd, timeout=COMPILE_TIMEOUT_S)
+        spec = job_spec(job, Path(tmp))
+        key, unmarked = _marked_key(nvcc, job, unit, rewritten, cmd, spec, Path(tmp), arch, cache_dir, sandbox)
+        entry = cache_dir / f"sites-unit-{key[:32]}.json" if cache_dir is not None else None
+        hit = _load(entry)
+        if hit is not None:
+            record = UnitCompile(source=job.named, key=key[:16], sides=[], cached=True, step="launches")
+            return hit, record if hit.compiled else None
+        if unmarked:  # it includes no marked launch: nothing to read back, nothing to compile
+            _save(entry, MarkedUnit(ok=True, compiled=False))
+            return MarkedUnit(ok=True, compiled=False), None
+        with slot():
+            log.info("compiling unit %s (%s) to PTX, its launches marked", job.named, arch)
+            code, output = sandbox.run(spec, cmd, timeout=COMPILE_TIMEOUT_S)
         ptx = Path(tmp) / "opgate-sites.ptx"
         text = ptx.read_text(errors="replace") if code == 0 and ptx.is_file() and not ptx.is_symlink() else ""
-    return code == 0 and bool(text), output.strip()[-1500:], text
+    seconds = round(time.perf_counter() - started, 3)
+    result = MarkedUnit(
+        ok=code == 0 and bool(text),
+        output=output.strip()[-1500:],
+        values=parse_site_values(text),
+        seconds=seconds,
+        timed_out=code is None,
+    )
+    if not result.timed_out:
+        _save(entry, result)
+    return result, UnitCompile(source=job.named, key=key[:16], sides=[], cached=False, seconds=seconds, step="launches")
+
+
+def _marked_key(
+    nvcc: str,
+    job: CompileJob,
+    unit: str,
+    rewritten: dict[str, str],
+    cmd: list[str],
+    spec: Spec,
+    tmp: Path,
+    arch: str,
+    cache_dir: Path | None,
+    sandbox: Sandbox,
+) -> tuple[str, bool]:
+    """The marked unit's key: of its preprocessed text (remembered for the same bytes), else of its bytes; and whether
+    that text, read now, holds none of the markers' code (the unit includes no file with a launch)."""
+    h = hashlib.sha256(SITE_KEY_VERSION.encode() + b"\0")
+    h.update(json.dumps([unit, sorted(rewritten.items()), cmd[1:]]).encode())
+    h.update(_key(job, "", arch, nvcc).encode())
+    raw = h.hexdigest()
+    if (known := remembered(cache_dir, raw)) is not None:
+        return known, False
+    keep = [*cmd, "-keep", "-keep-dir", OUT]
+    text = preprocessed(keep, spec, tmp, OUT, sandbox, timeout=COMPILE_TIMEOUT_S, word="opgate_fold")
+    if text is None:
+        return raw, False
+    meta = {"source": unit, "flags": cmd[1:-4], "arch": arch, "tc": nvcc_version(nvcc), "v": SITE_KEY_VERSION}
+    key = text_key(text, meta)
+    remember(cache_dir, raw, key)
+    return key, not text.holds
+
+
+def _save(entry: Path | None, result: MarkedUnit) -> None:
+    if entry is not None:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        entry.write_text(result.model_dump_json(indent=2))
+
+
+def _load(entry: Path | None) -> MarkedUnit | None:
+    if entry is None:
+        return None
+    try:
+        return MarkedUnit.model_validate_json(entry.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValidationError) as exc:
+        log.warning("ignoring an unreadable read-back cache entry %s: %s", entry, exc)
+        return None
 
 
 def fold_sites(
@@ -270,7 +367,9 @@ def fold_sites(
     entry = cache_dir / f"sites-{h.hexdigest()[:32]}.json" if cache_dir is not None else None
     if entry is not None:
         try:
-            return SiteFold.model_validate_json(entry.read_text()).model_copy(update={"cached": True})
+            hit = SiteFold.model_validate_json(entry.read_text())
+            units = [u.model_copy(update={"cached": True, "seconds": 0.0}) for u in hit.units]
+            return hit.model_copy(update={"cached": True, "units": units})
         except (OSError, ValidationError):
             pass
     result = SiteFold()
@@ -282,11 +381,16 @@ def fold_sites(
         values: list[SiteValue] = []
         why = ""
         all_ok = True
-        for job in jobs:
-            ok, output, ptx = _compile_marked(nvcc, job, job.relative, rewritten, arch, sandbox)
-            all_ok = all_ok and ok
-            why = why or ("" if ok else output or "the unit did not compile")
-            values += parse_site_values(ptx)
+        with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), cores()))) as pool:
+            pending = [
+                pool.submit(_compile_marked, nvcc, j, j.relative, rewritten, arch, sandbox, cache_dir) for j in jobs
+            ]
+            compiled = [p.result() for p in pending]
+        for unit, record in compiled:
+            all_ok = all_ok and unit.ok
+            why = why or ("" if unit.ok else unit.output or "the unit did not compile")
+            values += unit.values
+            result.units += [record] if record is not None else []
         tried += 1
         if all_ok:
             result.values += values

@@ -4,6 +4,7 @@ Resource rows (no GPU needed); base's and head's units at once, each unit once p
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -23,9 +24,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.models.report import CompileError, Resource
+from bot.models.report import CompileError, Resource, UnitCompile
 from bot.untrusted.build import HEADER_SUFFIXES, INC, UNIT_SUFFIXES, error_roots, include_binds
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
+from bot.untrusted.unit_keys import cores, preprocessed, remember, remembered, slot, text_key
 from bot.verdict.compile_errors import first_error
 from bot.verdict.flags import default_target, nvcc_options
 
@@ -72,6 +74,7 @@ class ResourceCheck(BaseModel):
     seconds: float = 0.0
     cached: bool = False
     key: str = ""
+    units: list[UnitCompile] = Field(default_factory=list, description="each unit: compiled, or read from the cache")
 
 
 # -- pure parsing -----------------------------------------------------------------------------------
@@ -210,9 +213,14 @@ class CompileJob:
     def relative(self) -> str:
         return self.source.resolve().relative_to(self.folder.resolve()).as_posix()
 
+    @property
+    def named(self) -> str:
+        """The unit as the repository names it (the kernel folder's path, then the unit's)."""
+        return "/".join(p for p in (self.names[0] if self.names else "", self.relative) if p)
+
     def error(self, result: UnitResult) -> CompileError:
         """The first error of this job's failed compile, as the repository names it."""
-        unit = "/".join(p for p in (self.names[0] if self.names else "", self.relative) if p)
+        unit = self.named
         if result.timed_out:
             return CompileError(kind="compiler", path=unit, message=f"timed out after {COMPILE_TIMEOUT_S} s")
         found = first_error(result.output, error_roots(self.folder, self.includes, self.names), unit)
@@ -297,7 +305,7 @@ def job_key(job: CompileJob, arch: str, toolchain: str) -> str:
 
 
 def cache_key(sources: list[Path], include_dirs: list[Path], flags: list[str], arch: str, toolchain: str) -> str:
-    """The key of compile_resources' whole answer: the keys of its jobs."""
+    """The keys over bytes of compile_resources' jobs, combined (each remembers its unit's key of preprocessed text)."""
     jobs = _jobs(sources, include_dirs, flags, None)
     return hashlib.sha256("".join(job_key(j, arch, toolchain) for j in jobs).encode()).hexdigest()
 
@@ -378,9 +386,11 @@ def compile_sides(
     sandbox: Sandbox | None = None,
     toolchain: str = "",
 ) -> dict[str, ResourceCheck]:
-    """Each side's jobs compiled for `arch` (nothing runs), all at once: a unit whose key two sides share (base and
-    head unchanged) is compiled once, and a key in `cache_dir` is not compiled at all. `toolchain` names what else
-    the flags depend on. Returns side -> its ResourceCheck."""
+    """Each side's jobs compiled for `arch` (nothing runs), all at once: a unit is keyed by its preprocessed text (each
+    pass of its compile, `unit_keys.py`), flags, arch and toolchain, so a unit base and head share, or whose sides
+    differ only in comments, is compiled once, and a key in `cache_dir` is not compiled at all; the compiles run side
+    by side, one per core. `toolchain` names what else the flags depend on. Returns side -> its ResourceCheck, whose
+    `units` say which unit was compiled and which read from the cache."""
     started = time.perf_counter()
     sandbox = sandbox or Sandbox.detect()
     nvcc = nvcc_path()
@@ -389,11 +399,19 @@ def compile_sides(
         return {side: ResourceCheck(status=ResourceStatus.no_nvcc, log=NO_NVCC) for side in sides}
     tool = demangler(nvcc)
     tc = f"{nvcc_version(nvcc)}|{toolchain}"
-    keys = {side: [job_key(j, arch, tc) for j in jobs] for side, jobs in sides.items()}
+    raw = {side: [job_key(j, arch, tc) for j in jobs] for side, jobs in sides.items()}
+    by_raw: dict[str, CompileJob] = {}
+    for side, jobs in sides.items():
+        for r, job in zip(raw[side], jobs, strict=True):
+            by_raw.setdefault(r, job)
+    unit = _unit_keys(nvcc, by_raw, arch, tc, cache_dir, sandbox)
+    keys = {side: [unit[r] for r in raw[side]] for side in sides}
     unique: dict[str, CompileJob] = {}
+    users: dict[str, list[str]] = {}
     for side, jobs in sides.items():
         for key, job in zip(keys[side], jobs, strict=True):
             unique.setdefault(key, job)
+            users.setdefault(key, []).append(side)
     results: dict[str, UnitResult] = {}
     todo = []
     for key, job in unique.items():
@@ -405,10 +423,20 @@ def compile_sides(
             todo.append(key)
     if todo:
         log.info("compiling %s for %s with ptxas -v", compile_count(unique[k] for k in todo), arch)
-    workers = max(1, min(len(todo), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = pool.map(lambda k: _compile_one(nvcc, unique[k], arch, sandbox), todo)
-        for key, result in zip(todo, done, strict=True):
+    counter = itertools.count(1)
+
+    def compile_unit(key: str) -> UnitResult:
+        job = unique[key]
+        with slot():
+            n = next(counter)
+            log.info("compiling unit %d/%d: %s (%s)", n, len(todo), job.named, arch)
+            result = _compile_one(nvcc, job, arch, sandbox)
+        state = "compiled" if result.ok else "failed to compile"
+        log.info("%s unit %d/%d: %s (%s) in %.1f s", state, n, len(todo), job.named, arch, result.seconds)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores()))) as pool:
+        for key, result in zip(todo, pool.map(compile_unit, todo), strict=True):
             results[key] = result
             if cache_dir is not None and not result.timed_out:  # a timeout may pass next time
                 _store(cache_dir / f"resources-unit-{key[:32]}.json", result)
@@ -417,8 +445,44 @@ def compile_sides(
     for side, jobs in sides.items():
         check = _assemble([results[k] for k in keys[side]], tool, _combined(keys[side]), seconds, arch)
         errors = [job.error(results[k]) for k, job in zip(keys[side], jobs, strict=True) if not results[k].ok]
-        out[side] = check.model_copy(update={"errors": errors})
+        units = [
+            UnitCompile(
+                source=unique[k].named,
+                key=k[:16],
+                sides=users[k],
+                cached=results[k].cached,
+                seconds=0.0 if results[k].cached else results[k].seconds,
+            )
+            for k in dict.fromkeys(keys[side])
+        ]
+        out[side] = check.model_copy(update={"errors": errors, "units": units})
     return out
+
+
+def _unit_keys(
+    nvcc: str, jobs: dict[str, CompileJob], arch: str, tc: str, cache_dir: Path | None, sandbox: Sandbox
+) -> dict[str, str]:
+    """Each job's key (by its key over bytes, `job_key`): of its preprocessed text where nvcc lists the steps and they
+    run, remembered in `cache_dir` for the same bytes; else the key over bytes itself."""
+    found = {r: k for r in jobs if (k := remembered(cache_dir, r)) is not None}
+    todo = [r for r in jobs if r not in found]
+    if todo:
+        log.info("reading %d unit(s) as the compiler preprocesses them for %s", len(todo), arch)
+
+    def key_of(r: str) -> str:
+        job = jobs[r]
+        with tempfile.TemporaryDirectory(prefix="opgate-pp-") as tmp:
+            spec = job_spec(job, Path(tmp))
+            text = preprocessed(_command(nvcc, job, arch), spec, Path(tmp), OUT, sandbox, timeout=COMPILE_TIMEOUT_S)
+        if text is None:
+            return r
+        key = text_key(text, {"source": job.relative, "flags": job.flags, "arch": arch, "tc": tc, "v": KEY_VERSION})
+        remember(cache_dir, r, key)
+        return key
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores()))) as pool:
+        found.update(zip(todo, pool.map(key_of, todo), strict=True))
+    return found
 
 
 def compile_count(jobs: Iterable[CompileJob]) -> str:

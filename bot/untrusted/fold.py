@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import tempfile
 import time
@@ -26,6 +27,8 @@ from bot.untrusted.resources import COMPILE_TIMEOUT_S, OUT, SRC, CompileJob, job
 from bot.untrusted.sandbox import Sandbox, Spec
 from bot.untrusted.unit_keys import cores, preprocessed, remember, remembered, slot, text_key
 from bot.verdict.flags import for_arch
+
+log = logging.getLogger(__name__)
 
 KEY_VERSION = "opgate.probe/1"
 FOLD_SOURCE_NAME = "opgate_launch_probe.cu"

@@ -388,7 +388,7 @@ with open("/opgate/dump/callgrind.out.7", "w") as f:
 # replacement is never called) and torch.frombuffer (which protocol.tensor still calls for every tensor it reads):
 # each tensor read then burns LOAD_BURN_S of CPU. The body is base's; under the old fixed allowance for untimed CPU
 # (0.05 s + 2 ms a block + 10 % of the timed wall + 4 ms per MB) it passed with its clock and timed CPU unchanged.
-LOAD_BURN_S = 0.0015
+LOAD_BURN_S = 0.0008
 LOAD_WORK = f"""
 import time, torch
 import protocol

@@ -381,3 +381,32 @@ EXTRA_DUMP = """
 with open("/opgate/dump/callgrind.out.7", "w") as f:
     f.write("events: Ir\\nsummary: 1\\ndesc: Trigger: Client Request: opgate:0\\n")
 """
+
+
+# Issue 50, 2: work done while a block's inputs load, where no clock runs. At import the kernel replaces what the
+# worker's load path calls: protocol.read_tensors (the worker binds its own before importing the kernel, so that
+# replacement is never called) and torch.frombuffer (which protocol.tensor still calls for every tensor it reads):
+# each tensor read then burns LOAD_BURN_S of CPU. The body is base's; under the old fixed allowance for untimed CPU
+# (0.05 s + 2 ms a block + 10 % of the timed wall + 4 ms per MB) it passed with its clock and timed CPU unchanged.
+LOAD_BURN_S = 0.0008
+LOAD_WORK = f"""
+import time, torch
+import protocol
+
+def _burn():
+    end = time.thread_time() + {LOAD_BURN_S}
+    while time.thread_time() < end:
+        pass
+
+_read, _frombuffer = protocol.read_tensors, torch.frombuffer
+
+def read_tensors(*a, **k):
+    _burn()
+    return _read(*a, **k)
+
+def frombuffer(*a, **k):
+    _burn()
+    return _frombuffer(*a, **k)
+
+protocol.read_tensors, torch.frombuffer = read_tensors, frombuffer
+"""

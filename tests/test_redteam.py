@@ -430,6 +430,20 @@ def test_work_hidden_on_a_second_thread_fails_on_cpu_time(opgate, kernel_repo):
     assert "**CPU +" in run.comment  # the comment shows the CPU time that failed it beside the wall time
 
 
+def test_work_done_while_inputs_load_counts_in_the_cpu_time_per_call(opgate, kernel_repo):
+    """Issue 50, 2: a kernel that burns CPU in the worker's load path (its body is base's) escaped the clock and stayed
+    under the fixed allowance for untimed CPU: it passed. A block's load now counts in its CPU time per call, held
+    against base's like the timed calls': the head fails on CPU time, or is undecided; never a pass."""
+    hostile(kernel_repo, load=redteam.LOAD_WORK)
+    run = review(opgate, kernel_repo, env={"OPGATE_MEASURE_MAX_SECONDS": "3"})
+    cases = cpu_cases(run)
+    seen = [(c["name"], c["verdict"], c["regression_pct"], c["cpu_regression_pct"], c["reasons"]) for c in cases]
+    print(seen)  # on 92dae34: pass, square_512 p50 -0.2 % and CPU -0.1 %, ragged -1.5 % and -1.7 %
+    assert run.code == 1 and run.kernel("deepgemm_tile")["verdict"] == "fail", seen
+    assert all(c["verdict"] in ("fail", "inconclusive") and c["cpu_regression_pct"] > 3.0 for c in cases), seen
+    assert any(r.startswith("performance: CPU time per call") for c in cases for r in c["reasons"]), seen
+
+
 @pytest.mark.untimed  # instruction counts, deterministic under load
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_a_forged_callgrind_dump_decides_nothing(fake):

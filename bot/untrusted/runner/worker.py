@@ -77,6 +77,12 @@ def worker(request: dict[str, Any]) -> None:
         unconfined = None
     except OSError as exc:
         unconfined = str(exc)
+    # The worker's own functions, bound before any kernel code is imported: a kernel that replaces protocol's or this
+    # module's names at import (to work while inputs load, where no clock runs) replaces what nothing here calls.
+    # What they call in turn (torch) it can still replace: the sampler counts a load's CPU as the block's (sampler.py).
+    recv, send = protocol.recv, protocol.send
+    read_tensors, write_tensors = protocol.read_tensors, protocol.write_tensors
+    as_tensors, where_in_memory = _as_tensors, _where
     entry = load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
     call, writes = request.get("call"), list(request.get("writes") or [])  # an entry that writes into arguments
@@ -88,18 +94,18 @@ def worker(request: dict[str, Any]) -> None:
         (a kernel that points its argument at other memory, or returns a tensor, does not change which)."""
         tensors = sets[j]
         if call is None:
-            return _as_tensors(entry(*tensors, *args, **kwargs))
+            return as_tensors(entry(*tensors, *args, **kwargs))
         entry(*[tensors[i] if kind == "t" else args[i] for kind, i in call], **kwargs)
         return named[j]
 
-    protocol.send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
+    send(REPLY_FD, {"event": "ready", "pid": os.getpid(), "unconfined": unconfined})
     outputs: dict[int, list[Any]] = {}
     while True:
-        msg = protocol.recv(CMD_FD)
+        msg = recv(CMD_FD)
         op = msg.get("op")
         if op == "load":
             entries = msg["sets"]
-            flat = protocol.read_tensors(
+            flat = read_tensors(
                 os.path.join(IN_DIR, os.path.basename(str(msg["file"]))),
                 [e for s in entries for e in s],
                 max_bytes=msg["max_bytes"],
@@ -111,8 +117,10 @@ def worker(request: dict[str, Any]) -> None:
                 i += len(s)
             # Output arguments: where each set's buffers lie, before any call (on the CPU the judge reads them there)
             named = [[s[i].view(s[i].shape) for i in writes] for s in sets]
-            addresses = {"written": _where(dict(enumerate(named)), len(sets))} if writes and device != "cuda" else {}
-            protocol.send(REPLY_FD, {"event": "loaded", "sets": len(sets), **addresses})
+            addresses = (
+                {"written": where_in_memory(dict(enumerate(named)), len(sets))} if writes and device != "cuda" else {}
+            )
+            send(REPLY_FD, {"event": "loaded", "sets": len(sets), **addresses})
         elif op == "go":
             try:
                 for n in range(int(msg["calls"])):
@@ -123,20 +131,20 @@ def worker(request: dict[str, Any]) -> None:
                 else:  # committed: where the judge reads them, in this process's memory, before the clock stops
                     outputs = {j: [t.contiguous() for t in ts] for j, ts in outputs.items()}
             except Exception as exc:  # the kernel raised: the judge decides what that means
-                protocol.send(REPLY_FD, {"event": "raised", "error": f"{type(exc).__name__}: {exc}"[:2000]})
+                send(REPLY_FD, {"event": "raised", "error": f"{type(exc).__name__}: {exc}"[:2000]})
                 continue
-            where = {} if device == "cuda" else {"outputs": _where(outputs, len(sets))}
-            protocol.send(REPLY_FD, {"event": "done", **where})
+            where = {} if device == "cuda" else {"outputs": where_in_memory(outputs, len(sets))}
+            send(REPLY_FD, {"event": "done", **where})
         elif op == "fetch":
             j = int(msg["set"])
             name = f"out-{int(msg['seq'])}.bin"
-            entries = protocol.write_tensors(os.path.join(OUT_DIR, name), outputs[j])
-            protocol.send(REPLY_FD, {"event": "fetched", "file": name, "tensors": entries})
+            entries = write_tensors(os.path.join(OUT_DIR, name), outputs[j])
+            send(REPLY_FD, {"event": "fetched", "file": name, "tensors": entries})
         elif op == "exit":
             del keep
             os._exit(0)
         else:
-            protocol.send(REPLY_FD, {"event": "error", "error": f"unknown op {op!r}"})
+            send(REPLY_FD, {"event": "error", "error": f"unknown op {op!r}"})
 
 
 def zygote() -> None:

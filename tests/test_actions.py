@@ -58,8 +58,10 @@ def database(pg_cluster: Cluster) -> str:  # noqa: F811
 def world(
     tmp_path: Path, prepared: tuple[Path, Path], gateway: Gateway, database: str, build_dir: Path
 ) -> Iterator[World]:
-    with FakeGitHub() as github:
+    with FakeGitHub(bot_login="github-actions[bot]") as github:  # who Actions' GITHUB_TOKEN writes as
         github.add_repo(REPO)
+        github.set_permission(REPO, "wanda-writer", "write")
+        github.set_permission(REPO, "contributor", "write")  # the pull request's author, a writer too
         scratch_repository(tmp_path, KERNELS)
         world = World(root=tmp_path, github=github, wheels=prepared[0], seed=prepared[1])
         world.base = world.commit("Adopt opgate")
@@ -93,7 +95,18 @@ def ledger(url: str, sql: str) -> list[tuple]:
         return list(conn.execute(sql).fetchall())
 
 
-def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_under_act(
+def comment_event(world: World, body: str, login: str, number: int = 42) -> dict:
+    """`login` comments `body` on the pull request: on the server, and as the issue_comment event act is handed."""
+    comment_id = world.github.add_comment(REPO, number, body, author=login)
+    event = load_fixture("issue_comment.created.json")
+    event["comment"].update(id=comment_id, body=body)
+    event["comment"]["user"]["login"] = event["sender"]["login"] = login
+    event["issue"]["number"] = number
+    event["issue"]["user"]["login"] = "contributor"
+    return event
+
+
+def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_and_then_accept_under_act(
     world: World,
     gateway: Gateway,
     database: str,
@@ -101,7 +114,6 @@ def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_under_act(
     head = pull_request(world)
     event = load_fixture("pull_request.opened.json", head_sha=head, base_sha=world.base)
     run = world.act("pull_request", event)
-    print(run.log[-20000:])
     assert world.removed and all(line.strip().startswith("cache-mode:") for line in world.removed)
     # every job ran and succeeded but publish, whose `opgate review --merge … --post` exits 1: a gate failed
     assert run.failed() == ["publish"] and run.code == 1, run.log[-8000:]
@@ -127,3 +139,13 @@ def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_under_act(
     assert sorted(rows) == [("moe", 42, head, "ok")] * 2, rows
     reviews = ledger(database, "SELECT pr, head_sha, verdict FROM reviews")
     assert reviews == [(42, head, "fail")], reviews
+
+    # /accept: the pull request's author is refused, with the reply; a writer who pushed nothing is granted
+    refused = world.act("issue_comment", comment_event(world, "/accept vec_scale", "contributor"))
+    assert refused.code == 0 and refused.succeeded() == ["/accept"], refused.log[-8000:]
+    reply = world.github.comments(REPO, 42)[-1]["body"]
+    assert "`/accept` refused" in reply and "contributor" in reply and "nobody accepts their own change" in reply
+    granted = world.act("issue_comment", comment_event(world, "/accept vec_scale", "wanda-writer"))
+    assert granted.code == 0 and granted.succeeded() == ["/accept"], granted.log[-8000:]
+    rows = ledger(database, "SELECT pr, head_sha, login, role, kernels_json, override FROM acceptances")
+    assert rows == [(42, head, "wanda-writer", "write", '["vec_scale"]', 0)], rows

@@ -215,6 +215,8 @@ class World:
             "GITHUB_API_URL": self.github.base_url,
             "GITHUB_SERVER_URL": self.github.root_url,
             "GITHUB_RUN_ID": "7",
+            # github.workflow_ref, which act 0.2.89 does not set: the caller's file, as GitHub names it
+            "GITHUB_WORKFLOW_REF": f"{REPO}/.github/workflows/opgate.yml@refs/heads/main",
             "OPGATE_ACT_GIT": str(self.root / "git"),
             # `pip install opgate==0.2.0`: this checkout's wheel, no index (the venv holds its dependencies already)
             "PIP_NO_INDEX": "1",

@@ -95,14 +95,14 @@ def ledger(url: str, sql: str) -> list[tuple]:
         return list(conn.execute(sql).fetchall())
 
 
-def comment_event(world: World, body: str, login: str, number: int = 42) -> dict:
+def comment_event(world: World, body: str, login: str, number: int = 42, author: str = "contributor") -> dict:
     """`login` comments `body` on the pull request: on the server, and as the issue_comment event act is handed."""
     comment_id = world.github.add_comment(REPO, number, body, author=login)
     event = load_fixture("issue_comment.created.json")
     event["comment"].update(id=comment_id, body=body)
     event["comment"]["user"]["login"] = event["sender"]["login"] = login
     event["issue"]["number"] = number
-    event["issue"]["user"]["login"] = "contributor"
+    event["issue"]["user"]["login"] = author
     return event
 
 
@@ -149,3 +149,30 @@ def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_and_then_acce
     assert granted.code == 0 and granted.succeeded() == ["/accept"], granted.log[-8000:]
     rows = ledger(database, "SELECT pr, head_sha, login, role, kernels_json, override FROM acceptances")
     assert rows == [(42, head, "wanda-writer", "write", '["vec_scale"]', 0)], rows
+
+
+def test_a_forks_pull_request_runs_nothing_until_a_writer_comments_ok_to_test_under_act(world: World) -> None:
+    world.git("checkout", "-q", "-b", "fork-change")
+    (world.repo / "ops" / "vec_scale" / "NOTES.md").write_text("from a fork\n")
+    head = world.commit("A fork's notes")
+    world.push("main:refs/heads/main", f"{head}:refs/pull/43/head")
+    world.github.add_pull(
+        REPO, head_sha=head, base_sha=world.base, number=43, author="mallory", head_repo="mallory/kernels"
+    )
+    event = load_fixture("pull_request.opened.json", head_sha=head, base_sha=world.base)
+    event["number"] = event["pull_request"]["number"] = 43
+    event["pull_request"]["head"]["repo"]["full_name"] = "mallory/kernels"
+    run = world.act("pull_request", event)
+    # trust refuses to run a fork's code: no later job starts, nothing is built, nothing is posted. (act 0.2.89 then
+    # stops: it reads the skipped plan's output as its unevaluated `${{ steps.plan.outputs.matrix }}` and cannot
+    # expand the agent jobs' matrix from it, where GitHub skips them; docs/adopt.md says so.)
+    assert run.succeeded() == ["trust gate"] and run.failed() == [], run.log[-8000:]
+    assert "::set-output:: run=false" in run.log and "comes from a fork" in run.log
+    assert "Error while evaluating matrix: Invalid JSON: invalid character '$'" in run.log
+    assert not any(name in run.log for name in ("plan kernels", "agent vec_scale", "review vec_scale", "publish"))
+    assert world.github.writes() == []
+    # a writer reads the change and comments /ok-to-test: the review is dispatched for that one head
+    ok = world.act("issue_comment", comment_event(world, "/ok-to-test", "wanda-writer", 43, "mallory"))
+    assert ok.code == 0 and ok.succeeded() == ["/ok-to-test"], ok.log[-8000:]
+    (dispatch,) = world.github.dispatches
+    assert dispatch["workflow"] == "opgate.yml" and dispatch["inputs"] == {"pr": "43", "head_sha": head}, dispatch

@@ -176,3 +176,29 @@ def test_a_forks_pull_request_runs_nothing_until_a_writer_comments_ok_to_test_un
     assert ok.code == 0 and ok.succeeded() == ["/ok-to-test"], ok.log[-8000:]
     (dispatch,) = world.github.dispatches
     assert dispatch["workflow"] == "opgate.yml" and dispatch["inputs"] == {"pr": "43", "head_sha": head}, dispatch
+
+
+def test_a_push_to_main_records_main_and_the_schedule_posts_the_token_summary_under_act(
+    world: World, database: str
+) -> None:
+    (world.repo / "ops" / "vec_scale" / "NOTES.md").write_text("why vec_scale exists\n")
+    head = world.commit("Notes for vec_scale")
+    world.push("main:refs/heads/main")
+    event = {"ref": "refs/heads/main", "before": world.base, "after": head, "repository": {"full_name": REPO}}
+    run = world.act("push", event)
+    assert run.code == 0, run.log[-8000:]
+    assert run.succeeded() == ["judge vec_scale", "plan kernels", "record and check drift"], run.log[-8000:]
+    stored = sorted(p.name for p in (world.root / "artifacts").rglob("*.zip"))
+    assert stored == ["part-vec_scale.zip"], stored
+    commits = ledger(database, "SELECT sha FROM main_commits")
+    assert (head,) in commits, commits
+    # the daily schedule: the token summary issue, and the drift check (nothing drifts: nothing to bisect)
+    daily = world.act("schedule", load_fixture("schedule.json"))
+    assert daily.code == 0, daily.log[-8000:]
+    # nothing drifts on a record of one commit: nothing to bisect, and the bisection job is skipped
+    assert daily.succeeded() == ["name the first bad commits", "plan bisections", "token summary"], daily.log[-8000:]
+    assert "::set-output:: matrix={\"include\":[]}" in daily.log and "bisect vec_scale" not in daily.log
+    issues = world.github.issues(REPO)
+    summaries = [i for i in issues if i["body"].startswith("<!-- opgate:token-summary -->")]
+    assert summaries and all(i["title"].startswith("opgate token summary — ") for i in summaries), issues
+    assert {i["user"]["login"] for i in summaries} == {"github-actions[bot]"}

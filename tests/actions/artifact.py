@@ -2,6 +2,7 @@
 own artifact server (`act --artifact-server-path`) through the v4 protocol its server speaks (twirp JSON at
 $ACTIONS_RESULTS_URL, the zip PUT to and GET from the signed URLs it returns), so the jobs of one run pass them on."""
 
+import http.client
 import io
 import json
 import os
@@ -47,7 +48,10 @@ def upload(name: str, path: Path, if_no_files: str) -> int:
 
 
 def download(name: str, pattern: str, path: Path) -> int:
-    listed = [a["name"] for a in call("ListArtifacts", {}).get("artifacts", [])]
+    try:
+        listed = [a["name"] for a in call("ListArtifacts", {}).get("artifacts", [])]
+    except http.client.RemoteDisconnected:  # act's server drops the request of a run nothing was uploaded in yet
+        listed = []
     if name:
         if name not in listed:
             print(f"::error::Unable to download artifact(s): Artifact not found for name: {name}")

@@ -197,7 +197,7 @@ def test_a_push_to_main_records_main_and_the_schedule_posts_the_token_summary_un
     assert daily.code == 0, daily.log[-8000:]
     # nothing drifts on a record of one commit: nothing to bisect, and the bisection job is skipped
     assert daily.succeeded() == ["name the first bad commits", "plan bisections", "token summary"], daily.log[-8000:]
-    assert "::set-output:: matrix={\"include\":[]}" in daily.log and "bisect vec_scale" not in daily.log
+    assert '::set-output:: matrix={"include":[]}' in daily.log and "bisect vec_scale" not in daily.log
     issues = world.github.issues(REPO)
     summaries = [i for i in issues if i["body"].startswith("<!-- opgate:token-summary -->")]
     assert summaries and all(i["title"].startswith("opgate token summary — ") for i in summaries), issues

@@ -2,8 +2,10 @@
 writes and this checkout's reusable workflows against the local GitHub server, the local gateway and PostgreSQL
 (tests/act_world.py says what act is handed and what stands in for what).
 
-The group costs one act run per test (the kernels are tests/fixtures/check_repo's vec_scale twice: one CPU case,
-one architecture; a head whose second kernel fails its static check, so one binding is built per run)."""
+Kept cheap for scripts/test.sh (about 2 min for the three tests on a 2-core machine): the kernels are
+tests/fixtures/check_repo's vec_scale twice with its CPU case only and one architecture; the pull request's head
+changes vec_scale's notes (its head build is base's) and vec_twice's tunables to a value they do not allow (a static
+failure, nothing of it built); each job installs only this checkout's wheel (tests/act_world.py)."""
 
 from __future__ import annotations
 

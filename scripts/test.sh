@@ -14,7 +14,8 @@ if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
 # Every test, in two runs: the fast tests and the slow ones marked untimed (their assertions hold whatever the
-# load) two at a time, one test file per worker, the files with the most slow tests first (tests/conftest.py); then
+# load; the `actions` group, the workflows run by act, among them) two at a time, one test file per worker, the
+# files with the most slow tests first (tests/conftest.py); then
 # the other slow tests, which judge a measured latency or CPU time, alone, so no other test loads the machine under
 # them. Both runs always run; the exit status is the first failure's.
 # The two runs share one build cache (tests/conftest.py's build_dir): the timed run builds no base twice.

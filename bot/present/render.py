@@ -40,7 +40,7 @@ from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
 from bot.verdict import messages
-from bot.verdict.gate import is_rename, match_base, removed_in_head
+from bot.verdict.gate import declared_moved, is_rename, match_base, removed_in_head
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
@@ -170,6 +170,13 @@ def smem(r: Resource) -> str:
     return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,}"
 
 
+def declared(head: Resource, beside: Resource | None, base: list[Resource]) -> bool:
+    """Head's dynamic shared memory is kernel.toml's figure for an instantiation whose template arguments the change
+    moves (`beside`: base's function in its row, `base`: all of base's): the table marks it "(declared)" (the gate
+    leaves its shared memory and occupancy undecided)."""
+    return declared_moved(head, beside, base) is not None
+
+
 def blocks(o: Occupancy | None) -> str:
     return "—" if o is None else str(o.blocks_per_sm)
 
@@ -295,6 +302,7 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
         removed=removed,
         renamed=renamed,
         smem=smem,
+        declared=declared,
         blocks=blocks,
         occupancy=occupancy,
         limited=limited,

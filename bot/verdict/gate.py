@@ -29,7 +29,7 @@ from bot.verdict import stats
 from bot.verdict.compile_errors import compile_phrases, described
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
 from bot.verdict.messages import phrase, render
-from bot.verdict.names import base_name, families
+from bot.verdict.names import ARG_CHARS, LONGEST, base_name, families, template_args
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
@@ -587,6 +587,47 @@ def _smem(r: Resource) -> str:
     return f"{r.smem_bytes:,} + {r.dynamic_smem_bytes:,} B"
 
 
+# The absolute rules a launch's dynamic shared memory decides: not judged on a declared figure the change can move
+ON_THE_LAUNCH = ("resources.smem_arch", "resources.smem_limit", "resources.not_resident", "resources.min_warps")
+
+
+def _arg(text: str) -> str:
+    return text if len(text) <= ARG_CHARS else f"{text[: ARG_CHARS - 1]}…"
+
+
+def declared_moved(r: Resource, b: Resource | None, base: Sequence[Resource]) -> str | None:
+    """How the change moves the template arguments of head's instantiation `r` whose dynamic shared memory is
+    kernel.toml's figure (a literal or an expression of tunables: declared, not read back from the code), against
+    base's instantiation `b` beside it (`match_base`): `4u → 6u` for each argument that differs, both lists where
+    their counts differ, "" where none stands beside it but `base` (base's functions) has other instantiations of
+    its template. None where the figure is judged as it stands: read back, not described, not a template's
+    instantiation, base's instantiation has the same arguments, or base has no instantiation of the template (a new
+    kernel, or no base at all: its figure was written with it)."""
+    if r.launch_from != "declared" or r.dynamic_smem_bytes is None or not (r.extern_smem or r.dynamic_smem_bytes):
+        return None
+    if (mine := template_args(r.function)) is None:
+        return None
+    if b is None:
+        return "" if any((t := template_args(x.function)) and t[0] == mine[0] for x in base) else None
+    theirs = template_args(b.function)
+    old = theirs[1] if theirs is not None else []
+    if old == mine[1]:
+        return None
+    if len(old) != len(mine[1]):
+        moved = f"<{', '.join(map(_arg, old))}> → <{', '.join(map(_arg, mine[1]))}>"
+    else:
+        moved = ", ".join(f"{_arg(o)} → {_arg(n)}" for o, n in zip(old, mine[1], strict=True) if o != n)
+    return moved if len(moved) <= LONGEST else f"{moved[: LONGEST - 1]}…"
+
+
+def _declared_finding(r: Resource, moved: str) -> Finding:
+    """Head's declared figure the change can move: its shared memory and occupancy undecided, never judged."""
+    smem = f"{r.dynamic_smem_bytes:,} B"
+    if moved:
+        return _resource("resources.declared_moved", r, Outcome.undecided, smem=smem, moved=moved)
+    return _resource("resources.declared_new", r, Outcome.undecided, smem=smem)
+
+
 def resource_reasons(
     head: list[Resource],
     base: list[Resource],
@@ -627,7 +668,9 @@ def resource_findings(
     and sm_100; or `max_smem_bytes`), registers over `max_registers`, a launch that fits no SM, fewer resident
     warps per SM than base beyond `max_occupancy_drop_pct`, fewer than `min_warps_per_sm`. Any occupancy change
     is noted either way. An absolute rule's breach that base's function (`match_base`) has alike or worse is base's,
-    not the change's: noted "in base too" with both figures (`in_base`), never a failure.
+    not the change's: noted "in base too" with both figures (`in_base`), never a failure. Where the dynamic shared
+    memory is kernel.toml's figure and the change moves the instantiation's template arguments (`declared_moved`),
+    the shared memory and occupancy are not judged: one undecided finding among the notes says so.
     """
     failures: list[Finding] = []
     notes: list[Finding] = []
@@ -636,14 +679,19 @@ def resource_findings(
     smem_limit = sm.smem_per_block_optin if sm is not None else SMEM_PER_BLOCK_LIMIT
     for r in head:
         b = base_of.get(r.function)
+        moved = declared_moved(r, b, base)
         theirs = _absolute(b, None, constraints, sm, smem_limit) if b is not None else []
         for f in _absolute(r, threads, constraints, sm, smem_limit):
             same = next((g for g in theirs if g.key == f.key and _as_bad(g, f)), None)
+            if moved is not None and f.key in ON_THE_LAUNCH:
+                continue  # judged on a figure nobody measured: undecided below, neither a pass nor a failure
             if same is None or b is None:
                 failures.append(f)
             else:
                 notes.append(in_base(f, same, b))
-        if (occ := _occupancy_of(r, threads, sm)) is not None:
+        if moved is not None:
+            notes.append(_declared_finding(r, moved))
+        elif (occ := _occupancy_of(r, threads, sm)) is not None:
             block = r.threads or (threads or {}).get(r.function)
             if b is not None and b.occupancy is not None and occ.blocks_per_sm > 0:
                 change = _occupancy_change(r, occ, b.occupancy, block, constraints)
@@ -653,6 +701,8 @@ def resource_findings(
             renamed = is_rename(r.function, b.function)
             for field in ("registers", "smem_bytes", "dynamic_smem_bytes", "stack_bytes"):
                 new, old = getattr(r, field), getattr(b, field)
+                if field == "dynamic_smem_bytes" and moved is not None:
+                    continue
                 if new is not None and old is not None and new > old:
                     grew = {"field": field, "old": old, "new": new, "value_": new, "limit_": old}
                     if renamed:

@@ -201,6 +201,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "in base too: {detail}; but the change moves the registers, shared memory or block size of {functions}, so "
         "their occupancy against base is undecided",
     ),
+    "resources.declared_moved": (
+        None,
+        "{function}'s {smem} of dynamic shared memory is declared in kernel.toml, not measured: the change moves "
+        "{function}'s template arguments ({moved}), so its shared memory and occupancy are undecided",
+    ),
+    "resources.declared_new": (
+        None,
+        "{function}'s {smem} of dynamic shared memory is declared in kernel.toml, not measured: the change adds "
+        "{function}, an instantiation base does not have, so its shared memory and occupancy are undecided",
+    ),
     "resources.launch_in_base": (
         None,
         "in base too: {detail}: base's kernel.toml leaves it alike, so it fails no pull request until a change makes "

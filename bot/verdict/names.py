@@ -134,6 +134,12 @@ def _template_args(text: str) -> tuple[str, list[str]] | None:
     return text[:start], args
 
 
+def template_args(function: str) -> tuple[str, list[str]] | None:
+    """(`ns::k`, its top-level template arguments) of a compiled name (`void ns::k<128, 4u>(float*)` gives
+    `("ns::k", ["128", "4u"])`); None for a name that is no template's instantiation as the demangler writes it."""
+    return _template_args(_short(function))
+
+
 def abbreviate(name: str, limit: int = SHORT_NAME_CHARS) -> str:
     """A template name in at most about `limit` characters: arguments kept while they fit, a long one shown as
     `outer<…>`, the rest as `…` (linear in the name: names come from untrusted compiler output)."""

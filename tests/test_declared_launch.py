@@ -103,6 +103,8 @@ def test_the_kernel_is_undecided_and_the_table_marks_the_figure_declared():
     assert report.kernels[0].verdict == "undecided" and report.kernels[0].reasons == []
     [row] = [line for line in md.splitlines() if line.startswith("| `deep_gemm::fp8_gemm_kernel<")]
     assert "0 + 215,744 → 0 + 215,744 (declared) |" in row
+    [zh_row] = [x for x in render_comment(report, locale=ZH).splitlines() if x.startswith("| `deep_gemm::fp8_gemm")]
+    assert "0 + 215,744 → 0 + 215,744（声明值） |" in zh_row
     unmoved = check.model_copy(update={"head": [_gemm(4)]})
     report, md = _report(unmoved)
     assert report.kernels[0].verdict == "pass"

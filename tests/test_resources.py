@@ -409,6 +409,30 @@ def test_a_kernel_that_ships_a_cubin_is_compiled_to_one() -> None:
     assert shipped.errors[0].message == "ptxas: Instruction 'wgmma.fence' not supported on .target 'sm_90'"
 
 
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+def test_a_blackwell_cubin_for_the_family_target_compiles_its_tcgen05(tmp_path: Path) -> None:
+    """DeepGEMM on Blackwell with nvcc >= 12.9: `-cubin --gpu-architecture=sm_100f`; the object compile's
+    compute_100 PTX rejects tcgen05 ("'tcgen05.fence' not supported on .target 'sm_100'"), the cubin does not."""
+    from bot.verdict.flags import for_arch
+
+    unit = tmp_path / "fence.cu"
+    unit.write_text(
+        "__global__ void fence(float* x) {\n"
+        '  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");\n'
+        "  x[threadIdx.x] = 1.0f;\n}\n"
+    )
+    jit = ["-O3", "--gpu-architecture=sm_100f"]
+    cubin = for_arch(jit, "sm_100f", "cubin")
+    check = compile_resources([unit], [], cubin, arch="sm_100f", cache_dir=None, ships="cubin")
+    assert check.status == ResourceStatus.ok, check.log
+    [row] = check.resources
+    assert row.function == "fence(float*)" and row.registers > 0
+    shipped = compile_resources([unit], [], for_arch(jit, "sm_100f"), arch="sm_100f", cache_dir=None)
+    assert shipped.errors[0].message == "ptxas: Instruction 'tcgen05.fence' not supported on .target 'sm_100'"
+
+
 def test_the_compile_count_counts_translation_units_not_sides(tmp_path: Path) -> None:
     from bot.untrusted.resources import CompileJob, compile_count
 

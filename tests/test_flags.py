@@ -73,3 +73,43 @@ def test_the_default_target_adds_no_ptx_of_another_architecture():
 )
 def test_each_architecture_keeps_the_manifests_own_target_options(flags, arch, expected):
     assert for_arch(flags, arch) == expected
+
+
+DEEPGEMM = ["-std=c++20", "-O3", "--expt-relaxed-constexpr", "--expt-extended-lambda", "--gpu-architecture=sm_90a"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "arch", "expected"),
+    [
+        (DEEPGEMM, "sm_90a", [*DEEPGEMM[:-1], "-arch=sm_90a"]),  # as the JIT compiles it: that one target alone
+        (["-O3", "--gpu-architecture=sm_100f"], "sm_100f", ["-O3", "-arch=sm_100f"]),
+        (BOTH, "sm_100a", ["-O3", "-lineinfo", "-arch=sm_100a"]),  # no -gencode: a cubin holds no PTX
+        (["-O3"], "sm_90a", ["-O3", "-arch=sm_90a"]),
+    ],
+)
+def test_a_kernel_that_ships_a_cubin_is_compiled_for_its_one_architecture(flags, arch, expected):
+    """Issue 54, 9: DeepGEMM's JIT runs `nvcc -cubin --gpu-architecture=sm_90a`; the object build's targets would
+    embed a compute_90 PTX beside it (where wgmma fails), a cubin has none."""
+    assert for_arch(flags, arch, "cubin") == expected
+    assert for_arch(flags, arch) != expected
+
+
+def test_cubin_in_the_flags_is_refused_and_names_ships():
+    [finding] = check_flags(["-O3", "-cubin"], nvcc=True, where="kernel.toml [build.cuda] cuda_cflags")
+    assert "'-cubin' is not allowed" in finding and 'ships = "cubin"' in finding
+
+
+def test_ships_is_an_object_or_a_cubin_and_only_for_cuda():
+    from pydantic import ValidationError
+
+    from bot.config.manifest import BuildSpec, KernelManifest
+
+    assert BuildSpec(sources=["k.cu"]).ships == "object"
+    assert BuildSpec(sources=["k.cu"], ships="cubin").ships == "cubin"
+    with pytest.raises(ValidationError, match="object"):
+        BuildSpec(sources=["k.cu"], ships="fatbin")
+    manifest = {"name": "k", "domain": "gemm", "globs": ["k/**"]}
+    with pytest.raises(ValidationError, match=r"only \[build.cuda\] ships a cubin"):
+        KernelManifest.model_validate({**manifest, "build": {"cpu": {"sources": ["k.cpp"], "ships": "cubin"}}})
+    cuda = KernelManifest.model_validate({**manifest, "build": {"cuda": {"sources": ["k.cu"], "ships": "cubin"}}})
+    assert cuda.build["cuda"].ships == "cubin"

@@ -195,6 +195,7 @@ def test_cache_key_ignores_where_the_tree_is_checked_out(tmp_path: Path) -> None
     assert key_a != cache_key([a], [a.parent], ["-DTILE_M=128"], "sm_90a", "nvcc 13.0")
     assert key_a != cache_key([a], [a.parent], ["-DTILE_M=64"], "sm_100a", "nvcc 13.0")
     assert key_a != cache_key([a], [a.parent], ["-DTILE_M=64"], "sm_90a", "nvcc 12.8")
+    assert key_a != cache_key([a], [a.parent], ["-DTILE_M=64"], "sm_90a", "nvcc 13.0", ships="cubin")
     (b.parent / "inc" / "tile.cuh").write_text("#define TILE 32\n")
     assert key_a != cache_key([b], [b.parent], ["-DTILE_M=64"], "sm_90a", "nvcc 13.0")
 
@@ -384,6 +385,52 @@ def test_an_arch_flag_the_manifest_gives_is_compiled_as_it_ships(tmp_path: Path)
     [error] = check.errors
     assert error.path == "instantiations/tile_128.cu"
     assert error.message == "ptxas: Instruction 'wgmma.fence' not supported on .target 'sm_90'"
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+def test_a_kernel_that_ships_a_cubin_is_compiled_to_one() -> None:
+    """Issue 54, 9: with DeepGEMM's own JIT flags (`--gpu-architecture=sm_90a`) the object compile fails on the
+    compute_90 PTX it embeds; `ships = "cubin"` compiles `-cubin` as the JIT does, and ptxas -v reads the sm_90a
+    figures (the kept PTX still gives __launch_bounds__)."""
+    from bot.verdict.flags import for_arch
+
+    unit = WGMMA / "instantiations" / "tile_128.cu"
+    jit = ["-O3", "-std=c++17", "--gpu-architecture=sm_90a"]
+    check = compile_resources([unit], [], for_arch(jit, "sm_90a", "cubin"), cache_dir=None, folder=WGMMA, ships="cubin")
+    assert check.status == ResourceStatus.ok, check.log
+    [row] = check.resources
+    assert row.function == "void wgmma_tile_kernel<128>(float const*, float*, int)"
+    assert row.registers > 0 and row.spill_bytes == 0 and check.threads == {row.function: 128}
+
+    shipped = compile_resources([unit], [], for_arch(jit, "sm_90a"), cache_dir=None, folder=WGMMA)
+    assert shipped.status == ResourceStatus.compile_fail  # the object compile, as before
+    assert shipped.errors[0].message == "ptxas: Instruction 'wgmma.fence' not supported on .target 'sm_90'"
+
+
+@pytest.mark.slow
+@pytest.mark.untimed
+@needs_nvcc
+def test_a_blackwell_cubin_for_the_family_target_compiles_its_tcgen05(tmp_path: Path) -> None:
+    """DeepGEMM on Blackwell with nvcc >= 12.9: `-cubin --gpu-architecture=sm_100f`; the object compile's
+    compute_100 PTX rejects tcgen05 ("'tcgen05.fence' not supported on .target 'sm_100'"), the cubin does not."""
+    from bot.verdict.flags import for_arch
+
+    unit = tmp_path / "fence.cu"
+    unit.write_text(
+        "__global__ void fence(float* x) {\n"
+        '  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");\n'
+        "  x[threadIdx.x] = 1.0f;\n}\n"
+    )
+    jit = ["-O3", "--gpu-architecture=sm_100f"]
+    cubin = for_arch(jit, "sm_100f", "cubin")
+    check = compile_resources([unit], [], cubin, arch="sm_100f", cache_dir=None, ships="cubin")
+    assert check.status == ResourceStatus.ok, check.log
+    [row] = check.resources
+    assert row.function == "fence(float*)" and row.registers > 0
+    shipped = compile_resources([unit], [], for_arch(jit, "sm_100f"), arch="sm_100f", cache_dir=None)
+    assert shipped.errors[0].message == "ptxas: Instruction 'tcgen05.fence' not supported on .target 'sm_100'"
 
 
 def test_the_compile_count_counts_translation_units_not_sides(tmp_path: Path) -> None:

@@ -90,6 +90,12 @@ class BuildSpec(_Strict):
     sources: list[str] = Field(min_length=1)
     cflags: list[str] = Field(default_factory=list)
     cuda_cflags: list[str] = Field(default_factory=list)
+    ships: Literal["object", "cubin"] = Field(
+        "object",
+        description="how the CUDA build ships each .cu: an object with its fatbin (`nvcc -c`, the default), or a "
+        "cubin a JIT loads (`nvcc -cubin -arch=sm_90a`: one architecture's machine code, no PTX beside it); the "
+        "resource check compiles it that way",
+    )
     include_dirs: list[str] = Field(
         default_factory=list, description="include directories, relative to the repository root (-I for every unit)"
     )
@@ -560,6 +566,13 @@ class KernelManifest(_Strict):
                     raise ValueError(f"work.{key} over case {case.name}'s shape: {exc}") from None
             cases.append(case.model_copy(update=update) if update else case)
         self.__dict__["cases"] = cases  # frozen: the validated cases, each with its work
+        return self
+
+    @model_validator(mode="after")
+    def _cubin_is_cuda(self) -> KernelManifest:
+        cpu = self.build.get("cpu")
+        if cpu is not None and cpu.ships != "object":
+            raise ValueError(f'build.cpu.ships = "{cpu.ships}": only [build.cuda] ships a cubin')
         return self
 
     @model_validator(mode="after")

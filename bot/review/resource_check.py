@@ -57,8 +57,9 @@ def flag_findings(k: Kernel) -> list[str]:
 
 def compile_jobs(k: Kernel, tc: Toolchain, arch: str = "sm_90a") -> tuple[list[CompileJob], CompileJob | None]:
     """The kernel's .cu units as the build compiles them for `arch` (the manifest's own -gencode for it kept,
-    `bot.verdict.flags.for_arch`), and the job that folds its C++ launch expressions (a body unit's flags, no
-    target: the fold picks it) when it has any; InputError, BuildError."""
+    `bot.verdict.flags.for_arch`; `-cubin -arch=sm_90a` for a kernel that ships a cubin), and the job that folds its
+    C++ launch expressions (a body unit's flags, no target: the fold picks it) when it has any; InputError,
+    BuildError."""
     spec = k.manifest.build["cuda"]
     includes = tuple(include_paths(k, "cuda"))
     names = (k.path, *include_dirs(k, "cuda"))
@@ -66,7 +67,12 @@ def compile_jobs(k: Kernel, tc: Toolchain, arch: str = "sm_90a") -> tuple[list[C
     n = len(includes)
     jobs = [
         CompileJob(
-            k.folder / u.source, k.folder, includes, tuple(for_arch(unit_flags(u, spec, k.config, tc, n), arch)), names
+            k.folder / u.source,
+            k.folder,
+            includes,
+            tuple(for_arch(unit_flags(u, spec, k.config, tc, n), arch, spec.ships)),
+            names,
+            spec.ships,
         )
         for u in units
     ]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,8 +36,9 @@ log = logging.getLogger(__name__)
 
 COMPILE_TIMEOUT_S = 900
 LOG_TAIL_LINES = 60
-KEY_VERSION = "opgate.resources/5"  # bump when the parse or the command line changes
+KEY_VERSION = "opgate.resources/6"  # bump when the parse or the command line changes
 SRC, OUT = "/opgate/src", "/opgate/build"  # as in bot.untrusted.build: the same paths, the same command line
+Ships = Literal["object", "cubin"]  # what the build makes of a unit: kernel.toml's [build.cuda] ships
 
 # A count starts where a digit run starts ((?<!\d)): a hostile line of digits is scanned once, not once per digit.
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
@@ -201,13 +203,14 @@ class CompileJob:
     """One .cu as the build compiles it: the kernel folder at SRC, include directories at INC/0…, and the build's
     own flags for the unit (paths as the sandbox sees them; its target options as `for_arch` kept them, none: the
     check's `default_target`). `names`: the repository paths of the folder and the include directories, which name
-    a compile error's file."""
+    a compile error's file. `ships`: what the build makes of it, an object (`-c`) or a JIT's cubin (`-cubin`)."""
 
     source: Path
     folder: Path
     includes: tuple[Path, ...] = ()
     flags: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    ships: Ships = "object"
 
     @property
     def relative(self) -> str:
@@ -299,26 +302,30 @@ def job_key(job: CompileJob, arch: str, toolchain: str) -> str:
             h.update(f"{i}:{path.resolve().relative_to(root.resolve()).as_posix()}\0".encode())
             h.update(hashlib.sha256(path.read_bytes()).digest())
     h.update(hashlib.sha256(text).digest())
-    meta = {"source": job.relative, "includes": len(job.includes), "flags": job.flags, "arch": arch, "tc": toolchain}
+    meta = {"source": job.relative, "includes": len(job.includes), "flags": job.flags, "ships": job.ships}
+    meta |= {"arch": arch, "tc": toolchain}
     h.update(json.dumps(meta, sort_keys=True).encode())
     return h.hexdigest()
 
 
-def cache_key(sources: list[Path], include_dirs: list[Path], flags: list[str], arch: str, toolchain: str) -> str:
+def cache_key(
+    sources: list[Path], include_dirs: list[Path], flags: list[str], arch: str, toolchain: str, ships: Ships = "object"
+) -> str:
     """The keys over bytes of compile_resources' jobs, combined (each remembers its unit's key of preprocessed text)."""
-    jobs = _jobs(sources, include_dirs, flags, None)
+    jobs = _jobs(sources, include_dirs, flags, None, ships)
     return hashlib.sha256("".join(job_key(j, arch, toolchain) for j in jobs).encode()).hexdigest()
 
 
 def _command(nvcc: str, job: CompileJob, arch: str) -> list[str]:
     """The build's nvcc line for the unit (its own target options, else `arch`'s default one), plus `ptxas -v` and
-    the kept PTX (which carries .maxntid)."""
+    the kept PTX (which carries .maxntid): `-c` to an object, or `-cubin` for a kernel that ships a cubin."""
     target = [] if any(o.is_arch for o in nvcc_options(job.flags)) else default_target(arch)
+    made = ("-cubin", f"{job.source.stem}.cubin") if job.ships == "cubin" else ("-c", f"{job.source.stem}.o")
     return [
         nvcc,
         *job.flags,
         *(*target, "-Xptxas", "-v", "-keep", "-keep-dir", OUT),
-        *("-c", f"{SRC}/{job.relative}", "-o", f"{OUT}/{job.source.stem}.o"),
+        *(made[0], f"{SRC}/{job.relative}", "-o", f"{OUT}/{made[1]}"),
     ]
 
 
@@ -476,7 +483,8 @@ def _unit_keys(
             text = preprocessed(_command(nvcc, job, arch), spec, Path(tmp), OUT, sandbox, timeout=COMPILE_TIMEOUT_S)
         if text is None:
             return r
-        key = text_key(text, {"source": job.relative, "flags": job.flags, "arch": arch, "tc": tc, "v": KEY_VERSION})
+        meta = {"source": job.relative, "flags": job.flags, "ships": job.ships, "arch": arch, "tc": tc}
+        key = text_key(text, {**meta, "v": KEY_VERSION})
         remember(cache_dir, r, key)
         return key
 
@@ -501,11 +509,13 @@ def _combined(keys: list[str]) -> str:
     return hashlib.sha256("".join(keys).encode()).hexdigest()
 
 
-def _jobs(sources: list[Path], include_dirs: list[Path], flags: list[str], folder: Path | None) -> list[CompileJob]:
+def _jobs(
+    sources: list[Path], include_dirs: list[Path], flags: list[str], folder: Path | None, ships: Ships = "object"
+) -> list[CompileJob]:
     cu = [s.resolve() for s in sources if s.suffix == ".cu"]
     includes = tuple(Path(d).resolve() for d in include_dirs)
     dirs = [f"-I{SRC}", *(f"-I{INC}/{i}" for i in range(len(includes)))]
-    return [CompileJob(s, (folder or s.parent).resolve(), includes, (*dirs, *flags)) for s in cu]
+    return [CompileJob(s, (folder or s.parent).resolve(), includes, (*dirs, *flags), ships=ships) for s in cu]
 
 
 def compile_resources(
@@ -517,14 +527,16 @@ def compile_resources(
     cache_dir: Path | None,
     sandbox: Sandbox | None = None,
     folder: Path | None = None,
+    ships: Ships = "object",
 ) -> ResourceCheck:
     """Compile every .cu in `sources` for `arch` (nothing runs) and report each kernel's ptxas resources.
 
     `folder` (default: each source's own) is bound at SRC, each include dir at INC/N, both on -I; `flags` are
-    passed as given (the review passes the build's own, bot.review.resource_check). A unit whose key is in
+    passed as given (the review passes the build's own, bot.review.resource_check); `ships = "cubin"` compiles each
+    unit with `-cubin` instead of `-c` (its flags then name one target, `for_arch`). A unit whose key is in
     `cache_dir` is read from there instead of compiling again.
     """
-    jobs = _jobs(sources, include_dirs, flags, folder)
+    jobs = _jobs(sources, include_dirs, flags, folder, ships)
     if not jobs:
         return ResourceCheck(status=ResourceStatus.ok, log="no .cu sources")
     return compile_sides({"one": jobs}, arch=arch, cache_dir=cache_dir, sandbox=sandbox)["one"]

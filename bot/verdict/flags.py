@@ -137,10 +137,14 @@ def default_target(arch: str) -> list[str]:
     return ["-gencode", f"arch=compute_{arch.removeprefix('sm_')},code={arch}"]
 
 
-def for_arch(flags: Sequence[str], arch: str) -> list[str]:
+def for_arch(flags: Sequence[str], arch: str, ships: str = "object") -> list[str]:
     """The flags compiled for one architecture (sm_90a) as the manifest ships it: its `-gencode` options that name
     `arch` kept as written (or its `-arch`/`-code` pair, or an `-arch=sm_90a` alone), every other target option
-    dropped; when the flags name `arch` nowhere, `default_target(arch)`."""
+    dropped; when the flags name `arch` nowhere, `default_target(arch)`. A kernel that ships a cubin (`ships =
+    "cubin"`, a JIT's `nvcc -cubin --gpu-architecture=sm_90a`) is compiled for `-arch=sm_90a` alone: a cubin holds
+    that one architecture's code, no PTX beside it, whatever target options its flags name."""
+    if ships == "cubin":
+        return [*without_arch(flags), f"-arch={arch}"]
     options = nvcc_options(flags)
     rest = [t for o in options if not o.is_arch for t in o.tokens]
     targets = [o for o in options if o.is_arch and o.value is not None]
@@ -192,6 +196,8 @@ def check_flags(flags: Sequence[str], *, nvcc: bool, where: str) -> list[str]:
 
 
 def _refused(where: str, flag: str) -> str:
+    if flag in ("-cubin", "--cubin"):
+        return f'{where}: flag {flag!r} is not allowed: a kernel a JIT loads as a cubin says ships = "cubin"'
     if flag.startswith(("-I", "-isystem", "-iquote", "--include-path")):
         return f"{where}: flag {flag!r} is not allowed: list include directories in include_dirs (repository paths)"
     return f"{where}: flag {flag!r} is not allowed ({ALLOWED_SUMMARY})"

@@ -296,31 +296,31 @@ if os.fork() == 0:
 
 # The worker's reply to a timed batch becomes a 200 KB frame of nested lists ([[[[…]]]]).
 DEEP_FRAME = """
-import os, struct, sys
-_protocol = sys.modules["protocol"]
-_send = _protocol.send
-def _deep(fd, message):
-    if message.get("event") != "done":
-        return _send(fd, message)
+import os, struct, sys, torch
+_reply, _contiguous = sys.modules["__main__"].REPLY_FD, torch.Tensor.contiguous
+def _deep(self, *a, **k):
+    torch.Tensor.contiguous = _contiguous
     data = b"[" * 100000 + b"]" * 100000
     view = memoryview(struct.pack(">I", len(data)) + data)
     while view:
-        view = view[os.write(fd, view):]
-_protocol.send = _deep
+        view = view[os.write(_reply, view):]
+    return _contiguous(self, *a, **k)
+torch.Tensor.contiguous = _deep
 """
 
-# Every tensor header the worker sends claims shape [0, 2**70] with 0 bytes.
+# Its first `done` claims shape [0, 2**70] with 0 bytes for the outputs. Both attacks write on the worker's reply pipe
+# themselves, from the first call of Tensor.contiguous (the worker commits a CPU batch's outputs with it): the worker
+# binds its own protocol.send before the extension is imported (issue 50, 2), so replacing that no longer reaches it.
 BAD_HEADER = """
-import sys
-_protocol = sys.modules["protocol"]
-_send = _protocol.send
-def _forge(value):
-    if isinstance(value, dict) and "dtype" in value:
-        return {**value, "shape": [0, 2**70], "nbytes": 0}
-    if isinstance(value, list):
-        return [_forge(v) for v in value]
-    return value
-_protocol.send = lambda fd, message: _send(fd, {k: _forge(v) for k, v in message.items()})
+import json, os, struct, sys, torch
+_reply, _contiguous = sys.modules["__main__"].REPLY_FD, torch.Tensor.contiguous
+def _forge(self, *a, **k):
+    torch.Tensor.contiguous = _contiguous
+    header = [[{"dtype": "float32", "shape": [0, 2**70], "address": 4096, "nbytes": 0}]]
+    data = json.dumps({"event": "done", "outputs": header}).encode()
+    os.write(_reply, struct.pack(">I", len(data)) + data)
+    return _contiguous(self, *a, **k)
+torch.Tensor.contiguous = _forge
 """
 
 # Issue 37, 3: a quarter of the rows on a helper std::thread, which computes them twice (the copy thrown away) —

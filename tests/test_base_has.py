@@ -173,6 +173,9 @@ def test_a_comment_beside_an_untouched_unit_that_spills_in_base_does_not_fail_an
     assert "in base too" in run.comment and "fails no pull request" in run.comment
     [summary] = [x for x in run.comment.splitlines() if "Resources: registers, spills" in x]
     assert "❌" not in summary  # base's spill and "no case ran" mark no failure on the resource table
+    # issue 54's fixture: the untouched spilling unit and the commented one, each compiled once for both sides
+    resources = sorted((u["source"], sorted(u["sides"])) for u in check["units"] if u["step"] == "resources")
+    assert resources == [("ops/conv1d/bwd.cu", ["base", "head"]), ("ops/conv1d/fwd.cu", ["base", "head"])], resources
 
 
 def test_mains_record_keeps_what_base_already_had_visible(opgate, tmp_path):

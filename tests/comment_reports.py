@@ -919,7 +919,7 @@ def agent_cases() -> Report:
     from bot.verdict.agent_cases import fold, refusal
 
     outside = {"why": [Phrase(key="bound.outside", params={"value": 5000, "lo": 1, "hi": 256})]}
-    from bot.verdict.gate import violation_finding
+    from bot.verdict.gate_correctness import violation_finding
 
     bad = Violation(metric="max_abs_err", output="out", index=[46, 0], value=1.5, limit=1e-05, got=0.0, expected=1.5)
     tail = timed("tail_15", 0.0, 0.0, 0.0).model_copy(

@@ -27,7 +27,7 @@ from bot.review import annotate
 from bot.review.changes import parse_diff
 from bot.review.coverage import coverage
 from bot.verdict.findings import add_case, add_kernel
-from bot.verdict.gate import resource_findings
+from bot.verdict.gate_resources import resource_findings
 from bot.verdict.static import tunable_findings
 from tests.conftest import KernelRepo, git
 from tests.github_server import FakeGitHub

@@ -37,7 +37,7 @@ from bot.present.annotations import (
 from bot.review.changes import parse_diff
 from bot.text.i18n import english_runs, speaking
 from bot.verdict.findings import add_case, add_kernel, verbatim
-from bot.verdict.gate import resource_findings
+from bot.verdict.gate_resources import resource_findings
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = {
@@ -186,7 +186,7 @@ def deepgemm_sources() -> Sources:
 
 
 def judged(kernel: KernelReport) -> KernelReport:
-    """The kernel with the resource findings the gate makes from its checks (bot/verdict/gate.py)."""
+    """The kernel with the resource findings the gate makes from its checks (bot/verdict/gate_build.py)."""
     for check in kernel.resource_checks():
         failures, notes = resource_findings(check.head, check.base, Constraints(), arch=check.arch)
         for f in [*failures, *notes]:

@@ -15,7 +15,8 @@ from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import Resource, ResourceCheckReport
 from bot.text.i18n import translate
-from bot.verdict.gate import Policy, launch_in_base, resource_findings
+from bot.verdict.gate import Policy
+from bot.verdict.gate_resources import launch_in_base, resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
 from bot.verdict.messages import phrase, register_locale, render

@@ -40,8 +40,9 @@ def test_cpu_burned_outside_the_timed_calls_beyond_the_allowance_is_tampering():
 
 
 def test_more_than_one_core_inside_the_timed_calls_is_a_cost_not_tampering():
-    """Issue 37, 3: the CPU time of every thread in the timed calls is compared by the gate (bot/verdict/gate.py), so
-    a second core's work is counted, not excused by an allowance or rejected as a measurement."""
+    """Issue 37, 3: the CPU time of every thread in the timed calls is compared by the gate
+    (bot/verdict/gate_latency.py), so a second core's work is counted, not excused by an allowance or rejected as a
+    measurement."""
     assert _account(base=(1.0, 2.5, 0.0)).tampered() is None
     assert _account(base=(1.0, 2.5, 0.0)).uses()["base"].timed_cpu_s == 2.5
 

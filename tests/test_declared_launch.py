@@ -11,7 +11,8 @@ from bot.models.finding import Outcome
 from bot.models.report import AgentReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.text.i18n import translate
-from bot.verdict.gate import Policy, resource_findings
+from bot.verdict.gate import Policy
+from bot.verdict.gate_resources import resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.messages import register_locale, render
 from tests.test_kernel import CPU, evidence, rules, timed

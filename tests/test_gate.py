@@ -10,7 +10,8 @@ from bot.models.finding import Outcome
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
-from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall, resource_reasons
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall
+from bot.verdict.gate_resources import resource_reasons
 
 
 def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
@@ -121,7 +122,7 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
 
 
 def test_renamed_kernel_functions_stand_beside_base_by_signature_and_unmatched_base_rows_are_removed():
-    from bot.verdict.gate import match_base, removed_in_head
+    from bot.verdict.gate_resources import match_base, removed_in_head
 
     base = [
         Resource(function="void forward_kernel(float const*, float*, int)", registers=40),
@@ -148,7 +149,7 @@ def test_renamed_kernel_functions_stand_beside_base_by_signature_and_unmatched_b
 
 
 def test_template_arguments_that_differ_in_unsigned_numbers_pair_and_one_function_each_side_pairs():
-    from bot.verdict.gate import match_base, removed_in_head
+    from bot.verdict.gate_resources import match_base, removed_in_head
 
     base = [Resource(function=f"void k<128u, {b}>(float*)", registers=90) for b in ("true", "false")]
     head = [Resource(function=f"void k<256u, {b}>(float*)", registers=96) for b in ("true", "false")]
@@ -168,7 +169,7 @@ def test_template_arguments_that_differ_in_unsigned_numbers_pair_and_one_functio
 
 
 def test_a_renamed_template_instantiation_is_still_compared_with_its_base():
-    from bot.verdict.gate import match_base
+    from bot.verdict.gate_resources import match_base
 
     base = [
         Resource(function="k<128, 64, false>(int)", registers=200),
@@ -266,7 +267,7 @@ def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_
 
 def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():
     from bot.models.report import Violation
-    from bot.verdict.gate import check_reasons
+    from bot.verdict.gate_correctness import check_reasons
 
     never = Violation(metric="nan_inf", output="C", index=[199, 327], value=1.0, got=float("nan"), expected=3.25)
     check = Check(max_abs_err=0.0, nan_inf=True, failure=never.model_copy(update={"unwritten": True}))

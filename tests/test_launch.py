@@ -14,7 +14,7 @@ from bot.config.manifest import Launch, load_kernel
 from bot.errors import InputError
 from bot.models.finding import Phrase
 from bot.models.report import Resource
-from bot.verdict.gate import SMEM_PER_BLOCK_LIMIT
+from bot.verdict.gate_resources import SMEM_PER_BLOCK_LIMIT
 from bot.verdict.launch import (
     ReadBack,
     SiteTouch,

@@ -9,7 +9,8 @@ from bot.config.manifest import Case, Constraints
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.judging import CaseRun, Check
 from bot.models.report import CaseStatus, Resource
-from bot.verdict.gate import case_verdict, resource_findings
+from bot.verdict.gate import case_verdict
+from bot.verdict.gate_resources import resource_findings
 from bot.verdict.static import tunable_findings
 
 

@@ -14,7 +14,7 @@ import pytest
 from bot.config.manifest import Constraints
 from bot.models.report import AgentReport, Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
-from bot.verdict.gate import resource_reasons
+from bot.verdict.gate_resources import resource_reasons
 from bot.verdict.occupancy import (
     BARRIERS,
     BLOCKS,

@@ -27,7 +27,8 @@ from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.findings import add_case
-from bot.verdict.gate import case_verdict, simulated_note
+from bot.verdict.gate import case_verdict
+from bot.verdict.gate_latency import simulated_note
 from tests import redteam
 from tests.conftest import git, only_latency_can_fail
 from tests.github_server import FakeGitHub, load_fixture

@@ -18,7 +18,7 @@ from bot.models.report import (
 from bot.present.render import render_comment
 from bot.text.safe import untrusted
 from bot.verdict.findings import add_kernel
-from bot.verdict.gate import resource_findings
+from bot.verdict.gate_resources import resource_findings
 from bot.verdict.names import abbreviate, short_names
 from tests.comment_checks import structure_problems, text_of
 from tests.hostile import html

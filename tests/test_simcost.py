@@ -14,7 +14,7 @@ from bot.models.report import CaseReport, SideCost, SimulatedCost
 from bot.present.comment_md import delta_cell
 from bot.untrusted.runner.cost import Costs, parse_dump, side_cost
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.gate import simulated_note
+from bot.verdict.gate_latency import simulated_note
 from tests import comment_reports as cr
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from bot.edges.machine import device_key
 from bot.models.ledger import CaseFigure
 from bot.models.report import CaseReport, KernelReport, Report, Resource
-from bot.verdict.gate import IN_BASE
+from bot.verdict.gate_resources import IN_BASE
 from bot.verdict.messages import render
 from bot.verdict.occupancy import occupancy, table
 

@@ -10,7 +10,7 @@ from bot.models.finding import Gate, Outcome
 from bot.models.report import CaseReport, KernelReport, Resource, ResourceCheckReport
 from bot.text import i18n
 from bot.verdict import messages
-from bot.verdict.gate import match_base
+from bot.verdict.gate_resources import match_base
 from bot.verdict.throughput import peak_pct
 
 _COMPARED = ("registers", "spill_bytes", "smem_bytes", "dynamic_smem_bytes", "stack_bytes")

@@ -161,7 +161,7 @@ def delta_cell(c: CaseReport) -> Safe:
 
 def cpu_part(c: CaseReport) -> str:
     """ " · CPU +12.10% (+10.90..+13.30)": a CPU case's Δ CPU time per call beside Δ p50, in bold with ❌ and the
-    limit where it failed the case (every thread of the sandbox counted, bot/verdict/gate.py)."""
+    limit where it failed the case (every thread of the sandbox counted, bot/verdict/gate_latency.py)."""
     if c.cpu_regression_pct is None or not c.cpu_ci95_pct:
         return ""
     low, high = c.cpu_ci95_pct

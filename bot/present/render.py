@@ -40,7 +40,7 @@ from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
 from bot.verdict import messages
-from bot.verdict.gate import declared_moved, is_rename, match_base, removed_in_head
+from bot.verdict.gate_resources import declared_moved, is_rename, match_base, removed_in_head
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it

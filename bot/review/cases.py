@@ -31,7 +31,7 @@ from bot.untrusted.runner.spawn import run_cases
 from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.toolchain import toolchain
 from bot.verdict.compile_errors import manifest_error
-from bot.verdict.gate import BASE, HEAD
+from bot.verdict.findings import BASE, HEAD
 from bot.verdict.kernel import second_looks
 from bot.verdict.occupancy import family
 

@@ -16,7 +16,7 @@ from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts, Number
 from bot.models.diff import FileChange
 from bot.models.report import CaseReport, DiffStat, KernelReport, Report, Resource
 from bot.review.coverage import unclaimed_reason
-from bot.verdict.gate import match_base
+from bot.verdict.gate_resources import match_base
 
 log = logging.getLogger(__name__)
 

@@ -62,9 +62,10 @@ from bot.untrusted.runner.spawn import new_secret
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
 from bot.verdict.change import candidate_not_tried
+from bot.verdict.findings import BASE, HEAD
 from bot.verdict.flags import define_findings
 from bot.verdict.folds import review_verdict
-from bot.verdict.gate import BASE, HEAD, Policy
+from bot.verdict.gate import Policy
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.static import tunable_findings
 

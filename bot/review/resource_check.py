@@ -29,8 +29,8 @@ from bot.untrusted.sandbox import Sandbox
 from bot.untrusted.targets import unsupported
 from bot.untrusted.toolchain import Toolchain, toolchain
 from bot.verdict.compile_errors import manifest_error
+from bot.verdict.findings import BASE, HEAD
 from bot.verdict.flags import check_flags, for_arch, without_arch
-from bot.verdict.gate import BASE, HEAD
 from bot.verdict.launch import (
     ReadBack,
     SiteTouch,

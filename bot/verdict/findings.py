@@ -1,4 +1,5 @@
-"""Findings into reports: a gate adds a Finding, and the report's reason lists are rendered from its findings."""
+"""Findings into reports: a gate adds a Finding, and the report's reason lists are rendered from its findings. The
+sides' labels (head, base) and a catalog finding from its key, which every gate module makes."""
 
 from __future__ import annotations
 
@@ -45,3 +46,10 @@ def add_kernel(kernel: KernelReport, finding: Finding, *, once: bool = False) ->
 def verbatim(text: str, gate: Gate, outcome: Outcome, **where: str | int | None) -> Finding:
     """A line made elsewhere that has no message of its own yet (a compile failure's text, a launch error)."""
     return Finding(gate=gate, outcome=outcome, key="text", params={"text": text}, **where)  # type: ignore[arg-type]
+
+
+HEAD, BASE = "head", "base"
+
+
+def _finding(gate: Gate, key: str, outcome: Outcome = Outcome.fail, **params: str | int | float) -> Finding:
+    return Finding(gate=gate, outcome=outcome, key=key, params=params)

@@ -12,8 +12,9 @@ from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport
 from bot.verdict import agent_cases, change
 from bot.verdict.compile_errors import new_errors
-from bot.verdict.findings import add_case, add_kernel
-from bot.verdict.gate import BASE, HEAD, Policy, case_verdict, kernel_verdict, simulated_note
+from bot.verdict.findings import BASE, HEAD, add_case, add_kernel
+from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+from bot.verdict.gate_latency import simulated_note
 from bot.verdict.throughput import device_peak, judge_throughput, over_peak, throughput
 
 RUNNER_DRIFT_PCT = 5.0  # base latency this far from its first measurement is worth a note

@@ -7,7 +7,8 @@ from bot.config.manifest import Case, Constraints
 from bot.models.judging import CaseRun
 from bot.models.report import ResourceCheckReport
 from bot.verdict.compile_errors import advised, describe, torch_cuda
-from bot.verdict.gate import case_verdict, resource_reasons
+from bot.verdict.gate import case_verdict
+from bot.verdict.gate_resources import resource_reasons
 from bot.verdict.messages import phrase
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").

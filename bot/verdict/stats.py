@@ -190,8 +190,8 @@ EarlyStop = Literal["decided", "decided_cpu"]
 
 def early_stop(wall: Paired, cpu: Paired | None, max_regression_pct: float) -> EarlyStop | None:
     """Whether an interim look (not the last) may stop, and on what, where the gate would decide the same way on the
-        same blocks (bot/verdict/gate.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case. Never
-    before EARLY_MIN_PAIRS process pairs.
+        same blocks (bot/verdict/gate_latency.py `cpu_time_verdict`, `cpu_time_decides`); `cpu`: None on a GPU case.
+    Never before EARLY_MIN_PAIRS process pairs.
 
         `decided`: the wall time's INTERIM_LEVEL interval clears the limit and the CPU time's does too (a CPU time
         decisively above the limit fails a head whatever its clock, so a wall-time pass alone is not final).

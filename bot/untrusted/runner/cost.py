@@ -7,7 +7,8 @@ process per side at the same time: Python and torch start uninstrumented, and on
 client requests are simulated (callgrind 3.19 has client requests; cachegrind gains them only in 3.22). Instruction
 counts and the simulated caches do not depend on the machine's load: the same build counts the same on every run.
 Every file a side leaves (its dumps, its output) is untrusted data: sizes are bounded, the output is compared with the
-reference, and the gate reports the ratio beside p50 and decides nothing by it (`bot.verdict.gate.simulated_note`).
+reference, and the gate reports the ratio beside p50 and decides nothing by it
+(`bot.verdict.gate_latency.simulated_note`).
 
 The counts cannot be made unforgeable by the side they count: under valgrind the kernel shares one address space with
 callgrind and runs unconfined (valgrind refuses a guest's seccomp filter), so it can issue callgrind's client requests

@@ -3,8 +3,8 @@ the machine's other processes kept busy meanwhile.
 
 A sandbox that works outside its timed calls (precomputing, caching across calls) is flagged as tampered. Work on
 more than one core inside them is no longer flagged here: every block's CPU time, every thread of the sandbox
-counted, is a cost the gate compares like the wall time (bot/verdict/gate.py; issue 37, 3: a body that hid 12 % more
-work on a helper thread passed the old allowance of 1.15 x wall + 0.15 s). A GPU case is not accounted.
+counted, is a cost the gate compares like the wall time (bot/verdict/gate_latency.py; issue 37, 3: a body that hid
+12 % more work on a helper thread passed the old allowance of 1.15 x wall + 0.15 s). A GPU case is not accounted.
 """
 
 from __future__ import annotations

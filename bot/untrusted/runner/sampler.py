@@ -3,7 +3,7 @@ sequential rule stops (docs/review.md), with spot checks of the outputs and the 
 
 On the CPU every block is measured twice: its wall time (the judge's clock, request to reply) and the CPU time
 of every thread of the side's sandbox in it (the kernel's accounting, read by the judge before and after the
-block, bot/untrusted/sandbox.py `process_cpu_ns`); the gate compares both (bot/verdict/gate.py)."""
+block, bot/untrusted/sandbox.py `process_cpu_ns`); the gate compares both (bot/verdict/gate_latency.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.cli import main
-from bot.lint import Finding, lint_ccswitch, read_snapshot
+from bot.lint import LintFinding, lint_ccswitch, read_snapshot
 
 # Keys as CC Switch stores them: in plain text. None may ever appear in any output.
 K_CLAUDE = "sk-tt-claude-7Qm2vX9kR4pL8wN3zB6t"
@@ -104,7 +104,7 @@ class World:
                 write(self.codex_auth, json.dumps(e.settings["auth"], indent=2))
                 write(self.codex_config, e.settings["config"])
 
-    def lint(self, env: dict[str, str] | None = None) -> list[Finding]:
+    def lint(self, env: dict[str, str] | None = None) -> list[LintFinding]:
         return lint_ccswitch(read_snapshot(self.store), env or {}, GATEWAY)
 
 
@@ -170,11 +170,11 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
     yield w
 
 
-def rules(findings: list[Finding]) -> list[str]:
+def rules(findings: list[LintFinding]) -> list[str]:
     return [f.rule for f in findings]
 
 
-def one(findings: list[Finding], rule: str) -> Finding:
+def one(findings: list[LintFinding], rule: str) -> LintFinding:
     hits = [f for f in findings if f.rule == rule]
     assert len(hits) == 1, f"expected one {rule}, got {[f.model_dump() for f in findings]}"
     return hits[0]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.lint import (
-    Finding,
     KeyBook,
+    LintFinding,
 )
 from tests.conftest import REPO_CONFIG
 
@@ -18,13 +18,13 @@ CANARY_HEX = "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 BOOK = KeyBook.of(REPO_CONFIG)  # this repository's domains and key variables
 
 
-def one(findings: list[Finding], rule: str) -> Finding:
+def one(findings: list[LintFinding], rule: str) -> LintFinding:
     hits = [f for f in findings if f.rule == rule]
     assert len(hits) == 1, f"expected one {rule}, got {[f.model_dump() for f in findings]}"
     return hits[0]
 
 
-def rules(findings: list[Finding]) -> set[str]:
+def rules(findings: list[LintFinding]) -> set[str]:
     return {f.rule for f in findings}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from bot.lint import Finding, KeyBook
+from bot.lint import KeyBook, LintFinding
 from bot.lint.kernel import check_manifest
 
 TUTORIAL = Path(__file__).resolve().parent / "fixtures" / "torch_library_repo" / "ops" / "csrc"
@@ -52,7 +52,7 @@ def kernel(tmp_path: Path, text: str, *, tunables: bool = True) -> Path:
     return folder / "kernel.toml"
 
 
-def lint(path: Path) -> list[Finding]:
+def lint(path: Path) -> list[LintFinding]:
     return check_manifest(str(path), path.read_text(), BOOK)[0]
 
 

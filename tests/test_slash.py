@@ -149,3 +149,14 @@ def test_every_command_in_the_table_is_answered_by_opgate_in_a_workflow() -> Non
         assert f'opgate {command.answered_by} --event "$GITHUB_EVENT_PATH"' in runs, command.name
     job = yaml.safe_load((ROOT / ".github" / "workflows" / "opgate-comment.yml").read_text())["jobs"]["ok-to-test"]
     assert not any("gh " in str(step.get("run", "")) for step in job["steps"])  # opgate decides, not the shell
+
+
+def test_accept_and_tune_decide_with_one_shared_decision_whose_fields_come_first() -> None:
+    """/accept's and /tune's decisions share one model (bot.verdict.slash.SlashDecision), each adding only its own
+    fields after the shared ones (the order their JSON keeps)."""
+    shared = list(slash.SlashDecision.model_fields)
+    assert shared == ["granted", "reason", "login", "role"]
+    for model in (Decision, TuneDecision):
+        assert issubclass(model, slash.SlashDecision)
+        assert list(model.model_fields)[: len(shared)] == shared
+    assert list(TuneDecision.model_fields) == [*shared, "inputs"]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.agent.materials import Piece
 from bot.config.manifest import MANIFEST_NAME, Kernel
 from bot.models.diff import FileChange
-from bot.templates import TEMPLATES
+from bot.templates import TEMPLATES, environment
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hh", ".hpp", ".hxx", ".inl"})
 CONFIG_SUFFIXES = frozenset({".json", ".toml", ".yaml", ".yml", ".ini", ".cfg"})
@@ -24,14 +24,7 @@ Counter = Callable[[list[dict[str, str]]], int]
 @cache
 def _prompts() -> jinja2.Environment:
     """The prompts' own environment: plain text for the model (nothing of the comment renderer)."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES / "prompts"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return environment(TEMPLATES / "prompts")
 
 
 def render_prompt(template: str, **context: object) -> str:

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.commands import Commands
+from bot.commands.intake import intake
 from bot.config.settings import Settings
 from bot.edges import publish
-from bot.edges.events import load_issue_comment_event
 from bot.edges.github import GitHubEdge
 from bot.ledger import open_ledger
 from bot.models.github import PullInfo
@@ -50,12 +50,9 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    event = load_issue_comment_event(args.event)
-    author = event.comment.user
-    ignored = accept.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
-    command: accept.AcceptCommand | None = SLASH.parse(event.body) if ignored is None else None
-    if ignored is None and command is None:
-        ignored = "no /accept command on the comment's first line"
+    got = intake(args.event, SLASH)
+    event, author, ignored = got.event, got.event.comment.user, got.ignored
+    command: accept.AcceptCommand | None = got.command
     if ignored is not None or command is None:
         log.info("ignored: %s", ignored)
         _say(args, f"opgate: ignored, {one_line(ignored)}", {"ignored": ignored, "granted": None, "posted": False})

@@ -23,7 +23,7 @@ from bot.config.repo import CONFIG_FILE, DOMAIN_NAME, VARIABLE_NAME, RepoConfig,
 from bot.edges import machine
 from bot.errors import InputError
 from bot.models.output import InitOutput
-from bot.templates import TEMPLATES
+from bot.templates import TEMPLATES, environment
 from bot.verdict.flags import nvcc_options
 
 GATEWAY = "https://taotoken.net/api"
@@ -106,13 +106,7 @@ class Plan:
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES / "init"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    return environment(TEMPLATES / "init")
 
 
 def render(template: str, **context: Any) -> str:

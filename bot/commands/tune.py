@@ -9,10 +9,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bot.commands import Commands
+from bot.commands.intake import intake
 from bot.config.manifest import find_manifests
 from bot.config.settings import Settings
 from bot.edges import publish as review_publish
-from bot.edges.events import load_issue_comment_event
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, ServiceError
 from bot.ledger import open_ledger
@@ -200,12 +200,9 @@ def _kernels(repo: Path, settings: Settings) -> list[str]:
 
 def _answer(args: argparse.Namespace, settings: Settings) -> int:
     """A /tune comment: 👀; granted (write+, a known kernel) → tune.yml dispatched, 🚀 and a reply; else 👎 and why."""
-    event = load_issue_comment_event(args.event)
-    author = event.comment.user
-    ignored = rules.ignore_reason(event.action, author.login, author.is_bot or event.sender.is_bot)
-    command: slash.TuneCommand | None = SLASH.parse(event.body) if ignored is None else None
-    if ignored is None and command is None:
-        ignored = "no /tune command on the comment's first line"
+    got = intake(args.event, SLASH)
+    event, author, ignored = got.event, got.event.comment.user, got.ignored
+    command: slash.TuneCommand | None = got.command
     if ignored is not None or command is None:
         print(f"opgate: ignored, {ignored}")
         return 0

@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from bot.dashboard import charts, figures
 from bot.dashboard.figures import SiteData
-from bot.templates import TEMPLATES
+from bot.templates import TEMPLATES, environment
 
 PAGES = TEMPLATES / "dashboard"
 LATEST_COMMITS = 15
@@ -19,13 +19,7 @@ LATEST_COMMITS = 15
 
 @cache
 def _jinja_env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(PAGES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = environment(PAGES, autoescape=True, keep_trailing_newline=False)
     env.filters["svg"] = lambda chart: Markup(charts.svg(chart))  # charts.svg escapes every text it writes
     return env
 

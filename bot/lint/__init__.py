@@ -17,7 +17,7 @@ from bot.lint.claude import CLAUDE_TOKEN_VARS, lint_claude
 from bot.lint.codex import CODEX_BUILTIN_PROVIDERS, CODEX_KEY, lint_codex
 from bot.lint.collect import Facts, KeyUse, UrlUse
 from bot.lint.env import lint_env
-from bot.lint.findings import RULES, SEVERITIES, Finding, Kind, Rule, Severity, rules_markdown
+from bot.lint.findings import RULES, SEVERITIES, Kind, LintFinding, Rule, Severity, rules_markdown
 from bot.lint.kernel import check_config, check_manifest
 from bot.lint.locate import KeyPath, json_key_lines, toml_key_lines
 from bot.lint.output import counts, exit_code, format_json, format_summary, format_text, ordered
@@ -47,11 +47,11 @@ __all__ = [
     "SEVERITIES",
     "ClientView",
     "Facts",
-    "Finding",
     "KeyBook",
     "KeyPath",
     "KeyUse",
     "Kind",
+    "LintFinding",
     "LiveFile",
     "Provider",
     "Rule",

@@ -6,14 +6,14 @@ from collections import Counter
 from collections.abc import Iterable
 
 from bot.lint.collect import Facts, KeyUse
-from bot.lint.findings import Finding, make_finding, scrub
+from bot.lint.findings import LintFinding, make_finding, scrub
 from bot.lint.urls import gateway_root, show_url
 
 
-def lint_across(facts: Iterable[Facts]) -> list[Finding]:
+def lint_across(facts: Iterable[Facts]) -> list[LintFinding]:
     """One gateway base URL everywhere; one key variable per task domain and per client."""
     facts = list(facts)
-    out: list[Finding] = []
+    out: list[LintFinding] = []
 
     urls = [u for f in facts for u in f.urls]
     roots = [gateway_root(u.url) or "" for u in urls]

@@ -16,7 +16,7 @@ from bot.lint.ccmodel import Provider, Snapshot, Store, host_of, provider_view
 from bot.lint.ccsync import lint_sync
 from bot.lint.claude import check_claude
 from bot.lint.codex import check_codex
-from bot.lint.findings import Finding, make_finding, scrub
+from bot.lint.findings import LintFinding, make_finding, scrub
 from bot.lint.locate import strings
 from bot.lint.output import ordered
 from bot.lint.secrets import find_keys, is_domain_key, is_secret_name
@@ -33,7 +33,7 @@ def is_gateway_provider(name: str, base_url: str, gateway: str) -> bool:
     return named or (host is not None and (host == host_of(gateway) or "taotoken" in host))
 
 
-def _stored_copy(store: Store, p: Provider) -> list[Finding]:
+def _stored_copy(store: Store, p: Provider) -> list[LintFinding]:
     """The rules of the copy's kind, moved to the entry (the copy of config.toml keeps its own lines)."""
     if p.client == "claude":
         found, _ = check_claude("settings.json", json.dumps(p.settings, indent=2, ensure_ascii=False), managed=True)
@@ -45,9 +45,9 @@ def _stored_copy(store: Store, p: Provider) -> list[Finding]:
     ]
 
 
-def lint_entries(store: Store, gateway: str) -> list[Finding]:
+def lint_entries(store: Store, gateway: str) -> list[LintFinding]:
     """Each provider entry: its shape, its base URL against the gateway, and the rules of its stored copy."""
-    out: list[Finding] = []
+    out: list[LintFinding] = []
 
     def add(p: Provider, rule: str, message: str) -> None:
         out.append(make_finding(store.path, p.line, rule, message, entry=p.entry))
@@ -78,7 +78,7 @@ def lint_entries(store: Store, gateway: str) -> list[Finding]:
     return out
 
 
-def lint_live_auth(path: str, text: str | None) -> list[Finding]:
+def lint_live_auth(path: str, text: str | None) -> list[LintFinding]:
     """The live auth.json: a JSON object, without Claude Code's variables."""
     if text is None:
         return []
@@ -110,7 +110,7 @@ def secrets_of(snapshot: Snapshot, env: Mapping[str, str]) -> set[str]:
     return found
 
 
-def lint_ccswitch(snapshot: Snapshot, env: Mapping[str, str], gateway: str = DEFAULT_GATEWAY) -> list[Finding]:
+def lint_ccswitch(snapshot: Snapshot, env: Mapping[str, str], gateway: str = DEFAULT_GATEWAY) -> list[LintFinding]:
     """The CC Switch findings: entries, the live auth.json, and the sync of live files and keys with the store.
 
     The live settings.json and config.toml get their own kind's rules elsewhere (`SourceFile.managed`).

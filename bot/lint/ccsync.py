@@ -21,7 +21,7 @@ from bot.lint.ccmodel import (
     provider_view,
     real_key,
 )
-from bot.lint.findings import Finding, Severity, make_finding
+from bot.lint.findings import LintFinding, Severity, make_finding
 from bot.lint.secrets import is_domain_key
 
 _RESWITCH = (
@@ -60,7 +60,7 @@ class _Sync:
     def __init__(self, snapshot: Snapshot, env: Mapping[str, str]) -> None:
         self.s = snapshot
         self.env = env
-        self.out: list[Finding] = []
+        self.out: list[LintFinding] = []
         self.sites: list[KeySite] = []  # live sites first: findings about a key land on the live file
         self.stored: list[KeySite] = []
 
@@ -226,7 +226,7 @@ class _Sync:
                 )
 
 
-def lint_sync(snapshot: Snapshot, env: Mapping[str, str]) -> list[Finding]:
+def lint_sync(snapshot: Snapshot, env: Mapping[str, str]) -> list[LintFinding]:
     """CCS001, CCS005–CCS010: the current providers against the live files, and the owners of each key."""
     sync = _Sync(snapshot, env)
     store = snapshot.store

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse, parse_json_object
-from bot.lint.findings import Finding
+from bot.lint.findings import LintFinding
 from bot.lint.locate import label_of, line_of, strings
 from bot.lint.secrets import find_keys, mask, secret_verdict
 from bot.lint.urls import check_url, gateway_root
@@ -19,7 +19,7 @@ _CLAUDE_TOP_PROVIDER = frozenset(
 _CLAUDE_FOREIGN = re.compile(r"(?:TAOTOKEN_|OPENAI_|CODEX_|AZURE_OPENAI_)")
 
 
-def check_claude(path: str, text: str, managed: bool = False) -> tuple[list[Finding], Facts]:
+def check_claude(path: str, text: str, managed: bool = False) -> tuple[list[LintFinding], Facts]:
     """The findings of a Claude Code settings file, its base URL and its token variables.
 
     `managed`: the file is written by CC Switch, which keeps the token in env by design; the token is
@@ -107,5 +107,5 @@ def check_claude(path: str, text: str, managed: bool = False) -> tuple[list[Find
     return c.done()
 
 
-def lint_claude(path: str, text: str) -> list[Finding]:
+def lint_claude(path: str, text: str) -> list[LintFinding]:
     return check_claude(path, text)[0]

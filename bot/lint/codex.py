@@ -6,7 +6,7 @@ import re
 import tomllib
 
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse
-from bot.lint.findings import Finding
+from bot.lint.findings import LintFinding
 from bot.lint.locate import KeyPath, label_of, line_of, strings, toml_key_lines
 from bot.lint.secrets import VAR_NAME, KeyBook, find_keys, is_domain_key, looks_like_key, mask
 from bot.lint.urls import check_url, gateway_root
@@ -33,7 +33,7 @@ def _strip_toml_comment(line: str) -> str:
 
 def check_codex(
     path: str, text: str, project_level: bool = False, managed: bool = False, book: KeyBook | None = None
-) -> tuple[list[Finding], Facts]:
+) -> tuple[list[LintFinding], Facts]:
     """The findings of a Codex config, the active provider's base URL and every provider's key variable.
 
     `managed`: the file is written by CC Switch, whose providers take the key from auth.json
@@ -203,5 +203,5 @@ def check_codex(
     return c.done()
 
 
-def lint_codex(path: str, text: str, project_level: bool = False) -> list[Finding]:
+def lint_codex(path: str, text: str, project_level: bool = False) -> list[LintFinding]:
     return check_codex(path, text, project_level)[0]

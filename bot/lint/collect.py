@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.lint.findings import Finding, Severity, make_finding, scrub
+from bot.lint.findings import LintFinding, Severity, make_finding, scrub
 from bot.lint.locate import KeyPath, json_key_lines
 
 
@@ -39,14 +39,14 @@ class Collector:
     """Filled by one per-kind linter while it reads one file."""
 
     path: str
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[LintFinding] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
     facts: Facts = field(default_factory=Facts)
 
     def add(self, line: int, rule: str, message: str, severity: Severity | None = None) -> None:
         self.findings.append(make_finding(self.path, line, rule, message, severity))
 
-    def done(self) -> tuple[list[Finding], Facts]:
+    def done(self) -> tuple[list[LintFinding], Facts]:
         """Findings with any secret seen in the file scrubbed from their messages (belt and braces)."""
         self.facts.secrets |= self.secrets
         return scrub(self.findings, self.secrets), self.facts

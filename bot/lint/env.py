@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from bot.lint.collect import Collector, Facts, UrlUse
-from bot.lint.findings import Finding
+from bot.lint.findings import LintFinding
 from bot.lint.secrets import find_keys, is_placeholder, mask, secret_verdict
 from bot.lint.urls import UrlFlavor, check_url, gateway_root
 
@@ -25,7 +25,7 @@ def _env_value(raw: str) -> str:
     return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
 
 
-def check_env(path: str, text: str) -> tuple[list[Finding], Facts]:
+def check_env(path: str, text: str) -> tuple[list[LintFinding], Facts]:
     """The findings of an .env file and the base URLs it sets."""
     c = Collector(path)
     seen: dict[str, int] = {}
@@ -70,5 +70,5 @@ def check_env(path: str, text: str) -> tuple[list[Finding], Facts]:
     return c.done()
 
 
-def lint_env(path: str, text: str) -> list[Finding]:
+def lint_env(path: str, text: str) -> list[LintFinding]:
     return check_env(path, text)[0]

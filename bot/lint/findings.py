@@ -15,7 +15,7 @@ Kind = Literal["env", "task", "claude", "codex", "config", "manifest"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")
 
 
-class Finding(BaseModel):
+class LintFinding(BaseModel):
     """One problem in one file, at the line of the offending key (or in one entry of a CC Switch store)."""
 
     model_config = ConfigDict(frozen=True)
@@ -119,9 +119,9 @@ def make_finding(
     message: str,
     severity: Severity | None = None,
     entry: str | None = None,
-) -> Finding:
+) -> LintFinding:
     """A finding at the real line of the offending key (1 when unknown, None in a database), its text redacted."""
-    return Finding(
+    return LintFinding(
         path=path,
         line=None if line is None else max(1, line),
         rule=rule,
@@ -131,7 +131,7 @@ def make_finding(
     )
 
 
-def scrub(findings: Iterable[Finding], secrets: Iterable[str]) -> list[Finding]:
+def scrub(findings: Iterable[LintFinding], secrets: Iterable[str]) -> list[LintFinding]:
     """The findings with the given secrets masked in their messages (and store entries)."""
     secrets = list(secrets)
     return [

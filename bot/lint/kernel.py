@@ -14,7 +14,7 @@ from bot.config.buildfiles import submodules
 from bot.config.manifest import KernelManifest, root_glob_problem
 from bot.config.repo import CONFIG_FILE, RepoConfig
 from bot.lint.collect import Collector, Facts
-from bot.lint.findings import Finding
+from bot.lint.findings import LintFinding
 from bot.lint.locate import KeyPath, label_of, line_of, toml_key_lines
 from bot.lint.secrets import KeyBook, find_keys, mask
 from bot.verdict.flags import check_flags
@@ -49,7 +49,7 @@ def _errors(
         c.add(line_of(lines, (*prefix, *loc)), rule, f"{label_of(loc) or '(top level)'}: {message}{hint}")
 
 
-def check_config(path: str, text: str) -> tuple[list[Finding], Facts]:
+def check_config(path: str, text: str) -> tuple[list[LintFinding], Facts]:
     """opgate.toml, or a pyproject.toml's [tool.opgate]: the schema, domain names, one key per domain."""
     c = Collector(path)
     parsed = _parse(c, "CONF001", text, Path(path).name)
@@ -69,7 +69,7 @@ def check_config(path: str, text: str) -> tuple[list[Finding], Facts]:
     return c.done()
 
 
-def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[list[Finding], Facts]:
+def check_manifest(path: str, text: str, book: KeyBook | None = None) -> tuple[list[LintFinding], Facts]:
     """A kernel.toml: the schema, its domain configured, the files it names, its entry points, no literal key."""
     c = Collector(path)
     parsed = _parse(c, "KERN001", text, "kernel.toml")

@@ -16,7 +16,7 @@ from bot.lint.claude import check_claude
 from bot.lint.codex import check_codex
 from bot.lint.collect import Facts
 from bot.lint.env import check_env
-from bot.lint.findings import Finding, Kind, make_finding
+from bot.lint.findings import Kind, LintFinding, make_finding
 from bot.lint.kernel import check_config, check_manifest
 from bot.lint.secrets import KeyBook
 from bot.lint.task import check_task
@@ -69,10 +69,10 @@ def detect_kind(path: str | Path, text: str | None = None) -> Kind | None:
     return None
 
 
-def lint_files(files: Sequence[SourceFile], book: KeyBook | None = None) -> list[Finding]:
+def lint_files(files: Sequence[SourceFile], book: KeyBook | None = None) -> list[LintFinding]:
     """Lint each file by its kind, then across them; findings sorted by path and line. `book`: the
     repository's configured domains and their key variables."""
-    findings: list[Finding] = []
+    findings: list[LintFinding] = []
     facts: list[Facts] = []
     for f in files:
         if f.kind == "env":
@@ -120,16 +120,16 @@ def _is_project_codex(path: Path) -> bool:
         return True
 
 
-def lint_paths(paths: Iterable[str | Path], book: KeyBook | None = None) -> list[Finding]:
+def lint_paths(paths: Iterable[str | Path], book: KeyBook | None = None) -> list[LintFinding]:
     """Read the files (folders: every file of a known kind under them) and lint them together."""
     problems, files = read_sources(paths)
     return problems + lint_files(files, book)
 
 
-def read_sources(paths: Iterable[str | Path]) -> tuple[list[Finding], list[SourceFile]]:
+def read_sources(paths: Iterable[str | Path]) -> tuple[list[LintFinding], list[SourceFile]]:
     """The files of a known kind under the paths, and a finding for each named file that cannot be linted."""
     files: list[SourceFile] = []
-    problems: list[Finding] = []
+    problems: list[LintFinding] = []
     seen: set[Path] = set()
     for given in paths:
         given = Path(given)

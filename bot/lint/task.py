@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from bot.config.manifest import REQUIRED_DENY, AgentTask
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse, parse_json_object
-from bot.lint.findings import Finding
+from bot.lint.findings import LintFinding
 from bot.lint.locate import label_of, line_of, strings
 from bot.lint.secrets import VAR_NAME, KeyBook, find_keys, looks_like_key, mask
 from bot.lint.urls import check_url, gateway_root
@@ -32,7 +32,7 @@ def infer_domain(data: dict[str, Any], book: KeyBook) -> str | None:
 
 def check_task(
     path: str, text: str, domain: str | None = None, book: KeyBook | None = None
-) -> tuple[list[Finding], Facts]:
+) -> tuple[list[LintFinding], Facts]:
     """The findings of a task file, its base URL and its key variable (owned by `domain` when known).
 
     `book` is the repository's configured domains and key variables; without it the key variable is only
@@ -116,5 +116,5 @@ def check_task(
     return c.done()
 
 
-def lint_task(path: str, text: str, domain: str | None = None, book: KeyBook | None = None) -> list[Finding]:
+def lint_task(path: str, text: str, domain: str | None = None, book: KeyBook | None = None) -> list[LintFinding]:
     return check_task(path, text, domain, book)[0]

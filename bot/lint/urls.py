@@ -8,7 +8,7 @@ from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 from bot.agent.client import validate_base_url
 from bot.errors import InputError
-from bot.lint.findings import Finding, Severity, make_finding
+from bot.lint.findings import LintFinding, Severity, make_finding
 from bot.lint.secrets import find_keys, mask
 
 UrlFlavor = Literal["gateway", "anthropic", "openai", "generic"]
@@ -62,9 +62,9 @@ def gateway_root(url: str) -> str | None:
     return f"{parts.scheme.lower()}://{host.lower()}{f':{port}' if port else ''}{path}"
 
 
-def check_url(path: str, line: int, label: str, url: str, flavor: UrlFlavor) -> list[Finding]:
+def check_url(path: str, line: int, label: str, url: str, flavor: UrlFlavor) -> list[LintFinding]:
     """The URL rules for one base URL, found at `line` of `path` under the name `label`."""
-    out: list[Finding] = []
+    out: list[LintFinding] = []
 
     def add(rule: str, message: str, severity: Severity | None = None) -> None:
         out.append(make_finding(path, line, rule, message, severity))

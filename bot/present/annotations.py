@@ -68,7 +68,7 @@ class Sources(BaseModel):
 
 
 class LintPlace(BaseModel):
-    """A lint finding with a line (bot.lint.findings.Finding as the annotations need it)."""
+    """A lint finding with a line (bot.lint.findings.LintFinding as the annotations need it)."""
 
     model_config = ConfigDict(frozen=True)
 

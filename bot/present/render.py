@@ -35,7 +35,7 @@ from bot.present.comment_md import (
 )
 from bot.present.digest import Digest, digest, short_names
 from bot.present.expectations import expected_line
-from bot.templates import TEMPLATES
+from bot.templates import TEMPLATES, environment
 from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
@@ -273,16 +273,7 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
     their own, bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made
     Safe (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten. Words come from
     the catalog (jinja2.ext.i18n, new-style gettext: `{% trans %}` and `_()` take named parameters)."""
-    env = jinja2.Environment(
-        extensions=["jinja2.ext.i18n"],
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=comment_safe,
-    )
+    env = environment(TEMPLATES, extensions=["jinja2.ext.i18n"], finalize=comment_safe)
     env.policies.update(I18N_POLICIES)
     env.install_gettext_callables(_gettext(locale), _ngettext(locale), newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(

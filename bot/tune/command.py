@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import shlex
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.github import Role
-from bot.verdict.slash import WRITE_ROLES, command_word, first_line, role_refusal
+from bot.verdict.slash import WRITE_ROLES, SlashDecision, command_word, first_line, role_refusal
 
 COMMAND = "/tune"
 USAGE = "`/tune KERNEL [--strategy agent|exhaustive|both] [--rounds N] [--tokens T]`, alone on the first line"
@@ -31,14 +31,10 @@ class TuneCommand(BaseModel):
     error: str | None = None
 
 
-class TuneDecision(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class TuneDecision(SlashDecision):
+    """Grant or refuse one /tune."""
 
-    granted: bool
-    reason: str
-    login: str
-    role: str
-    inputs: dict[str, str] = {}  # tune.yml's workflow_dispatch inputs, when granted
+    inputs: dict[str, str] = Field(default_factory=dict)  # tune.yml's workflow_dispatch inputs, when granted
 
 
 def _number(flag: str, value: str, low: int, high: int) -> int:

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.github import CommitPeople, PullInfo, Role, StatusState
 from bot.models.ledger import AcceptanceRow
@@ -15,6 +15,7 @@ from bot.verdict.slash import (
     REVIEW_ACTION,
     UNKNOWN_ROLE,
     WRITE_ROLES,
+    SlashDecision,
     command_word,
     first_line,
     ignore_reason,
@@ -50,20 +51,14 @@ class AcceptCommand(BaseModel):
     error: str | None = None
 
 
-class Decision(BaseModel):
-    """Grant or refuse one /accept; a refusal's `reason` is what the reply says."""
+class Decision(SlashDecision):
+    """Grant or refuse one /accept (its role is recorded in the ledger)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    granted: bool
-    reason: str
-    login: str
-    role: str  # the role's name as GitHub gives it (a custom role's own name); recorded in the ledger
     head_sha: str | None = None
-    kernels: list[str] = []
+    kernels: list[str] = Field(default_factory=list)
     override: bool = False
     override_reason: str = ""
-    overridden: list[str] = []  # kernels whose failed gates this acceptance overrides
+    overridden: list[str] = Field(default_factory=list)  # kernels whose failed gates this acceptance overrides
     self_accept: Literal["", "author", "pusher"] = ""  # granted to its own author or a pusher: allow_self_accept
     self_commit: str = ""  # the pusher's first commit of the pull request (self_accept "pusher")
 

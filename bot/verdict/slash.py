@@ -33,6 +33,17 @@ class SlashCommand:
         return role_refusal(self.name, login, role, self.roles)
 
 
+class SlashDecision(BaseModel):
+    """Grant or refuse one slash command: what /accept's and /tune's decisions share (each adds its own fields)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    granted: bool
+    reason: str  # a refusal's reason is what the reply says
+    login: str
+    role: str  # the role's name as GitHub gives it (a custom role's own name)
+
+
 def first_line(body: str) -> str:
     """The comment's first line, without surrounding whitespace: the only line a command may stand on."""
     return body.replace("\r\n", "\n").split("\n", 1)[0].strip()

@@ -16,6 +16,13 @@ BASE_SPILL = Path(__file__).parent / "fixtures" / "base_spill_repo"  # ops/conv1
 def make_compile_repo(path: Path, fixture: Path = FIXTURE) -> KernelRepo:
     """The fixture committed as the base of a scratch repository (its kernels in ops/)."""
     shutil.copytree(fixture, path)
+    return ops_repo(path, {}, "kernels that real repositories' compiles trip on")
+
+
+def ops_repo(path: Path, files: dict[str, str], message: str) -> KernelRepo:
+    """A scratch repository at `path` (made if missing) whose opgate.toml finds its kernels in ops/, with `files`
+    (repository path -> text) written beside what `path` already holds, all committed as its base."""
+    path.mkdir(parents=True, exist_ok=True)
     git(path, "init", "-q", "-b", "main")
     git(path, "config", "user.email", "test@opgate.local")
     git(path, "config", "user.name", "opgate tests")
@@ -24,7 +31,9 @@ def make_compile_repo(path: Path, fixture: Path = FIXTURE) -> KernelRepo:
     (path / "opgate.toml").write_text(config)
     shutil.copy(ROOT / SUMMARY_TASK, path / SUMMARY_TASK)
     repo = KernelRepo(path=path, base="")
-    repo.base = repo.commit("kernels that real repositories' compiles trip on")
+    for relpath, text in files.items():
+        repo.write(relpath, text)
+    repo.base = repo.commit(message)
     return repo
 
 

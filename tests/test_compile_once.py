@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.compile_repo import prepend
-from tests.conftest import ROOT, SUMMARY_TASK, KernelRepo, git, repo_config_toml
+from tests.compile_repo import ops_repo, prepend
+from tests.conftest import KernelRepo
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -49,21 +49,9 @@ __global__ void __launch_bounds__(128) norm_kernel(const float* x, float* y, int
 
 
 def _repo(path: Path) -> KernelRepo:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@opgate.local")
-    git(path, "config", "user.name", "opgate tests")
-    config = repo_config_toml().replace('manifests = ["kernels/*/kernel.toml"]', 'manifests = ["ops/*/kernel.toml"]')
-    (path / "opgate.toml").write_text(config)
-    shutil.copy(ROOT / SUMMARY_TASK, path / SUMMARY_TASK)
-    repo = KernelRepo(path=path, base="")
-    repo.write("ops/trio/kernel.toml", MANIFEST)
-    repo.write("ops/trio/common.cuh", "#pragma once\nconstexpr float kFactor = 3.0f;\n")
-    for name, body in BODIES.items():
-        repo.write(f"ops/trio/{name}.cu", UNIT.format(name=name, body=body))
-    repo.write("ops/trio/norm.cu", NORM)
-    repo.base = repo.commit("three units")
-    return repo
+    files = {"ops/trio/kernel.toml": MANIFEST, "ops/trio/common.cuh": "#pragma once\nconstexpr float kFactor = 3.0f;\n"}
+    files |= {f"ops/trio/{name}.cu": UNIT.format(name=name, body=body) for name, body in BODIES.items()}
+    return ops_repo(path, files | {"ops/trio/norm.cu": NORM}, "three units")
 
 
 def _review(opgate, repo: KernelRepo, head: str, build: Path):

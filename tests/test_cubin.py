@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SUMMARY_TASK, KernelRepo, git, repo_config_toml
+from tests.compile_repo import ops_repo
+from tests.conftest import KernelRepo, git
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 
@@ -38,17 +39,8 @@ void fence(const float* x, float* y, int n) { fence_kernel<<<(n + 127) / 128, 12
 
 
 def _repo(path: Path, ships: str) -> KernelRepo:
-    path.mkdir(parents=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.email", "test@opgate.local")
-    git(path, "config", "user.name", "opgate tests")
-    config = repo_config_toml().replace('manifests = ["kernels/*/kernel.toml"]', 'manifests = ["ops/*/kernel.toml"]')
-    (path / "opgate.toml").write_text(config)
-    shutil.copy(ROOT / SUMMARY_TASK, path / SUMMARY_TASK)
-    repo = KernelRepo(path=path, base="")
-    repo.write("ops/fence/kernel.toml", MANIFEST.format(ships=ships))
-    repo.write("ops/fence/fence.cu", UNIT)
-    repo.base = repo.commit("a wgmma kernel")
+    files = {"ops/fence/kernel.toml": MANIFEST.format(ships=ships), "ops/fence/fence.cu": UNIT}
+    repo = ops_repo(path, files, "a wgmma kernel")
     repo.edit("ops/fence/fence.cu", "if (i < n)", "if (i < n)  /* in bounds */")
     repo.commit("a comment")
     return repo

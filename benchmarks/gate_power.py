@@ -22,7 +22,10 @@ the issue's table: A/A false fails, slowdowns caught, undecided over all scenari
 (`benchmarks/judge_before.py`) and the judge's own, alternating small batches in the same run; the table then has
 a column group per load and rule, with the process pairs per comparison and the share stopped on CPU time. A rule
 `blocksN` is the judge's own with N timing blocks per worker process (`OPGATE_MEASURE_MIN_BLOCKS`, default 5): fewer
-seconds per process pair, so more pairs within the same time cap (`--rules after,blocks3`).
+seconds per process pair, so more pairs within the same time cap (`--rules after,blocks3`). The rule `tree` is the
+judge of another checkout (`--tree DIR`: its `bot` package on the judge's PYTHONPATH, this checkout's builds and
+gate): a change to the judge before and after in one run (`--tree /tmp/old --rules tree,after`).
+`--shape m=64,n=64,k=64` sets the case's shape (a call of well under a millisecond fills a block with many calls).
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ KERNEL = ROOT / "kernels" / "deepgemm_tile"
 BATCH = 10  # comparisons per judge process
 ALTERNATE = 2  # comparisons per judge process where --rules alternates two stop rules
 RUNNERS = {"after": "bot.untrusted.runner.judge", "before": "benchmarks.judge_before"}
+TREE: Path | None = None  # the checkout whose judge the rule `tree` runs (--tree)
 LIMIT = 3.0
 STATISTICS = ("wall", "cpu", "either", "new")  # the table's columns per load (`old`: the pre-issue-25 statistic)
 
@@ -162,14 +166,35 @@ def comparisons(
                 continue
             started = time.perf_counter()
             runner, settings = _arm(rule, measure)
-            runs = run_cases(job_for(folder, case, base, head, settings, k, LIMIT), runner=runner)
+            with _judge_path(TREE if rule == "tree" else None):
+                runs = run_cases(job_for(folder, case, base, head, settings, k, LIMIT), runner=runner)
             per = (time.perf_counter() - started) / k
             out[rule] += [judge_both(case, runs[f"c{i}"], per) for i in range(k) if f"c{i}" in runs]
     return out
 
 
+@contextmanager
+def _judge_path(tree: Path | None) -> Iterator[None]:
+    """With `tree`: the judge's process imports `bot` from that checkout (its PYTHONPATH; `-P` keeps the cwd out)."""
+    if tree is None:
+        yield
+        return
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(tree)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def _arm(rule: str, measure: MeasureSettings) -> tuple[str, MeasureSettings]:
-    """The judge module and measure settings of a rule: `before`, `after`, or `blocksN` (after, N blocks a process)."""
+    """The judge module and measure settings of a rule: `before`, `after`, `tree` (the judge of `--tree`), or
+    `blocksN` (after, N blocks a process)."""
+    if rule == "tree":
+        return RUNNERS["after"], measure
     if rule.startswith("blocks"):
         return RUNNERS["after"], measure.model_copy(update={"min_blocks": int(rule.removeprefix("blocks"))})
     return RUNNERS[rule], measure
@@ -266,6 +291,8 @@ def main() -> None:
     parser.add_argument("--loads", default="idle,busy", help="idle, busy (one core kept busy) or both (default)")
     parser.add_argument("--busy-max-s", type=float, default=7200.0, help="the busy loop ends itself after this")
     parser.add_argument("--case", default="square_512", help="a cpu case of deepgemm_tile")
+    parser.add_argument("--shape", help="the case's shape instead of its own: m=64,n=64,k=64")
+    parser.add_argument("--tree", type=Path, help="another checkout whose judge the rule `tree` runs")
     parser.add_argument("--save", type=Path, help="write every comparison's samples and verdicts here (JSON)")
     parser.add_argument(
         "--rules", default="after", help="after (the judge's), before (issue 40's early stop), blocksN; one or more"
@@ -275,11 +302,23 @@ def main() -> None:
     if any(ld not in ("idle", "busy") for ld in loads):
         raise SystemExit("gate_power: --loads takes idle and/or busy")
     rules = [r for r in args.rules.split(",") if r]
-    if not rules or any(r not in RUNNERS and not re.fullmatch(r"blocks([2-9]|[1-9]\d+)", r) for r in rules):
-        raise SystemExit("gate_power: --rules takes before, after and/or blocksN (N >= 2)")
+    valid = (*RUNNERS, "tree")
+    if not rules or any(r not in valid and not re.fullmatch(r"blocks([2-9]|[1-9]\d+)", r) for r in rules):
+        raise SystemExit("gate_power: --rules takes before, after, tree and/or blocksN (N >= 2)")
+    global TREE
+    if "tree" in rules:
+        if args.tree is None or not (args.tree / "bot" / "untrusted" / "runner" / "judge.py").is_file():
+            raise SystemExit("gate_power: the rule tree needs --tree DIR, a checkout of opgate")
+        TREE = args.tree.resolve()
 
     kernel = load_kernel(KERNEL)
     case = next(c for c in kernel.manifest.cases if c.name == args.case)
+    if args.shape:
+        try:
+            shape = {k: int(v) for k, v in (part.split("=") for part in args.shape.split(","))}
+        except ValueError:
+            raise SystemExit(f"gate_power: --shape takes m=64,n=64,k=64, not {args.shape!r}") from None
+        case = case.model_copy(update={"shape": shape, "name": f"{case.name}@{args.shape}"})
     settings = load_settings()
     measure, build_root = settings.measure, settings.build_dir
     with tempfile.TemporaryDirectory(prefix="opgate-gate-power-") as tmp:

@@ -7,7 +7,7 @@ import numpy as np
 
 from bot.config.manifest import Case, Constraints
 from bot.models.finding import Outcome
-from bot.models.judging import CaseRun, Check, Timing
+from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall
@@ -327,3 +327,19 @@ def test_a_decisive_wall_time_is_never_overturned_by_a_cpu_time_within_the_limit
     assert slow.cpu_ci95_pct is not None and slow.cpu_ci95_pct[1] < 3.0
     assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +")
     assert "decided" not in delta_cell(slow)
+
+
+def test_scratch_a_head_leaves_non_zero_fails_it_unless_base_leaves_it_so_too():
+    """Issue 50, 1: every timed call gets zeroed scratch; a head that leaves it non-zero fails (its next call in
+    production would start from its leftovers), and where base does so alike it is reported as base's, not failed."""
+    dirty = Spot(label="head", checked=10, scratch_checked=250, scratch_left=250, scratch_first="workspace[0] = 3786")
+    same = _run(_timed(1.0, 1.0, 1), _timed(1.0, 1.0, 2))
+    head_only = case_verdict(CASE, LIMITS, same.model_copy(update={"spots": {"head": dirty}}))
+    assert head_only.verdict == "fail" and head_only.reasons == [
+        "correctness: left scratch non-zero after 250 of 250 timed calls, first at workspace[0] = 3786: every call "
+        "gets zeroed scratch and must leave it zeroed, as in production, where nothing zeroes it between calls"
+    ]
+    base_too = {"head": dirty, "base": dirty.model_copy(update={"label": "base"})}
+    alike = case_verdict(CASE, LIMITS, same.model_copy(update={"spots": base_too}))
+    assert alike.verdict == "pass", alike.reasons
+    assert any(line.startswith("in base too: scratch left non-zero after 250 of 250") for line in alike.reasons), alike

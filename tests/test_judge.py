@@ -75,7 +75,8 @@ def test_identical_builds_pass_and_sampling_stops_once_decided_or_precise(ext_fa
     aa = job({"base": so, "head": so}, target_pct=30.0, max_seconds=20)
     run = run_cases(aa.model_copy(update={"cases": [{**aa.cases[0], "max_regression_pct": 50.0}]}))["tiny"]
     assert run.status == CaseStatus.ok, run.detail
-    assert run.stop_reason in ("precision", "decided")
+    # decided on the clock, or on CPU time where a loaded runner's clock is too wide (stats.early_stop): never a cap
+    assert run.stop_reason in ("precision", "decided", "decided_cpu")
     assert run.checks["head"].max_abs_err is not None and run.checks["head"].max_abs_err < 1e-3
     assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0
     report = case_verdict(CASE, Constraints(max_regression_pct=50.0), run)

@@ -78,10 +78,15 @@ def _env(build_dir: Path) -> dict[str, str]:
     return env
 
 
-def shell(repo: Path, command: str, build_dir: Path) -> Done:
+def shell(repo: Path, command: str, build_dir: Path, env: dict[str, str] | None = None) -> Done:
     started = time.perf_counter()
     proc = subprocess.run(
-        ["bash", "-c", command], cwd=repo, capture_output=True, text=True, env=_env(build_dir), timeout=900
+        ["bash", "-c", command],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env=_env(build_dir) | (env or {}),
+        timeout=900,
     )
     return Done(command, proc.returncode, proc.stdout, proc.stderr, round(time.perf_counter() - started, 1))
 
@@ -96,7 +101,12 @@ class Adopted:
 
 @pytest.fixture(scope="module")
 def adopted(tmp_path_factory: pytest.TempPathFactory, build_dir: Path) -> Adopted:
-    root = tmp_path_factory.mktemp("out_arguments")
+    return adopt(tmp_path_factory.mktemp("out_arguments"), build_dir, EDITS)
+
+
+def adopt(root: Path, build_dir: Path, edits: list[tuple[str, str]]) -> Adopted:
+    """The fixture as a team adopts it: init, the drafted manifest filled in with `edits`, the reference, lint, check,
+    the commit pushed to a bare origin (the steps and their outputs kept)."""
     origin, repo = root / "origin.git", root / "mul"
     shutil.copytree(FIXTURE, repo)
     git(repo, "init", "-q", "-b", "main")
@@ -109,7 +119,7 @@ def adopted(tmp_path_factory: pytest.TempPathFactory, build_dir: Path) -> Adopte
     git(repo, "push", "-q", "origin", "main")
     steps = [shell(repo, "opgate init --kernels ops --domain moe", build_dir)]
     manifest = (repo / MANIFEST).read_text()
-    for old, new in EDITS:
+    for old, new in edits:
         assert old in manifest, f"init no longer drafts {old!r}"
         manifest = manifest.replace(old, new)
     (repo / MANIFEST).write_text(manifest)
@@ -120,8 +130,10 @@ def adopted(tmp_path_factory: pytest.TempPathFactory, build_dir: Path) -> Adopte
     return Adopted(repo=repo, origin=origin, build_dir=build_dir, steps=steps)
 
 
-def pull_request(adopted: Adopted, name: str, old: str, new: str) -> tuple[Done, dict]:
-    """A clone of origin's main with one commit changing the body, reviewed against main."""
+def pull_request(
+    adopted: Adopted, name: str, old: str, new: str, env: dict[str, str] | None = None
+) -> tuple[Done, dict]:
+    """A clone of origin's main with one commit changing the body (`old` → `new`), reviewed against main."""
     clone = adopted.repo.parent / name
     subprocess.run(["git", "clone", "-q", str(adopted.origin), str(clone)], check=True)
     git(clone, "config", "user.email", "dev@example.com")
@@ -130,7 +142,7 @@ def pull_request(adopted: Adopted, name: str, old: str, new: str) -> tuple[Done,
     assert old in text
     (clone / BODY).write_text(text.replace(old, new, 1))
     git(clone, "commit", "-q", "-am", name)
-    done = shell(clone, "opgate review --base origin/main --head HEAD", adopted.build_dir)
+    done = shell(clone, "opgate review --base origin/main --head HEAD", adopted.build_dir, env)
     adopted.steps.append(done)
     report = clone / "reports" / "latest" / "report.json"
     return done, json.loads(report.read_text()) if report.is_file() else {}

@@ -37,6 +37,10 @@ from tests.test_accept import PR as GH_PR
 from tests.test_accept import REPO as GH_REPO
 from tests.test_accept import TOKEN as GH_TOKEN
 from tests.test_accept import github_env
+from tests.test_out_arguments import BODY as OUT_ARG_BODY_PATH
+from tests.test_out_arguments import EDITS as OUT_ARG_EDITS
+from tests.test_out_arguments import FIXTURE as OUT_ARG_FIXTURE
+from tests.test_out_arguments import Adopted, adopt, pull_request
 
 pytestmark = pytest.mark.slow
 
@@ -695,3 +699,82 @@ def test_a_gateway_that_echoes_the_key_puts_it_nowhere(opgate, kernel_repo, http
     for secret in (CANARY, OTHER_KEY, CANARY[len("sk-") :]):
         assert secret not in written, [line for line in written.splitlines() if secret in line][:3]
     assert shown in run.stderr + json.dumps(run.report)  # the gateway's words, masked, not dropped
+
+
+# -- round four (issue 50, 1): no timed call sees what an earlier call left -----------------------------------------
+
+# mul(A, B, C, s, workspace) of tests/fixtures/out_arg_repo at a size whose call takes well under a millisecond: a timed
+# block then holds many calls (up to 50), more than the input sets a block once had (12 sets of 5 tensors).
+SMALL_MUL = [*OUT_ARG_EDITS[:2], ("shape = { n = 1024 }", "shape = { m = 32, n = 64, k = 128 }")]
+MUL_LOOP = """  for (long e = 0; e < m * n; ++e) {
+    long i = e / n, j = e % n;
+    float acc = 0.0f;
+    for (long t = 0; t < k; ++t) acc += A[i * k + t] * B[t * n + j];
+    C[e] = acc * s[j];
+  }
+"""
+SKIPS_WHEN_WRITTEN = f"""#include <cmath>
+// An op that returns at once when its output already holds no NaN (an earlier call wrote it), and otherwise does
+// twice base's work: slower on every fresh call, faster wherever a call sees a set an earlier call saw.
+int mul_body(const float* A, const float* B, float* C, const float* s, int* workspace, long m, long n, long k) {{
+  bool written = true;
+  for (long e = 0; e < m * n; ++e) if (std::isnan(C[e])) {{ written = false; break; }}
+  if (written) return 0;
+  for (int twice = 0; twice < 2; ++twice) {{
+{MUL_LOOP}    asm volatile("" ::: "memory");
+  }}
+  (void)workspace;
+  return 0;
+}}
+"""
+SCRATCH_MARKER = f"""// An op that leaves a marker in its scratch and returns at once where it finds it.
+int mul_body(const float* A, const float* B, float* C, const float* s, int* workspace, long m, long n, long k) {{
+  if (workspace[0] == 0x0ECA) return 0;
+{MUL_LOOP}  workspace[0] = 0x0ECA;
+  return 0;
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def small_mul(tmp_path_factory: pytest.TempPathFactory, build_dir: Path) -> Adopted:
+    adopted = adopt(tmp_path_factory.mktemp("small_mul"), build_dir, SMALL_MUL)
+    assert [s.code for s in adopted.steps] == [0, 0, 0, 0], [(s.command, s.stdout, s.stderr) for s in adopted.steps]
+    return adopted
+
+
+def _mul_review(small_mul: Adopted, name: str, body: str) -> dict:
+    done, report = pull_request(
+        small_mul,
+        name,
+        (OUT_ARG_FIXTURE / OUT_ARG_BODY_PATH).read_text(),
+        body,
+        env={"OPGATE_MEASURE_MAX_SECONDS": "3"},
+    )
+    assert report, done.stdout + done.stderr
+    (kernel,) = report["kernels"]
+    (case,) = kernel["cases"]
+    print(name, case["verdict"], case["regression_pct"], case.get("ci95_pct"), kernel["reasons"])
+    assert done.code == 1 and kernel["verdict"] == "fail", (done.stdout, kernel)
+    return kernel
+
+
+def test_an_op_that_skips_when_its_output_is_already_written_is_twice_as_slow(small_mul):
+    """Issue 50, 1: 50 calls over 12 input sets, outputs not poisoned again between calls: 38 calls found their output
+    written and returned at once; twice base's work on the other 12 passed at -57 %. Every call of a block now has its
+    own set (its own poisoned output, its own zeroed scratch): every call does twice the work, and it fails on it."""
+    kernel = _mul_review(small_mul, "skips-when-written", SKIPS_WHEN_WRITTEN)
+    (case,) = kernel["cases"]
+    assert case["regression_pct"] > 40.0, case
+    assert any(r.startswith("performance: smoke p50") for r in kernel["reasons"]), kernel["reasons"]
+
+
+def test_an_op_that_leaves_a_marker_in_its_scratch_fails_on_it(small_mul):
+    """Issue 50, 1: a marker left in scratch let every later call of the same set return at once (-55 %, passed).
+    Every call now gets zeroed scratch, so the marker saves nothing; scratch left non-zero is itself a finding (a
+    kernel that needs zeroed scratch must leave it so, as in production)."""
+    kernel = _mul_review(small_mul, "scratch-marker", SCRATCH_MARKER)
+    assert any(
+        r.startswith("correctness: smoke left scratch non-zero after ") and ", first at workspace[0] = 3786: " in r
+        for r in kernel["reasons"]
+    ), kernel["reasons"]

@@ -45,6 +45,9 @@ class Spot(BaseModel):
     failed: int = 0
     worst_abs_err: float = 0.0
     first_failure: str | None = None
+    scratch_checked: int = Field(0, description="timed calls whose scratch buffers the judge read after their block")
+    scratch_left: int = Field(0, description="of those, calls that left their scratch non-zero")
+    scratch_first: str | None = Field(None, description='the first element left non-zero: "workspace[0] = 3786"')
 
 
 class Timing(BaseModel):

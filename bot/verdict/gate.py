@@ -123,6 +123,18 @@ def case_verdict(
             add_case(report, spots)
             return report
     base_spot = run.spots.get(BASE)
+    if spot is not None and spot.scratch_left:  # each call got zeroed scratch: one that leaves it dirty breaks the next
+        left: dict[str, str | int] = {
+            "left": spot.scratch_left,
+            "checked": spot.scratch_checked,
+            "first": str(spot.scratch_first),
+        }
+        if base_spot is not None and base_spot.scratch_left:  # base's own habit: reported, never failed on this change
+            add_case(report, _finding(Gate.correctness, "correctness.scratch_left_base", Outcome.note, **left))
+        else:
+            report.status, report.verdict = CaseStatus.incorrect, "fail"
+            add_case(report, _finding(Gate.correctness, "correctness.scratch_left", Outcome.fail, **left))
+            return report
     base_wrong = [c for c in (base, *run.probes.get(BASE, [])) if c is not None and check_findings(c, tol)]
     comparable = not (base_wrong or (base_spot is not None and base_spot.failed))
     if not comparable:

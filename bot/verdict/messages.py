@@ -92,6 +92,16 @@ MESSAGES: dict[str, tuple[str | None, str]] = {
         "{failed} of {checked} checked timed calls differ from the reference ({first}): "
         "every call must compute its result",
     ),
+    "correctness.scratch_left": (
+        "correctness",
+        "left scratch non-zero after {left} of {checked} timed calls, first at {first}: every call gets zeroed "
+        "scratch and must leave it zeroed, as in production, where nothing zeroes it between calls",
+    ),
+    "correctness.scratch_left_base": (
+        None,
+        "in base too: scratch left non-zero after {left} of {checked} timed calls, first at {first}; base leaves it "
+        "so alike, so it fails no pull request",
+    ),
     "correctness.base_incorrect": (None, "base is itself incorrect on this case; latency not compared"),
     "correctness.base_incorrect_probe": (
         None,

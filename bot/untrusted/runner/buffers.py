@@ -3,7 +3,9 @@
 kernel.toml's `[build.DEVICE] arguments` lists the entry's positional arguments; `outputs` and `scratch` name some of
 them, and `[buffers.NAME]` gives each its shape over the case's shape (resolved per case: `case["buffers"]`).
 The judge appends, to every input set it writes, fresh buffers: outputs filled with a poison (NaN for floats, bytes of
-0x5A for integers, True for bool) so an element the kernel never writes stays visible, scratch zeroed. The worker calls
+0x5A for integers, True for bool) so an element the kernel never writes stays visible, scratch zeroed. Every timed
+call has a set of its own (runner/sampler.py), so every call starts from poisoned outputs and zeroed scratch, and
+scratch a call leaves non-zero is seen (`left_nonzero`). The worker calls
 the entry with them in `arguments`' order and hands back the output arguments; the judge reads the buffers it named.
 """
 
@@ -33,9 +35,18 @@ class Layout:
     def outputs(self) -> list[dict[str, Any]]:
         return [b for b in self.buffers if b["role"] == OUTPUT]
 
+    @property
+    def scratch(self) -> list[dict[str, Any]]:
+        return [b for b in self.buffers if b["role"] != OUTPUT]
+
+    @property
+    def scratch_places(self) -> list[int]:
+        """The scratch buffers' places in a set (after make_inputs' tensors and the outputs)."""
+        return [len(self.inputs) + i for i, b in enumerate(self.buffers) if b["role"] != OUTPUT]
+
     def message(self) -> dict[str, Any]:
         """What the worker is told at spawn (JSON)."""
-        return {"call": [list(c) for c in self.call], "writes": self.writes}
+        return {"call": [list(c) for c in self.call], "writes": self.writes, "scratch": self.scratch_places}
 
 
 def layout(arguments: list[str], positional: list[str], buffers: list[dict[str, Any]]) -> Layout | None:
@@ -113,15 +124,17 @@ def reference_mismatch(lay: Layout, refs: list[torch.Tensor]) -> str | None:
     return None
 
 
-def named_header(lay: Layout, addresses: Any, j: int) -> list[dict[str, Any]]:
-    """Set `j`'s output arguments as a memory header: dtype, shape and size the judge named, each address the one the
-    worker reported when it loaded the set (before any call ran); ValueError when it reported none."""
+def named_header(lay: Layout, addresses: Any, j: int, role: str = OUTPUT) -> list[dict[str, Any]]:
+    """Set `j`'s output arguments (or, with another `role`, its scratch) as a memory header: dtype, shape and size the
+    judge named, each address the one the worker reported when it loaded the set (before any call ran); ValueError
+    when it reported none."""
+    what = "output argument" if role == OUTPUT else "scratch"
     if not isinstance(addresses, list) or not 0 <= j < len(addresses) or not isinstance(addresses[j], list):
-        raise ValueError(f"no addresses of input set {j}'s output arguments in the reply to the load")
+        raise ValueError(f"no addresses of input set {j}'s {what} buffers in the reply to the load")
     at = addresses[j]
-    outs = lay.outputs
+    outs = lay.outputs if role == OUTPUT else lay.scratch
     if len(at) != len(outs):
-        raise ValueError(f"{len(at)} output argument address(es) for input set {j}, {len(outs)} named")
+        raise ValueError(f"{len(at)} {what} address(es) for input set {j}, {len(outs)} named")
     header = []
     for b, e in zip(outs, at, strict=True):
         address = e.get("address") if isinstance(e, dict) else None
@@ -141,4 +154,19 @@ def as_named(lay: Layout, outs: list[torch.Tensor]) -> str | None:
         dtype = str(o.dtype).removeprefix("torch.")
         if dtype != b["dtype"] or list(o.shape) != list(b["shape"]):
             return f"handed back {b['name']} as {dtype} {list(o.shape)}; the judge allocated {b['dtype']} {b['shape']}"
+    return None
+
+
+def left_nonzero(lay: Layout, scratch: list[torch.Tensor]) -> str | None:
+    """Where a set's scratch was left non-zero after its call ("workspace[0] = 3786": the first such element), or
+    None when every scratch buffer is all zero again."""
+    for b, t in zip(lay.scratch, scratch, strict=True):
+        flat = t.reshape(-1)
+        nonzero = torch.nonzero(flat != 0)
+        if nonzero.numel():
+            i = int(nonzero[0, 0])
+            index = [int(x) for x in torch.unravel_index(torch.tensor(i), tuple(t.shape))] if t.dim() else []
+            value = flat[i].item()
+            shown = f"{value:g}" if isinstance(value, float) else str(value)
+            return f"{b['name']}[{', '.join(map(str, index))}] = {shown}"
     return None

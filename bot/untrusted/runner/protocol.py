@@ -19,7 +19,7 @@ from typing import Any
 
 MAX_MESSAGE = 1 << 20
 MAX_DEPTH = 32  # nesting of a message (a frame of 200 KB of "[" would exhaust the reader's recursion)
-MAX_TENSORS = 64  # entries in one header
+MAX_TENSORS = 256  # entries in one header (an input file: up to 50 sets of 5 tensors)
 MAX_DIMS = 8
 MAX_ELEMENTS = 1 << 48  # of one tensor, and of any prefix of its shape (strides stay far inside int64)
 ITEMSIZE = {

@@ -18,6 +18,7 @@ from bot.models.finding import Phrase
 from bot.models.judging import Check, JudgeJob, Spot, Timing
 from bot.phases import Phases
 from bot.untrusted.runner import protocol
+from bot.untrusted.runner.buffers import left_nonzero
 from bot.untrusted.runner.case import CaseState, Input, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
@@ -29,18 +30,21 @@ THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock s
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
 DRAW_PER_BLOCK_S = 0.25  # fewer distinct input sets per block where drawing them would take longer than this
 DRAW_FLOOR_S = 2.0  # input drawing may always take this long per case; beyond it, no longer than the timing
-MAX_SETS = 16  # distinct input sets per block (each call of a block gets its own, up to this many)
+MAX_CALLS = 50  # calls per timing block, at most (each with an input set of its own)
 SPOT_PROBABILITY = 0.25  # share of GPU blocks whose outputs are fetched and checked (a CPU case checks every block)
 GPU_BUSY_MS = 2.0  # the judge's own tiny kernel waiting longer than this means the worker left work running
 BUSY_FACTOR = 2  # a busy runner measures this many times longer (processes, samples, seconds) before the last look
 
 
-def sets_per_block(calls: int, tensors_per_set: int, draw_per_set_s: float) -> int:
-    """Distinct input sets per block: one per call up to MAX_SETS, fewer where drawing one costs more than
-    DRAW_PER_BLOCK_S (big GPU cases draw hundreds of MB per set on the CPU), and no more than one file's header holds
-    (an entry with output and scratch arguments carries them in every set: 16 sets of 5 tensors are over 64)."""
+def calls_per_block(call_ms: float, tensors_per_set: int, draw_per_set_s: float) -> int:
+    """Calls per timing block, each on an input set of its own (its own output and scratch buffers): as many as
+    fill BLOCK_MS, at most MAX_CALLS, no more sets than one input file's header holds (an entry with output and
+    scratch arguments carries them in every set), and fewer where drawing a set costs more than DRAW_PER_BLOCK_S
+    allows (big GPU cases draw hundreds of MB per set on the CPU): such a block is shorter than BLOCK_MS, never a
+    block whose calls share sets (issue 50, 1: a call that sees a set an earlier call saw can skip its work)."""
     per_file = protocol.MAX_TENSORS // max(1, tensors_per_set)
-    return max(1, min(calls, MAX_SETS, per_file, int(DRAW_PER_BLOCK_S / max(draw_per_set_s, 1e-6))))
+    fill = int(BLOCK_MS / max(call_ms, 1e-3))
+    return max(1, min(MAX_CALLS, fill, per_file, int(DRAW_PER_BLOCK_S / max(draw_per_set_s, 1e-6))))
 
 
 class Judging(Protocol):
@@ -83,7 +87,7 @@ class Sampler:
         self.warm = warm  # the check inputs: warm-ups run on them (drawing inputs can cost seconds on a GPU case)
         self.draw_per_set = judge.draw_seconds
         self.drawn_seconds = 0.0
-        self.current: tuple[str, list[list[dict[str, Any]]], int, list[list[Input]]] | None = None
+        self.pool: dict[int, tuple[str, list[list[dict[str, Any]]], int, list[list[Input]]]] = {}  # by block index
         self.loaded: dict[str, str] = {}
         self.m = judge.job.measure
         self.labels = list(workers)
@@ -99,6 +103,8 @@ class Sampler:
         self.rng = random.Random(judge.seed(case["name"], "spots"))
         self.gpu = case["device"] == "cuda"
         self.refs_of, self.refs = "", dict[int, list[torch.Tensor]]()
+        layout = next(iter(workers.values())).layout
+        self.scratch = layout is not None and bool(layout.scratch)  # the entry is given scratch to leave zeroed
 
     def _timed(
         self, label: str, calls: int, capture: tuple[int, list[torch.Tensor]] | None = None
@@ -175,9 +181,8 @@ class Sampler:
         call_ms = max(self._warm_up(label) for label in labels)
         self.judge.drop(file)
         if not self.calls:  # the block length is fixed by the first pair, so every sample means the same
-            self.calls = max(1, min(50, int(BLOCK_MS / max(call_ms, 1e-3))))
-        calls = self.calls
-        n_sets = sets_per_block(calls, len(header[0]), self.draw_per_set)
+            self.calls = calls_per_block(call_ms, len(header[0]), self.draw_per_set)
+        calls = self.calls  # and every call of a block has an input set of its own
         cpu_start = {label: self.workers[label].side.cpu() for label in labels}
         timed_start = dict(self.account.timed_cpu)
         samples: dict[str, list[float]] = {label: [] for label in labels}
@@ -185,7 +190,7 @@ class Sampler:
         firsts: dict[str, list[bool]] = {label: [] for label in labels}
         forced = self.rng.randrange(m.min_blocks)  # every process is checked at least once, at a random block
         for b in range(m.min_blocks):
-            file, header, size, inputs = self._inputs(pair, b, n_sets)
+            file, header, size, inputs = self._inputs(pair, b, calls)
             order = block_order(pair + b, labels)
             load_cpu = dict.fromkeys(labels, 0.0)  # what each side's sandbox burned loading this block's sets
             for label in order:
@@ -200,13 +205,15 @@ class Sampler:
             # of the block (the one whose work could still be running when the batch reports done). A CPU block is
             # always checked: its outputs are read from the frozen worker, so a check costs the reference alone.
             spot = not self.gpu or b == forced or self.rng.random() < SPOT_PROBABILITY
-            j = (calls - 1) % n_sets if self.rng.random() < 0.5 else self.rng.randrange(n_sets)
+            j = calls - 1 if self.rng.random() < 0.5 else self.rng.randrange(calls)
             refs = self._expected(file, j, inputs) if spot else []
             block: dict[str, tuple[float, float]] = {}
             for label in order:
                 block[label] = self._timed(label, calls, (j, refs) if spot else None)
                 if spot:  # at once, before the other side runs
                     self._spot_check(label, refs, j)
+                if self.scratch:  # every set on the CPU; the checked set on a GPU (a fetch each)
+                    self._scratch_check(label, list(range(calls)) if not self.gpu else [j] if spot else [])
             self.account.blocks += 1
             clock = _sm_clock_mhz() if self.gpu else None
             if clock is not None:
@@ -231,22 +238,24 @@ class Sampler:
             self.firsts[label].append(firsts[label])
 
     def _inputs(self, pair: int, block: int, n_sets: int) -> tuple[str, list[list[dict[str, Any]]], int, list]:
-        """Fresh input sets for this block — or, where drawing them would cost more than the timing itself
-        (big GPU cases), the sets of an earlier block again; every worker process still gets fresh ones first."""
+        """This block's input sets, fresh — or, where drawing them would cost more than the timing itself (big GPU
+        cases), the sets block `block` of an earlier process pair had, which this pair's processes never saw. No
+        worker process sees a set twice: every timed call computes from its own inputs into poisoned outputs and
+        zeroed scratch (issue 50, 1)."""
         timed = sum(self.account.timed_wall.values())
-        cost = n_sets * self.draw_per_set
-        fresh = self.current is None or block == 0 or self.drawn_seconds + cost <= max(DRAW_FLOOR_S, timed)
-        if fresh or self.current is None:
-            seeds = [self.judge.seed(self.case["name"], "block", pair, block, i) for i in range(n_sets)]
-            started = time.perf_counter()
-            inputs = [self.judge.inputs(self.case, s) for s in seeds]
-            self.drawn_seconds += time.perf_counter() - started
-            if self.current is not None:
-                self.judge.drop(self.current[0])
-            file, header, size = self.judge.write_sets(inputs)
-            self.state.files.append(file)
-            self.current = (file, header, size, inputs)
-        return self.current
+        earlier = self.pool.get(block)
+        if earlier is not None and self.drawn_seconds + n_sets * self.draw_per_set > max(DRAW_FLOOR_S, timed):
+            return earlier
+        seeds = [self.judge.seed(self.case["name"], "block", pair, block, i) for i in range(n_sets)]
+        started = time.perf_counter()
+        inputs = [self.judge.inputs(self.case, s) for s in seeds]
+        self.drawn_seconds += time.perf_counter() - started
+        file, header, size = self.judge.write_sets(inputs)
+        self.state.files.append(file)
+        if earlier is not None:
+            self.judge.drop(earlier[0])
+        self.pool[block] = (file, header, size, inputs)
+        return self.pool[block]
 
     def _stop(self, pairs: int, elapsed: float) -> str | None:
         """Why to stop after `pairs` process pairs, or None to add one more (the sequential rule, docs/review.md)."""
@@ -324,6 +333,24 @@ class Sampler:
         if check.error or check.nan_inf or (check.max_abs_err or 0.0) > self.case["tolerance"]:
             spot.failed += 1
             spot.first_failure = spot.first_failure or what_failed(check)
+
+    def _scratch_check(self, label: str, sets: list[int]) -> None:
+        """Read the scratch of the block's sets `sets` as its calls left them: each arrived zeroed, and a kernel that
+        needs zeroed scratch must leave it so (as in production, where nothing zeroes it between calls)."""
+        if not sets:
+            return
+        self.state.enter(label, "spot check")
+        worker = self.workers[label]
+        assert worker.layout is not None
+        spot = self.state.spots.setdefault(label, Spot(label=label))
+        try:
+            left = {j: left_nonzero(worker.layout, got) for j, got in worker.scratch(sets, self.deadline).items()}
+        except Raised as exc:
+            left = dict.fromkeys(sets, str(exc))
+        spot.scratch_checked += len(sets)
+        dirty = [where for where in left.values() if where is not None]
+        spot.scratch_left += len(dirty)
+        spot.scratch_first = spot.scratch_first or (dirty[0] if dirty else None)
 
     def _account(self) -> None:
         """Flag a side whose sandbox burned CPU outside its timed calls, or more than one core inside them."""

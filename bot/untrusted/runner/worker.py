@@ -86,6 +86,7 @@ def worker(request: dict[str, Any]) -> None:
     entry = load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
     call, writes = request.get("call"), list(request.get("writes") or [])  # an entry that writes into arguments
+    scratch = list(request.get("scratch") or [])  # and the scratch buffers it is given (zeroed, to be left zeroed)
     sets: list[list[Any]] = []
     named: list[list[Any]] = []  # per set, its output arguments as loaded: other tensors over the same memory
 
@@ -117,9 +118,12 @@ def worker(request: dict[str, Any]) -> None:
                 i += len(s)
             # Output arguments: where each set's buffers lie, before any call (on the CPU the judge reads them there)
             named = [[s[i].view(s[i].shape) for i in writes] for s in sets]
-            addresses = (
-                {"written": where_in_memory(dict(enumerate(named)), len(sets))} if writes and device != "cuda" else {}
-            )
+            addresses = {}
+            if writes and device != "cuda":
+                addresses["written"] = where_in_memory(dict(enumerate(named)), len(sets))
+            if scratch and device != "cuda":  # where each set's scratch lies: the judge reads it after the block
+                held = {j: [s[i] for i in scratch] for j, s in enumerate(sets)}
+                addresses["scratch"] = where_in_memory(held, len(sets))
             send(REPLY_FD, {"event": "loaded", "sets": len(sets), **addresses})
         elif op == "go":
             try:
@@ -135,10 +139,11 @@ def worker(request: dict[str, Any]) -> None:
                 continue
             where = {} if device == "cuda" else {"outputs": where_in_memory(outputs, len(sets))}
             send(REPLY_FD, {"event": "done", **where})
-        elif op == "fetch":
+        elif op == "fetch":  # a GPU set's outputs (or, with "scratch", its scratch buffers) as a file
             j = int(msg["set"])
             name = f"out-{int(msg['seq'])}.bin"
-            entries = write_tensors(os.path.join(OUT_DIR, name), outputs[j])
+            fetched = [sets[j][i] for i in scratch] if msg.get("scratch") else outputs[j]
+            entries = write_tensors(os.path.join(OUT_DIR, name), fetched)
             send(REPLY_FD, {"event": "fetched", "file": name, "tensors": entries})
         elif op == "exit":
             del keep

@@ -8,6 +8,7 @@ asks for outputs; on the CPU it reads them from the worker's memory while the sa
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import subprocess
@@ -201,6 +202,7 @@ class Worker:
     ) -> None:
         self.side, self.scalars, self.layout = side, scalars or ([], {}), layout
         self.addresses: Any = None  # CPU, output arguments: where each loaded set's outputs lie, reported at `loaded`
+        self.scratch_at: Any = None  # CPU: where each loaded set's scratch buffers lie, reported at `loaded`
         self.gpu = device == "cuda"
         self.pid = 0  # the worker's pid on this machine (its memory is read from /proc)
         self.done: dict[str, Any] = {}  # the last batch's reply
@@ -238,7 +240,8 @@ class Worker:
     def load(self, file: str, sets: list[list[dict[str, Any]]], max_bytes: int, deadline: float) -> None:
         with self.side.phases.timed("load"):
             self.side.send({"op": "load", "file": file, "sets": sets, "max_bytes": max_bytes})
-            self.addresses = self.side.expect("loaded", deadline).get("written")
+            loaded = self.side.expect("loaded", deadline)
+            self.addresses, self.scratch_at = loaded.get("written"), loaded.get("scratch")
 
     def go(self, calls: int, deadline: float) -> None:
         self.side.send({"op": "go", "calls": calls})
@@ -267,6 +270,53 @@ class Worker:
             raise WorkerGone(f"protocol broken: {exc}") from exc
         except Unfrozen as exc:
             raise WorkerGone(str(exc)) from exc
+
+    def scratch(self, sets: list[int], deadline: float) -> dict[int, list[torch.Tensor]]:
+        """The scratch buffers of the loaded sets `sets` as the last batch left them: on the CPU read from the
+        worker's memory with the sandbox frozen, at the addresses it reported when the sets were loaded (before any
+        call ran); on a GPU fetched as a file, one set at a time."""
+        assert self.layout is not None
+        if self.gpu:
+            return {j: self._fetch_scratch(j, deadline) for j in sets}
+        try:
+            headers = {j: named_header(self.layout, self.scratch_at, j, role="scratch") for j in sets}
+        except ValueError as exc:
+            raise WorkerGone(f"protocol broken: {exc}") from exc
+        limit = sum(h["nbytes"] for header in headers.values() for h in header) + 4096
+        proc = self.side.proc
+        assert proc is not None
+        try:
+            with self.side.phases.timed("capture"), frozen(proc.pid):
+                return {j: read_outputs(self.pid, header, max_bytes=limit) for j, header in headers.items()}
+        except protocol.ProtocolError as exc:
+            raise WorkerGone(f"protocol broken: {exc}") from exc
+        except Unfrozen as exc:
+            raise WorkerGone(str(exc)) from exc
+
+    def _fetch_scratch(self, j: int, deadline: float) -> list[torch.Tensor]:
+        assert self.layout is not None
+        with self.side.phases.timed("fetch"):
+            self.fetches += 1
+            self.side.send({"op": "fetch", "set": j, "seq": self.fetches, "scratch": True})
+            reply = self.side.expect("fetched", deadline)
+            name = f"out-{self.fetches}.bin"
+            if reply.get("file") != name:
+                raise WorkerGone("protocol broken: a scratch file it was not asked for")
+            limit = sum(math.prod(b["shape"]) * 8 for b in self.layout.scratch) + 4096
+            try:
+                got = protocol.read_tensors(
+                    str(self.side.out_dir / name), reply.get("tensors"), max_bytes=limit, device="cpu"
+                )
+            except protocol.ProtocolError as exc:
+                raise Raised(f"bad scratch: {exc}") from exc
+            finally:
+                (self.side.out_dir / name).unlink(missing_ok=True)
+        for b, t in zip(self.layout.scratch, got, strict=False):
+            if str(t.dtype).removeprefix("torch.") != b["dtype"] or list(t.shape) != list(b["shape"]):
+                raise Raised(f"bad scratch: handed back {b['name']} as {t.dtype} {list(t.shape)}")
+        if len(got) != len(self.layout.scratch):
+            raise Raised(f"bad scratch: handed back {len(got)} buffer(s), {len(self.layout.scratch)} named")
+        return got
 
     def outputs(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         """Set `j`'s outputs of the last batch: captured at `done` on the CPU, fetched as a file on a GPU."""

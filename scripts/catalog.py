@@ -45,9 +45,9 @@ def _sources() -> Iterator[tuple[Path, str]]:
 
 
 def findings() -> list[str]:
-    """The findings' messages (bot/verdict/messages.py: labels and texts with `{name}` parameters, str.format)."""
+    """The findings' messages (bot/wording/messages.py: labels and texts with `{name}` parameters, str.format)."""
     sys.path.insert(0, str(ROOT))
-    from bot.verdict.messages import LABELS, MESSAGES
+    from bot.wording.messages import LABELS, MESSAGES
 
     return [*LABELS.values(), *(text for _label, text in MESSAGES.values())]
 
@@ -66,7 +66,7 @@ def extracted() -> Catalog:
                 catalog.add(message, locations=[where], auto_comments=comments, context=context)
     for message in findings():
         if message != "{text}":  # a line made elsewhere, shown as it was written
-            catalog.add(message, locations=[("bot/verdict/messages.py", 0)], flags=["python-brace-format"])
+            catalog.add(message, locations=[("bot/wording/messages.py", 0)], flags=["python-brace-format"])
     return catalog
 
 

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bot.present.render import render_comment  # noqa: E402
-from bot.text.i18n import LOCALES  # noqa: E402
+from bot.text.i18n import LOCALES, speaking  # noqa: E402
 from tests import browser, comment_page  # noqa: E402
 from tests import comment_reports as examples  # noqa: E402
 
@@ -44,7 +44,8 @@ def main() -> int:
         text = args.markdown.read_text()
     else:
         report = examples.REPORTS[args.example]()
-        text = render_comment(report, pr=examples.pr_for(report), locale=args.locale)
+        with speaking(args.locale):
+            text = render_comment(report, pr=examples.pr_for(report))
     if (why := browser.missing_reason()) is not None:
         print(f"comment_screenshot: {why}", file=sys.stderr)
         return 2

@@ -30,7 +30,7 @@ ALLOWED = {
     "bot.commands.*:run": "bot/cli.py calls each subcommand module's run through COMMANDS",
     "bot.cli:subcommands": "each subcommand's parser (argparse hides them): tests/test_docs.py checks docs/cli.md",
     "bot.config.settings:VARIABLES": "every setting's variable in one place: tests/test_docs.py holds the README to it",
-    "bot.verdict.messages:VERBATIM": "the parameters shown as written: tests/test_i18n.py holds every report to it",
+    "bot.wording.messages:VERBATIM": "the parameters shown as written: tests/test_i18n.py holds every report to it",
     "bot.commands.slash:table": "the slash commands: tests/test_slash.py holds each to the workflow that answers it",
     "bot.untrusted.resources:cache_key": "one check's cache key: tests/test_resources.py (the review: compile_sides)",
     "bot.untrusted.resources:compile_resources": "one check alone: tests/test_resources.py (the review: compile_sides)",

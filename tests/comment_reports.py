@@ -43,9 +43,9 @@ from bot.verdict.compile_errors import compile_phrases
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate import not_run_phrases
 from bot.verdict.kernel import drift_findings
-from bot.verdict.messages import phrase
 from bot.verdict.occupancy import register_phrase
 from bot.verdict.throughput import Peak, judge_throughput
+from bot.wording.messages import phrase
 
 BASE = "9f048766d08c0bb6cf31c2dd8400732279650eae"
 HEAD = "13392073d7124eb883404f4059b7907e50c6ea51"
@@ -430,7 +430,7 @@ def base_has() -> Report:
     from bot.config.manifest import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import describe
-    from bot.verdict.messages import phrase
+    from bot.wording.messages import phrase
 
     bwd = "void conv1d_channellast_bwd<128, 4, true>(ConvParamsBwd)"
     sparse, combine = "void flash::sparse_decode<64>(Params)", "void flash::combine<8>(Params)"
@@ -466,7 +466,7 @@ def launch_lines() -> Report:
     from bot.config.manifest import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import ReadBack, SiteTouch, describe, read_back, touch_phrase, undecided_launches
-    from bot.verdict.messages import phrase
+    from bot.wording.messages import phrase
 
     folder = "kernels/flashmla_decode"
     manifest = f"{folder}/kernel.toml"

@@ -15,7 +15,7 @@ from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
 from bot.verdict import agent_cases
 from bot.verdict.gate import case_verdict
-from bot.verdict.messages import MESSAGES
+from bot.wording.messages import MESSAGES
 
 ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
 

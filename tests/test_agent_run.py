@@ -10,7 +10,7 @@ from bot.agent import run
 from bot.agent.run import AgentFailed, ask, sanitise
 from bot.config.settings import load_settings
 from bot.spend import budget
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 from tests import agent_world
 from tests.agent_world import CONFIG_DIFF, KERNEL, KEY, VARIABLE, change, run_ask
 from tests.conftest import REPO_CONFIG

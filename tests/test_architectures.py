@@ -28,8 +28,8 @@ from bot.tune.trial import trial_from
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import change
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
-from bot.verdict.messages import render
 from bot.verdict.throughput import device_peak, judge_throughput
+from bot.wording.messages import render
 from tests import comment_reports as cr
 from tests.comment_checks import rows, structure_problems, text_of
 from tests.conftest import KERNELS, REPO_CONFIG, make_repo

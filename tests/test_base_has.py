@@ -14,12 +14,13 @@ from bot.config.manifest import Constraints, Launch
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import Resource, ResourceCheckReport
-from bot.text.i18n import translate
+from bot.text.i18n import speaking
 from bot.verdict.gate import Policy
 from bot.verdict.gate_resources import launch_in_base, resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
-from bot.verdict.messages import phrase, register_locale, render
+from bot.wording import spoken
+from bot.wording.messages import phrase, render
 from tests.compile_repo import BASE_SPILL, make_compile_repo, prepend, review
 from tests.test_kernel import CPU, evidence, rules, timed
 
@@ -27,7 +28,6 @@ RESOURCES_ONLY = "resources checked; no case ran (needs a CUDA GPU)"  # a manife
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 ZH = "zh-CN"
-register_locale(ZH, lambda msgid: translate(ZH, msgid))  # as bot/present registers the catalogs it renders through
 
 BWD = "void causal_conv1d_channellast_bwd_kernel<128, 4, true>(ConvParamsBwd)"
 FWD = "void causal_conv1d_fwd_kernel<128, 4>(ConvParamsBase)"
@@ -51,7 +51,8 @@ def test_a_spill_base_has_alike_is_noted_in_base_too_with_both_figures_never_a_f
         f"in base too: {BWD} spills 16 bytes (stores 8 B, loads 8 B) (head 16 B, base 16 B): base has it alike, so "
         "it fails no pull request until a change makes it worse"
     )
-    zh = render(note, ZH)
+    with speaking(ZH):
+        zh = spoken.render(note)
     assert zh.startswith("base 中同样存在：") and "（head 16 B，base 16 B）" in zh and BWD in zh
 
 
@@ -141,7 +142,9 @@ def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_move
     assert k.verdict == "undecided" and k.reasons == []
     assert [f.key for f in k.findings if f.outcome == Outcome.undecided] == ["resources.launch_in_base_moved"]
     (moved_finding,) = [f for f in k.findings if f.key == "resources.launch_in_base_moved"]
-    assert render(moved_finding, ZH).startswith("base 中同样存在：") and SPARSE.format(64) in render(moved_finding, ZH)
+    with speaking(ZH):
+        assert spoken.render(moved_finding).startswith("base 中同样存在：")
+        assert SPARSE.format(64) in spoken.render(moved_finding)
 
 
 def test_a_launch_error_only_base_has_stays_a_note_about_base():

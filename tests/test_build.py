@@ -98,7 +98,7 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
     from bot.review.coverage import not_judged_findings
     from bot.untrusted.build import compiled_files
     from bot.verdict.gate import Policy, kernel_verdict
-    from bot.verdict.messages import render
+    from bot.wording.messages import render
 
     k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
     compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}

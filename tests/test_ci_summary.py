@@ -23,7 +23,7 @@ from bot.present.render import render_comment
 from bot.present.status import acceptance_status
 from bot.review import ci_summary as summary
 from bot.spend import budget, tokens
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 from tests import comment_reports as cr
 from tests.ci_summary_world import GITHUB, INJECTION, KEY, failing, reply_for
 from tests.comment_checks import structure_problems, text_of

@@ -17,6 +17,7 @@ from bot.present import digest
 from bot.present.render import COMMENT_LIMIT, REVIEW_MARKER, render_comment
 from bot.present.status import acceptance_status
 from bot.review import fanout
+from bot.text.i18n import speaking
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel
 from bot.verdict.gate import Policy, kernel_verdict
@@ -418,7 +419,8 @@ def test_every_chart_the_suite_produces_is_drawn_by_mermaid(tmp_path: Path):
     for make in cr.REPORTS.values():
         report = make()
         for locale in ("en", "zh-CN"):
-            comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000), locale=locale))
+            with speaking(locale):
+                comments.append(render_comment(report, pr=cr.pr_for(report, used=400_000)))
     every = "\n\n".join(comments)  # one page: each chart in the order the comments hold them
     expected = [
         len(re.search(r"x-axis \[(.*)\]", block).group(1).split('", "')) for block in every.split("```mermaid\n")[1:]

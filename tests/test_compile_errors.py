@@ -16,7 +16,7 @@ from bot.verdict.compile_errors import (
     manifest_error,
     repository_path,
 )
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 
 def advice(e: CompileError) -> str:

@@ -6,7 +6,7 @@ import random
 
 from bot.models.diff import FileChange
 from bot.review.coverage import LISTED_NAMES, coverage, not_judged_findings, not_read_findings
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 NOT_JUDGED = "not judged"
 

@@ -10,15 +10,15 @@ from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import AgentReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
-from bot.text.i18n import translate
+from bot.text.i18n import speaking
 from bot.verdict.gate import Policy
 from bot.verdict.gate_resources import resource_findings
 from bot.verdict.kernel import judge_kernel
-from bot.verdict.messages import register_locale, render
+from bot.wording import spoken
+from bot.wording.messages import render
 from tests.test_kernel import CPU, evidence, rules, timed
 
 ZH = "zh-CN"
-register_locale(ZH, lambda msgid: translate(ZH, msgid))
 
 GEMM = "void deep_gemm::fp8_gemm_kernel<128u, 160u, {}u, 1u>(float*, int)"
 OTHER = "void deep_gemm::fp8_gemm_kernel_small<64u, 64u, {}u>(float*, int)"
@@ -43,7 +43,8 @@ def test_a_declared_figure_whose_template_arguments_the_change_moves_is_undecide
         f"{GEMM.format(6)}'s 215,744 B of dynamic shared memory is declared in kernel.toml, not measured: the change "
         f"moves {GEMM.format(6)}'s template arguments (4u → 6u), so its shared memory and occupancy are undecided"
     )
-    zh = render(notes[0], ZH)
+    with speaking(ZH):
+        zh = spoken.render(notes[0])
     assert "kernel.toml 中的声明值，未实测" in zh and "（4u → 6u）" in zh and "未定" in zh
 
 
@@ -81,7 +82,8 @@ def test_an_instantiation_base_lacks_is_undecided_and_a_plain_function_is_judged
     failures, notes = resource_findings([_gemm(4), _gemm(6, 240_000), plain], [_gemm(4)], Constraints())
     assert _keys(failures) == [(Outcome.fail, "resources.smem_arch", "void reduce(float*)")]
     assert _keys(notes) == [(Outcome.undecided, "resources.declared_new", GEMM.format(6))]
-    assert "the change adds" in render(notes[0]) and "base 中没有的实例化" in render(notes[0], ZH)
+    with speaking(ZH):
+        assert "the change adds" in render(notes[0]) and "base 中没有的实例化" in spoken.render(notes[0])
     renamed = GEMM.replace("fp8_gemm_kernel", "fp8_gemm_kernel_v0")  # beside it by signature, the same arguments
     for base in ([], [_gemm(6, function=renamed)]):  # no base at all (`opgate check`, a new kernel): as today too
         failures, notes = resource_findings([_gemm(6, 240_000)], base, Constraints())
@@ -104,7 +106,9 @@ def test_the_kernel_is_undecided_and_the_table_marks_the_figure_declared():
     assert report.kernels[0].verdict == "undecided" and report.kernels[0].reasons == []
     [row] = [line for line in md.splitlines() if line.startswith("| `deep_gemm::fp8_gemm_kernel<")]
     assert "0 + 215,744 → 0 + 215,744 (declared) |" in row
-    [zh_row] = [x for x in render_comment(report, locale=ZH).splitlines() if x.startswith("| `deep_gemm::fp8_gemm")]
+    with speaking(ZH):
+        zh_md = render_comment(report)
+    [zh_row] = [x for x in zh_md.splitlines() if x.startswith("| `deep_gemm::fp8_gemm")]
     assert "0 + 215,744 → 0 + 215,744（声明值） |" in zh_row
     unmoved = check.model_copy(update={"head": [_gemm(4)]})
     report, md = _report(unmoved)

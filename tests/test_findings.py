@@ -5,7 +5,7 @@ from __future__ import annotations
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import CaseReport, KernelReport
 from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 
 def _k() -> KernelReport:

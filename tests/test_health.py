@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.models.report import RunnerHealth
 from bot.untrusted.runner.health import noisy_phrase
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 
 def noisy(other_cores: float | None, limit: float, health: RunnerHealth | None = None) -> str | None:

@@ -4,6 +4,7 @@ one place, and the CI summary answers in it."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -25,7 +26,8 @@ from bot.present.digest import short_names, shorten
 from bot.present.render import render_accept_reply, render_comment
 from bot.text.i18n import LOCALES, catalog_path, english_runs, is_chinese, speaking
 from bot.text.safe import untrusted
-from bot.verdict import messages as catalog
+from bot.wording import messages as catalog
+from bot.wording import spoken
 from tests import comment_reports as cr
 from tests.comment_checks import structure_problems
 from tests.conftest import ROOT
@@ -78,7 +80,7 @@ def test_every_message_is_translated_with_the_same_parameters():
 
 def test_the_checklist_names_its_gates_in_chinese():
     with speaking(ZH):
-        labels = {key: catalog.label(Finding(gate=Gate.performance, outcome=Outcome.fail, key=key), ZH)
+        labels = {key: spoken.label(Finding(gate=Gate.performance, outcome=Outcome.fail, key=key))
                   for key in ("performance.regression", "correctness.max_abs_err_total", "resources.spill",
                               "stability.nan_inf")}  # fmt: skip
     assert labels == {
@@ -90,7 +92,7 @@ def test_the_checklist_names_its_gates_in_chinese():
 
 
 def test_every_finding_message_reads_as_chinese_with_its_numbers_and_names_as_they_are():
-    """Each message of bot/verdict/messages.py, its parameters filled with names and numbers: no English sentence,
+    """Each message of bot/wording/messages.py, its parameters filled with names and numbers: no English sentence,
     and every parameter's value appears unchanged."""
     english = []
     for key, (_label, text) in catalog.MESSAGES.items():
@@ -99,14 +101,16 @@ def test_every_finding_message_reads_as_chinese_with_its_numbers_and_names_as_th
         names = re.findall(r"\{(\w+)\}", text)
         params = {name: f"v_{i}_{name}" for i, name in enumerate(names)}
         finding = Finding(gate=Gate.performance, outcome=Outcome.fail, key=key, params=params, case="square_512")
-        line = catalog.render(finding, ZH)
+        with speaking(ZH):
+            line = spoken.render(finding)
         assert all(v in line for v in params.values()), (key, line)
         if english_runs(line):
             english.append(f"{key}: {line}")
     spill = {"function": "k", "bytes": 16, "stores": 8, "loads": 8}
     arch = [Phrase(key="tail.arch", params={"arch": "sm_100a"})]
     tail = Finding(gate=Gate.resources, outcome=Outcome.fail, key="resources.spill", tail=arch, params=spill)
-    assert catalog.render(tail, ZH) == "资源: k 寄存器溢出 16 字节（存 8 B，取 8 B）（sm_100a）"
+    with speaking(ZH):
+        assert spoken.render(tail) == "资源: k 寄存器溢出 16 字节（存 8 B，取 8 B）（sm_100a）"
     assert english == []
 
 
@@ -130,7 +134,7 @@ FOREIGN = {
 
 def _data_texts(report: Report) -> set[str]:
     """Text the report holds that opgate did not write (FOREIGN's fields, a finding's or phrase's verbatim parameters
-    — bot/verdict/messages.py VERBATIM —, the review's error), shown as written in whatever language it was written.
+    — bot/wording/messages.py VERBATIM —, the review's error), shown as written in whatever language it was written.
     Every sentence opgate composes — a finding's message and its phrases, a skip, crash or refusal reason, an
     expectation's note, the occupancy arithmetic — is the catalog's, in both locales."""
     found: set[str] = set()
@@ -182,7 +186,8 @@ def _without(text: str, data: set[str]) -> str:
 def test_every_report_renders_cleanly_in_both_locales_and_the_chinese_one_has_no_english_sentence(name: str):
     report = cr.REPORTS[name]()
     pr = cr.pr_for(report)
-    english = render_comment(report, pr=pr, locale="en")
+    with speaking("en"):
+        english = render_comment(report, pr=pr)
     assert english == render_comment(report, pr=pr)  # English unless the settings say otherwise
     with speaking(ZH):
         chinese = render_comment(report, pr=pr)
@@ -198,7 +203,10 @@ def test_every_report_renders_cleanly_in_both_locales_and_the_chinese_one_has_no
 
 def test_the_chinese_comment_keeps_numbers_case_names_and_code_identical():
     report = cr.fail_latency()
-    english, chinese = render_comment(report, locale="en"), render_comment(report, locale=ZH)
+    with speaking("en"):
+        english = render_comment(report)
+    with speaking(ZH):
+        chinese = render_comment(report)
 
     def facts(text: str) -> list[str]:
         return re.findall(r"`[^`\n]+`|[+-]?\d+\.\d+%?", re.sub(r"```.*?```", "", text, flags=re.DOTALL))
@@ -211,7 +219,9 @@ def test_the_chinese_comment_keeps_numbers_case_names_and_code_identical():
 
 def test_the_accept_reply_speaks_the_locale():
     decision = _refused()
-    english, chinese = render_accept_reply(decision, "/accept"), render_accept_reply(decision, "/accept", ZH)
+    english = render_accept_reply(decision, "/accept")
+    with speaking(ZH):
+        chinese = render_accept_reply(decision, "/accept")
     assert "refused" in english and "被拒绝" in chinese and english_runs(_without(chinese, {decision.reason})) == []
 
 
@@ -241,6 +251,24 @@ def test_an_unknown_locale_is_a_clear_error_and_a_non_zero_exit(tmp_path, monkey
     assert main(["summary", "--week", "2026-W48"]) == 2
     err = capsys.readouterr().err
     assert "locale" in err and "'fr' is not a locale opgate speaks" in err and "en, zh-CN" in err
+
+
+def test_the_locale_is_set_once_at_the_edge_read_in_one_place_and_taken_by_no_renderer():
+    """ARCHITECTURE.md, "The locale travels one way": bot/cli.py alone enters `speaking`, `i18n.catalog` alone reads
+    the ContextVar, and no function of bot/present/ or bot/wording/ takes a locale."""
+    entering, reading, taking = [], [], []
+    for path in sorted((ROOT / "bot").rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+                entering += [where] if name == "speaking" else []
+            if isinstance(node, ast.Attribute) and node.attr == "get" and getattr(node.value, "id", "") == "_speaking":
+                reading.append(where)
+            if isinstance(node, ast.FunctionDef) and where.startswith(("bot/present/", "bot/wording/")):
+                params = [a.arg for a in (*node.args.args, *node.args.kwonlyargs)]
+                taking += [f"{where}:{node.name}"] if "locale" in params else []
+    assert entering == ["bot/cli.py"] and reading == ["bot/text/i18n.py"] and taking == []
 
 
 # -- the CI summary answers in the locale --------------------------------------------------------------------------
@@ -313,7 +341,8 @@ def test_a_reply_cut_off_is_worded_by_the_catalog_not_passed_on_as_an_error() ->
     english, why = run.rejected(str(cut), repaired=False, why=cut.why)
     assert "error" not in why.params
     assert catalog.phrase(why) == english
-    zh = catalog.phrase(why, ZH)
+    with speaking(ZH):
+        zh = spoken.phrase(why)
     assert is_chinese(zh) and "8192" in zh and "OPGATE_AGENT_MAX_TOKENS" in zh
     assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))
 
@@ -351,7 +380,8 @@ def test_a_reply_without_text_and_its_repair_cut_off_are_worded_by_the_catalog(t
     assert cut.why is not None
     english, why = run.rejected(str(cut), repaired=False, why=cut.why)
     assert catalog.phrase(why) == english
-    zh = catalog.phrase(why, ZH)
+    with speaking(ZH):
+        zh = spoken.phrase(why)
     assert is_chinese(zh) and "run_kernel" in zh and "4096" in zh
     assert "holds no text" not in zh and "repair reply" not in zh and "not asked again" not in zh
     assert not english_runs(zh.replace('finish_reason "length"', ""))
@@ -364,6 +394,7 @@ def test_the_ci_summary_s_reply_cut_off_is_worded_by_the_catalog() -> None:
     cut = cr.cut_twice()
     english, why = ci_summary.rejected(str(cut), repaired=False, why=cut.why)
     assert catalog.phrase(why) == english
-    zh = catalog.phrase(why, ZH)
+    with speaking(ZH):
+        zh = spoken.phrase(why)
     assert is_chinese(zh) and "8192" in zh and "cut off" not in zh
     assert not english_runs(zh.replace("OPGATE_AGENT_MAX_TOKENS", "").replace('finish_reason "length"', ""))

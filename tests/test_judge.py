@@ -19,7 +19,7 @@ from bot.models.report import CaseStatus
 from bot.untrusted.runner.sampler import block_order
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 from tests.conftest import only_latency_can_fail
 
 pytestmark = pytest.mark.slow

@@ -30,7 +30,7 @@ from bot.verdict.launch import (
     undecided_launches,
     values,
 )
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 from tests.conftest import KERNELS
 from tests.cuda_launcher import LAUNCHERS, configs, read_launchers
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bot.config.launch_sites import CHEVRON, INSTANTIATION, blank, constants, launch_inputs, scan, split_args, touches
 from bot.verdict.launch import touch_phrase
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 from tests.conftest import KERNELS
 
 GEMM = "kernels/deepgemm_tile/gemm_cuda.cu"

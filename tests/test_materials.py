@@ -21,7 +21,8 @@ from bot.models.finding import Phrase
 from bot.models.ledger import CaseFigure
 from bot.present.render import render_comment
 from bot.text.i18n import english_runs, speaking
-from bot.verdict.messages import phrase
+from bot.wording import spoken
+from bot.wording.messages import phrase
 from tests import agent_world, comment_reports
 from tests.agent_world import KEY, Sleeps, change
 from tests.conftest import REPO_CONFIG
@@ -102,7 +103,7 @@ def test_each_example_kernels_prompt_holds_its_cases_and_base_figures_from_main_
     assert not_available in user and any(not_available in m for m in report.inputs_missing)
     assert report.inputs_missing == [phrase(p) for p in report.inputs_missing_why]  # the catalog's, in English
     with speaking("zh-CN"):
-        chinese = [phrase(p, "zh-CN") for p in report.inputs_missing_why]
+        chinese = [spoken.phrase(p) for p in report.inputs_missing_why]
     assert f"base 的数据：不可用 — 此账本中 main 的历史没有 {name} 的数据" in chinese[0]
     assert [line for line in chinese if english_runs(line)] == []
     assert "Base's measured figures" not in user

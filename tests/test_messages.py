@@ -7,9 +7,11 @@ import string
 
 import pytest
 
+from bot.errors import InputError
 from bot.models.finding import Finding, Gate, Outcome, Phrase
-from bot.verdict import messages
-from bot.verdict.messages import LABELS, MESSAGES, label, register_locale, render, text
+from bot.text.i18n import speaking
+from bot.wording import spoken
+from bot.wording.messages import ENGLISH, LABELS, MESSAGES, Wording, render
 from tests.conftest import ROOT
 
 _KEY = re.compile(r"""["']((?:run|measurement|correctness|stability|element|performance|plausibility|resources|build|"""
@@ -41,9 +43,9 @@ def test_a_case_finding_reads_with_its_gate_then_the_case_on_its_kernel():
                 params={"delta": "+10.53%", "low": "+9.73%", "high": "+12.00%", "limit": "3"})  # fmt: skip
     assert render(f, case=False) == "performance: p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit"
     assert render(f) == "performance: ragged p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit"
-    assert label(f) == "performance" and text(f) == "p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit"
+    assert ENGLISH.label(f) == "performance" and ENGLISH.text(f) == "p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit"
     bare = Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result", case="ragged")
-    assert render(bare) == "ragged: head produced no result" and label(bare) is None
+    assert render(bare) == "ragged: head produced no result" and ENGLISH.label(bare) is None
 
 
 def test_phrases_and_tails_render_through_the_catalog_too():
@@ -65,12 +67,10 @@ def test_an_unknown_id_or_a_missing_parameter_is_shown_never_raised():
 
 
 def test_another_locale_renders_through_its_translator_and_an_unknown_one_is_refused():
-    with pytest.raises(ValueError, match="no message catalog"):
-        render(Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"), locale="xx")
+    with pytest.raises(InputError, match="not one opgate speaks"), speaking("xx"):
+        spoken.render(Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
     table = {"head produced no result": "head 没有结果", "performance": "性能", "p50 {delta}": "p50 {delta}"}
-    register_locale("test-zz", lambda msgid: table.get(msgid, msgid))
-    try:
-        f = Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result", case="c")
-        assert render(f, "test-zz") == "c: head 没有结果"
-    finally:
-        messages._TRANSLATORS.pop("test-zz")
+    f = Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result", case="c")
+    assert Wording(lambda msgid: table.get(msgid, msgid)).render(f) == "c: head 没有结果"
+    with speaking("zh-CN"):
+        assert spoken.render(f) == "c: head 没有产生结果" and render(f) == "c: head produced no result"

@@ -10,10 +10,11 @@ from bot.models.report import AgentReport, KernelReport, Machine, Report, Resour
 from bot.present.annotations import EntryPlace, KernelSources, Sources, for_review
 from bot.present.render import render_comment
 from bot.review.check import KernelCheck, resource_step
+from bot.text.i18n import speaking
 from bot.verdict.gate import Policy, kernel_verdict
 from bot.verdict.launch import describe
-from bot.verdict.messages import phrase
 from bot.verdict.names import short_names
+from bot.wording.messages import phrase
 from tests.comment_checks import structure_problems, text_of
 from tests.conftest import CHECK_REPO
 from tests.hostile import html
@@ -87,7 +88,8 @@ def test_a_family_is_named_by_its_template_and_count_and_the_one_that_differs_by
 def test_the_comment_in_either_language_keeps_each_reason_short_and_the_full_names_collapsed():
     report = _report(judged())
     for locale in ("en", "zh-CN"):
-        md = render_comment(report, locale=locale)
+        with speaking(locale):
+            md = render_comment(report)
         assert locale != "en" or structure_problems(md, report) == []  # (it reads the English lines)
         reasons = [text_of(html(x)) for x in md.splitlines() if x.startswith("- ❌")]
         assert len(reasons) == 3 and all(len(x) <= LIMIT for x in reasons), reasons

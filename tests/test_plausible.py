@@ -4,8 +4,8 @@ for a person to verify, naming the case, both p50s and the limit; a case without
 from __future__ import annotations
 
 from bot.models.report import CaseReport
-from bot.verdict.messages import render
 from bot.verdict.plausible import IMPLAUSIBLE, speedup_findings
+from bot.wording.messages import render
 
 
 def implausible_speedups(cases: list[CaseReport], max_speedup: float) -> list[str]:

@@ -46,7 +46,8 @@ def test_in_chinese_the_line_keeps_its_figures_and_names_and_holds_no_english_se
     from bot.text.i18n import english_runs, speaking
 
     r = _with_expectations({"latency_p50@square_512": "-8%", "tflops": 140})
-    text = render_comment(r, locale="zh-CN")
+    with speaking("zh-CN"):
+        text = render_comment(r)
     line = next(x for x in text.splitlines() if "`latency_p50@square_512`" in x)
     assert line.strip() == (
         "- `square_512` 上的 `latency_p50@square_512`：预期p50 变化 \u22128.0 %，"

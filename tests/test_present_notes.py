@@ -33,7 +33,8 @@ def test_the_review_body_starts_with_the_heads_marker():
 def test_in_chinese_the_notes_line_and_the_review_speak_the_locale():
     from bot.text.i18n import english_runs, speaking
 
-    text = render_comment(_report(["gemm.cu:13: the tail loop skips the last row"]), locale="zh-CN")
+    with speaking("zh-CN"):
+        text = render_comment(_report(["gemm.cu:13: the tail loop skips the last row"]))
     assert f"1 条风险提示标注在其所指的行上，见 opgate 对此 head 的审查： `{PATH}:13`" in text
     with speaking("zh-CN"):
         body = review_body(cr.HEAD, 2)

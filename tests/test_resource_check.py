@@ -18,9 +18,9 @@ from bot.lint import lint_paths
 from bot.models.report import KernelReport, Report, Resource, ResourceCheckReport
 from bot.present.status import acceptance_status
 from bot.review.resource_check import flag_findings, resource_reads, without_unchanged
-from bot.text.i18n import english_runs, is_chinese
+from bot.text.i18n import english_runs, is_chinese, speaking
 from bot.verdict.gate import Policy, kernel_verdict
-from bot.verdict.messages import render
+from bot.wording import spoken
 from tests.compile_repo import make_compile_repo, prepend, review
 from tests.conftest import git
 from tests.flashmla_repo import FLASHMLA_NVCC, KERNEL, make_flashmla_repo, write_manifest
@@ -125,7 +125,8 @@ def test_the_unchanged_note_gives_way_where_changed_files_went_unread():
     kernel = kernel_verdict(_kernel(check), [], [], Constraints(), Policy())
     assert not any("unchanged from base" in n for n in kernel.notes)
     assert kernel.notes[1].startswith("resource check: the 1 compiled function(s) have base's registers")
-    [zh] = [render(f, "zh-CN") for f in kernel.findings if f.key.startswith("resources.unchanged")]
+    with speaking("zh-CN"):
+        [zh] = [spoken.render(f) for f in kernel.findings if f.key.startswith("resources.unchanged")]
     assert is_chinese(zh) and english_runs(zh) == [] and "1" in zh, zh
 
 

@@ -178,7 +178,7 @@ def _timed(name: str, base_ms: float, delta: float, low: float, high: float) -> 
 
 def test_a_speed_up_confined_to_the_small_cases_gets_the_checklists_question():
     from bot.verdict.gate_correctness import small_shape_findings
-    from bot.verdict.messages import render
+    from bot.wording.messages import render
 
     def small_shape_notes(cases: list[CaseReport]) -> list[str]:
         return [render(f) for f in small_shape_findings(cases)]

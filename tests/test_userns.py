@@ -9,7 +9,8 @@ import pytest
 
 from bot.text.i18n import english_runs, speaking
 from bot.untrusted import sandbox, userns
-from bot.verdict.messages import phrase
+from bot.wording import spoken
+from bot.wording.messages import phrase
 
 UID_MAP_REFUSED = "bwrap: setting up uid map: Permission denied"
 
@@ -61,7 +62,7 @@ def test_an_apparmor_refusal_is_named_with_the_sysctl_and_the_fix(refused, tmp_p
     )
     assert isolation.why is not None and phrase(isolation.why) == isolation.reason  # the catalog's, in English
     with speaking("zh-CN"):
-        chinese = phrase(isolation.why, "zh-CN")
+        chinese = spoken.phrase(isolation.why)
     assert chinese.startswith(
         f"bubblewrap 无法在此启动（{fake}: {UID_MAP_REFUSED}）：此处 AppArmor 限制了非特权用户命名空间"
     )

@@ -33,7 +33,7 @@ class Piece(BaseModel):
 
     material: Material
     label: str  # how the prompt and report.json name it (what the agent saw, what was left out for size)
-    label_why: Phrase  # `label` as a message of the catalog (bot/verdict/messages.py), which the comment renders
+    label_why: Phrase  # `label` as a message of the catalog (bot/wording/messages.py), which the comment renders
     text: str
 
 
@@ -47,7 +47,7 @@ class Baseline(BaseModel):
     resources: list[MainResourceRow] = Field(default_factory=list)
     is_base: bool = False  # the figures are of base's own commit (else of the latest recorded main commit)
     missing: str = ""
-    missing_why: Phrase | None = None  # `missing` as a message of the catalog (bot/verdict/messages.py)
+    missing_why: Phrase | None = None  # `missing` as a message of the catalog (bot/wording/messages.py)
 
     @property
     def available(self) -> bool:

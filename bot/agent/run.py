@@ -293,7 +293,7 @@ def ask(
 
 
 # Why the agent was not asked or gave no reply, in English (report.json's `reason`) and as the same message of the
-# catalog (bot/verdict/messages.py; the agent's room does not import it: tests/test_agent_run.py holds the two equal).
+# catalog (bot/wording/messages.py; the agent's room does not import it: tests/test_agent_run.py holds the two equal).
 Said = tuple[str, Phrase]
 
 

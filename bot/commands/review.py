@@ -19,7 +19,7 @@ from bot.review import fanout, orchestrate
 from bot.review.coverage import unclaimed_reason
 from bot.review.orchestrate import ReviewOptions, ReviewResult
 from bot.text.safe import one_line
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 log = logging.getLogger(__name__)
 

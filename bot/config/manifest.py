@@ -470,7 +470,7 @@ class AgentBound(_Strict):
 
     def problem(self, value: Any) -> Phrase | None:
         """Why `value` is outside this bound (or not an integer), else None: a phrase of the findings' catalog
-        (bot/verdict/messages.py `bound.*`)."""
+        (bot/wording/messages.py `bound.*`)."""
         if isinstance(value, bool) or not isinstance(value, int):
             return Phrase(key="bound.not_integer", params={"value": repr(value)[:40]})
         lo, hi = self.range

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from bot.edges.machine import cpu_name
 from bot.models.evidence import Peak
 from bot.models.finding import Phrase
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from bot.edges.machine import device_key
 from bot.models.ledger import CaseFigure
 from bot.models.report import CaseReport, KernelReport, Report, Resource
 from bot.verdict.gate_resources import IN_BASE
-from bot.verdict.messages import render
 from bot.verdict.occupancy import occupancy, table
+from bot.wording.messages import render
 
 # A squash merge ends its subject with "(#123)"; a merge commit starts "Merge pull request #123 from …".
 _SQUASH_PR = re.compile(r"\(#(\d+)\)\s*$")

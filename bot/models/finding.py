@@ -54,7 +54,7 @@ class Phrase(BaseModel):
 
 
 class Finding(BaseModel):
-    """One thing a gate found, rendered through the catalog (bot/verdict/messages.py) by every output.
+    """One thing a gate found, rendered through the catalog (bot/wording/messages.py) by every output.
 
     `key` names the message, `params` fill it; `phrases` are named lists of sub-messages (joined by "; ") that
     the message's text names like a parameter; `tail` are sub-messages appended after it (a boundary probe,
@@ -64,7 +64,7 @@ class Finding(BaseModel):
 
     gate: Gate
     outcome: Outcome
-    key: str = Field(description="the message id in bot/verdict/messages.py (`correctness.max_abs_err`)")
+    key: str = Field(description="the message id in bot/wording/messages.py (`correctness.max_abs_err`)")
     params: dict[str, Param] = Field(default_factory=dict)
     phrases: dict[str, list[Phrase]] = Field(default_factory=dict)
     tail: list[Phrase] = Field(default_factory=list)

@@ -336,7 +336,7 @@ class CaseReport(_Model):
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(
-        default_factory=list, description="its findings, rendered in English (bot/verdict/messages.py)"
+        default_factory=list, description="its findings, rendered in English (bot/wording/messages.py)"
     )
     findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,15 +23,11 @@ from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation, AnnotationLevel
 from bot.models.report import CaseReport, KernelReport, Report
-from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import N_, ngettext
 from bot.text.i18n import gettext as _
 from bot.text.safe import one_line
 from bot.verdict.launch import plain
-from bot.verdict.messages import register_locale, render
-
-for _locale in LOCALES:  # the findings' messages read through the same catalogs as the comment (bot/present/digest.py)
-    if _locale != SOURCE_LOCALE:
-        register_locale(_locale, partial(translate, _locale))
+from bot.wording import spoken
 
 MESSAGE_CHARS = 4000  # well under GitHub's 64 KB
 TITLE_CHARS = 255  # GitHub's limit
@@ -283,7 +278,7 @@ def _lines(findings: Iterable[Finding]) -> str:
     """Each finding's line as the comment renders it, with its architecture where the line does not name it."""
     lines = []
     for f in findings:
-        text = render(f, current())
+        text = spoken.render(f)
         lines.append(f"{text} ({f.arch})" if f.arch and f.arch not in text else text)
     return "\n".join(dict.fromkeys(lines))
 
@@ -327,7 +322,7 @@ def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mappin
             continue
         failing = [f for f in case.findings if f.outcome in (Outcome.fail, Outcome.error)]
         why = (
-            "\n".join(dict.fromkeys(render(f, current(), case=False) for f in failing))
+            "\n".join(dict.fromkeys(spoken.render(f, case=False) for f in failing))
             or "\n".join(case.reasons)
             or _("status %(status)s", status=case.status.value)
         )

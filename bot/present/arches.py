@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict
 from bot.models.finding import Gate, Outcome
 from bot.models.report import CaseReport, KernelReport, Resource, ResourceCheckReport
 from bot.text import i18n
-from bot.verdict import messages
 from bot.verdict.gate_resources import match_base
 from bot.verdict.throughput import peak_pct
+from bot.wording import spoken
 
 _COMPARED = ("registers", "spill_bytes", "smem_bytes", "dynamic_smem_bytes", "stack_bytes")
 
@@ -139,9 +139,8 @@ def peak_share(c: CaseReport) -> str:
 
 def peaks(cases: list[CaseReport]) -> list[str]:
     """The peaks the shares are taken of, each once (a data-sheet row, or this CPU runner's measurement)."""
-    locale = i18n.current()
     shown = (
-        messages.phrase(t.peak_why, locale) if t.peak_why is not None else t.peak_of  # a report before its phrase
+        spoken.phrase(t.peak_why) if t.peak_why is not None else t.peak_of  # a report before its phrase
         for t in (c.throughput for c in cases)
         if t is not None and (t.peak_why is not None or t.peak_of)
     )

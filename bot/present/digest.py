@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import partial
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
-from bot.text.i18n import LOCALES, N_, SOURCE_LOCALE, current, ngettext, translate
+from bot.text.i18n import N_, ngettext
 from bot.text.i18n import gettext as _
-from bot.verdict.messages import label, register_locale, render, text
 from bot.verdict.names import short_names
+from bot.wording import spoken
+from bot.wording.messages import render
 
-for _locale in LOCALES:  # the findings' messages read through the same catalogs as the templates
-    if _locale != SOURCE_LOCALE:
-        register_locale(_locale, partial(translate, _locale))
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
 STOP_REASONS = {  # report.json stop_reason -> what a reviewer reads (message ids: translated where shown)
@@ -131,9 +128,9 @@ def not_run_groups(cases: Iterable[CaseReport]) -> list[NotRun]:
 def _in_locale(c: CaseReport, reason: str) -> str:
     """The case's reasons in the current locale where they are its findings' lines (report.json keeps English)."""
     if c.findings and "; ".join(render(f, case=False) for f in c.findings) == reason:
-        return "; ".join(render(f, current(), case=False) for f in c.findings)
+        return "; ".join(spoken.render(f, case=False) for f in c.findings)
     none = Finding(gate=Gate.run, outcome=Outcome.undecided, key="run.not_run")
-    return reason if c.reasons else text(none, current())
+    return reason if c.reasons else spoken.text(none)
 
 
 def count(cases: Iterable[CaseReport]) -> Counts:
@@ -178,8 +175,8 @@ def kernel_lines(k: KernelReport) -> list[Line]:
                 lines.append(Line(kernel=k.name, text=shorten(reason, short), verdict=verdict))  # type: ignore[arg-type]
                 continue
             kind = verdict if f.case is None else _KIND.get(f.outcome, "fail")
-            body = text(f, current()) if f.case else shorten(text(f, current()), short)
-            lines.append(Line(kernel=k.name, case=f.case, gate=label(f, current()), text=body, verdict=kind))  # type: ignore[arg-type]
+            body = spoken.text(f) if f.case else shorten(spoken.text(f), short)
+            lines.append(Line(kernel=k.name, case=f.case, gate=spoken.label(f), text=body, verdict=kind))  # type: ignore[arg-type]
     return lines
 
 
@@ -207,7 +204,7 @@ def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
             if render(f) in taken:
                 continue
             lines.append(
-                Line(kernel=k.name, case=c.name, gate=label(f, current()), text=text(f, current()), verdict="undecided")
+                Line(kernel=k.name, case=c.name, gate=spoken.label(f), text=spoken.text(f), verdict="undecided")
             )
         if not c.findings:  # a case made outside the gates (or an opgate.report/1 report): its lines as they are
             lines += [Line(kernel=k.name, case=c.name, text=r, verdict="undecided") for r in c.reasons]
@@ -241,7 +238,7 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     found = _findings_of(k)
     for note in k.notes:
         f = found.get(note)
-        shown = render(f, current()) if f else note  # a finding's line in the locale; a line made elsewhere as written
+        shown = spoken.render(f) if f else note  # a finding's line in the locale; a line made elsewhere as written
         if (f.key == "performance.base_drift" if f else note.startswith(drift)) and drift:
             stats.append(shown)
         elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bot.models.report import ExpectationCheck
-from bot.text.i18n import N_, current
+from bot.text.i18n import N_
 from bot.text.i18n import gettext as _
 from bot.text.safe import Safe, code, untrusted
-from bot.verdict import messages
+from bot.wording import spoken
 
 MINUS = "\u2212"
 OUTCOME_WORDS = {
@@ -37,7 +37,7 @@ def expected_line(c: ExpectationCheck) -> Safe:
     metric, subject = f"`{code(c.metric)}`", f"`{code(c.subject)}`"
     name = _("%(metric)s on %(subject)s", metric=metric, subject=subject) if c.subject else metric
     if c.outcome == "not_measured" or c.measured is None:
-        said = messages.phrase(c.why, current()) if c.why is not None else c.note  # an older report: as written
+        said = spoken.phrase(c.why) if c.why is not None else c.note  # an older report: as written
         why = f" ({untrusted(said)})" if said else ""
         shown = c.expected if isinstance(c.expected, str) else f"{c.expected:g}"
         return Safe(_("%(name)s: expected %(shown)s, not measured%(why)s", name=name, shown=untrusted(shown), why=why))

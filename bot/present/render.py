@@ -39,8 +39,8 @@ from bot.templates import TEMPLATES, environment
 from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
-from bot.verdict import messages
 from bot.verdict.gate_resources import declared_moved, is_rename, match_base, removed_in_head
+from bot.wording import messages, spoken
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
@@ -58,21 +58,20 @@ def pct(x: float | None) -> str:
 def said(text: str) -> str:
     """Text report.json keeps in English (a constant of bot/ marked `N_`, e.g. bot/verdict/agent_cases.NO_TABLE), in
     the current locale when the catalog has it, else as written: plain text, escaped like any other value."""
-    return i18n.translate(i18n.current(), text) if text else text  # "" would be the catalog's header
+    return i18n.translated(text) if text else text  # "" would be the catalog's header
 
 
 def agent_reasons(c: AgentCaseReport) -> str:
     """An agent case's reasons in the current locale: a reason that is one of its case's findings as report.json
     holds it (English) is that finding's line in the locale; any other through the catalog (`said`), or as written."""
-    locale = i18n.current()
-    lines = {messages.render(f, case=False): messages.render(f, locale, case=False) for f in c.case.findings}
+    lines = {messages.render(f, case=False): spoken.render(f, case=False) for f in c.case.findings}
     return "; ".join(lines.get(r) or said(r) for r in c.reasons)
 
 
 def agent_reason(a: AgentReport) -> str:
     """Why an agent was not asked or gave no reply, in the current locale (its phrase; a report from before it, or
     a reason with none: through the catalog, `said`, or as written)."""
-    return messages.phrase(a.why, i18n.current()) if a.why is not None else said(a.reason)
+    return spoken.phrase(a.why) if a.why is not None else said(a.reason)
 
 
 # An agent's status (AgentReport.status), as the comment's agent section shows it (in English: the word itself).
@@ -86,7 +85,7 @@ def agent_status(a: AgentReport) -> str:
 
 def refused_why(x: AgentCaseRefusal) -> str:
     """Why an agent case was refused, in the current locale (a report from before its phrase: as written)."""
-    return messages.phrase(x.why, i18n.current()) if x.why is not None else said(x.reason)
+    return spoken.phrase(x.why) if x.why is not None else said(x.reason)
 
 
 def _lines(english: list[str], why: list[Phrase]) -> list[str]:
@@ -94,7 +93,7 @@ def _lines(english: list[str], why: list[Phrase]) -> list[str]:
     which has none for each line: as written)."""
     if len(why) != len(english):
         return english
-    return [messages.phrase(p, i18n.current()) for p in why]
+    return [spoken.phrase(p) for p in why]
 
 
 def inputs_missing(a: AgentReport) -> list[str]:
@@ -109,7 +108,7 @@ def inputs_seen(a: AgentReport) -> list[str]:
 
 def isolation_why(x: Isolation) -> str:
     """Why the review ran without a sandbox, in the current locale (a report from before its phrase: as written)."""
-    return messages.phrase(x.why, i18n.current()) if x.why is not None else x.reason
+    return spoken.phrase(x.why) if x.why is not None else x.reason
 
 
 def tokens(x: int | None) -> str:
@@ -253,14 +252,12 @@ class Message(Safe):
         return Safe(str.__mod__(self, {name: comment_safe(value) for name, value in params.items()}))
 
 
-def _gettext(locale: str) -> Any:
-    catalog = i18n.translations(locale)
-    return lambda message: Message(catalog.gettext(message))
+def _gettext(message: str) -> Message:
+    return Message(i18n.catalog().gettext(message))
 
 
-def _ngettext(locale: str) -> Any:
-    catalog = i18n.translations(locale)
-    return lambda one, many, n: Message(catalog.ngettext(one, many, n))
+def _ngettext(one: str, many: str, n: int) -> Message:
+    return Message(i18n.catalog().ngettext(one, many, n))
 
 
 # How templates and `pybabel extract` (tests/test_i18n.py) read `{% trans %}` blocks: whitespace collapsed.
@@ -268,14 +265,15 @@ I18N_POLICIES = {"ext.i18n.trimmed": True}
 
 
 @cache
-def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
-    """The Jinja environment of everything opgate posts or writes for people, in `locale` (the agent's prompts have
-    their own, bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made
-    Safe (code, fence, untrusted) is rendered through `untrusted`, so no field can be forgotten. Words come from
-    the catalog (jinja2.ext.i18n, new-style gettext: `{% trans %}` and `_()` take named parameters)."""
+def jinja_env() -> jinja2.Environment:
+    """The Jinja environment of everything opgate posts or writes for people (the agent's prompts have their own,
+    bot.agent.prompt). Every `{{ … }}` passes through bot.text.safe.comment_safe: a value no filter made Safe (code,
+    fence, untrusted) is rendered through `untrusted`, so no field can be forgotten. Words come from the catalog of
+    the locale the command speaks (jinja2.ext.i18n, new-style gettext: `{% trans %}` and `_()` take named
+    parameters), looked up as each template renders."""
     env = environment(TEMPLATES, extensions=["jinja2.ext.i18n"], finalize=comment_safe)
     env.policies.update(I18N_POLICIES)
-    env.install_gettext_callables(_gettext(locale), _ngettext(locale), newstyle=True)  # type: ignore[attr-defined]
+    env.install_gettext_callables(_gettext, _ngettext, newstyle=True)  # type: ignore[attr-defined]
     env.filters.update(
         untrusted=untrusted,
         fence=fence,
@@ -337,11 +335,9 @@ def jinja_env(locale: str = i18n.SOURCE_LOCALE) -> jinja2.Environment:
     return env
 
 
-def render(template: str, locale: str | None = None, **context: Any) -> str:
-    """`template` in `locale` (default: the one the command speaks, bot.text.i18n.speaking)."""
-    locale = locale or i18n.current()
-    with i18n.speaking(locale):  # the filters' own words (bot.present.comment_md) in the same language
-        return jinja_env(locale).get_template(template).render(**context)
+def render(template: str, **context: Any) -> str:
+    """`template` in the locale the command speaks (bot.text.i18n.speaking), its filters' own words too."""
+    return jinja_env().get_template(template).render(**context)
 
 
 COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment body
@@ -391,9 +387,7 @@ ROOMS = (
 CUT = N_("[… cut here to fit GitHub's 65,536 characters; `report.json` has everything]")
 
 
-def render_comment(
-    report: Report, *, unseen_files: list[str] | None = None, pr: Any = None, locale: str | None = None
-) -> str:
+def render_comment(report: Report, *, unseen_files: list[str] | None = None, pr: Any = None) -> str:
     """The review comment (what `--post` would post, and `comment.md`), under GitHub's 65,536 characters.
 
     `pr` (a bot.spend.pull_request.PrContext) adds what the pull request's history says: "updated for <head>",
@@ -402,20 +396,18 @@ def render_comment(
     rows); the comment says so and report.json keeps everything. Whatever is still too long is cut.
     """
     text = ""
-    with i18n.speaking(locale or i18n.current()):  # the digest's lines as well as the template's words
-        for room in ROOMS:
-            text = _comment(report, unseen_files or [], pr, room, i18n.current())
-            if len(text) <= COMMENT_TARGET:
-                return text
-        cut = f"\n\n{i18n.gettext(CUT)}\n"
+    for room in ROOMS:
+        text = _comment(report, unseen_files or [], pr, room)
+        if len(text) <= COMMENT_TARGET:
+            return text
+    cut = f"\n\n{i18n.gettext(CUT)}\n"
     return text[: text.rfind("\n", 0, COMMENT_TARGET - len(cut))] + cut
 
 
-def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room, locale: str) -> str:
+def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room) -> str:
     d: Digest = digest(report, headline_lines=room.headline_lines)
     return render(
         "comment.md.j2",
-        locale,
         marker=REVIEW_MARKER,
         r=report,
         d=d,
@@ -427,6 +419,6 @@ def _comment(report: Report, unseen_files: list[str], pr: Any, room: Room, local
     )
 
 
-def render_accept_reply(decision: Any, command_line: str, locale: str | None = None) -> str:
+def render_accept_reply(decision: Any, command_line: str) -> str:
     """The reply to an `/accept` (a bot.accept.Decision): why it was refused, or what an override recorded."""
-    return render("accept_reply.md.j2", locale, marker=ACCEPT_MARKER, d=decision, command=command_line)
+    return render("accept_reply.md.j2", marker=ACCEPT_MARKER, d=decision, command=command_line)

@@ -41,7 +41,7 @@ from bot.verdict.launch import (
     touch_phrase,
     undecided_launches,
 )
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 
 def flag_findings(k: Kernel) -> list[str]:

@@ -57,7 +57,7 @@ class Allowance(BaseModel):
     state: BudgetState
     requested: int
     reason: str
-    why: Phrase | None = None  # `reason` as a message of the catalog (bot/verdict/messages.py), when refused
+    why: Phrase | None = None  # `reason` as a message of the catalog (bot/wording/messages.py), when refused
     call_id: str | None = None  # the reservation to settle or release, when allowed
 
 

@@ -3,7 +3,8 @@
 Every word a person reads in a comment, reply or issue is a message id here (English, with named `%(name)s`
 parameters); `templates/locale/zh_CN/LC_MESSAGES/opgate.po` holds its Chinese. The catalog is read with
 `babel.messages.pofile` and compiled in memory (nothing to build, the .po is what ships); which locale speaks is
-chosen once, in `bot/cli.py` (`speaking`), from `locale` in `[tool.opgate]` or `OPGATE_LOCALE`.
+chosen once, in `bot/cli.py` (`speaking`), from `locale` in `[tool.opgate]` or `OPGATE_LOCALE`, and read here alone
+(`catalog`): every word people read, the findings' (`bot.wording.spoken`) too, is looked up through it.
 """
 
 from __future__ import annotations
@@ -75,24 +76,25 @@ def speaking(locale: str) -> Iterator[None]:
         _speaking.reset(token)
 
 
-def current() -> str:
-    return _speaking.get()
+def catalog() -> _gettext.NullTranslations:
+    """The catalog of the locale the command speaks: the one place the locale is read."""
+    return translations(_speaking.get())
 
 
-def translate(locale: str, message: str) -> str:
-    """`message` (an English message id) in `locale`, unformatted (bot.verdict.messages fills its `{name}`s)."""
-    return translations(locale).gettext(message)
+def translated(message: str) -> str:
+    """`message` (an English message id) in the current locale, unformatted (bot.wording fills its `{name}`s)."""
+    return catalog().gettext(message)
 
 
 def gettext(message: str, **params: Any) -> str:
     """`message` in the current locale, its `%(name)s` parameters filled in (plain text: the caller escapes). Like
     Jinja's new-style gettext, a message is always a format string: a literal percent sign is written `%%`."""
-    return translations(current()).gettext(message) % params
+    return catalog().gettext(message) % params
 
 
 def ngettext(one: str, many: str, n: int, **params: Any) -> str:
     """The singular or plural of a counted message in the current locale; `%(num)s` is `n`."""
-    text = translations(current()).ngettext(one, many, n)
+    text = catalog().ngettext(one, many, n)
     return text % {"num": n, **params}
 
 

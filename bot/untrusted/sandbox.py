@@ -26,7 +26,7 @@ from bot.config.secrets import is_secret_variable
 from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted import userns
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 SANDBOX_UID = 65534  # "nobody" inside the sandbox
 PATH_INSIDE = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"

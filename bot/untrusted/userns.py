@@ -33,7 +33,7 @@ def _sysctl(name: str) -> str | None:
 
 def cause_phrase(bwrap_error: str, bwrap: str = "bwrap") -> Phrase | None:
     """The reason bwrap's `bwrap_error` names, when the host's settings explain it, as a phrase of the message
-    catalog (bot/verdict/messages.py); None otherwise."""
+    catalog (bot/wording/messages.py); None otherwise."""
     if not _REFUSED.search(bwrap_error):
         return None
     if _sysctl(APPARMOR_SYSCTL) == "1":

@@ -20,7 +20,7 @@ from bot.models.report import (
 from bot.text.i18n import N_
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel, verbatim
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 # report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
 NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")

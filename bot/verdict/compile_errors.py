@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from bot.models.finding import Phrase
 from bot.models.report import CompileError
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 MESSAGE_CAP = 240  # compiler output is untrusted and may be huge: a reason quotes at most this much of a line
 

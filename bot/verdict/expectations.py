@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from bot.models.finding import Phrase
 from bot.models.report import CaseReport, ExpectationCheck, KernelReport, Report, Resource, ResourceCheckReport
 from bot.text.i18n import N_
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 # A metric name is the agent's free text (at most 100 characters): it is read as words. Each quantity is named by
 # the words any of its spellings holds; the first row that matches wins (so "spill" before "registers": the users'

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import CaseReport, KernelReport
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 __all__ = ["Finding", "Gate", "Outcome", "Phrase", "add_case", "add_kernel", "rerender_case", "verbatim"]
 

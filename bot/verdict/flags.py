@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.models.finding import Finding, Gate, Outcome
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _VALUE = r"[A-Za-z0-9_.+-]*"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.models.report import VERDICT_ORDER, CaseReport, Coverage, KernelReport, KernelVerdict, ReportVerdict
 from bot.verdict.gate import overall
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 
 def _elsewhere(c: CaseReport) -> bool:

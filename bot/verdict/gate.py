@@ -23,8 +23,8 @@ from bot.verdict.findings import BASE, HEAD, _finding, add_case, add_kernel, ver
 from bot.verdict.gate_build import _compile_findings, _judge_resources
 from bot.verdict.gate_correctness import base_correct, check_findings, probe_findings, small_shape_findings
 from bot.verdict.gate_latency import _judge_latency
-from bot.verdict.messages import phrase, render
 from bot.verdict.plausible import speedup_findings as implausible_speedups
+from bot.wording.messages import phrase, render
 
 
 class Policy(BaseModel):

@@ -13,7 +13,7 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict.findings import BASE, HEAD, _finding
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 
 def _fmt(x: float | None) -> str:

@@ -13,9 +13,9 @@ from bot.models.report import (
     Occupancy,
     Resource,
 )
-from bot.verdict.messages import render
 from bot.verdict.names import ARG_CHARS, LONGEST, base_name, families, template_args
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
+from bot.wording.messages import render
 
 # What base already had of an absolute rule, as the gate notes it (never the change's failure): docs/review.md
 IN_BASE = (

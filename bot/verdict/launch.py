@@ -11,9 +11,9 @@ from bot.config.launch_sites import TouchKind
 from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
 from bot.models.finding import Phrase
 from bot.models.report import Occupancy, Resource
-from bot.verdict import messages
 from bot.verdict.names import LONGEST, base_name, listed, name_path, short_names
 from bot.verdict.occupancy import Arch, no_table_phrase, occupancy, table
+from bot.wording import messages
 
 
 class LaunchError(ValueError):

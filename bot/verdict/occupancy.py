@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from bot.models.finding import Phrase
 from bot.models.report import Occupancy
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 REGISTERS = "registers"
 SHARED_MEMORY = "shared memory"

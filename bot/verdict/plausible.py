@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import CaseReport
-from bot.verdict.messages import LABELS
+from bot.wording.messages import LABELS
 
 IMPLAUSIBLE = LABELS["implausible_speedup"]  # "implausible speedup — verify"
 

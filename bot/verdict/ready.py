@@ -9,7 +9,7 @@ from bot.models.report import ResourceCheckReport
 from bot.verdict.compile_errors import advised, describe, torch_cuda
 from bot.verdict.gate import case_verdict
 from bot.verdict.gate_resources import resource_reasons
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").
 IN_A_REVIEW = (

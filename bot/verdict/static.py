@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.models.finding import Finding, Gate, Outcome
-from bot.verdict.messages import render
+from bot.wording.messages import render
 
 
 def _fmt_set(values: list[Any]) -> str:

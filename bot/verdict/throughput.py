@@ -9,7 +9,7 @@ from bot.models.evidence import Peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import CaseReport, Throughput
 from bot.verdict.findings import add_case, rerender_case
-from bot.verdict.messages import LABELS, phrase
+from bot.wording.messages import LABELS, phrase
 
 IMPLAUSIBLE = LABELS["implausible"]  # the label of a case above the hardware limit (Gate.plausibility)
 

@@ -12,7 +12,7 @@ from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CpuUse
 from bot.phases import Phases
 from bot.verdict import metrics
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 Input = torch.Tensor | None  # one of make_inputs' tensors; None: an optional tensor argument the case leaves out
 
@@ -71,7 +71,7 @@ class CaseState:
         self.files: list[str] = []
         self.seed: int | None = None
         self.stop_reason: str | None = None
-        self.tampered: Phrase | None = None  # why the measurement is rejected (bot/verdict/messages.py measurement.*)
+        self.tampered: Phrase | None = None  # why the measurement is rejected (bot/wording/messages.py measurement.*)
         self.other_cores: float | None = None
         self.noisy: str | None = None
         self.noisy_why: Phrase | None = None

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from bot.models.finding import Phrase
 from bot.models.report import CpuUse
 from bot.untrusted.runner.health import busy_ticks
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 # The sandbox may use this much CPU outside its timed calls (reading inputs, writing outputs, replies).
 UNTIMED_CPU_SLACK_S, UNTIMED_CPU_PER_BLOCK_S, UNTIMED_CPU_PER_MB_S, UNTIMED_CPU_SHARE = 0.05, 0.002, 0.004, 0.10

@@ -23,8 +23,8 @@ from bot.untrusted.runner.case import CaseState, Input, compare, what_failed
 from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
-from bot.verdict.messages import phrase
 from bot.verdict.stats import EARLY_MIN_PAIRS, Paired, early_stop, paired
+from bot.wording.messages import phrase
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side

@@ -23,7 +23,7 @@ from bot.models.judging import CaseRun, JudgeJob
 from bot.models.report import CaseStatus
 from bot.text.safe import log_safe
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, base_env, kill
-from bot.verdict.messages import phrase
+from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 

@@ -85,7 +85,7 @@ class Bench:
 
     def so(self, name: str) -> str | None:
         """The verified CUDA extension of a kernel (or of the baselines), built once (cached by content)."""
-        from bot.config.manifest import BuildSpec
+        from bot.config.manifest_tables import BuildSpec
         from bot.untrusted.build import build, verify
 
         if name == "torch_baselines":

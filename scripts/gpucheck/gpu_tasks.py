@@ -68,7 +68,8 @@ def sandbox() -> int:
 
 
 def build() -> int:
-    from bot.config.manifest import BuildSpec, load_kernel
+    from bot.config.manifest import load_kernel
+    from bot.config.manifest_tables import BuildSpec
     from bot.untrusted.build import build as build_one
     from bot.untrusted.sandbox import Sandbox
 

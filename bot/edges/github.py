@@ -14,7 +14,6 @@ OPGATE_GITHUB_LOGIN.
 from __future__ import annotations
 
 import base64
-import logging
 import urllib.parse
 import uuid
 from collections.abc import Iterable, Sequence
@@ -48,8 +47,6 @@ from bot.models.github import (
     StatusState,
 )
 from bot.text.redact import redact
-
-log = logging.getLogger("opgate.github")
 
 MAX_BODY_CHARS = 65536  # GitHub's limit for issue and comment bodies
 MAX_DESCRIPTION_CHARS = 140  # GitHub's limit for a commit status description

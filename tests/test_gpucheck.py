@@ -52,7 +52,8 @@ def test_every_name_the_steps_import_from_opgate_exists():
                 missing += [
                     f"{path.name}: {node.module}.{a.name}"
                     for a in node.names
-                    if not hasattr(module, a.name) and importlib.util.find_spec(f"{node.module}.{a.name}") is None
+                    if not hasattr(module, a.name)
+                    and not (hasattr(module, "__path__") and importlib.util.find_spec(f"{node.module}.{a.name}"))
                 ]
     assert missing == []
 

@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from bot.agent import ci_summary as agent_summary  # noqa: E402
 from bot.agent import estimate  # noqa: E402
-from bot.config.manifest import load_task  # noqa: E402
 from bot.config.repo import CI_SUMMARY_DOMAIN, load_config  # noqa: E402
+from bot.config.task import load_task  # noqa: E402
 from bot.models.report import Report  # noqa: E402
 from bot.review import ci_summary as summary  # noqa: E402
 

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.config.manifest import BuildSpec, Case, Constraints, load_kernel
+from bot.config.manifest import load_kernel
+from bot.config.manifest_tables import BuildSpec, Case, Constraints
 from bot.config.settings import load_settings
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource
 from bot.untrusted.build import Built, build, verify

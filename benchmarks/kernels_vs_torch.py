@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import throughput  # noqa: E402
-from bot.gpucheck.steps import one_line, write_step_json  # noqa: E402
+from scripts.gpucheck.steps import one_line, write_step_json  # noqa: E402
 
 # The costliest to time last: the judge draws each input set on one CPU thread (decode_512_cuda ~3 s a set).
 KERNELS = ("deepgemm_tile", "v41_attention_splitk", "flashmla_decode")
@@ -85,7 +85,7 @@ class Bench:
 
     def so(self, name: str) -> str | None:
         """The verified CUDA extension of a kernel (or of the baselines), built once (cached by content)."""
-        from bot.config.manifest import BuildSpec
+        from bot.config.manifest_tables import BuildSpec
         from bot.untrusted.build import build, verify
 
         if name == "torch_baselines":

@@ -28,4 +28,4 @@ if ! command -v "$python" >/dev/null 2>&1; then
   echo "gpu-check: no $python on the PATH (set PYTHON to the interpreter that has CUDA torch)" >&2
   exit 2
 fi
-exec "$python" -m bot.gpucheck "$@"
+exec "$python" -m scripts.gpucheck "$@"

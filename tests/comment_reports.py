@@ -412,7 +412,7 @@ def resource_fail() -> Report:
 
 def not_resident() -> Report:
     """An occupancy failure the gate makes itself: 128 registers x 1024 threads cannot be resident on an SM."""
-    from bot.config.manifest import Constraints
+    from bot.config.manifest_tables import Constraints
     from bot.verdict.gate import Policy, kernel_verdict
 
     big = Resource(function="attn<8>", registers=128, smem_bytes=1024)
@@ -427,7 +427,7 @@ def not_resident() -> Report:
 def base_has() -> Report:
     """What base already has (docs/review.md): a spill base's same function has alike, a launch kernel.toml sizes
     on neither side (noted), and another one whose function the change moved (undecided)."""
-    from bot.config.manifest import Constraints, Launch
+    from bot.config.manifest_tables import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import describe
     from bot.wording.messages import phrase
@@ -463,7 +463,7 @@ def launch_lines() -> Report:
     kernel.toml's threads against the code's, an extern __shared__ nobody sized (two instantiations), a key naming no
     function, base's tunable that is no integer, a launch read back at two sizes and against kernel.toml's figure, and
     a changed launch the compiler could not read back (undecided)."""
-    from bot.config.manifest import Constraints, Launch
+    from bot.config.manifest_tables import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import ReadBack, SiteTouch, describe, read_back, touch_phrase, undecided_launches
     from bot.wording.messages import phrase

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bot.gpucheck.steps import Result, Step
+from scripts.gpucheck.steps import Result, Step
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from bot.config.key_lines import key_lines
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.config.repo import RepoConfig, load_config
 from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation

@@ -35,27 +35,14 @@ ALLOWED: dict[str, set[str]] = {
     "spend": FOUNDATION | {"ledger"},
     "agent": FOUNDATION | {"ledger", "spend"},
     "edges": FOUNDATION | {"wording", "verdict", "present", "ledger", "spend"},
+    # review -> lint: annotate.py's lint of the changed files, the one core import of a side feature (SIDE_PENDING)
     "review": FOUNDATION | {"wording", "verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "lint"},
-    "mainline": FOUNDATION | {"wording", "verdict", "present", "ledger", "edges", "review"},
-    "dashboard": FOUNDATION | {"verdict", "ledger", "spend", "mainline"},
+    # The side features: each one folder, importing the core, imported by nothing but the commands (SIDE).
+    "mainline": FOUNDATION | {"wording", "verdict", "present", "ledger", "spend", "edges", "review"},
     "tune": FOUNDATION | {"wording", "verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "review"},
     "lint": FOUNDATION | {"agent", "verdict"},
-    "gpucheck": FOUNDATION | {"verdict", "present", "untrusted"},
     "commands": FOUNDATION
-    | {
-        "wording",
-        "verdict",
-        "present",
-        "ledger",
-        "spend",
-        "agent",
-        "edges",
-        "review",
-        "mainline",
-        "dashboard",
-        "tune",
-        "lint",
-    },
+    | {"wording", "verdict", "present", "ledger", "spend", "agent", "edges", "review", "mainline", "tune", "lint"},
     "cli": FOUNDATION | {"commands"},
     "__main__": {"cli"},
 }
@@ -96,6 +83,37 @@ def test_every_room_imports_only_the_rooms_below_it():
             if other not in (room, "bot") and other not in ALLOWED[room]:
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {room} imports {target}")
     assert wrong == []
+
+
+# The side features (ARCHITECTURE.md, "Side features"): key governance, tuning, main's history with its dashboard.
+SIDE = {"lint", "tune", "mainline"}
+# The core's imports of a side feature not yet turned around, each (module, the side module it imports). The review's
+# annotations lint the changed files; the lint is to be handed in by the command instead.
+SIDE_PENDING = {("bot/review/annotate.py", "bot.lint")}
+
+
+def _side_imports() -> set[tuple[str, str]]:
+    """Every (module, imported module) where a module of bot/ outside the commands imports another folder's side
+    feature."""
+    found = set()
+    for path in sorted(BOT.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        room = _room(module)
+        for _, target in _imports(path):
+            if _room(target) in SIDE and _room(target) != room and room != "commands":
+                found.add((path.relative_to(ROOT).as_posix(), target))
+    return found
+
+
+def test_a_side_feature_is_imported_by_nothing_but_the_commands():
+    """The core (plan, agent, measure, gate, comment) and the other side features never import a side feature: a
+    side feature imports the core and is reached from `bot/commands/` (and the tests) alone."""
+    assert _side_imports() == SIDE_PENDING
+    assert {room for room, allowed in ALLOWED.items() if allowed & SIDE} - SIDE == {"commands", "review"}
+
+
+def test_no_side_feature_is_imported_by_another():
+    assert all(not ALLOWED[side] & (SIDE - {side}) for side in SIDE)
 
 
 def _modules() -> dict[str, Path]:
@@ -330,4 +348,4 @@ def test_a_modules_test_file_is_named_after_its_folder_and_name_and_a_shared_nam
     shared = {"store"}
     assert _named_files(Path("bot/ledger/store.py"), shared) == ["test_ledger_store.py"]
     assert _named_files(Path("bot/verdict/gate.py"), shared) == ["test_verdict_gate.py", "test_gate.py"]
-    assert _named_files(Path("bot/gpucheck/__main__.py"), shared) == ["test_gpucheck.py"]
+    assert _named_files(Path("scripts/gpucheck/__main__.py"), shared) == ["test_gpucheck.py"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Case, Constraints, Kernel, load_kernel
+from bot.config.manifest import Kernel, load_kernel
+from bot.config.manifest_tables import Case, Constraints
 from bot.edges.peak import cpu_peak
 from bot.errors import InputError
 from bot.ledger import MIGRATIONS, open_ledger

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from bot.config.manifest import Constraints, Launch
+from bot.config.manifest_tables import Constraints, Launch
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import Resource, ResourceCheckReport

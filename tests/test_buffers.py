@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
 from bot.models.report import CaseStatus
 from bot.untrusted.runner import buffers

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import BuildSpec
+from bot.config.manifest_tables import BuildSpec
 from bot.untrusted.build import Built, plan_units, same_binary, unit_flags, unit_key
 from bot.untrusted.toolchain import toolchain
 
@@ -93,7 +93,8 @@ def test_a_tunable_change_recompiles_the_kernel_body_but_never_the_binding(kerne
 def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu_only_change_does_not():
     """On a runner without a GPU: a CUDA source changed -> "not judged" (coverage.not_judged_findings); a CPU-only
     change is judged by the CPU cases that ran, the unrun cuda cases merely skipped."""
-    from bot.config.manifest import Constraints, load_kernel
+    from bot.config.manifest import load_kernel
+    from bot.config.manifest_tables import Constraints
     from bot.models.report import CaseReport, CaseStatus, KernelReport
     from bot.review.coverage import not_judged_findings
     from bot.untrusted.build import compiled_files

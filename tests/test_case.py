@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bot.config.manifest import Limits
+from bot.config.manifest_tables import Limits
 from bot.untrusted.runner.case import compare
 
 

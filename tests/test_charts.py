@@ -1,12 +1,12 @@
-"""The dashboard's charts (bot/dashboard/charts.py): round axis ticks, compact labels, and an SVG whose every point
-names itself and whose text is escaped; the pages in a browser are tested in tests/test_dashboard.py."""
+"""The dashboard's charts (bot/mainline/dashboard/charts.py): round axis ticks, compact labels, and an SVG whose
+every point names itself and whose text is escaped; the pages in a browser are tested in tests/test_dashboard.py."""
 
 from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
 
-from bot.dashboard.charts import Chart, Point, Rule, Series, Tick, nice_ticks, number, svg
+from bot.mainline.dashboard.charts import Chart, Point, Rule, Series, Tick, nice_ticks, number, svg
 
 NS = "{http://www.w3.org/2000/svg}"
 

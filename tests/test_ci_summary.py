@@ -14,8 +14,8 @@ from werkzeug import Request
 
 from bot.agent import ci_summary as agent_summary
 from bot.agent import estimate
-from bot.config.manifest import load_task
 from bot.config.settings import Settings, load_settings
+from bot.config.task import load_task
 from bot.ledger import Ledger, open_ledger
 from bot.models.ci_summary import CiSummaryFacts
 from bot.models.report import AgentReport, CiSummary, Report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.edges import publish
 from bot.models.finding import Gate, Outcome
 from bot.models.ledger import AcceptanceRow

@@ -4,7 +4,8 @@ manifest (through lists, dicts and optional fields), else the keys allowed there
 from __future__ import annotations
 
 from bot.config.keys import did_you_mean, model_at
-from bot.config.manifest import BuildSpec, Case, Constraints, KernelManifest
+from bot.config.manifest import KernelManifest
+from bot.config.manifest_tables import BuildSpec, Case, Constraints
 
 
 def test_a_misspelt_key_gets_the_closest_one() -> None:

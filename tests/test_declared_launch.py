@@ -5,7 +5,7 @@ findings out; and the comment's resources table marks the figure "(declared)".""
 
 from __future__ import annotations
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
 from bot.models.report import AgentReport, Machine, Report, Resource, ResourceCheckReport

@@ -87,10 +87,11 @@ def test_the_architecture_code_map_names_every_room_of_bot():
 
 
 def test_the_manifest_page_names_every_key_a_kernel_toml_may_hold():
-    from bot.config import manifest as m
+    from bot.config import manifest_tables as m
+    from bot.config.manifest import KernelManifest
 
     page = (ROOT / "docs" / "manifest.md").read_text()
-    models = (m.KernelManifest, m.BuildSpec, m.ReferenceSpec, m.Constraints, m.OutputLimits, m.Launch, m.Case, m.Buffer)
+    models = (KernelManifest, m.BuildSpec, m.ReferenceSpec, m.Constraints, m.OutputLimits, m.Launch, m.Case, m.Buffer)
     for model in (*models, m.LaunchFunction, m.AgentCases, m.AgentBound):
         for key in model.model_fields:
             named = re.search(rf"(?m)(^#?\s*{key}\s*=|`{key}`|\[\[?([\w.]+\.)?{key}[.\]])", page)

@@ -1,11 +1,12 @@
-"""The dashboard's figures from the ledger (bot/dashboard/figures.py): a kernel's page name, the weeks the token
-charts cover, and each domain's tokens per week beside its budget; the pages in a browser are in test_dashboard.py."""
+"""The dashboard's figures from the ledger (bot/mainline/dashboard/figures.py): a kernel's page name, the weeks the
+token charts cover, and each domain's tokens per week beside its budget; the pages in a browser are in
+test_dashboard.py."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bot.dashboard.figures import SiteData, page_name, token_table, token_weeks
+from bot.mainline.dashboard.figures import SiteData, page_name, token_table, token_weeks
 from bot.models.ledger import UsageRow
 
 NOW = datetime(2026, 3, 4, 12, tzinfo=UTC)  # a Wednesday of ISO week 2026-W10

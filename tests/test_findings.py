@@ -44,7 +44,7 @@ def test_rewriting_a_cases_findings_keeps_the_lines_made_outside_the_gates():
 
 
 def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_it_replaced():
-    from bot.config.manifest import Case, Constraints
+    from bot.config.manifest_tables import Case, Constraints
     from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 
     c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed

@@ -102,7 +102,8 @@ def test_cubin_in_the_flags_is_refused_and_names_ships():
 def test_ships_is_an_object_or_a_cubin_and_only_for_cuda():
     from pydantic import ValidationError
 
-    from bot.config.manifest import BuildSpec, KernelManifest
+    from bot.config.manifest import KernelManifest
+    from bot.config.manifest_tables import BuildSpec
 
     assert BuildSpec(sources=["k.cu"]).ships == "object"
     assert BuildSpec(sources=["k.cu"], ships="cubin").ships == "cubin"

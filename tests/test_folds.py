@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.report import CaseReport, Coverage, KernelReport, Listed
 from bot.verdict import change
 from bot.verdict.folds import combine, review_verdict, with_coverage

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.finding import Outcome
 from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource

@@ -1,11 +1,15 @@
 """scripts/gpu-check.sh on a machine without a GPU: its arguments, its plan and its output folder
-(python -m bot.gpucheck); the step runner and the summaries are in test_gpucheck_steps.py and test_gpucheck_render.py.
+(python -m scripts.gpucheck); the step runner and the summaries are in test_gpucheck_steps.py and
+test_gpucheck_render.py.
 
 What needs a GPU (the steps' own work) is not run here; the runner is driven with small real commands.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -14,7 +18,7 @@ import tarfile
 
 import pytest
 
-from bot.gpucheck.__main__ import collect, plan, select
+from scripts.gpucheck.__main__ import collect, plan, select
 from tests.gpucheck_world import PY, ROOT, results
 
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
@@ -23,6 +27,35 @@ SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 def gpu_check(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHON": PY, "HOME": "/tmp"}
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+# -- where it lives --------------------------------------------------------------------------------------
+
+
+def test_every_steps_module_is_found_from_the_repository_root_as_the_script_runs_it():
+    """The steps run as `python -m <module>` from the checkout (scripts/gpucheck/ is not installed with opgate):
+    each module a step names imports there, in a fresh interpreter, as does the orchestrator itself."""
+    modules = sorted({s.argv[s.argv.index("-m") + 1] for s in plan(PY, quick=False)} | {"scripts.gpucheck.__main__"})
+    code = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)"
+    proc = subprocess.run([PY, "-c", code, *modules], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_every_name_the_steps_import_from_opgate_exists():
+    """The GPU steps import opgate inside their functions (it is installed by the setup step), so a moved or renamed
+    name would fail only on the GPU machine: each one is checked here."""
+    missing = []
+    for path in [*sorted((ROOT / "scripts" / "gpucheck").glob("*.py")), ROOT / "benchmarks" / "kernels_vs_torch.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("bot", "scripts"):
+                module = importlib.import_module(node.module)
+                missing += [
+                    f"{path.name}: {node.module}.{a.name}"
+                    for a in node.names
+                    if not hasattr(module, a.name)
+                    and not (hasattr(module, "__path__") and importlib.util.find_spec(f"{node.module}.{a.name}"))
+                ]
+    assert missing == []
 
 
 # -- arguments -----------------------------------------------------------------------------------------
@@ -105,7 +138,7 @@ def test_without_a_gpu_the_machine_step_fails_and_the_gpu_steps_say_so(tmp_path)
 def test_without_a_gpu_the_pytest_step_is_skipped_with_pytests_own_reason(tmp_path):
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "GPU_CHECK_WORK": str(tmp_path), "PYTHONPATH": str(ROOT)}
     env["GPU_CHECK_STEP_JSON"] = str(tmp_path / "step.json")
-    proc = subprocess.run([PY, "-m", "bot.gpucheck.gpu_tasks", "pytest"], cwd=ROOT, env=env, capture_output=True)
+    proc = subprocess.run([PY, "-m", "scripts.gpucheck.gpu_tasks", "pytest"], cwd=ROOT, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stdout.decode()[-2000:]
     step = json.loads((tmp_path / "step.json").read_text())
     assert step["status"] == "skipped"

@@ -1,4 +1,4 @@
-"""gpu-check's GPU steps (bot/gpucheck/gpu_tasks.py) on a machine without a GPU: the first error of a build log,
+"""gpu-check's GPU steps (scripts/gpucheck/gpu_tasks.py) on a machine without a GPU: the first error of a build log,
 the scratch repository a review runs on, and each measured CUDA case as one row of the summary."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bot.gpucheck import gpu_tasks
+from scripts.gpucheck import gpu_tasks
 
 
 def test_the_first_line_naming_an_error_is_the_builds_one_line_reason():

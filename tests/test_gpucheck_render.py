@@ -1,10 +1,10 @@
-"""gpu-check's summaries (bot/gpucheck/render.py): one row per step, and the JSON with its schema and counts."""
+"""gpu-check's summaries (scripts/gpucheck/render.py): one row per step, and the JSON with its schema and counts."""
 
 from __future__ import annotations
 
 import json
 
-from bot.gpucheck.render import render_json, render_markdown
+from scripts.gpucheck.render import render_json, render_markdown
 from tests.gpucheck_world import results
 
 META = {

@@ -1,11 +1,12 @@
-"""The step runner of gpu-check (bot/gpucheck/steps.py): failures, needs, the budget, limits, a step's own report."""
+"""The step runner of gpu-check (scripts/gpucheck/steps.py): failures, needs, the budget, limits, a step's own
+report."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from bot.gpucheck.steps import Runner
+from scripts.gpucheck.steps import Runner
 from tests.gpucheck_world import ROOT, step
 
 
@@ -60,7 +61,7 @@ def test_a_step_past_its_limit_is_stopped_with_its_whole_process_group(tmp_path)
 
 def test_a_step_reports_its_own_status_reason_details_and_lines(tmp_path):
     code = (
-        "from bot.gpucheck.steps import write_step_json; "
+        "from scripts.gpucheck.steps import write_step_json; "
         "write_step_json('skipped', 'ncu is not on the PATH', {'ncu': None}, ['| a | b |'])"
     )
     result = runner(tmp_path).run(step("ncu", code))
@@ -70,7 +71,7 @@ def test_a_step_reports_its_own_status_reason_details_and_lines(tmp_path):
 
 def test_a_step_that_crashes_is_failed_even_if_it_had_written_passed(tmp_path):
     code = (
-        "import os; from bot.gpucheck.steps import write_step_json; write_step_json('passed', 'so far so good'); "
+        "import os; from scripts.gpucheck.steps import write_step_json; write_step_json('passed', 'so far so good'); "
         "os.abort()"
     )
     result = runner(tmp_path).run(step("cases", code))

@@ -289,7 +289,7 @@ def _reply(summary: str, cause: str) -> str:
 
 
 def test_the_ci_summary_is_asked_for_chinese_and_an_english_reply_is_refused():
-    from bot.config.manifest import load_task
+    from bot.config.task import load_task
 
     task = load_task(ROOT / "ci_summary_task.json")
     system = messages(task, _facts(), [], ZH)[0]["content"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
 from bot.models.report import CaseStatus
 from bot.untrusted.runner.sampler import block_order

@@ -8,7 +8,8 @@ import ast
 
 import numpy as np
 
-from bot.config.manifest import Case, Kernel, load_kernel
+from bot.config.manifest import Kernel, load_kernel
+from bot.config.manifest_tables import Case
 from bot.config.settings import load_settings
 from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
 from bot.models.finding import Gate, Outcome

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import expr
-from bot.config.manifest import Launch, load_kernel
+from bot.config.manifest import load_kernel
+from bot.config.manifest_tables import Launch
 from bot.errors import InputError
 from bot.models.finding import Phrase
 from bot.models.report import Resource

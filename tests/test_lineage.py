@@ -3,7 +3,7 @@ speedups sent to a person. Pure functions, and git's detection on a real scratch
 
 from __future__ import annotations
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.config.repo import RepoConfig
 from bot.models.report import CaseReport, KernelReport
 from bot.review.lineage import Origin, origins, renamed_to

@@ -8,7 +8,8 @@ import tomllib
 import pytest
 import torch
 
-from bot.config.manifest import Case, Constraints, KernelManifest, Limits, OutputLimits
+from bot.config.manifest import KernelManifest
+from bot.config.manifest_tables import Case, Constraints, Limits, OutputLimits
 from bot.models.judging import CaseRun, Check
 from bot.models.report import CaseStatus, KernelReport, OutputMetrics, Violation
 from bot.untrusted.runner.case import compare

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.judging import CaseRun, Check
 from bot.models.report import CaseStatus, Resource

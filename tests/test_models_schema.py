@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import CaseRun, Check
 from bot.models.report import SCHEMA, CaseStatus, KernelReport, Report
 from bot.models.schema import report_schema, schema_text

@@ -5,7 +5,8 @@ every reason line keeps its reason and fix within ~200 characters in the comment
 
 from __future__ import annotations
 
-from bot.config.manifest import Constraints, Launch, load_kernel
+from bot.config.manifest import load_kernel
+from bot.config.manifest_tables import Constraints, Launch
 from bot.models.report import AgentReport, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.annotations import EntryPlace, KernelSources, Sources, for_review
 from bot.present.render import render_comment

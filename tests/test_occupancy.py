@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.models.report import AgentReport, Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.verdict.gate_resources import resource_reasons

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
 from bot.models.report import CaseReport, CaseStatus, Report, SideCost, SimulatedCost

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints, load_kernel
+from bot.config.manifest import load_kernel
+from bot.config.manifest_tables import Constraints
 from bot.lint import lint_paths
 from bot.models.report import KernelReport, Report, Resource, ResourceCheckReport
 from bot.present.status import acceptance_status

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.models.report import (
     AgentReport,
     KernelReport,

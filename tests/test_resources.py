@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.untrusted import resources
 from bot.untrusted.resources import (
     ResourceCheck,

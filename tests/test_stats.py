@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.bootstrap import hierarchical_ratio_ci, ratio_ci
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats

@@ -18,9 +18,9 @@ from bot.agent.client import validate_base_url
 from bot.agent.exchange import Cache, Reader, exchange, sanitise
 from bot.agent.prompt import render_prompt
 from bot.agent.run import Call, Said, cache_key, cached, said
-from bot.config.manifest import AgentTask, load_task
 from bot.config.repo import CI_SUMMARY_DOMAIN
 from bot.config.settings import Settings
+from bot.config.task import AgentTask, load_task
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts

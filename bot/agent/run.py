@@ -21,9 +21,10 @@ from bot.agent.materials import Baseline, Piece, Sources
 from bot.agent.prompt import render_prompt
 from bot.agent.retry import RetryPolicy
 from bot.agent.review import AgentReview, parse_review
-from bot.config.manifest import AgentTask, Kernel
+from bot.config.manifest import Kernel
 from bot.config.repo import Material
 from bot.config.settings import Settings
+from bot.config.task import AgentTask
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
 from bot.models.finding import Phrase

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from bot.commands import Commands
 from bot.config.settings import Settings
-from bot.dashboard import site
-from bot.dashboard.figures import TUNING_TABLES, SiteData
 from bot.ledger import open_ledger
+from bot.mainline.dashboard import site
+from bot.mainline.dashboard.figures import TUNING_TABLES, SiteData
 from bot.mainline.store import History
 from bot.models.output import DashboardOutput
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bot.commands import Commands
-from bot.config.manifest import ARCH
+from bot.config.manifest_tables import ARCH
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event

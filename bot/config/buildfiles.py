@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.config.manifest import ARCH
+from bot.config.manifest_tables import ARCH
 
 _GENCODE = re.compile(
     r"arch\s*=\s*compute_(\d+[af]?)\s*,\s*code\s*=\s*\[?\s*((?:sm|compute)_\d+[af]?(?:\s*,\s*(?:sm|compute)_\d+[af]?)*)"

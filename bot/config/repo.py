@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.config.secrets import RESERVED_KEYS
 from bot.errors import InputError
 from bot.text.i18n import LOCALES

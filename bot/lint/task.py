@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config.manifest import REQUIRED_DENY, AgentTask
+from bot.config.task import REQUIRED_DENY, AgentTask
 from bot.lint.collect import Collector, Facts, KeyUse, UrlUse, parse_json_object
 from bot.lint.findings import LintFinding
 from bot.lint.locate import label_of, line_of, strings

@@ -8,7 +8,8 @@ architecture's cases and reports the others as run elsewhere; the merge takes ea
 
 from __future__ import annotations
 
-from bot.config.manifest import Case, Kernel
+from bot.config.manifest import Kernel
+from bot.config.manifest_tables import Case
 from bot.verdict.occupancy import family
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.config.includes import include_dirs, include_paths
-from bot.config.manifest import Case, Constraints, Kernel
+from bot.config.manifest import Kernel
+from bot.config.manifest_tables import Case, Constraints
 from bot.config.settings import Settings
 from bot.edges.machine import cpu_name, device_key, driver_version
 from bot.edges.peak import cpu_peak

@@ -16,7 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field
 
 from bot.config.includes import include_dirs, include_paths
-from bot.config.manifest import Case, Kernel
+from bot.config.manifest import Kernel
+from bot.config.manifest_tables import Case
 from bot.config.settings import Settings
 from bot.edges.machine import detect
 from bot.errors import InputError

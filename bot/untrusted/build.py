@@ -30,7 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.config.manifest import BuildSpec
+from bot.config.manifest_tables import BuildSpec
 from bot.errors import BuildError
 from bot.models.report import CompileError
 from bot.untrusted import pch

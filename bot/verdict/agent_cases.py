@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from bot.config.manifest import AgentCases, Case, KernelManifest
+from bot.config.manifest import KernelManifest
+from bot.config.manifest_tables import AgentCases, Case
 from bot.models.evidence import AdmittedCase, AgentAdmission
 from bot.models.finding import Gate, Outcome, Phrase
 from bot.models.report import (

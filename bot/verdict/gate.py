@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Check
 from bot.models.report import (

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bot.config.manifest import Constraints
+from bot.config.manifest_tables import Constraints
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import (
     Occupancy,

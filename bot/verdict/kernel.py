@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.config.manifest import Case, Constraints, Kernel
+from bot.config.manifest import Kernel
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun, Peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import Build, CaseReport, CaseStatus, KernelReport

@@ -8,7 +8,8 @@ from typing import Any
 
 from bot.config import expr
 from bot.config.launch_sites import TouchKind
-from bot.config.manifest import MANIFEST_NAME, Expression, Kernel, Launch, LaunchFunction, is_cxx
+from bot.config.manifest import MANIFEST_NAME, Kernel
+from bot.config.manifest_tables import Expression, Launch, LaunchFunction, is_cxx
 from bot.models.finding import Phrase
 from bot.models.report import Occupancy, Resource
 from bot.verdict.names import LONGEST, base_name, listed, name_path, short_names

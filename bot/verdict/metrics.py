@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from bot.config.manifest import Limits, OutputLimits
+from bot.config.manifest_tables import Limits, OutputLimits
 from bot.models.report import OutputMetrics, Violation
 
 REL_FLOOR = 1e-2  # relative errors are taken against max(|ref|, 1 % of the reference's RMS)

@@ -3,7 +3,7 @@ and the dry run's smallest case against the reference."""
 
 from __future__ import annotations
 
-from bot.config.manifest import Case, Constraints
+from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import CaseRun
 from bot.models.report import ResourceCheckReport
 from bot.verdict.compile_errors import advised, describe, torch_cuda

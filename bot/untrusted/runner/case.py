@@ -6,7 +6,7 @@ import time
 
 import torch
 
-from bot.config.manifest import Limits
+from bot.config.manifest_tables import Limits
 from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CpuUse

@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from bot.config.manifest import Limits
+from bot.config.manifest_tables import Limits
 from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, JudgeJob, ReferenceSource
 from bot.models.report import CaseStatus, Isolation

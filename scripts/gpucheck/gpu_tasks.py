@@ -1,10 +1,10 @@
 """The check's GPU steps that drive opgate itself (run after the setup step installed its dependencies).
 
-python -m bot.gpucheck.gpu_tasks sandbox   bubblewrap with the GPU bound; CUDA inside it
-python -m bot.gpucheck.gpu_tasks build     every kernel's CUDA and CPU extension, in parallel, timed
-python -m bot.gpucheck.gpu_tasks review    opgate review A/A (a comment in each kernel's .cu) per kernel
-python -m bot.gpucheck.gpu_tasks example   opgate review of examples/changes/*.patch
-python -m bot.gpucheck.gpu_tasks pytest    pytest -m gpu, its counts and failures
+python -m scripts.gpucheck.gpu_tasks sandbox   bubblewrap with the GPU bound; CUDA inside it
+python -m scripts.gpucheck.gpu_tasks build     every kernel's CUDA and CPU extension, in parallel, timed
+python -m scripts.gpucheck.gpu_tasks review    opgate review A/A (a comment in each kernel's .cu) per kernel
+python -m scripts.gpucheck.gpu_tasks example   opgate review of examples/changes/*.patch
+python -m scripts.gpucheck.gpu_tasks pytest    pytest -m gpu, its counts and failures
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
-from bot.gpucheck.steps import one_line, write_step_json
+from scripts.gpucheck.steps import one_line, write_step_json
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
@@ -68,7 +68,8 @@ def sandbox() -> int:
 
 
 def build() -> int:
-    from bot.config.manifest import BuildSpec, load_kernel
+    from bot.config.manifest import load_kernel
+    from bot.config.manifest_tables import BuildSpec
     from bot.untrusted.build import build as build_one
     from bot.untrusted.sandbox import Sandbox
 
@@ -321,6 +322,6 @@ TASKS = {"sandbox": sandbox, "build": build, "review": review_all, "example": ex
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
-        print(f"usage: python -m bot.gpucheck.gpu_tasks {'|'.join(TASKS)}", file=sys.stderr)
+        print(f"usage: python -m scripts.gpucheck.gpu_tasks {'|'.join(TASKS)}", file=sys.stderr)
         sys.exit(2)
     sys.exit(TASKS[sys.argv[1]]())

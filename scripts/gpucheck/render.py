@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.gpucheck.steps import STATUSES, Result, one_line
+from scripts.gpucheck.steps import STATUSES, Result, one_line
 
 SCHEMA = "opgate.gpu-check/1"
 MARK = {"passed": "passed", "failed": "**failed**", "skipped": "skipped"}

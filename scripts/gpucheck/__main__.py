@@ -1,4 +1,4 @@
-"""`python -m bot.gpucheck [--quick] [--budget S] [--steps A,B] [--out DIR] [--list]`: scripts/gpu-check.sh."""
+"""`python -m scripts.gpucheck [--quick] [--budget S] [--steps A,B] [--out DIR] [--list]`: scripts/gpu-check.sh."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.gpucheck.render import render_json, render_markdown
-from bot.gpucheck.steps import Result, Runner, Step, one_line
+from scripts.gpucheck.render import render_json, render_markdown
+from scripts.gpucheck.steps import Result, Runner, Step, one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_BUDGET_S = 450.0  # 7.5 minutes of steps: the whole command fits the 8 minutes a GPU lease allows
@@ -34,13 +34,13 @@ REVIEW_ENV = {
 # name, what it proves, command (a module and its arguments), typical seconds, limit seconds, in --quick
 STEPS: tuple[tuple[str, str, tuple[str, ...], float, float, bool], ...] = (
     ("machine", "a CUDA GPU that torch sees, nvcc, ncu; their versions",
-     ("bot.gpucheck.tasks", "machine"), 5, 90, True),
+     ("scripts.gpucheck.tasks", "machine"), 5, 90, True),
     ("setup", "opgate and its dependencies install with no network (wheels from .whl/)",
-     ("bot.gpucheck.tasks", "setup"), 20, 240, True),
+     ("scripts.gpucheck.tasks", "setup"), 20, 240, True),
     ("sandbox", "bubblewrap starts with /dev/nvidia* and /sys bound, and CUDA works inside it",
-     ("bot.gpucheck.gpu_tasks", "sandbox"), 10, 90, True),
+     ("scripts.gpucheck.gpu_tasks", "sandbox"), 10, 90, True),
     ("build", "each kernel's CUDA and CPU extension builds with ninja in the sandbox (seconds per build)",
-     ("bot.gpucheck.gpu_tasks", "build"), 60, 420, True),
+     ("scripts.gpucheck.gpu_tasks", "build"), 60, 420, True),
     ("cases", "every cuda case of every kernel runs in the judge and matches its reference",
      ("benchmarks.kernels_vs_torch", "--mode", "check"), 30, 300, True),
     ("bench", "each kernel against its torch baseline, timed by opgate's judge (TFLOP/s, GB/s, % of torch)",
@@ -48,11 +48,11 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], float, float, bool], ...] = (
     ("ncu", "Nsight Compute: occupancy, DRAM throughput, registers, spills of each headline case",
      ("benchmarks.kernels_vs_torch", "--mode", "ncu"), 30, 180, False),
     ("review", "opgate review A/A on the GPU: a comment added to each kernel's .cu",
-     ("bot.gpucheck.gpu_tasks", "review"), 90, 420, False),
+     ("scripts.gpucheck.gpu_tasks", "review"), 90, 420, False),
     ("example", "opgate review of examples/changes/*.patch on the GPU",
-     ("bot.gpucheck.gpu_tasks", "example"), 60, 300, False),
+     ("scripts.gpucheck.gpu_tasks", "example"), 60, 300, False),
     ("pytest", "pytest -m gpu (each kernel's review through the CLI, occupancy against the CUDA runtime)",
-     ("bot.gpucheck.gpu_tasks", "pytest"), 240, 600, False),
+     ("scripts.gpucheck.gpu_tasks", "pytest"), 240, 600, False),
 )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.dashboard.charts import Band, Chart, Point, Rule, Series, Tick
+from bot.mainline.dashboard.charts import Band, Chart, Point, Rule, Series, Tick
 from bot.mainline.drift import DriftCheck
 from bot.mainline.record import MainCommit, ResourceFigure
 from bot.mainline.store import StoredReview

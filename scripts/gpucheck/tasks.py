@@ -1,7 +1,7 @@
 """The check's first steps, stdlib only (they run before opgate's dependencies are installed).
 
-python -m bot.gpucheck.tasks machine   what the machine has: GPU, driver, torch and its CUDA, nvcc, ncu
-python -m bot.gpucheck.tasks setup     install opgate (editable) and its dependencies from .whl/, no network
+python -m scripts.gpucheck.tasks machine   what the machine has: GPU, driver, torch and its CUDA, nvcc, ncu
+python -m scripts.gpucheck.tasks setup     install opgate (editable) and its dependencies from .whl/, no network
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.gpucheck.steps import one_line, write_step_json
+from scripts.gpucheck.steps import one_line, write_step_json
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELS = ROOT / ".whl"
@@ -127,6 +127,6 @@ def setup() -> int:
 if __name__ == "__main__":
     task = sys.argv[1] if len(sys.argv) > 1 else ""
     if task not in ("machine", "setup"):
-        print("usage: python -m bot.gpucheck.tasks machine|setup", file=sys.stderr)
+        print("usage: python -m scripts.gpucheck.tasks machine|setup", file=sys.stderr)
         sys.exit(2)
     sys.exit(machine() if task == "machine" else setup())

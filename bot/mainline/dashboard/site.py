@@ -9,8 +9,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from bot.dashboard import charts, figures
-from bot.dashboard.figures import SiteData
+from bot.mainline.dashboard import charts, figures
+from bot.mainline.dashboard.figures import SiteData
 from bot.templates import TEMPLATES, environment
 
 PAGES = TEMPLATES / "dashboard"

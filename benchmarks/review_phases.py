@@ -118,19 +118,21 @@ def review(tree: Path, build_dir: Path | None, tmp: Path, change: str) -> None:
     print("|---|---|---|")
     for phase, seconds in phases.items():
         print(f"| {phase} | {seconds:.1f} | {phases.cpu.get(phase, 0.0):.1f} |")
-    print("| kernel | case | verdict | stop | pairs | judge s (top phases) | callgrind |")
-    print("|---|---|---|---|---|---|---|")
+    print("| kernel | case | verdict | stop | pairs | p50 ms | calls a block | judge s (top phases) | callgrind |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for k in report.kernels:
         builds = [b for b in (k.build, k.base_build) if b is not None]
         cached = ", ".join(f"{'cached' if b.cached else f'{b.seconds:.0f} s'}" for b in builds)
-        print(f"| {k.name} ({k.verdict}; builds head, base: {cached}) | | | | | | |")
+        print(f"| {k.name} ({k.verdict}; builds head, base: {cached}) | | | | | | | | |")
         for c in k.cases:
             if c.verdict == "skipped":
                 continue
             top = sorted(c.judge_seconds.items(), key=lambda kv: -kv[1])[:4]
             judge = ", ".join(f"{n} {s:.1f}" for n, s in top)
             sim = "yes" if c.simulated is not None else "no"
-            print(f"| | {c.name} | {c.verdict} | {c.stop_reason} | {c.processes} | {judge} | {sim} |")
+            p50 = f"{c.p50_ms:.3f}" if c.p50_ms is not None else "—"
+            calls = getattr(c, "calls_per_sample", None) or "—"  # a tree before it was reported: —
+            print(f"| | {c.name} | {c.verdict} | {c.stop_reason} | {c.processes} | {p50} | {calls} | {judge} | {sim} |")
 
 
 def main() -> None:

@@ -309,6 +309,9 @@ class CaseReport(_Model):
     cpu_ci95_pct: list[float] | None = Field(None, description="the 95 % interval of cpu_regression_pct")
     samples: int = 0
     base_samples: int = 0
+    calls_per_sample: int | None = Field(
+        None, description="the calls a sample averages: one timing block's, each call on an input set of its own"
+    )
     stop_reason: str | None = None
     attempts: int = Field(1, description="measurements of the case (one sequential measurement; 2 from older opgate)")
     base_drift_pct: float | None = Field(

@@ -29,6 +29,7 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         add_case(report, _finding(Gate.performance, "performance.few_samples", Outcome.undecided))
         return
     report.samples = len(head_t.samples_ms)
+    report.calls_per_sample = head_t.calls_per_sample
     if base_t is None:
         report.p50_ms = stats.median(head_t.samples_ms)
         return

@@ -71,7 +71,8 @@ class BuildSpec(_Strict):
         description="arguments the entry writes in place (the judge allocates them poisoned, then compares them)",
     )
     scratch: list[str] = Field(
-        default_factory=list, description="arguments the entry may use as work space (allocated zeroed, never compared)"
+        default_factory=list,
+        description="arguments the entry may use as work space (zeroed for each call, left zeroed; never compared)",
     )
 
     @field_validator("include_dirs")

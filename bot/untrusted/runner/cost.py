@@ -41,7 +41,7 @@ from bot.untrusted.runner.spawn import EXT, IN, JUDGE_SLACK_S, OUT, RUN, run_tru
 from bot.untrusted.sandbox import Bind, Sandbox, Spec, kill
 
 COST_FILES = ("costrun.py", "entry.py", "protocol.py")  # what the sandbox under callgrind holds of runner/
-CALLS = 3  # counted calls per case and side (after one uncounted)
+CALLS = 3  # counted calls per case and side (after one uncounted), each on an input set of its own
 START_S = 300.0  # python and torch starting under valgrind, per side, on a busy 2-core runner
 DUMP_MAX_BYTES = 4 << 20  # a dump file is read only this far
 DUMP = "/opgate/dump"  # the side's dump folder (callgrind writes callgrind.out.1, .2, … and callgrind.out at exit)
@@ -143,13 +143,17 @@ class Costs:
         cases, refs = [], []
         for case in self.job.cases:
             self.judge.prepare(case)  # the entry's params and, with output arguments, its call layout
-            inputs = self.judge.inputs(case, self.judge.seed(case["name"], "check"))
-            refs.append(self.judge.expected(inputs))
-            file, sets, size = self.judge.write_sets([inputs])
+            # The uncounted warm call on the check inputs, then every counted call on a set of its own (its own
+            # poisoned outputs and zeroed scratch): no counted call meets what an earlier call left (issue 50, 1).
+            seeds = [self.judge.seed(case["name"], "check")]
+            seeds += [self.judge.seed(case["name"], "cost", k) for k in range(CALLS)]
+            drawn = [self.judge.inputs(case, seed) for seed in seeds]
+            refs.append(self.judge.expected(drawn[-1]))  # the last counted call's outputs are the ones compared
+            file, sets, size = self.judge.write_sets(drawn)
             args, kwargs = self.judge.scalars
             lay = self.judge.layout.message() if self.judge.layout is not None else {}
-            cases.append({"file": f"{IN}/{file}", "tensors": sets[0], "max_bytes": size, "calls": CALLS,
-                          "args": args, "kwargs": kwargs, **lay})  # fmt: skip
+            cases.append({"file": f"{IN}/{file}", "sets": sets, "max_bytes": size, "args": args, "kwargs": kwargs,
+                          **lay})  # fmt: skip
         procs = {label: self._start(label, sos["cpu"], shim, cases) for label, sos in self.job.sides.items()}
         deadline = time.monotonic() + START_S + sum(self.job.timeout_s for _ in cases) * 2
         return {label: self._finish(proc, out, refs, deadline) for label, (proc, out) in procs.items()}

@@ -3,9 +3,10 @@
 Runs as `valgrind --tool=callgrind --instr-atstart=no … python costrun.py SPEC IN_DIR OUT_DIR` with `entry.py` and
 `protocol.py` beside it (valgrind refuses a guest's seccomp filter, so unlike the worker this process is not
 confined: see docs/security.md). Nothing here is trusted: the kernel shares this process. Per case it loads the
-judge's input file, calls the entry once uninstrumented (lazy binding, first-touch pages), then `calls` times
-between the shim's begin (start instrumentation, zero the counters) and end (dump the counters as `opgate:<index>`),
-and writes the last output for the judge to compare with the reference. The judge reads the dumps and the outputs as
+judge's input file, calls the entry once uninstrumented (lazy binding, first-touch pages) on its first set, then once
+on each further set between the shim's begin (start instrumentation, zero the counters) and end (dump the counters
+as `opgate:<index>`): every counted call on inputs, outputs and scratch no call saw before. It writes the last
+call's outputs for the judge to compare with the reference. The judge reads the dumps and the outputs as
 data.
 """
 
@@ -38,23 +39,24 @@ def main(spec_path: str, in_dir: str, out_dir: str) -> None:
     entry = load_entry(spec["so"], spec["module"], spec["entry"])
     for i, case in enumerate(spec["cases"]):
         path = os.path.join(in_dir, os.path.basename(str(case["file"])))
-        inputs = protocol.read_tensors(
-            path, case["tensors"], max_bytes=int(case["max_bytes"]), device="cpu", nones=True
+        grouped = case["sets"]  # the warm call's set, then one per counted call (each its own buffers)
+        flat = protocol.read_tensors(
+            path, [e for s in grouped for e in s], max_bytes=int(case["max_bytes"]), device="cpu", nones=True
         )
+        sets, k = [], 0
+        for s in grouped:
+            sets.append(flat[k : k + len(s)])
+            k += len(s)
         args, kwargs = list(case.get("args") or []), dict(case.get("kwargs") or {})  # the case's scalars
         call, writes = case.get("call"), list(case.get("writes") or [])  # an entry that writes into its arguments
-        if call is None:
-            positional, warm, scalars = inputs, inputs, args
-        else:  # the warm call writes copies: the counted calls start from the judge's poisoned output arguments
-            copies = {k: inputs[k].clone() for k in writes}
-            positional = [inputs[k] if kind == "t" else args[k] for kind, k in call]
-            warm, scalars = [copies.get(k, inputs[k]) if kind == "t" else args[k] for kind, k in call], []
-        entry(*warm, *scalars, **kwargs)  # warm: not counted
+        scalars = args if call is None else []
+        calls = [t if call is None else [t[k] if kind == "t" else args[k] for kind, k in call] for t in sets]
+        entry(*calls[0], *scalars, **kwargs)  # warm: not counted
         shim.opgate_cost_begin()
-        for _ in range(int(case["calls"])):
+        for positional in calls[1:]:
             out = entry(*positional, *scalars, **kwargs)
         shim.opgate_cost_end(f"opgate:{i}".encode())
-        written = [inputs[k] for k in writes] if call is not None else _as_tensors(out)
+        written = [sets[-1][k] for k in writes] if call is not None else _as_tensors(out)
         entries = protocol.write_tensors(os.path.join(out_dir, f"out-{i}.bin"), written)
         with open(os.path.join(out_dir, f"out-{i}.json"), "w") as f:
             json.dump(entries, f)

@@ -1,9 +1,11 @@
 """The review command's flow (bot/review/orchestrate.py) called directly: a review that cannot run still leaves
 report.json and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel;
---merge checks its folders before anything is written."""
+--merge checks its folders before anything is written; a review that stops mid-kernel still annotates from the head
+checkout it made, and removes it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from bot.review.fanout import UNSEEN_FILE
 from bot.review.host import here
 from bot.review.orchestrate import review
 from bot.review.request import ReviewRequest
-from tests.conftest import REPO_CONFIG, KernelRepo
+from tests.conftest import REPO_CONFIG, KernelRepo, git
 
 
 def settings_for(tmp_path: Path) -> Settings:
@@ -85,3 +87,29 @@ def test_merge_names_a_missing_part_folder_before_writing_anything(tmp_path: Pat
     with pytest.raises(InputError, match=r"--merge: no such folder: .*part-b"):
         review(options, settings_for(tmp_path))
     assert not out.exists()
+
+
+class LostJudge:
+    """A case runner whose build never comes back: the review stops on an internal error mid-kernel."""
+
+    def __call__(self, *args: object, **kwargs: object) -> LostJudge:
+        return self
+
+    def build(self, head_k: object, base_k: object) -> object:
+        raise RuntimeError("the judge's machine went away")
+
+
+def test_a_review_that_stops_mid_kernel_still_annotates_from_its_head_checkout_and_removes_it(
+    kernel_repo: KernelRepo, tmp_path: Path
+) -> None:
+    kernel_repo.edit("kernels/deepgemm_tile/gemm_cpu.cpp", "#include", "// head: unrolled\n#include")
+    kernel_repo.write("tools/.env", "BATCH=1\nBATCH=2\n")  # lint ENV003 at line 2
+    head = kernel_repo.commit("head")
+    settings = settings_for(tmp_path)
+    request = ReviewRequest(base=kernel_repo.base, head=head, out=tmp_path / "out", repo=kernel_repo.path,
+                            offline=True, resource_check=False)  # fmt: skip
+    host = dataclasses.replace(here(settings), cases=LostJudge())
+    result = review(request, settings, host=host)
+    assert result.report.verdict == "error" and "the judge's machine went away" in (result.report.error or "")
+    assert [(a.path, a.start_line, a.title) for a in result.annotations] == [("tools/.env", 2, "lint ENV003")]
+    assert git(kernel_repo.path, "worktree", "list").count("\n") == 0  # base's and head's worktrees are gone

@@ -5,6 +5,7 @@ runner that replays what it recorded) and so tests the review's decisions withou
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -12,10 +13,8 @@ from bot.config.manifest import Kernel
 from bot.config.settings import Settings
 from bot.edges.machine import detect
 from bot.errors import InputError
-from bot.ledger import Ledger
 from bot.models.evidence import KernelEvidence
 from bot.models.report import KernelReport, Machine, RunnerHealth
-from bot.present.progress import Steps
 from bot.review.cases import Builds, KernelCases
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.sandbox import Sandbox
@@ -40,29 +39,16 @@ class CaseRunner(Protocol):
     def record_baselines(self, rules: Kernel, report: KernelReport) -> None: ...
 
 
-class CaseRunners(Protocol):
-    """Makes the case runner of one kernel (`KernelCases` itself)."""
-
-    def __call__(
-        self,
-        settings: Settings,
-        env: Machine,
-        ledger: Ledger,
-        sandbox: Sandbox,
-        steps: Steps,
-        *,
-        secret: str,
-        base_sha: str,
-        arch: str | None = None,
-    ) -> CaseRunner: ...
-
-
 @dataclass(frozen=True)
 class Host:
+    """Where a review builds and runs (`here`: this machine's)."""
+
     machine: Machine
     sandbox: Sandbox
     health: RunnerHealth  # the load, clocks and throttling as the review began (report.json's `health`)
-    cases: CaseRunners = KernelCases
+    # makes one kernel's case runner, called as KernelCases is (settings, machine, ledger, sandbox, steps, *, secret,
+    # base_sha, arch)
+    cases: Callable[..., CaseRunner] = KernelCases
 
 
 def here(settings: Settings, *, agent_only: bool = False, require_isolation: bool = False) -> Host:

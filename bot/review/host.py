@@ -1,6 +1,4 @@
-"""Where a review builds and runs: the machine, its sandbox, its load when the review began, and what builds and runs
-one kernel's cases. Detected once at the command's edge (`here`); a test passes its own (a machine it names, a case
-runner that replays what it recorded) and so tests the review's decisions without a compiler or a GPU."""
+"""Where a review builds and runs, detected at the command's edge: machine, sandbox, load, case runner."""
 
 from __future__ import annotations
 
@@ -41,7 +39,7 @@ class CaseRunner(Protocol):
 
 @dataclass(frozen=True)
 class Host:
-    """Where a review builds and runs (`here`: this machine's)."""
+    """`here` detects this machine's; a test passes a machine it names and a case runner that replays a record."""
 
     machine: Machine
     sandbox: Sandbox

@@ -1,5 +1,4 @@
-"""What one review is asked: built once from `opgate review`'s flags at the command's edge (or by `opgate tune` and
-`opgate history bisect`), read by the command's flow (`orchestrate.py`) and by the kernel walk (`flow.py`)."""
+"""What one review is asked, built once: from `opgate review`'s flags, a tuning trial or a bisection step."""
 
 from __future__ import annotations
 

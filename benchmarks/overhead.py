@@ -22,7 +22,9 @@ from pathlib import Path
 from bot.config.repo import load_config
 from bot.config.settings import load_settings
 from bot.ledger import open_ledger
-from bot.review.flow import Reviewer, ReviewRequest
+from bot.review.flow import Reviewer
+from bot.review.host import here
+from bot.review.request import ReviewRequest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -91,7 +93,7 @@ def main() -> None:
         ledger = open_ledger(settings.database_url)
         request = ReviewRequest(repo=repo, base=base, head=head, out=tmp / "out-phases", offline=True)
         started = time.perf_counter()
-        reviewer = Reviewer(request, settings, ledger)
+        reviewer = Reviewer(request, settings, ledger, here(settings))
         setup = time.perf_counter() - started
         reviewer.run()
         ledger.close()

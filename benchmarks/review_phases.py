@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
+import importlib.util
 import os
 import resource
 import shutil
@@ -98,10 +98,14 @@ def review(tree: Path, build_dir: Path | None, tmp: Path, change: str) -> None:
     env = {"OPGATE_DATABASE_URL": str(tmp / "ledger.sqlite"), "OPGATE_BUILD_DIR": str(build_dir or tmp / "build")}
     settings = load_settings(env, load_config(repo))
     ledger = open_ledger(settings.database_url, create=True)
-    request = flow.ReviewRequest(repo=repo, base=base, head=head, out=tmp / "out", offline=True)
+    asked = {"repo": repo, "base": base, "head": head, "out": tmp / "out", "offline": True}
     started, cpu = time.perf_counter(), cpu_seconds()
     load = os.getloadavg()[0]
-    reviewer = flow.Reviewer(request, settings, ledger)
+    if importlib.util.find_spec("bot.review.host") is None:  # a tree before the host was passed in
+        reviewer = flow.Reviewer(flow.ReviewRequest(**asked), settings, ledger)
+    else:
+        request = importlib.import_module("bot.review.request").ReviewRequest(**asked)
+        reviewer = flow.Reviewer(request, settings, ledger, importlib.import_module("bot.review.host").here(settings))
     reviewer.phases = phases = CpuPhases()
     report = reviewer.run()
     wall, cpu = time.perf_counter() - started, cpu_seconds() - cpu

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bot.config.key_lines import key_lines
 from bot.config.manifest_tables import Constraints
-from bot.config.repo import RepoConfig, load_config
+from bot.config.repo import load_config
 from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge
 from bot.models.finding import Finding, Gate, Outcome
@@ -25,6 +25,7 @@ from bot.models.report import (
 from bot.present.annotations import placed_annotations
 from bot.review import annotate
 from bot.review.changes import parse_diff
+from bot.review.checkout import checkouts
 from bot.review.coverage import coverage
 from bot.verdict.findings import add_case, add_kernel
 from bot.verdict.gate_resources import resource_findings
@@ -75,7 +76,10 @@ def reviewed(repo: KernelRepo, head: str) -> Report:
 def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_repo: KernelRepo, tmp_path: Path) -> None:
     head = change(kernel_repo)
     report = reviewed(kernel_repo, head)
-    found = annotate.gather(kernel_repo.path, kernel_repo.base, head, report, load_config(kernel_repo.path))
+    config = load_config(kernel_repo.path)
+    changes = parse_diff(gitio.diff(kernel_repo.path, kernel_repo.base, head))
+    with checkouts(kernel_repo.path, kernel_repo.base, head, config) as (_, head_side):  # as the review has them
+        found = annotate.gather(report, changes, head_side, config)
     assert {(a.path, a.annotation_level) for a in found} == {
         (CU, "failure"),  # the spill, at gemm_bf16_kernel's definition
         ("kernels/deepgemm_tile/binding_cpu.cpp", "failure"),  # square_512 failed: the CPU entry's definition
@@ -107,16 +111,24 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
 CONFIG = "kernels/deepgemm_tile/tile_config.json"
 
 
-def test_a_tunable_outside_its_set_is_annotated_at_its_key_in_the_config_of_the_diff(opgate, kernel_repo: KernelRepo):
+def test_a_tunable_outside_its_set_is_annotated_at_its_key_in_the_config_of_the_diff(
+    opgate, kernel_repo: KernelRepo, tmp_path: Path
+):
     """The review's static findings carry the config file and the key's line (json gives no lines: the config's
     own reader finds them), so the check run puts the refusal on the changed line; nothing is built."""
     kernel_repo.write(CONFIG, '{\n  "tile_m": 128,\n  "tile_n": 128,\n  "tile_k": 64\n}\n')
     kernel_repo.base = kernel_repo.commit("the config one key a line")
     kernel_repo.edit(CONFIG, '"tile_n": 128', '"tile_n": 96')
     head = kernel_repo.commit("head")
-    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head, "--offline")
+    trace = tmp_path / "git-trace.txt"  # every git command the review ran
+    run = opgate("review", "--repo", str(kernel_repo.path), "--base", kernel_repo.base, "--head", head, "--offline",
+                 env={"GIT_TRACE": str(trace)})  # fmt: skip
     kernel = run.kernel("deepgemm_tile")
     assert (kernel["verdict"], kernel["build"]) == ("fail", None), run.stderr[-2000:]
+    ran = [line.split("built-in: ", 1)[1] for line in trace.read_text().splitlines() if "built-in: " in line]
+    added = [c.split()[-1] for c in ran if c.startswith("git worktree add ")]
+    assert added == [kernel_repo.base, head]  # the annotations read the review's checkout of head: none of their own
+    assert len([c for c in ran if c.startswith("git diff ")]) == 1  # and its diff
     [static] = [f for f in kernel["findings"] if f["gate"] == "static"]
     assert (static["key"], static["file"], static["line"]) == ("static.tunable_value", CONFIG, 3)
     found = annotate.read(run.out)
@@ -155,10 +167,3 @@ def test_a_part_carries_its_annotations_and_a_bad_file_is_left_out(tmp_path: Pat
     (tmp_path / annotate.ANNOTATIONS_FILE).write_text(json.dumps([{"path": "a.cu", "start_line": 0}]))
     assert annotate.read(tmp_path) == []  # from a job that ran PR code: checked, never a crash
     assert annotate.read(tmp_path / "missing") == []
-
-
-def test_git_trouble_gives_no_annotations_and_no_failure(tmp_path: Path) -> None:
-    report = Report(base_sha="a" * 40, head_sha="b" * 40, verdict="pass", kernels=[],
-                    agent=AgentReport(status="skipped"), environment=Machine(device="cpu", python="3.12"),
-                    created_at="2026-12-02T01:00:00+00:00", opgate_version="0.2.0")  # fmt: skip
-    assert annotate.gather(tmp_path, "a" * 40, "b" * 40, report, RepoConfig()) == []

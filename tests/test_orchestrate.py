@@ -1,9 +1,11 @@
 """The review command's flow (bot/review/orchestrate.py) called directly: a review that cannot run still leaves
 report.json and comment.md (and, when it is the whole review, a ledger row); a matrix part names its kernel;
---merge checks its folders before anything is written."""
+--merge checks its folders before anything is written; a review that stops mid-kernel still annotates from the head
+checkout it made, and removes it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,8 +16,10 @@ from bot.errors import InputError
 from bot.ledger import open_ledger
 from bot.models.report import Report
 from bot.review.fanout import UNSEEN_FILE
-from bot.review.orchestrate import ReviewOptions, review
-from tests.conftest import REPO_CONFIG, KernelRepo
+from bot.review.host import here
+from bot.review.orchestrate import review
+from bot.review.request import ReviewRequest
+from tests.conftest import REPO_CONFIG, KernelRepo, git
 
 
 def settings_for(tmp_path: Path) -> Settings:
@@ -27,8 +31,8 @@ def test_a_review_of_an_unknown_revision_writes_an_error_report_and_records_it(
 ) -> None:
     out = tmp_path / "out"
     settings = settings_for(tmp_path)
-    options = ReviewOptions(base="no-such-branch", head=kernel_repo.base, out=out, repo=kernel_repo.path, offline=True)
-    result = review(options, settings)
+    options = ReviewRequest(base="no-such-branch", head=kernel_repo.base, out=out, repo=kernel_repo.path, offline=True)
+    result = review(options, settings, host=here(settings))
     assert result.failure is not None and "unknown revision 'no-such-branch'" in str(result.failure)
     on_disk = Report.model_validate_json((out / "report.json").read_text())
     assert on_disk.verdict == result.report.verdict == "error"
@@ -48,11 +52,11 @@ def test_the_comment_of_a_pull_request_says_when_the_configuration_allows_self_a
     kernel_repo: KernelRepo, tmp_path: Path
 ) -> None:
     settings = settings_for(tmp_path)
-    options = ReviewOptions(base="no-such-branch", head=kernel_repo.base, out=tmp_path / "out", repo=kernel_repo.path,
+    options = ReviewRequest(base="no-such-branch", head=kernel_repo.base, out=tmp_path / "out", repo=kernel_repo.path,
                             offline=True, pr=42)  # fmt: skip
-    assert "Self-acceptance is allowed here" not in review(options, settings).comment
+    assert "Self-acceptance is allowed here" not in review(options, settings, host=here(settings)).comment
     weakened = settings.model_copy(update={"repo_config": REPO_CONFIG.model_copy(update={"allow_self_accept": True})})
-    assert "Self-acceptance is allowed here" in review(options, weakened).comment
+    assert "Self-acceptance is allowed here" in review(options, weakened, host=here(weakened)).comment
 
 
 def test_a_matrix_part_that_cannot_run_names_its_kernel_and_is_not_recorded(
@@ -60,11 +64,11 @@ def test_a_matrix_part_that_cannot_run_names_its_kernel_and_is_not_recorded(
 ) -> None:
     out = tmp_path / "part"
     settings = settings_for(tmp_path)
-    options = ReviewOptions(
+    options = ReviewRequest(
         base="no-such-branch", head=kernel_repo.base, out=out, repo=kernel_repo.path, offline=True,
         only_kernel="deepgemm_tile",
     )  # fmt: skip
-    result = review(options, settings)
+    result = review(options, settings, host=here(settings))
     [kernel] = result.report.kernels
     assert (kernel.name, kernel.verdict, kernel.changed) == ("deepgemm_tile", "error", True)
     assert kernel.reasons == [result.report.error]
@@ -79,7 +83,33 @@ def test_merge_names_a_missing_part_folder_before_writing_anything(tmp_path: Pat
     part = tmp_path / "part-a"
     part.mkdir()
     out = tmp_path / "out"
-    options = ReviewOptions(base="b", head="h", out=out, merge=[part, tmp_path / "part-b"])
+    options = ReviewRequest(base="b", head="h", out=out, merge=[part, tmp_path / "part-b"])
     with pytest.raises(InputError, match=r"--merge: no such folder: .*part-b"):
         review(options, settings_for(tmp_path))
     assert not out.exists()
+
+
+class LostJudge:
+    """A case runner whose build never comes back: the review stops on an internal error mid-kernel."""
+
+    def __call__(self, *args: object, **kwargs: object) -> LostJudge:
+        return self
+
+    def build(self, head_k: object, base_k: object) -> object:
+        raise RuntimeError("the judge's machine went away")
+
+
+def test_a_review_that_stops_mid_kernel_still_annotates_from_its_head_checkout_and_removes_it(
+    kernel_repo: KernelRepo, tmp_path: Path
+) -> None:
+    kernel_repo.edit("kernels/deepgemm_tile/gemm_cpu.cpp", "#include", "// head: unrolled\n#include")
+    kernel_repo.write("tools/.env", "BATCH=1\nBATCH=2\n")  # lint ENV003 at line 2
+    head = kernel_repo.commit("head")
+    settings = settings_for(tmp_path)
+    request = ReviewRequest(base=kernel_repo.base, head=head, out=tmp_path / "out", repo=kernel_repo.path,
+                            offline=True, resource_check=False)  # fmt: skip
+    host = dataclasses.replace(here(settings), cases=LostJudge())
+    result = review(request, settings, host=host)
+    assert result.report.verdict == "error" and "the judge's machine went away" in (result.report.error or "")
+    assert [(a.path, a.start_line, a.title) for a in result.annotations] == [("tools/.env", 2, "lint ENV003")]
+    assert git(kernel_repo.path, "worktree", "list").count("\n") == 0  # base's and head's worktrees are gone

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if unknown := [k for k in args.kernels if k not in found]:
         raise InputError(f"no kernel {', '.join(unknown)} (have: {', '.join(sorted(found))})")
     names = args.kernels or sorted(found)
-    from bot.review.flow import missing_runner  # the runner's half: only when something is built
+    from bot.review.host import missing_runner  # the runner's half: only when something is built
 
     if missing := missing_runner():
         raise InputError(f"opgate check builds and runs kernels, which needs {missing}: pip install 'opgate[runner]'")

@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.commands import Commands
 from bot.config.manifest_tables import ARCH
@@ -17,9 +18,13 @@ from bot.models.output import Posted, ReviewKernel, ReviewOutput
 from bot.present import digest
 from bot.review import fanout, orchestrate
 from bot.review.coverage import unclaimed_reason
-from bot.review.orchestrate import ReviewOptions, ReviewResult
+from bot.review.orchestrate import ReviewResult
+from bot.review.request import ReviewRequest
 from bot.text.safe import one_line
 from bot.wording.messages import render
+
+if TYPE_CHECKING:
+    from bot.review.host import Host
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +161,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.post and pr is None:
         raise InputError("--post needs the pull request: give --event or --pr")
     edge = publish.open_edge(settings) if args.post else None  # settings checked before the long review
-    options = ReviewOptions(
+    not_run = one_line(args.no_agent_cases, limit=300) if args.no_agent_cases is not None else ""
+    request = ReviewRequest(
         base=base,
         head=head,
         out=args.out,
@@ -171,10 +177,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         agents=args.agents,
         planned=args.planned,
         arch=args.arch,
-        agent_cases=args.agent_cases,
-        no_agent_cases=one_line(args.no_agent_cases, limit=300) if args.no_agent_cases is not None else None,
+        agent_part=args.agent_cases,
+        agent_cases_not_run=not_run,
     )
-    result = orchestrate.review(options, settings, edge)
+    host = _host(request, settings) if args.merge is None else None  # a merge builds and runs nothing
+    result = orchestrate.review(request, settings, edge, host)
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
@@ -184,6 +191,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if result.report.verdict not in ("pass", "undecided"):
         return 1  # a failing gate (or a kernel waiting for /accept) wins over an outside service's failure
     return 3 if result.service_errors else 0
+
+
+def _host(request: ReviewRequest, settings: Settings) -> Host:
+    """This machine, its sandbox and load, and the case runner that builds and runs on it (the runner's modules are
+    imported only for a review that builds and runs)."""
+    from bot.review.host import here
+
+    return here(settings, agent_only=request.agent_only, require_isolation=request.require_isolation)
 
 
 def _print(result: ReviewResult, as_json: bool) -> None:

@@ -97,7 +97,9 @@ class _Run:
 
     def reviewer(self, sha: str, limit_pct: float | None) -> Reviewer:
         """The review of one step; building it raises for what no step can fix (no runner, no sandbox)."""
-        from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when a step is measured
+        from bot.review.flow import Reviewer  # the runner: only when a step is measured
+        from bot.review.host import here
+        from bot.review.request import ReviewRequest
 
         r = self.req
         request = ReviewRequest(
@@ -113,7 +115,7 @@ class _Run:
             require_isolation=r.require_isolation,
         )
         settings = self.settings.model_copy(update={"measure": bisect.longer(self.settings.measure)})
-        return Reviewer(request, settings, self.ledger)
+        return Reviewer(request, settings, self.ledger, here(settings, require_isolation=r.require_isolation))
 
     def step(self, sha: str, subject: str, position: int, split: float | None) -> BisectStep:
         """Review one commit against the good build (judged against `split` when given, else the case's own limit)

@@ -1,6 +1,6 @@
-"""The review's annotations: head's sources read from git for the locators of bot/present/annotations.py, `opgate
-lint` on the changed files it knows, and annotations.json beside report.json (a part's annotations travel to the
-publish job as data, like its report)."""
+"""The review's annotations: head's sources read from the review's own checkout for the locators of
+bot/present/annotations.py, `opgate lint` on the changed files it knows, and annotations.json beside report.json (a
+part's annotations travel to the publish job as data, like its report)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
-from bot.config.manifest import ROOT, find_manifests, load_kernel, repo_file
+from bot.config.manifest import ROOT, Kernel, repo_file
 from bot.config.repo import RepoConfig
-from bot.edges import gitio
 from bot.errors import OpgateError
 from bot.lint import KeyBook, detect_kind, lint_paths
 from bot.models.diff import FileChange
 from bot.models.github import Annotation
 from bot.models.report import KernelReport, Report
 from bot.present.annotations import SOURCE_SUFFIXES, EntryPlace, KernelSources, LintPlace, Sources, for_review
-from bot.review.changes import parse_diff
+from bot.review.checkout import Checkout
 from bot.text.redact import redact
 
 log = logging.getLogger(__name__)
@@ -41,11 +40,7 @@ def _wanted(kernel: KernelReport) -> bool:
     )
 
 
-def _kernel_sources(tree: Path, folder: str, config: RepoConfig) -> tuple[KernelSources, dict[str, str]] | None:
-    try:
-        kernel = load_kernel(tree / folder, config=config, path=folder)
-    except OpgateError:
-        return None
+def _kernel_sources(tree: Path, folder: str, kernel: Kernel) -> tuple[KernelSources, dict[str, str]]:
     builds = {
         device: EntryPlace(entry=spec.entry, sources=[repo_file(folder, s) for s in spec.sources])
         for device, spec in kernel.manifest.build.items()
@@ -86,26 +81,25 @@ def _lint(tree: Path, changes: list[FileChange], config: RepoConfig) -> list[Lin
     return places
 
 
-def gather(repo: Path, base: str, head: str, report: Report, config: RepoConfig) -> list[Annotation]:
-    """The annotations of a finished review: the diff of `base..head` and, for the kernels that have something to
-    place, their files in a worktree of head. Never fails the review: a git error logs and gives none."""
+def gather(report: Report, changes: list[FileChange], head: Checkout, config: RepoConfig) -> list[Annotation]:
+    """The annotations of a finished review, from what the review read: its diff (`changes`) and its checkout of head
+    (`head`, the kernels its manifests define), for the kernels that have something to place and the changed files
+    lint knows. No git call, no second checkout. Never fails the review: an error logs and gives none."""
     try:
-        changes = parse_diff(gitio.diff(repo, base, head))
         kernels: dict[str, KernelSources] = {}
         texts: dict[str, str] = {}
         lint: list[LintPlace] = []
         wanted = [k.name for k in report.kernels if _wanted(k)]
         if wanted or any(detect_kind(c.path) in LINTED for c in changes if not c.binary):
-            with gitio.worktree(repo, head) as tree:
-                folders = find_manifests(tree, config.manifests)
-                for name in wanted:
-                    if name in folders and (found := _kernel_sources(tree, folders[name], config)) is not None:
-                        kernels[name], read = found
-                        texts.update(read)
-                lint = _lint(tree, changes, config)
-                for place in lint:
-                    if place.path not in texts and (tree / place.path).is_file():
-                        texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
+            tree = head.tree
+            for name in wanted:
+                if name in head.folders and (kernel := head.kernels.get(name)) is not None:
+                    kernels[name], read = _kernel_sources(tree, head.folders[name], kernel)
+                    texts.update(read)
+            lint = _lint(tree, changes, config)
+            for place in lint:
+                if place.path not in texts and (tree / place.path).is_file():
+                    texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
         return for_review(report, changes, Sources(texts=texts, kernels=kernels), lint)
     except OpgateError as exc:
         log.warning("no annotations: %s", exc)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
 import requests
 
@@ -20,7 +17,6 @@ from bot.agent.run import AgentFailed, ask
 from bot.config.manifest import MANIFEST_NAME, Kernel, in_folder
 from bot.config.settings import Settings
 from bot.edges import gitio
-from bot.edges.machine import detect
 from bot.errors import InputError
 from bot.ledger import Ledger
 from bot.models.diff import FileChange
@@ -39,7 +35,7 @@ from bot.models.report import (
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied
-from bot.review.cases import KernelCases, agent_rules, probe_once, to_build
+from bot.review.cases import agent_rules, probe_once, to_build
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import (
     Checkout,
@@ -53,13 +49,13 @@ from bot.review.checkout import (
 )
 from bot.review.ci_summary import diff_stat
 from bot.review.coverage import coverage, not_judged_findings, not_read_findings, unclaimed_reason
+from bot.review.host import CaseRunner, Host
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.review.notes import place_notes
+from bot.review.request import ReviewRequest
 from bot.review.resource_check import flag_findings, resource_checks, resource_reads, without_unchanged
 from bot.untrusted.build import compiled_files
-from bot.untrusted.runner.health import snapshot
 from bot.untrusted.runner.spawn import new_secret
-from bot.untrusted.sandbox import Sandbox
 from bot.verdict import agent_cases
 from bot.verdict.change import candidate_not_tried
 from bot.verdict.findings import BASE, HEAD
@@ -72,52 +68,26 @@ from bot.verdict.static import tunable_findings
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ReviewRequest:
-    repo: Path
-    base: str
-    head: str
-    out: Path
-    offline: bool = False
-    pr: int | None = None
-    only_kernel: str | None = None
-    # opgate history bisect: one case, against a given latency limit, without the compile-only resource check
-    only_case: str | None = None
-    latency_limit_pct: float | None = None
-    resource_check: bool = True
-    try_candidates: bool = False
-    require_isolation: bool = False
-    agent_only: bool = False  # ask the agent and stop: nothing is built or run (CI's agent job)
-    held_out: frozenset[str] = frozenset()  # cases not run (the tuning search leaves its held-out shapes out)
-    arch: str | None = None  # --arch: run only this architecture's cases (one GPU job of the fan-out)
-    # a test matrix proposed outside the review (opgate tune's agent, with its name), run when no agent is asked
-    agent_cases: tuple[ProposedCase, ...] = ()
-    agent_name: str = ""
-    # why no matrix came from outside (CI: the kernel's agent job left no part): the comment says it
-    agent_cases_not_run: str = ""
-
-
 class Reviewer:
     """Holds what one review needs; `run` walks every kernel through the gates and returns the report."""
 
     def __init__(
-        self, request: ReviewRequest, settings: Settings, ledger: Ledger, session: requests.Session | None = None
+        self,
+        request: ReviewRequest,
+        settings: Settings,
+        ledger: Ledger,
+        host: Host,
+        session: requests.Session | None = None,
     ) -> None:
         self.request = request
         self.settings = settings
         self.ledger = ledger
         self.session = session
-        self.env: Machine = detect()
-        if not request.agent_only and (missing := missing_runner()):
-            raise InputError(
-                f"opgate review builds and runs kernels, which needs {missing}: pip install 'opgate[runner]' "
-                "(or use --plan, --agent-only or --merge, which do not)"
-            )
-        self.sandbox = Sandbox.detect()
-        if (request.require_isolation or settings.require_isolation) and not self.sandbox.isolated:
-            raise InputError(f"--require-isolation: {self.sandbox.isolation.reason}")
+        self.env: Machine = host.machine
+        self.sandbox = host.sandbox
+        self.health = host.health
+        self.cases = host.cases  # one kernel's builds and cases (KernelCases; a test's recorded runner)
         self.secret = new_secret()
-        self.health = snapshot()
         self.policy = Policy(inconclusive=settings.inconclusive_policy)
         self.phases = Phases()  # wall time per phase (benchmarks/overhead.py prints them)
         self.steps = Steps()
@@ -128,21 +98,27 @@ class Reviewer:
         self.unseen: list[str] = []
         self.service_errors: list[str] = []
         self.coverage: Coverage | None = None
+        self.changes: list[FileChange] = []  # base...head, as the review read it
+        self.head: Checkout | None = None  # head's checkout while it lasts (`run`'s `keep`): the annotations read it
         self.origins: dict[str, Origin] = {}  # head kernel new by name -> the base kernel it was renamed or copied from
 
-    def run(self) -> Report:
+    def run(self, keep: contextlib.ExitStack | None = None) -> Report:
+        """Every kernel through its gates, into the report. Base's and head's worktrees are removed before it returns,
+        or with `keep` when that closes, the review stopped or not (the annotations read head's: `self.head`)."""
         req = self.request
         with self.phases.timed("git"):
             repo = self.repo = gitio.toplevel(req.repo)
             base_sha, head_sha = gitio.resolve(repo, req.base), gitio.resolve(repo, req.head)
             self.base_sha, self.head_sha = base_sha, head_sha
-            changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
+            changes = self.changes = parse_diff(gitio.diff(repo, base_sha, head_sha))
         kernels: list[KernelReport] = []
         with contextlib.ExitStack() as stack:
             stack.enter_context(self.steps)
             config = self.settings.repo_config
             with self.phases.timed("checkout"):
-                base, head = stack.enter_context(checkouts(repo, base_sha, head_sha, config))
+                base, head = (keep or stack).enter_context(checkouts(repo, base_sha, head_sha, config))
+            if keep is not None:
+                self.head = head
             names = sorted(set(base.folders) | set(head.folders))
             if not names:
                 raise no_manifest(config)
@@ -160,7 +136,7 @@ class Reviewer:
             for name in names:
                 kernels.append(self.review_kernel(name, base, head, changes))
             with self.phases.timed("checkout"):
-                stack.close()  # remove the worktrees
+                stack.close()  # remove the worktrees (with `keep`: when it closes)
         return Report(
             base_sha=base_sha,
             head_sha=head_sha,
@@ -283,7 +259,7 @@ class Reviewer:
         head_k: Kernel,
         base_k: Kernel | None,
         touched: list[FileChange] | None = None,
-    ) -> KernelCases | None:
+    ) -> CaseRunner | None:
         """Static checks, resource check, builds and cases of one changed kernel into `evidence` (`touched`: its
         changed files); the kernel's builds and cases, or None when nothing was built. Static findings stop it
         before anything is built: refused flags never reach a compiler."""
@@ -304,7 +280,7 @@ class Reviewer:
             arches = rules.manifest.constraints.architectures  # base's: a PR cannot drop the architecture it breaks
             changed = [p for c in touched or [] for p in c.paths]
             pending = pool.submit(self._resources, name, head_k, base_k, arches, changed)
-        runner = KernelCases(
+        runner = self.cases(
             self.settings,
             self.env,
             self.ledger,
@@ -460,9 +436,3 @@ def only_case(rules: Kernel, name: str, latency_limit_pct: float | None = None) 
     if latency_limit_pct is not None:
         update["constraints"] = rules.manifest.constraints.model_copy(update={"max_regression_pct": latency_limit_pct})
     return rules.model_copy(update={"manifest": rules.manifest.model_copy(update=update)})
-
-
-def missing_runner() -> str | None:
-    """What the runner extra provides and this environment lacks (torch, ninja), or None."""
-    missing = [m for m in ("torch", "ninja") if importlib.util.find_spec(m) is None]
-    return " and ".join(missing) or None

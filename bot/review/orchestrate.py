@@ -3,9 +3,10 @@ comment once, record it in the ledger and, with --post, publish it on the pull r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from bot.models.report import Report, aggregate_agents
 from bot.present.annotations import ordered
 from bot.present.render import render_comment
 from bot.review import annotate, ci_summary, fanout
+from bot.review.request import ReviewRequest
 from bot.spend import pull_request
 from bot.text.redact import redact
 from bot.text.safe import one_line
@@ -31,30 +33,9 @@ from bot.verdict.folds import review_verdict
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
+    from bot.review.host import Host
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ReviewOptions:
-    """What to review and what to do with the result (the flags of `opgate review`)."""
-
-    base: str
-    head: str
-    out: Path
-    repo: Path = Path(".")
-    pr: int | None = None
-    offline: bool = False
-    only_kernel: str | None = None
-    try_candidates: bool = False
-    require_isolation: bool = False
-    agent_only: bool = False
-    merge: list[Path] | None = None  # the parts' folders: merge them instead of reviewing
-    agents: list[Path] = field(default_factory=list)
-    planned: Path | None = None
-    arch: str | None = None  # run only this architecture's cases (one GPU job of the fan-out)
-    agent_cases: Path | None = None  # an agent part: run its test matrix (CI's review job, after the agent job's)
-    no_agent_cases: str | None = None  # why this review runs no agent cases (its agent job left no part)
 
 
 @dataclass
@@ -71,20 +52,27 @@ class ReviewResult:
     annotations: list[Annotation] = field(default_factory=list)  # annotations.json: the check run's
 
 
-def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None = None) -> ReviewResult:
-    """Review or merge, then write report.json and comment.md (rendered once, with the pull request's history
-    when there is one), and with `edge` post the comment and the status."""
+def review(
+    request: ReviewRequest, settings: Settings, edge: GitHubEdge | None = None, host: Host | None = None
+) -> ReviewResult:
+    """Review (on `host`: the machine, sandbox and case runner the command detected) or merge, then write report.json
+    and comment.md (rendered once, with the pull request's history when there is one), and with `edge` post the
+    comment and the status."""
     ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     try:
-        result = _merge(options, settings, ledger) if options.merge is not None else _review(options, settings, ledger)
+        if request.merge is not None:
+            result = _merge(request, settings, ledger)
+        else:
+            assert host is not None, "a review that builds and runs is given its host"
+            result = _review(request, settings, ledger, host)
     finally:
         ledger.close()
     publish.write_step_summary(settings.step_summary, result.comment)
-    if edge is not None and options.pr is not None:
+    if edge is not None and request.pr is not None:
         try:
             with edge:
                 result.posted = publish.post(
-                    edge, options.pr, result.report, result.comment, result.acceptances, result.annotations
+                    edge, request.pr, result.report, result.comment, result.acceptances, result.annotations
                 )
         except ServiceError as exc:
             result.post_error = str(exc)
@@ -92,78 +80,61 @@ def review(options: ReviewOptions, settings: Settings, edge: GitHubEdge | None =
     return result
 
 
-def _review(options: ReviewOptions, settings: Settings, ledger: Ledger) -> ReviewResult:
-    from bot.review.flow import Reviewer, ReviewRequest  # the runner: only when something is reviewed
+def _review(request: ReviewRequest, settings: Settings, ledger: Ledger, host: Host) -> ReviewResult:
+    from bot.review.flow import Reviewer  # the runner: only when something is reviewed
 
-    matrix = agent_matrix(options)
-    request = ReviewRequest(
-        repo=options.repo,
-        base=options.base,
-        head=options.head,
-        out=options.out,
-        offline=options.offline,
-        pr=options.pr,
-        only_kernel=options.only_kernel,
-        try_candidates=options.try_candidates,
-        require_isolation=options.require_isolation,
-        agent_only=options.agent_only,
-        arch=options.arch,
-        agent_cases=tuple(matrix.cases),
-        agent_name=matrix.proposer,
-        agent_cases_not_run=matrix.not_run,
-    )
-    reviewer = Reviewer(request, settings, ledger)
+    reviewer = Reviewer(with_agent_matrix(request), settings, ledger, host)
     failure: Exception | None = None
-    try:
-        report = reviewer.run()
-    except Exception as exc:  # whatever stopped it, the review leaves a report (and, with --post, a status)
-        failure = exc
-        report = failed_report(reviewer, exc)
-    record = options.only_kernel is None and not options.agent_only  # parts are recorded (and summarised) when merged
-    if record:
-        report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
-    written = write(report, options.out, reviewer.unseen, ledger, settings, record=record, pr=options.pr)
-    written.service_errors, written.failure = list(reviewer.service_errors), failure
-    if not options.agent_only and reviewer.base_sha and reviewer.head_sha:
-        written.annotations = annotate.gather(
-            reviewer.repo, reviewer.base_sha, reviewer.head_sha, report, settings.repo_config
-        )
-    annotate.write(options.out, written.annotations)
+    with contextlib.ExitStack() as checkouts:  # base's and head's worktrees, until the annotations have read head's
+        try:
+            report = reviewer.run(keep=checkouts)
+        except Exception as exc:  # whatever stopped it, the review leaves a report (and, with --post, a status)
+            failure = exc
+            report = failed_report(reviewer, exc)
+        # parts are recorded (and summarised) when merged
+        record = request.only_kernel is None and not request.agent_only
+        if record:
+            report = ci_summary.attach(report, settings, ledger, offline=request.offline, out=request.out)
+        written = write(report, request.out, reviewer.unseen, ledger, settings, record=record, pr=request.pr)
+        written.service_errors, written.failure = list(reviewer.service_errors), failure
+        if not request.agent_only and reviewer.head is not None:
+            written.annotations = annotate.gather(report, reviewer.changes, reviewer.head, settings.repo_config)
+    annotate.write(request.out, written.annotations)
     return written
 
 
-def agent_matrix(options: ReviewOptions) -> fanout.AgentMatrix:
-    """The test matrix this review runs besides what it asks itself: the agent part's (`--agent-cases`, read before
-    anything is built: a bad part is bad input), none with the reason given (`--no-agent-cases`), or none."""
-    if options.no_agent_cases is not None:
-        return fanout.AgentMatrix(not_run=options.no_agent_cases)
-    if options.agent_cases is None:
-        return fanout.AgentMatrix()
-    if options.only_kernel is None or not options.offline:
+def with_agent_matrix(request: ReviewRequest) -> ReviewRequest:
+    """`request` with the test matrix of its agent part (`--agent-cases`, read before anything is built: a bad part
+    is bad input); unchanged without one (none, or none with the reason `--no-agent-cases` gave)."""
+    if request.agent_part is None:
+        return request
+    if request.only_kernel is None or not request.offline:
         raise InputError(
             "--agent-cases runs one agent part's test matrix in an --offline review of its kernel: give --offline "
             "and --kernel K"
         )
-    top = gitio.toplevel(options.repo)
-    base_sha, head_sha = gitio.resolve(top, options.base), gitio.resolve(top, options.head)
-    return fanout.read_agent_cases(options.agent_cases, options.only_kernel, base_sha, head_sha)
+    top = gitio.toplevel(request.repo)
+    base_sha, head_sha = gitio.resolve(top, request.base), gitio.resolve(top, request.head)
+    matrix = fanout.read_agent_cases(request.agent_part, request.only_kernel, base_sha, head_sha)
+    cases, proposer, not_run = tuple(matrix.cases), matrix.proposer, matrix.not_run
+    return replace(request, agent_cases=cases, agent_name=proposer, agent_cases_not_run=not_run)
 
 
-def _merge(options: ReviewOptions, settings: Settings, ledger: Ledger) -> ReviewResult:
+def _merge(request: ReviewRequest, settings: Settings, ledger: Ledger) -> ReviewResult:
     """Merge the parts, ask for the CI summary (the only request of this job), write report.json into --out and
     record the merged review in the ledger."""
-    assert options.merge is not None
-    missing = [str(f) for f in [*options.merge, *options.agents] if not f.is_dir()]
+    assert request.merge is not None
+    missing = [str(f) for f in [*request.merge, *request.agents] if not f.is_dir()]
     if missing:
         raise InputError(f"--merge: no such folder: {', '.join(missing)}")
-    parts = [fanout.read_part(folder) for folder in options.merge]
-    agents = [fanout.read_part(folder, prefix=fanout.AGENT_PREFIX) for folder in options.agents]
-    planned = fanout.read_plan(options.planned) if options.planned is not None else None
-    report, unseen = fanout.merge(parts, options.base, options.head, options.pr, agents=agents, planned=planned)
-    report = ci_summary.attach(report, settings, ledger, offline=options.offline, out=options.out)
-    written = write(report, options.out, unseen, ledger, settings, record=True, pr=options.pr)
+    parts = [fanout.read_part(folder) for folder in request.merge]
+    agents = [fanout.read_part(folder, prefix=fanout.AGENT_PREFIX) for folder in request.agents]
+    planned = fanout.read_plan(request.planned) if request.planned is not None else None
+    report, unseen = fanout.merge(parts, request.base, request.head, request.pr, agents=agents, planned=planned)
+    report = ci_summary.attach(report, settings, ledger, offline=request.offline, out=request.out)
+    written = write(report, request.out, unseen, ledger, settings, record=True, pr=request.pr)
     written.annotations = ordered(a for part in parts for a in annotate.read(part.folder))
-    annotate.write(options.out, written.annotations)
+    annotate.write(request.out, written.annotations)
     log.info("merged %d part(s) into %s", len(parts), written.report_path)
     return written
 

@@ -11,8 +11,10 @@ from bot.config.settings import Settings
 from bot.ledger import Ledger
 from bot.models.report import KernelReport, ProposedCase
 from bot.review.candidates import applied
-from bot.review.flow import Reviewer, ReviewRequest
+from bot.review.flow import Reviewer
+from bot.review.host import here
 from bot.review.orchestrate import write
+from bot.review.request import ReviewRequest
 from bot.tune.model import CaseResult, Source, Trial
 from bot.verdict.throughput import IMPLAUSIBLE
 
@@ -117,7 +119,7 @@ def review_candidate(
             repo=repo, base=base_sha, head=cand.sha, out=out, offline=True, only_kernel=kernel, held_out=held_out,
             agent_cases=tuple(agent_cases), agent_name=agent_name,
         )  # fmt: skip
-        reviewer = Reviewer(request, settings, ledger)
+        reviewer = Reviewer(request, settings, ledger, here(settings))
         report = reviewer.run()
         write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)
     found = next((k for k in report.kernels if k.name == kernel), None)

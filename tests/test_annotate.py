@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bot.commands.review import changed_lint
 from bot.config.key_lines import key_lines
 from bot.config.manifest_tables import Constraints
 from bot.config.repo import load_config
@@ -79,7 +80,7 @@ def test_every_annotation_lands_on_a_file_of_the_diff_on_a_line_it_has(kernel_re
     config = load_config(kernel_repo.path)
     changes = parse_diff(gitio.diff(kernel_repo.path, kernel_repo.base, head))
     with checkouts(kernel_repo.path, kernel_repo.base, head, config) as (_, head_side):  # as the review has them
-        found = annotate.gather(report, changes, head_side, config)
+        found = annotate.gather(report, changes, head_side, changed_lint(config))  # the lint the command passes
     assert {(a.path, a.annotation_level) for a in found} == {
         (CU, "failure"),  # the spill, at gemm_bf16_kernel's definition
         ("kernels/deepgemm_tile/binding_cpu.cpp", "failure"),  # square_512 failed: the CPU entry's definition

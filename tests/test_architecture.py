@@ -35,8 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "spend": FOUNDATION | {"ledger"},
     "agent": FOUNDATION | {"ledger", "spend"},
     "edges": FOUNDATION | {"wording", "verdict", "present", "ledger", "spend"},
-    # review -> lint: annotate.py's lint of the changed files, the one core import of a side feature (SIDE_PENDING)
-    "review": FOUNDATION | {"wording", "verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "lint"},
+    "review": FOUNDATION | {"wording", "verdict", "present", "untrusted", "ledger", "spend", "agent", "edges"},
     # The side features: each one folder, importing the core, imported by nothing but the commands (SIDE).
     "mainline": FOUNDATION | {"wording", "verdict", "present", "ledger", "spend", "edges", "review"},
     "tune": FOUNDATION | {"wording", "verdict", "present", "untrusted", "ledger", "spend", "agent", "edges", "review"},
@@ -87,9 +86,6 @@ def test_every_room_imports_only_the_rooms_below_it():
 
 # The side features (ARCHITECTURE.md, "Side features"): key governance, tuning, main's history with its dashboard.
 SIDE = {"lint", "tune", "mainline"}
-# The core's imports of a side feature not yet turned around, each (module, the side module it imports). The review's
-# annotations lint the changed files; the lint is to be handed in by the command instead.
-SIDE_PENDING = {("bot/review/annotate.py", "bot.lint")}
 
 
 def _side_imports() -> set[tuple[str, str]]:
@@ -108,8 +104,8 @@ def _side_imports() -> set[tuple[str, str]]:
 def test_a_side_feature_is_imported_by_nothing_but_the_commands():
     """The core (plan, agent, measure, gate, comment) and the other side features never import a side feature: a
     side feature imports the core and is reached from `bot/commands/` (and the tests) alone."""
-    assert _side_imports() == SIDE_PENDING
-    assert {room for room, allowed in ALLOWED.items() if allowed & SIDE} - SIDE == {"commands", "review"}
+    assert _side_imports() == set()  # the review's annotations get the changed files' lint from the command
+    assert {room for room, allowed in ALLOWED.items() if allowed & SIDE} - SIDE == {"commands"}
 
 
 def test_no_side_feature_is_imported_by_another():

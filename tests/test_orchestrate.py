@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.commands.review import changed_lint
 from bot.config.settings import Settings, load_settings
 from bot.errors import InputError
 from bot.ledger import open_ledger
@@ -109,7 +110,7 @@ def test_a_review_that_stops_mid_kernel_still_annotates_from_its_head_checkout_a
     request = ReviewRequest(base=kernel_repo.base, head=head, out=tmp_path / "out", repo=kernel_repo.path,
                             offline=True, resource_check=False)  # fmt: skip
     host = dataclasses.replace(here(settings), cases=LostJudge())
-    result = review(request, settings, host=host)
+    result = review(request, settings, host=host, lint=changed_lint(settings.repo_config))
     assert result.report.verdict == "error" and "the judge's machine went away" in (result.report.error or "")
     assert [(a.path, a.start_line, a.title) for a in result.annotations] == [("tools/.env", 2, "lint ENV003")]
     assert git(kernel_repo.path, "worktree", "list").count("\n") == 0  # base's and head's worktrees are gone

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.commands import Commands
 from bot.config.manifest_tables import ARCH
+from bot.config.repo import RepoConfig
 from bot.config.settings import Settings
 from bot.edges import gitio, publish
 from bot.edges.events import PullRequestEvent, load_pull_request_event
 from bot.errors import GitError, InputError, OpgateError
+from bot.lint import KeyBook, detect_kind, lint_paths
+from bot.models.diff import FileChange
 from bot.models.output import Posted, ReviewKernel, ReviewOutput
 from bot.present import digest
-from bot.review import fanout, orchestrate
+from bot.present.annotations import LintPlace
+from bot.review import annotate, fanout, orchestrate
 from bot.review.coverage import unclaimed_reason
 from bot.review.orchestrate import ReviewResult
 from bot.review.request import ReviewRequest
@@ -181,7 +186,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         agent_cases_not_run=not_run,
     )
     host = _host(request, settings) if args.merge is None else None  # a merge builds and runs nothing
-    result = orchestrate.review(request, settings, edge, host)
+    result = orchestrate.review(request, settings, edge, host, changed_lint(settings.repo_config))
     _print(result, args.json)
     if isinstance(result.failure, OpgateError):
         raise result.failure  # one line and its exit code (2 bad input, 3 an outside service), after the report
@@ -241,3 +246,31 @@ def _print(result: ReviewResult, as_json: bool) -> None:
             print(f"  check:   {publish.CHECK_RUN_NAME}: {posted.check.annotations} annotation(s) {posted.check.url}")
         elif posted.check_error is not None:
             print(f"opgate: the {publish.CHECK_RUN_NAME} check run was not created: {one_line(posted.check_error)}")
+
+
+LINTED = ("manifest", "task", "env", "config")  # the kinds of changed file the review's annotations lint (bot/lint)
+
+
+def changed_lint(config: RepoConfig) -> annotate.ChangedLint:
+    """`opgate lint` on the changed files of a kind it knows (kernel.toml, task files, .env, opgate's configuration),
+    as head has them: its findings with a line, for the review's annotations (passed in: the core never imports a
+    side feature)."""
+    book = KeyBook.of(config)
+
+    def lint(tree: Path, changes: list[FileChange]) -> list[LintPlace]:
+        paths = [
+            tree / c.path
+            for c in changes
+            if not c.binary
+            and detect_kind(c.path) in LINTED
+            and (tree / c.path).is_file()
+            and not (tree / c.path).is_symlink()
+        ]
+        places = []
+        for f in lint_paths(paths, book) if paths else []:
+            rel = Path(os.path.relpath(f.path, tree)).as_posix()
+            if f.line is not None and not rel.startswith("../"):
+                places.append(LintPlace(path=rel, line=f.line, rule=f.rule, message=f.message, severity=f.severity))
+        return places
+
+    return lint

@@ -1,19 +1,18 @@
 """The review's annotations: head's sources read from the review's own checkout for the locators of
-bot/present/annotations.py, `opgate lint` on the changed files it knows, and annotations.json beside report.json (a
-part's annotations travel to the publish job as data, like its report)."""
+bot/present/annotations.py, the lint of the changed files the command passes in (`opgate lint`'s, from
+bot/commands/review.py: the core never imports a side feature), and annotations.json beside report.json (a part's
+annotations travel to the publish job as data, like its report)."""
 
 from __future__ import annotations
 
 import logging
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
 from bot.config.manifest import ROOT, Kernel, repo_file
-from bot.config.repo import RepoConfig
 from bot.errors import OpgateError
-from bot.lint import KeyBook, detect_kind, lint_paths
 from bot.models.diff import FileChange
 from bot.models.github import Annotation
 from bot.models.report import KernelReport, Report
@@ -27,8 +26,8 @@ ANNOTATIONS_FILE = "annotations.json"
 MAX_FILES = 400  # a kernel's C/C++/CUDA files read for the locators, at most
 MAX_FILE_BYTES = 1024 * 1024
 MAX_ANNOTATIONS_BYTES = 4 * 1024 * 1024  # a part's annotations.json, at most (it comes from a job that ran PR code)
-LINTED = ("manifest", "task", "env", "config")  # the kinds of changed file the review lints (bot/lint)
 _LIST = TypeAdapter(list[Annotation])
+ChangedLint = Callable[[Path, list[FileChange]], list[LintPlace]]  # head's tree, the diff -> findings with a line
 
 
 def _wanted(kernel: KernelReport) -> bool:
@@ -60,47 +59,25 @@ def _kernel_sources(tree: Path, folder: str, kernel: Kernel) -> tuple[KernelSour
     return KernelSources(files=sorted(texts), builds=builds), texts
 
 
-def _lint(tree: Path, changes: list[FileChange], config: RepoConfig) -> list[LintPlace]:
-    """`opgate lint`'s findings with a line in the changed files of a kind it knows (kernel.toml, task files, .env,
-    opgate's configuration), as head has them."""
-    paths = [
-        tree / c.path
-        for c in changes
-        if not c.binary
-        and detect_kind(c.path) in LINTED
-        and (tree / c.path).is_file()
-        and not (tree / c.path).is_symlink()
-    ]
-    if not paths:
-        return []
-    places = []
-    for f in lint_paths(paths, KeyBook.of(config)):
-        rel = Path(os.path.relpath(f.path, tree)).as_posix()
-        if f.line is not None and not rel.startswith("../"):
-            places.append(LintPlace(path=rel, line=f.line, rule=f.rule, message=f.message, severity=f.severity))
-    return places
-
-
-def gather(report: Report, changes: list[FileChange], head: Checkout, config: RepoConfig) -> list[Annotation]:
+def gather(
+    report: Report, changes: list[FileChange], head: Checkout, lint: ChangedLint | None = None
+) -> list[Annotation]:
     """The annotations of a finished review, from what the review read: its diff (`changes`) and its checkout of head
-    (`head`, the kernels its manifests define), for the kernels that have something to place and the changed files
-    lint knows. No git call, no second checkout. Never fails the review: an error logs and gives none."""
+    (`head`, the kernels its manifests define), for the kernels that have something to place, and `lint`'s findings
+    in the changed files. No git call, no second checkout. Never fails the review: an error logs and gives none."""
     try:
         kernels: dict[str, KernelSources] = {}
         texts: dict[str, str] = {}
-        lint: list[LintPlace] = []
-        wanted = [k.name for k in report.kernels if _wanted(k)]
-        if wanted or any(detect_kind(c.path) in LINTED for c in changes if not c.binary):
-            tree = head.tree
-            for name in wanted:
-                if name in head.folders and (kernel := head.kernels.get(name)) is not None:
-                    kernels[name], read = _kernel_sources(tree, head.folders[name], kernel)
-                    texts.update(read)
-            lint = _lint(tree, changes, config)
-            for place in lint:
-                if place.path not in texts and (tree / place.path).is_file():
-                    texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
-        return for_review(report, changes, Sources(texts=texts, kernels=kernels), lint)
+        tree = head.tree
+        places = lint(tree, changes) if lint is not None else []
+        for name in (k.name for k in report.kernels if _wanted(k)):
+            if name in head.folders and (kernel := head.kernels.get(name)) is not None:
+                kernels[name], read = _kernel_sources(tree, head.folders[name], kernel)
+                texts.update(read)
+        for place in places:
+            if place.path not in texts and (tree / place.path).is_file():
+                texts[place.path] = (tree / place.path).read_text(encoding="utf-8", errors="replace")
+        return for_review(report, changes, Sources(texts=texts, kernels=kernels), places)
     except OpgateError as exc:
         log.warning("no annotations: %s", exc)
         return []
@@ -127,4 +104,4 @@ def read(folder: Path) -> list[Annotation]:
         return []
 
 
-__all__ = ["ANNOTATIONS_FILE", "gather", "read", "write"]
+__all__ = ["ANNOTATIONS_FILE", "ChangedLint", "gather", "read", "write"]

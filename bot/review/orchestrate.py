@@ -53,18 +53,22 @@ class ReviewResult:
 
 
 def review(
-    request: ReviewRequest, settings: Settings, edge: GitHubEdge | None = None, host: Host | None = None
+    request: ReviewRequest,
+    settings: Settings,
+    edge: GitHubEdge | None = None,
+    host: Host | None = None,
+    lint: annotate.ChangedLint | None = None,
 ) -> ReviewResult:
     """Review (on `host`: the machine, sandbox and case runner the command detected) or merge, then write report.json
     and comment.md (rendered once, with the pull request's history when there is one), and with `edge` post the
-    comment and the status."""
+    comment and the status. `lint`: the changed files' lint the annotations place (the command's `opgate lint`)."""
     ledger = open_ledger(settings.database_url, create=settings.create_ledger)
     try:
         if request.merge is not None:
             result = _merge(request, settings, ledger)
         else:
             assert host is not None, "a review that builds and runs is given its host"
-            result = _review(request, settings, ledger, host)
+            result = _review(request, settings, ledger, host, lint)
     finally:
         ledger.close()
     publish.write_step_summary(settings.step_summary, result.comment)
@@ -80,7 +84,9 @@ def review(
     return result
 
 
-def _review(request: ReviewRequest, settings: Settings, ledger: Ledger, host: Host) -> ReviewResult:
+def _review(
+    request: ReviewRequest, settings: Settings, ledger: Ledger, host: Host, lint: annotate.ChangedLint | None
+) -> ReviewResult:
     from bot.review.flow import Reviewer  # the runner: only when something is reviewed
 
     reviewer = Reviewer(with_agent_matrix(request), settings, ledger, host)
@@ -98,7 +104,7 @@ def _review(request: ReviewRequest, settings: Settings, ledger: Ledger, host: Ho
         written = write(report, request.out, reviewer.unseen, ledger, settings, record=record, pr=request.pr)
         written.service_errors, written.failure = list(reviewer.service_errors), failure
         if not request.agent_only and reviewer.head is not None:
-            written.annotations = annotate.gather(report, reviewer.changes, reviewer.head, settings.repo_config)
+            written.annotations = annotate.gather(report, reviewer.changes, reviewer.head, lint)
     annotate.write(request.out, written.annotations)
     return written
 

@@ -108,6 +108,17 @@ def comment_event(world: World, body: str, login: str, number: int = 42, author:
     return event
 
 
+def dispatch_event(dispatch: dict) -> dict:
+    """The workflow_dispatch event GitHub sends for a dispatch the local GitHub server recorded."""
+    return {
+        "inputs": dispatch["inputs"],
+        "ref": f"refs/heads/{dispatch['ref']}",
+        "repository": {"full_name": REPO, "default_branch": "main"},
+        "sender": {"login": "github-actions[bot]", "type": "Bot"},
+        "workflow": f".github/workflows/{dispatch['workflow']}",
+    }
+
+
 def test_a_pull_request_runs_trust_plan_agents_reviews_and_publish_and_then_accept_under_act(
     world: World,
     gateway: Gateway,
@@ -178,6 +189,29 @@ def test_a_forks_pull_request_runs_nothing_until_a_writer_comments_ok_to_test_un
     assert ok.code == 0 and ok.succeeded() == ["/ok-to-test"], ok.log[-8000:]
     (dispatch,) = world.github.dispatches
     assert dispatch["workflow"] == "opgate.yml" and dispatch["inputs"] == {"pr": "43", "head_sha": head}, dispatch
+    assert dispatch["ref"] == "main"
+    # GitHub then runs the caller on workflow_dispatch with those inputs: trust asks opgate (no `gh`), and the review
+    # runs for exactly that head
+    reviewed = world.act("workflow_dispatch", dispatch_event(dispatch))
+    assert reviewed.code == 0, reviewed.log[-8000:]
+    jobs = ["trust gate", "plan kernels", "agent vec_scale", "review vec_scale", "publish"]
+    assert reviewed.succeeded() == sorted(jobs) and reviewed.failed() == [], reviewed.log[-8000:]
+    assert f"opgate: #43: head {head[:10]} is the one trusted by /ok-to-test" in reviewed.log
+    comments = [c["body"] for c in world.github.comments(REPO, 43) if c["body"].startswith("<!-- opgate:review -->")]
+    assert len(comments) == 1 and head[:7] in comments[0] and "vec_scale" in comments[0], comments
+    statuses = [s for s in world.github.statuses(REPO, head) if s["context"] == "opgate/acceptance"]
+    assert [s["state"] for s in statuses] == ["success"], statuses
+    # the fork pushes again after /ok-to-test: the same dispatch now refuses, and nothing more is written
+    (world.repo / "ops" / "vec_scale" / "NOTES.md").write_text("from a fork, after the review\n")
+    moved = world.commit("A fork's second push")
+    world.push(f"{moved}:refs/pull/43/head")
+    world.github.move_head(REPO, 43, moved)
+    writes = len(world.github.writes())
+    refused = world.act("workflow_dispatch", dispatch_event(dispatch))
+    assert refused.failed() == ["trust gate"] and refused.succeeded() == [], refused.log[-8000:]
+    assert f"#43 moved on to {moved} after {head} was trusted: comment /ok-to-test again" in refused.log
+    assert not any(name in refused.log for name in ("plan kernels", "agent vec_scale", "review vec_scale"))
+    assert len(world.github.writes()) == writes and world.github.statuses(REPO, moved) == []
 
 
 def test_a_push_to_main_records_main_and_the_schedule_posts_the_token_summary_under_act(

@@ -2,10 +2,11 @@
 writes and this checkout's reusable workflows against the local GitHub server, the local gateway and PostgreSQL
 (tests/act_world.py says what act is handed and what stands in for what).
 
-Kept cheap for scripts/test.sh (about 2 min for the three tests on a 2-core machine): the kernels are
-tests/fixtures/check_repo's vec_scale twice with its CPU case only and one architecture; the pull request's head
-changes vec_scale's notes (its head build is base's) and vec_twice's tunables to a value they do not allow (a static
-failure, nothing of it built); each job installs only this checkout's wheel (tests/act_world.py)."""
+Kept cheap for scripts/test.sh (the three tests took 4 min 45 s on a 2-core machine at load 4 to 6): the kernels are
+tests/fixtures/check_repo's vec_scale twice (vec_scale in domain moe for sm_90a, vec_twice in domain attn for sm_100a)
+with its CPU case only and one architecture; the pull request's head changes vec_scale's notes (its head build is
+base's) and vec_twice's tunables to a value they do not allow (a static failure, nothing of it built); the fork's
+head changes vec_twice's notes only; each job installs only this checkout's wheel (tests/act_world.py)."""
 
 from __future__ import annotations
 

@@ -587,9 +587,13 @@ def test_the_review_job_runs_its_kernels_agent_part_and_says_why_when_there_is_n
     assert upload["with"]["name"] == "agent-${{ matrix.kernel }}"  # the artifact the review job asks for
 
 
-def trust_dispatch(ok_to_test: OkToTest, pr: str, head_sha: str) -> tuple[int, dict[str, str], str]:
-    """The trust step of a dispatched review, with the real `opgate` on PATH against the local GitHub server."""
-    text, env = script(*TRUST)
+def trust_dispatch(
+    ok_to_test: OkToTest, pr: str, head_sha: str, text: str | None = None
+) -> tuple[int, dict[str, str], str]:
+    """The trust step of a dispatched review (or `text`), with the real `opgate` on PATH against the local GitHub
+    server."""
+    step, env = script(*TRUST)
+    text = step if text is None else text
     assert {"GITHUB_TOKEN", "INPUT_PR", "INPUT_HEAD_SHA"} <= set(env)
     output = ok_to_test.tmp / "github_output"
     output.write_text("")
@@ -615,6 +619,13 @@ def test_a_dispatch_runs_only_the_head_sha_a_maintainer_trusted_asked_through_op
     code, out, log = trust_dispatch(ok_to_test, "42", HEAD)
     assert code == 0 and out == {"run": "true", "pr": "42", "head_sha": HEAD, "base_sha": BASE}, log
     assert [r.path for r in server.requests if r.method == "GET"][-1].endswith("/repos/octo-org/kernels/pulls/42")
+    code, out, log = trust_dispatch(
+        ok_to_test, "42", HEAD, 'opgate trust --pr "$INPUT_PR" --head-sha "$INPUT_HEAD_SHA" --json'
+    )
+    assert code == 0 and out == {} and json.loads(log.splitlines()[-1]) == {
+        "run": True, "moved_on": False, "reason": f"#42: head {HEAD[:10]} is the one trusted by /ok-to-test",
+        "outputs": {"run": "true", "pr": "42", "head_sha": HEAD, "base_sha": BASE},
+    }  # fmt: skip
 
     server.move_head("octo-org/kernels", 42, "c3" * 20)  # the fork pushed after /ok-to-test
     code, out, log = trust_dispatch(ok_to_test, "42", HEAD)

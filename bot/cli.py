@@ -24,6 +24,7 @@ from bot.commands import (
     ok_to_test,
     review,
     summary,
+    trust,
     tune,
 )
 from bot.config.repo import load_config
@@ -54,6 +55,7 @@ COMMANDS = {
     "ledger": Command(ledger),
     "accept": Command(accept),
     "ok-to-test": Command(ok_to_test),
+    "trust": Command(trust),
     "summary": Command(summary),
     "history": Command(history),
     "dashboard": Command(dashboard),

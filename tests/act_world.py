@@ -4,7 +4,8 @@ A scratch kernel repository whose workflow is exactly what `opgate init` writes;
 server's git store; the caller's `uses: OWNER/opgate/.github/workflows/opgate-*.yml@PIN` resolves to this checkout's
 reusable workflows (`--local-repository`), and the third-party actions (checkout, upload-artifact,
 download-artifact), which cannot be fetched here, to the stand-ins in tests/actions/. Every job runs on the host
-(`-P LABEL=-self-hosted`), one at a time, in one workspace (each checkout cleans it, as actions/checkout does).
+(`-P LABEL=-self-hosted`, every label the workflows and the caller's arch-runners name), one at a time, in one
+workspace (each checkout cleans it, as actions/checkout does).
 
 What act is handed differs from the team's files in one way only: act 0.2.89 refuses the job-level `cache-mode` key
 ("Unknown Property cache-mode"), so the caller act reads is a copy without exactly those lines; `removed` lists them.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -36,7 +38,9 @@ ACT = Path(sys.executable).parent / "act"
 SOURCE = "OWNER/opgate"  # what the caller names (`opgate init --source`)
 PIN = "7" * 40  # the release commit the caller is pinned to (`opgate init --pin`)
 REPO = "octo-org/kernels"
-LABELS = ("ubuntu-24.04", "self-hosted", "linux", "gpu", "opgate-ledger")  # every runs-on label the workflows use
+# every runs-on label the workflows use, and GPU_B: the label the caller's arch-runners gives sm_100's review jobs
+GPU_B = "gpu-sm100"
+LABELS = ("ubuntu-24.04", "self-hosted", "linux", "gpu", "opgate-ledger", GPU_B)
 # The stand-ins, by the action each replaces at the commit the workflows pin (tests/test_workflows.py NODE24_PINS).
 ACTIONS = {
     "actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1": "checkout",
@@ -122,6 +126,24 @@ class ActRun:
     def failed(self) -> list[str]:
         return self._ended("failed")
 
+    def runs_on(self) -> dict[str, list[str]]:
+        """Each job's runs-on as act evaluated it (its debug log, `act -v`): job name (a matrix job's index dropped)
+        to its labels, for the jobs whose runs-on is an expression over the workflow's `*-runner*` inputs."""
+        found: dict[str, list[str]] = {}
+        for m in RUNS_ON.finditer(self.log):
+            name = m["job"].split("/", 2)[-1].strip()
+            name = name.rsplit("-", 1)[0] if name[-1:].isdigit() and "-" in name else name
+            found[name] = re.findall(r"string=([^)]*)\)", m["labels"])
+        return found
+
+
+# act -v: `[caller/called/job] [DEBUG] expression '${{ fromJSON(inputs.gpu-runner) }}' evaluated to '[%!t(string=a) …]'`
+RUNS_ON = re.compile(
+    r"^\[(?P<job>[^\]]+)\] \[DEBUG\] expression '\$\{\{ [^']*inputs\.[a-z-]*runners?\)[^']* \}\}' "
+    r"evaluated to '\[(?P<labels>[^']*)\]'$",
+    re.MULTILINE,
+)
+
 
 @dataclass
 class World:
@@ -187,8 +209,9 @@ class World:
             (bin_dir / name).write_text(RUNNER_PYTHON.format(base=base, seed=self.seed, version=version))
             (bin_dir / name).chmod(0o755)
 
-    def act(self, event_name: str, event: dict, *, timeout: float = 900) -> ActRun:
-        """One act run of the caller for `event_name` with `event` as its payload; every job's log in `log`."""
+    def act(self, event_name: str, event: dict, *, timeout: float = 900, verbose: bool = False) -> ActRun:
+        """One act run of the caller for `event_name` with `event` as its payload; every job's log in `log`
+        (`verbose`: act's debug log too, which names each job's evaluated runs-on: `ActRun.runs_on`)."""
         self.prepare()
         workspace = self.root / "workspace"  # act reads the event's commit from it; each checkout replaces it
         shutil.rmtree(workspace, ignore_errors=True)
@@ -207,6 +230,8 @@ class World:
         ]  # fmt: skip
         for label in LABELS:
             argv += ["-P", f"{label}=-self-hosted"]
+        if verbose:
+            argv.append("--verbose")
         for ref, folder in ACTIONS.items():
             argv += ["--local-repository", f"{ref}={self.root / 'standins' / folder}"]
         env = {
@@ -251,24 +276,34 @@ class World:
         return run
 
 
-def cheapest(manifest: str) -> str:
+@dataclass(frozen=True)
+class Scratch:
+    """One kernel of the scratch repository: vec_scale's sources renamed, in `domain`, built for `arch` only."""
+
+    domain: str = "moe"
+    arch: str = "sm_90a"
+
+
+def cheapest(manifest: str, arch: str = "sm_90a") -> str:
     """vec_scale's manifest with its CPU case only and one architecture (the act group's cost: docs in the test)."""
     manifest = manifest[: manifest.index('[[cases]]\nname = "cuda_1m"')].rstrip() + "\n"
-    return manifest.replace('architectures = ["sm_90a", "sm_100a"]', 'architectures = ["sm_90a"]')
+    return manifest.replace('architectures = ["sm_90a", "sm_100a"]', f'architectures = ["{arch}"]')
 
 
-def scratch_repository(root: Path, names: list[str]) -> Path:
-    """A kernel repository a team adopts opgate in: tests/fixtures/check_repo's vec_scale sources once per name in
-    `names` (renamed) under ops/, `opgate init` run in it (its opgate.toml, agent_task.json files and workflow), then
-    each kernel's contract filled in as the team would: the fixture's kernel.toml (its CPU case, one architecture)
-    and reference.py over init's drafts. Committed on main."""
+def scratch_repository(root: Path, kernels: dict[str, Scratch], arch_runners: tuple[str, ...] = ()) -> Path:
+    """A kernel repository a team adopts opgate in: tests/fixtures/check_repo's vec_scale sources once per kernel in
+    `kernels` (renamed) under ops/, `opgate init` run in it (its opgate.toml, agent_task.json files and workflow,
+    `--arch-runner` for each of `arch_runners`), then each kernel's contract filled in as the team would: the
+    fixture's kernel.toml (its CPU case, its one architecture, its domain) and reference.py over init's drafts; a
+    domain other than init's moe declared in opgate.toml with its own key variable, which its kernels' task files
+    name. Committed on main."""
     from tests.conftest import CHECK_REPO
 
     repo = root / "kernels"
     repo.mkdir(parents=True)
     shutil.copy(CHECK_REPO / "README.md", repo / "README.md")
     contracts = ("kernel.toml", "reference.py")
-    for name in names:
+    for name in kernels:
         dest = repo / "ops" / name
         dest.mkdir(parents=True)
         for path in (CHECK_REPO / "ops" / "vec_scale").iterdir():
@@ -277,13 +312,25 @@ def scratch_repository(root: Path, names: list[str]) -> Path:
     for args in (["init", "-q", "-b", "main"], ["config", "user.email", "test@opgate.local"],
                  ["config", "user.name", "opgate tests"]):  # fmt: skip
         subprocess.run(["git", *args], cwd=repo, check=True)
+    runners = [arg for value in arch_runners for arg in ("--arch-runner", value)]
     init = subprocess.run(
-        [sys.executable, "-m", "bot", "init", "--kernels", "ops", "--domain", "moe", "--source", SOURCE, "--pin", PIN],
+        [sys.executable, "-m", "bot", "init", "--kernels", "ops", "--domain", "moe", "--source", SOURCE, "--pin", PIN,
+         *runners],
         cwd=repo, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert init.returncode == 0, init.stdout + init.stderr
-    for name in names:
+    config = repo / "opgate.toml"
+    for domain in sorted({k.domain for k in kernels.values()} - {"moe"}):
+        key = f"TAOTOKEN_API_KEY_{domain.upper()}_AGENT"
+        declared = f'\n[domains.{domain}]\nkey = "{key}"\nweekly_budget = 200000\nrequest_budget = 8000\n'
+        config.write_text(config.read_text() + declared)
+    for name, kernel in kernels.items():
         for contract in contracts:
             text = (CHECK_REPO / "ops" / "vec_scale" / contract).read_text().replace("vec_scale", name)
-            (repo / "ops" / name / contract).write_text(cheapest(text) if contract == "kernel.toml" else text)
+            if contract == "kernel.toml":
+                text = cheapest(text, kernel.arch).replace('domain = "moe"', f'domain = "{kernel.domain}"', 1)
+            (repo / "ops" / name / contract).write_text(text)
+        task = repo / "ops" / name / "agent_task.json"
+        key = f"TAOTOKEN_API_KEY_{kernel.domain.upper()}_AGENT"
+        task.write_text(task.read_text().replace("TAOTOKEN_API_KEY_MOE_AGENT", key))
     return repo

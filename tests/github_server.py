@@ -500,6 +500,11 @@ class FakeGitHub:
                 )
             ]
 
+    def move_head(self, full_name: str, number: int, head_sha: str) -> None:
+        """A push to the pull request's branch: its head is `head_sha` from now on (what `synchronize` reports)."""
+        with self._lock:
+            self._issue(self._repo(full_name), number)["pull"]["head"]["sha"] = head_sha
+
     def writes(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.is_write]

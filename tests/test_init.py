@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from bot import UPSTREAM
 from bot.commands.init import caller
@@ -413,3 +414,24 @@ def test_init_names_the_kernel_and_its_domain_after_the_package_not_the_clones_f
     assert sorted(config.domains) == ["causal_conv1d"]  # setup(name=PACKAGE_NAME), PACKAGE_NAME = "causal_conv1d"
     kernel = discover(repo, config)["causal_conv1d"]
     assert kernel.manifest.domain == "causal_conv1d"
+
+
+def test_init_routes_an_architectures_review_jobs_to_its_runner_labels(opgate, tmp_path):
+    """`--arch-runner`: the caller passes opgate-review.yml's arch-runners (each architecture's family, as the plan's
+    review matrix names it), so two kernels built for two GPU generations are reviewed on two runner labels."""
+    repo = kernel_repository(tmp_path / "kernels-team")
+    runner = ["--arch-runner", "sm_100a=self-hosted,linux,gpu,sm_100", "--arch-runner", "sm_90=self-hosted,h100"]
+    run = opgate("init", "--repo", str(repo), "--kernels", "ops", "--domain", "moe", "--pin", SHA, *runner)
+    assert run.code == 0, run.stderr
+    text = (repo / ".github" / "workflows" / "opgate.yml").read_text()
+    runners = {"sm_100": ["self-hosted", "linux", "gpu", "sm_100"], "sm_90": ["self-hosted", "h100"]}
+    assert text == caller(UPSTREAM, SHA, arch_runners=runners)
+    review = yaml.safe_load(text)["jobs"]["review"]
+    assert json.loads(review["with"]["arch-runners"]) == runners
+    assert "with" not in yaml.safe_load(caller(UPSTREAM, SHA))["jobs"]["review"]  # none given: gpu-runner for all
+
+    for bad in ("sm_100", "gpu=self-hosted", "sm_100=self hosted", "sm_100=", "sm_90=a,,b"):
+        refused = opgate("init", "--repo", str(tmp_path / "kernels-team"), "--arch-runner", bad)
+        assert refused.code == 2 and "--arch-runner" in refused.stderr, (bad, refused.stderr)
+    twice = opgate("init", "--repo", str(repo), "--arch-runner", "sm_90a=x", "--arch-runner", "sm_90=y")
+    assert twice.code == 2 and "sm_90 is given twice" in twice.stderr

@@ -10,7 +10,7 @@ import yaml
 
 from bot.cli import COMMANDS
 from bot.commands.slash import table
-from bot.models.github import Role
+from bot.models.github import PullInfo, Role
 from bot.tune.command import TuneDecision
 from bot.verdict import slash
 from bot.verdict.accept import Decision
@@ -160,3 +160,22 @@ def test_accept_and_tune_decide_with_one_shared_decision_whose_fields_come_first
         assert issubclass(model, slash.SlashDecision)
         assert list(model.model_fields)[: len(shared)] == shared
     assert list(TuneDecision.model_fields) == [*shared, "inputs"]
+
+
+def test_a_dispatched_review_runs_only_the_trusted_head_of_an_open_ready_pull_request() -> None:
+    def pull(**change: object) -> PullInfo:
+        fields = dict(number=43, state="open", draft=False, merged=False, title="t", author="mallory", head_sha=HEAD,
+                      base_sha="b" * 40, head_ref="f", base_ref="main", head_repo="mallory/kernels",
+                      base_repo="o/r", commits=1)  # fmt: skip
+        return PullInfo.model_validate(fields | change)
+
+    runs = slash.decide_dispatched(pull(), HEAD)
+    assert runs.run and not runs.moved_on
+    assert runs.outputs == {"run": "true", "pr": "43", "head_sha": HEAD, "base_sha": "b" * 40}
+    moved = slash.decide_dispatched(pull(head_sha="c" * 40), HEAD)
+    assert (moved.run, moved.moved_on, moved.outputs) == (False, True, {"run": "false"})
+    assert moved.reason == f"#43 moved on to {'c' * 40} after {HEAD} was trusted: comment /ok-to-test again"
+    for change, why in (({"state": "closed"}, "#43 is closed"), ({"draft": True}, "#43 is a draft")):
+        skipped = slash.decide_dispatched(pull(**change), HEAD)
+        assert (skipped.run, skipped.moved_on, skipped.outputs) == (False, False, {"run": "false"})
+        assert skipped.reason.startswith(why)

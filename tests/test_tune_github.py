@@ -257,3 +257,19 @@ def test_without_post_tune_only_says_what_it_would_do(slash: Slash, server: Fake
     run = slash("/tune deepgemm_tile", post=False)
     assert run.code == 0 and "granted" in run.stdout and "dry run" in run.stdout
     assert server.writes() == [] and server.dispatches == []
+
+
+def test_the_pull_request_opened_is_dispatched_for_review_at_its_head(opgate, server, kernel_repo, published) -> None:
+    """tune.yml's publish job: opgate dispatches pr-review.yml for the new pull request's head (no `gh` there)."""
+    folder, _ = published
+    run = post(opgate, server, kernel_repo, folder, "--review-workflow", "pr-review.yml")
+    assert run.code == 0, run.stderr
+    pulled = json.loads((folder / "pull.json").read_text())
+    assert pulled["head_sha"] == fetch(kernel_repo.path, server.git(REPO).path, BRANCH)
+    assert [(d["workflow"], d["ref"], d["inputs"]) for d in server.dispatches] == [
+        ("pr-review.yml", "main", {"pr": str(pulled["number"]), "head_sha": pulled["head_sha"]})
+    ]
+    assert f"review:  pr-review.yml dispatched for #{pulled['number']}" in run.stdout
+    bad = post(opgate, server, kernel_repo, folder, "--review-workflow", "../pr-review.yml")
+    assert bad.code == 2 and "--review-workflow: not a workflow file" in bad.stderr
+    assert len(server.dispatches) == 1

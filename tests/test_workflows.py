@@ -394,21 +394,6 @@ def test_forks_and_drafts_do_not_reach_the_gpu_runner(fake_gh: Path, change: dic
     assert code == 0 and out == {"run": "false"} and why in log
 
 
-def test_a_dispatch_is_bound_to_the_head_sha_a_maintainer_trusted(fake_gh: Path) -> None:
-    text, _ = script(*TRUST)
-    (fake_gh / "answers" / "repos_octo-org_kernels_pulls_42").write_text(f"open\tfalse\t{HEAD}\t{BASE}\n")
-    dispatch = PULL_EVENT | {"EVENT": "workflow_dispatch", "INPUT_PR": "42", "INPUT_HEAD_SHA": HEAD}
-    code, out, calls, _ = run_script(text, dispatch, fake_gh)
-    assert code == 0 and out["run"] == "true" and out["head_sha"] == HEAD
-    assert calls == ["api repos/octo-org/kernels/pulls/42 --jq [.state, .draft, .head.sha, .base.sha] | @tsv"]
-
-    moved = dispatch | {"INPUT_HEAD_SHA": "c3" * 20}
-    code, out, _, log = run_script(text, moved, fake_gh)
-    assert code == 1 and "run" not in out and "comment /ok-to-test again" in log
-    code, out, _, _ = run_script(text, dispatch | {"INPUT_PR": "42; rm -rf /"}, fake_gh)
-    assert code == 1 and "run" not in out
-
-
 OK_TO_TEST = ("opgate-comment.yml", "ok-to-test", "Trust the current head for one GPU review")
 COMMENT = {
     "REVIEW_WORKFLOW": "pr-review.yml",
@@ -542,10 +527,10 @@ def test_tuning_runs_candidates_without_a_write_token_and_proposes_without_runni
     assert publish["runs-on"] == ["self-hosted", "linux", "opgate-ledger"]
     assert set(publish["permissions"]) == {"contents", "pull-requests", "issues", "actions"}
     runs = [step.get("run", "") for step in publish["steps"]]
-    assert any("args=(tune --publish tune-out --post)" in r for r in runs)
+    assert any("args=(tune --publish tune-out --post --review-workflow pr-review.yml)" in r for r in runs)
     assert not any('tune "$KERNEL"' in r for r in runs)  # the job that writes never tunes
     assert "TAOTOKEN" not in str(publish)
-    assert any("gh workflow run pr-review.yml" in r for r in runs)  # the normal review runs on the new PR
+    # the normal review runs on the new PR: opgate dispatches it (test_tune_github.py), no `gh` on this runner
 
 
 def test_the_tune_comment_job_answers_with_opgate() -> None:
@@ -600,3 +585,67 @@ def test_the_review_job_runs_its_kernels_agent_part_and_says_why_when_there_is_n
     assert '"${agent[@]}" --out "part-$PART"' in run
     upload = next(s for s in load(REVIEW)["jobs"]["agent"]["steps"] if "upload-artifact" in str(s.get("uses", "")))
     assert upload["with"]["name"] == "agent-${{ matrix.kernel }}"  # the artifact the review job asks for
+
+
+def trust_dispatch(
+    ok_to_test: OkToTest, pr: str, head_sha: str, text: str | None = None
+) -> tuple[int, dict[str, str], str]:
+    """The trust step of a dispatched review (or `text`), with the real `opgate` on PATH against the local GitHub
+    server."""
+    step, env = script(*TRUST)
+    text = step if text is None else text
+    assert {"GITHUB_TOKEN", "INPUT_PR", "INPUT_HEAD_SHA"} <= set(env)
+    output = ok_to_test.tmp / "github_output"
+    output.write_text("")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("TAOTOKEN_", "OPGATE_", "GITHUB_", "GH_"))}
+    full.update(
+        PULL_EVENT,
+        EVENT="workflow_dispatch", INPUT_PR=pr, INPUT_HEAD_SHA=head_sha, PR_NUMBER="", PR_HEAD_SHA="", PR_BASE_SHA="",
+        PATH=f"{ok_to_test.tmp / 'bin'}:{os.environ['PATH']}", GITHUB_OUTPUT=str(output),
+        GITHUB_API_URL=ok_to_test.server.base_url, GITHUB_TOKEN=GH_TOKEN, GITHUB_REPOSITORY="octo-org/kernels",
+        OPGATE_GITHUB_BACKOFF_S="0.01",
+    )  # fmt: skip
+    proc = subprocess.run(
+        ["bash", "-e", "-c", text], env=full, cwd=ok_to_test.tmp, capture_output=True, text=True, timeout=60
+    )
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if "=" in line)
+    return proc.returncode, outputs, proc.stdout + proc.stderr
+
+
+def test_a_dispatch_runs_only_the_head_sha_a_maintainer_trusted_asked_through_opgate(ok_to_test: OkToTest) -> None:
+    """The dispatched review reads the pull request through opgate (PyGithub at GITHUB_API_URL), not `gh`, which a
+    self-hosted runner lacks: the trusted head runs; a head that moved on, a closed or a draft pull request do not."""
+    server = ok_to_test.server
+    code, out, log = trust_dispatch(ok_to_test, "42", HEAD)
+    assert code == 0 and out == {"run": "true", "pr": "42", "head_sha": HEAD, "base_sha": BASE}, log
+    assert [r.path for r in server.requests if r.method == "GET"][-1].endswith("/repos/octo-org/kernels/pulls/42")
+    code, out, log = trust_dispatch(
+        ok_to_test, "42", HEAD, 'opgate trust --pr "$INPUT_PR" --head-sha "$INPUT_HEAD_SHA" --json'
+    )
+    assert code == 0 and out == {} and json.loads(log.splitlines()[-1]) == {
+        "run": True, "moved_on": False, "reason": f"#42: head {HEAD[:10]} is the one trusted by /ok-to-test",
+        "outputs": {"run": "true", "pr": "42", "head_sha": HEAD, "base_sha": BASE},
+    }  # fmt: skip
+
+    server.move_head("octo-org/kernels", 42, "c3" * 20)  # the fork pushed after /ok-to-test
+    code, out, log = trust_dispatch(ok_to_test, "42", HEAD)
+    assert code == 1 and out == {"run": "false"}, log
+    assert f"::error::opgate: #42 moved on to {'c3' * 20} after {HEAD} was trusted: comment /ok-to-test again" in log
+
+    server.add_pull("octo-org/kernels", number=43, head_sha=HEAD, base_sha=BASE, state="closed")
+    server.add_pull("octo-org/kernels", number=44, head_sha=HEAD, base_sha=BASE, draft=True)
+    for pr, why in (("43", "#43 is closed: nothing to review"), ("44", "#44 is a draft")):
+        code, out, log = trust_dispatch(ok_to_test, pr, HEAD)
+        assert code == 0 and out == {"run": "false"} and f"::notice::opgate: {why}" in log, log
+
+    for pr, sha in (("42; rm -rf /", HEAD), ("42", "HEAD"), ("42", HEAD.upper())):
+        code, out, log = trust_dispatch(ok_to_test, pr, sha)
+        assert code == 2 and out == {} and "not a" in log, log
+
+
+def test_no_workflow_needs_the_gh_cli() -> None:
+    """`gh` is not on a self-hosted runner (nor under act): what a workflow asks GitHub, opgate asks (PyGithub)."""
+    for path in ALL:
+        for job, step in steps(load(path)):
+            lines = [line.strip() for line in step.get("run", "").splitlines()]
+            assert not [line for line in lines if re.match(r"(exec )?gh\s", line) or "$(gh " in line], (path.name, job)

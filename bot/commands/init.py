@@ -25,12 +25,15 @@ from bot.errors import InputError
 from bot.models.output import InitOutput
 from bot.templates import TEMPLATES, environment
 from bot.verdict.flags import nvcc_options
+from bot.verdict.occupancy import family
 
 GATEWAY = "https://taotoken.net/api"
 WORKFLOW = Path(".github/workflows/opgate.yml")
 GITIGNORE = ".gitignore"
 IGNORED = ["/reports/latest/", "/reports/opgate.sqlite*"]  # what a local review writes by default
 SHA = re.compile(r"[0-9a-f]{40}")
+ARCH = re.compile(r"sm_[0-9]+[af]?")
+LABEL = re.compile(r"[A-Za-z0-9_.-]+")  # a runner label
 
 
 def register(commands: Commands) -> None:
@@ -64,6 +67,14 @@ def register(commands: Commands) -> None:
     p.add_argument("--source", default=UPSTREAM, help=f"OWNER/REPO of opgate's reusable workflows ({UPSTREAM})")
     p.add_argument(
         "--pin", metavar="SHA", help=f"the commit of opgate's release tag v{__version__} (default: the tag itself)"
+    )
+    p.add_argument(
+        "--arch-runner",
+        action="append",
+        default=[],
+        metavar="ARCH=LABEL,...",
+        help="the review jobs of GPU architecture ARCH run on the runner with these labels (the caller's "
+        "arch-runners), e.g. sm_100=self-hosted,linux,gpu,sm_100; repeatable; the others run on the gpu label",
     )
     p.add_argument("--force", action="store_true", help="rewrite .env.example and the workflow caller")
 
@@ -113,11 +124,31 @@ def render(template: str, **context: Any) -> str:
     return _env().get_template(template).render(**context)
 
 
-def caller(source: str, ref: str, branch: str = "main") -> str:
-    """The workflow a team commits: one job per reusable workflow, pinned to `ref`."""
+def caller(source: str, ref: str, branch: str = "main", arch_runners: dict[str, list[str]] | None = None) -> str:
+    """The workflow a team commits: one job per reusable workflow, pinned to `ref`; `arch_runners`: the review
+    jobs' runner labels by GPU architecture family (opgate-review.yml's `arch-runners`)."""
     return render(
-        "opgate.yml.j2", source=source, ref=ref, version=__version__, branch=branch, expr=lambda e: f"${{{{ {e} }}}}"
-    )
+        "opgate.yml.j2", source=source, ref=ref, version=__version__, branch=branch, expr=lambda e: f"${{{{ {e} }}}}",
+        arch_runners=json.dumps(arch_runners, separators=(", ", ": ")) if arch_runners else "",
+    )  # fmt: skip
+
+
+def arch_runners(values: list[str]) -> dict[str, list[str]]:
+    """`--arch-runner sm_100a=self-hosted,gpu,sm_100 ...` as arch-runners: each architecture's family (the review
+    matrix's `arch`, sm_100) to its runner labels."""
+    found: dict[str, list[str]] = {}
+    for value in values:
+        arch, _, labels = value.partition("=")
+        names = [label.strip() for label in labels.split(",")]
+        if not ARCH.fullmatch(arch.strip()) or not all(LABEL.fullmatch(n) for n in names):
+            raise InputError(
+                f"--arch-runner {value!r}: ARCH=LABEL,... with ARCH a GPU architecture (sm_90, sm_100a) and each label "
+                "letters, digits, '_', '.' or '-', e.g. sm_100=self-hosted,linux,gpu,sm_100"
+            )
+        if family(arch.strip()) in found:
+            raise InputError(f"--arch-runner {value!r}: {family(arch.strip())} is given twice")
+        found[family(arch.strip())] = names
+    return found
 
 
 def _domain_name(text: str) -> str:
@@ -300,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--weekly-budget and --request-budget: positive numbers of tokens")
     if args.pin is not None and not SHA.fullmatch(args.pin):
         raise InputError(f"--pin {args.pin!r}: the 40-hex commit of opgate's tag v{__version__}")
+    runners = arch_runners(args.arch_runner)
     config = load_config(root)
     if config.source != "built-in defaults":
         root = config.root
@@ -352,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
         {"name": n, "key": config.key_variable(n)} for n in config.domains
     ]  # fmt: skip
     plan.write(".env.example", render("env.example.j2", domains=keys, base_url=GATEWAY), ours=True)
-    plan.write(WORKFLOW, caller(args.source, args.pin or f"v{__version__}", args.branch), ours=True)
+    plan.write(WORKFLOW, caller(args.source, args.pin or f"v{__version__}", args.branch, runners), ours=True)
     plan.ignore(IGNORED)
     return _lint_and_report(plan, args)
 

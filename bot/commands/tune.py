@@ -65,6 +65,12 @@ def register(commands: Commands) -> None:
     p.add_argument("--out", type=Path, help="output folder (default: reports/tune/KERNEL)")
     p.add_argument("--post", action="store_true", help="push the winner as a branch and open its pull request")
     p.add_argument("--issue", type=int, help="also reply on this issue or pull request (the /tune comment's)")
+    p.add_argument(
+        "--review-workflow",
+        metavar="FILE",
+        help="with --post: dispatch this workflow (a file in .github/workflows) on the default branch for the pull "
+        "request opened, with pr and head_sha (one opened with GITHUB_TOKEN starts no workflow by itself)",
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--publish", type=Path, metavar="DIR", help="post the result of an earlier run (DIR/tune.json)")
     mode.add_argument("--event", type=Path, help="answer a /tune comment (issue_comment event): check, dispatch")
@@ -160,6 +166,8 @@ def _print(result: TuneResult, out: Path) -> None:
 
 def _post(args: argparse.Namespace, settings: Settings, result: TuneResult, out: Path) -> int:
     """Open the pull request (with --post) and reply on --issue; a GitHub failure is exit 3."""
+    if args.review_workflow is not None and (why := rules.check_workflow(args.review_workflow)) is not None:
+        raise InputError(f"--review-workflow: {why}")
     if not args.post:
         print("opgate: dry run (no --post): nothing pushed or posted")
         return 0
@@ -177,6 +185,10 @@ def _post(args: argparse.Namespace, settings: Settings, result: TuneResult, out:
                 (out / "pull.json").write_text(redact(json.dumps(result.pull.model_dump(), indent=2)) + "\n")
                 (out / "tune.json").write_text(redact(result.to_json()))
                 _record_pull(settings, result.run_id, pull.url)
+                if args.review_workflow is not None:
+                    inputs = {"pr": str(pull.number), "head_sha": pull.head_sha}
+                    edge.dispatch_workflow(args.review_workflow, edge.default_branch(), inputs)
+                    print(f"  review:  {args.review_workflow} dispatched for #{pull.number} at {pull.head_sha[:10]}")
             if args.issue:
                 edge.reply(args.issue, render("tune_reply.md.j2", marker=REPLY_MARKER, r=result, d=None, line=""))
     except ServiceError as exc:

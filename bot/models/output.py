@@ -50,6 +50,15 @@ class SlashOutput(Output):
     posted: bool
 
 
+class TrustOutput(Output):
+    """`opgate trust --json`: whether the dispatched review runs, why, and the trust job's outputs."""
+
+    run: bool
+    moved_on: bool
+    reason: str
+    outputs: dict[str, str]
+
+
 class RecordOutput(Output):
     """`opgate history record --json`."""
 

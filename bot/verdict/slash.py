@@ -1,4 +1,5 @@
-"""Slash commands on a comment: which command its first line is, who may give it, and `/ok-to-test`'s decision."""
+"""Slash commands on a comment: which command its first line is, who may give it, and `/ok-to-test`'s decisions
+(trusting a head, and whether the review it dispatched may run that head)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.github import Role
+from bot.models.github import PullInfo, Role
 
 WRITE_ROLES = ("write", "maintain", "admin")  # base roles; a custom role counts as the one it builds on
 REVIEW_ACTION = "created"  # an edited comment never counts (it could rewrite an old comment into a command)
 UNKNOWN_ROLE = Role(level="none", name="unknown")  # not read: the command was refused before it mattered
 OK_TO_TEST = "/ok-to-test"
 WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+COMMIT_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass(frozen=True)
@@ -107,4 +109,40 @@ def decide_ok_to_test(*, login: str, role: Role, number: int, head_sha: str) -> 
         reply=f"🚀 @{login} trusted head `{head_sha[:10]}` for one review on the GPU runners. "
         f"A new push needs a new `{OK_TO_TEST}`.",
         inputs={"pr": str(number), "head_sha": head_sha},
+    )
+
+
+class DispatchDecision(BaseModel):
+    """Whether the review `/ok-to-test` dispatched runs the head it was trusted for (`opgate trust`): `run` and the
+    trust job's outputs; `moved_on` when the pull request's head is no longer that SHA (the run refuses)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: bool
+    moved_on: bool = False
+    reason: str  # one line for the run's log: why it runs, is skipped, or refuses
+    outputs: dict[str, str]  # the trust job's outputs (run, and for a run pr, head_sha, base_sha)
+
+
+def decide_dispatched(pull: PullInfo, trusted_head: str) -> DispatchDecision:
+    """The dispatched review runs only the head a writer trusted, on an open pull request that is not a draft."""
+    skip = {"run": "false"}
+    if pull.state != "open":
+        return DispatchDecision(run=False, reason=f"#{pull.number} is {pull.state}: nothing to review", outputs=skip)
+    if pull.head_sha != trusted_head:
+        return DispatchDecision(
+            run=False,
+            moved_on=True,
+            reason=f"#{pull.number} moved on to {pull.head_sha} after {trusted_head} was trusted: "
+            f"comment {OK_TO_TEST} again",
+            outputs=skip,
+        )
+    if pull.draft:
+        return DispatchDecision(
+            run=False, reason=f"#{pull.number} is a draft: reviewed once it is ready for review", outputs=skip
+        )
+    return DispatchDecision(
+        run=True,
+        reason=f"#{pull.number}: head {pull.head_sha[:10]} is the one trusted by {OK_TO_TEST}",
+        outputs={"run": "true", "pr": str(pull.number), "head_sha": pull.head_sha, "base_sha": pull.base_sha},
     )

@@ -24,4 +24,6 @@ def test_sets_that_carry_output_and_scratch_buffers_all_fit_one_input_file():
 
 
 def test_sets_that_are_slow_to_draw_make_a_shorter_block():
-    assert calls_per_block(call_ms=0.2, tensors_per_set=2, draw_per_set_s=0.1) == 2  # 0.25 s of drawing per block
+    assert calls_per_block(call_ms=0.2, tensors_per_set=2, draw_per_set_s=0.4) == 2  # 1 s of drawing per block
+    # A FlashMLA-shaped CPU case: 2.2 ms a call, 88 ms to draw a set: its block stays 9 calls, ~20 ms
+    assert calls_per_block(call_ms=2.2, tensors_per_set=6, draw_per_set_s=0.088) == 9

@@ -28,7 +28,11 @@ from bot.wording.messages import phrase
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
-DRAW_PER_BLOCK_S = 0.25  # fewer distinct input sets per block where drawing them would take longer than this
+# Fewer calls per block where drawing their input sets would take longer than this. A block's sets are drawn once and
+# serve every later process pair once drawing has cost DRAW_FLOOR_S and the timing so far (`Sampler._inputs`), so this
+# bounds the first pair's wait, not the case's: 1 s keeps the block of a FlashMLA-shaped CPU case (9 calls of 2.2 ms,
+# 88 ms to draw a set) as long as it was when its calls shared sets; at 0.25 s it had 2 calls.
+DRAW_PER_BLOCK_S = 1.0
 DRAW_FLOOR_S = 2.0  # input drawing may always take this long per case; beyond it, no longer than the timing
 MAX_CALLS = 50  # calls per timing block, at most (each with an input set of its own)
 SPOT_PROBABILITY = 0.25  # share of GPU blocks whose outputs are fetched and checked (a CPU case checks every block)
@@ -40,7 +44,7 @@ def calls_per_block(call_ms: float, tensors_per_set: int, draw_per_set_s: float)
     """Calls per timing block, each on an input set of its own (its own output and scratch buffers): as many as
     fill BLOCK_MS, at most MAX_CALLS, no more sets than one input file's header holds (an entry with output and
     scratch arguments carries them in every set), and fewer where drawing a set costs more than DRAW_PER_BLOCK_S
-    allows (big GPU cases draw hundreds of MB per set on the CPU): such a block is shorter than BLOCK_MS, never a
+    allows (big GPU cases draw hundreds of MB per set): such a block is shorter than BLOCK_MS, never a
     block whose calls share sets (issue 50, 1: a call that sees a set an earlier call saw can skip its work)."""
     per_file = protocol.MAX_TENSORS // max(1, tensors_per_set)
     fill = int(BLOCK_MS / max(call_ms, 1e-3))

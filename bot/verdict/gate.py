@@ -23,7 +23,7 @@ from bot.verdict.findings import BASE, HEAD, _finding, add_case, add_kernel, ver
 from bot.verdict.gate_build import _compile_findings, _judge_resources
 from bot.verdict.gate_correctness import base_correct, check_findings, probe_findings, small_shape_findings
 from bot.verdict.gate_latency import _judge_latency
-from bot.verdict.messages import phrase, render
+from bot.verdict.messages import render
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 
@@ -210,7 +210,7 @@ def kernel_verdict(
         elif c.verdict == "inconclusive":
             for f in _of_case(c, Outcome.undecided):
                 add_kernel(kernel, f)
-    if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
+    if _found(kernel, Outcome.fail, Outcome.error) and worst in ("pass", "inconclusive", "skipped"):
         worst = "fail"
     if worst in ("fail", "error"):
         kernel.verdict = worst  # type: ignore[assignment]
@@ -218,7 +218,7 @@ def kernel_verdict(
     if not any(c.verdict != "skipped" for c in cases):
         if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
             add_kernel(kernel, _finding(Gate.coverage, "resources.only", Outcome.undecided))  # its one gate passed
-        elif cases or not kernel.undecided:  # a kernel undecided for its own reason needs no "no case" besides
+        elif cases or not _found(kernel, Outcome.undecided):  # undecided for its own reason: no "no case" besides
             if cases:
                 found = Finding(
                     gate=Gate.coverage,
@@ -231,26 +231,30 @@ def kernel_verdict(
             add_kernel(kernel, found)
     for f in implausible_speedups(cases, constraints.max_speedup):
         add_kernel(kernel, f)
-    if kernel.accept_needed:
+    if _found(kernel, Outcome.accept):
         kernel.verdict = "needs_accept"
-    elif kernel.undecided:
+    elif _found(kernel, Outcome.undecided):
         kernel.verdict = "undecided"
     else:
         kernel.verdict = "pass"
     return kernel
 
 
+def _found(kernel: KernelReport, *outcomes: Outcome) -> bool:
+    """Whether a finding on the kernel has one of `outcomes` (the fold decides from findings, never from lines)."""
+    return any(f.outcome in outcomes for f in kernel.findings)
+
+
 def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
     """The cases that did not run ("2 cuda cases (needs a CUDA GPU; …)"): one phrase per reason, its count and
-    devices, the reason as the cases' findings say it (a reason made elsewhere, as written)."""
-    by_reason: dict[str, tuple[list[Phrase], list[str]]] = {}
+    devices, the reason as the cases' findings say it (a case without findings: its reasons as written)."""
+    by_reason: dict[tuple[str, ...], tuple[list[Phrase], list[str]]] = {}  # one group per reason, as data
     for c in cases:
         if c.verdict == "skipped":
-            reason = "; ".join(c.reasons) or "not run"
             made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
-            if "; ".join(phrase(p) for p in made) != reason or not made:
-                made = [Phrase.as_written(reason)] if c.reasons else [Phrase(key="run.not_run")]
-            by_reason.setdefault(reason, (made, []))[1].append(c.device)
+            if not made:
+                made = [Phrase.as_written("; ".join(c.reasons))] if c.reasons else [Phrase(key="run.not_run")]
+            by_reason.setdefault(tuple(p.model_dump_json() for p in made), (made, []))[1].append(c.device)
     return [
         Phrase(
             key="coverage.case_group" if len(devices) == 1 else "coverage.cases_group",

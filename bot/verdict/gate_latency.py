@@ -146,7 +146,7 @@ def cpu_time_decides(report: CaseReport) -> None:
     it (issue 40, 2: on the same samples the CPU-time interval decides more comparisons at the same error rates,
     benchmarks/README.md). Never against a decisive wall-time interval: only an inconclusive latency verdict is
     decided here, and a CPU time decisively above the limit fails in `cpu_time_verdict` whatever the clock says."""
-    only = report.findings[0] if len(report.findings) == 1 and len(report.reasons) == 1 else None
+    only = report.findings[0] if len(report.findings) == 1 else None
     if report.verdict != "inconclusive" or only is None or only.key not in _INCONCLUSIVE:
         return
     report.verdict = "pass"

@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.cost import SimulatedCost
 from bot.models.finding import Finding, Phrase
 from bot.models.judging import CaseRun
-from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
+from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport
 
 
 class Peak(BaseModel):

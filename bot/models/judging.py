@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.cost import CpuUse
 from bot.models.finding import Phrase
-from bot.models.report import CaseStatus, CpuUse, OutputMetrics, Violation
+from bot.models.report import CaseStatus, OutputMetrics, Violation
 
 
 class MeasureSettings(BaseModel):

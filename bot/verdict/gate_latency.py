@@ -3,13 +3,10 @@ cost beside p50."""
 
 from __future__ import annotations
 
+from bot.models.cost import SimulatedCost
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Timing
-from bot.models.report import (
-    CaseReport,
-    CaseStatus,
-    SimulatedCost,
-)
+from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.findings import BASE, HEAD, _finding, add_case, rerender_case
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.models.cost import Throughput
 from bot.models.evidence import Peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
-from bot.models.report import CaseReport, Throughput
+from bot.models.report import CaseReport
 from bot.verdict.findings import add_case, rerender_case
 from bot.verdict.messages import LABELS, phrase
 

@@ -7,9 +7,9 @@ import time
 import torch
 
 from bot.config.manifest import Limits
+from bot.models.cost import CpuUse
 from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Spot, Timing
-from bot.models.report import CpuUse
 from bot.phases import Phases
 from bot.verdict import metrics
 from bot.verdict.messages import phrase

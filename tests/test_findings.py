@@ -48,7 +48,7 @@ def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_
     from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 
     c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed
-    c.verdict, c.reasons = "fail", ["head does not build"]
+    c.verdict, c.reasons, c.findings = "fail", ["head does not build"], []  # its line replaces its finding
     k = kernel_verdict(_k(), [], [c], Constraints(), Policy())
     assert k.reasons == ["sq: head does not build"] and k.findings[-1].params == {"text": "head does not build"}
 

@@ -23,7 +23,6 @@ from bot.verdict.findings import BASE, HEAD, _finding, add_case, add_kernel, ver
 from bot.verdict.gate_build import _compile_findings, _judge_resources
 from bot.verdict.gate_correctness import base_correct, check_findings, probe_findings, small_shape_findings
 from bot.verdict.gate_latency import _judge_latency
-from bot.verdict.messages import render
 from bot.verdict.plausible import speedup_findings as implausible_speedups
 
 
@@ -151,10 +150,9 @@ _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
 def _of_case(c: CaseReport, outcome: Outcome) -> list[Finding]:
-    """The case's findings as its kernel states them, one per line of its reasons (a line set outside the gate, with
-    no finding rendered to it, verbatim)."""
-    rendered = {render(f, case=False): f for f in c.findings}
-    found = [rendered[r] if r in rendered else verbatim(r, Gate.run, outcome) for r in c.reasons]
+    """The case's findings as its kernel states them (a case without findings, its lines made outside the gate or
+    read from an opgate.report/1 report: each line as written)."""
+    found = list(c.findings) or [verbatim(r, Gate.run, outcome) for r in c.reasons]
     if not found and c.verdict == "inconclusive":
         found = [_finding(Gate.performance, "performance.latency_undecided", outcome)]
     elif not found:

@@ -11,7 +11,7 @@ from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall
-from bot.verdict.gate_resources import resource_reasons
+from tests.gate_lines import resource_reasons
 
 
 def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:

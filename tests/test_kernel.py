@@ -243,7 +243,7 @@ def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
     and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
     deciding = {
         *("case_verdict", "kernel_verdict", "simulated_note", "judge_throughput", "compile_phrases"),
-        *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
+        *("resource_findings", "overall", "with_agent_cases", "not_run_report", "judge_case"),
     }
     modules = sorted((ROOT / "bot" / "review").glob("*.py"))
     assert {"flow.py", "cases.py", "fanout.py", "arch_jobs.py", "coverage.py", "check.py"} <= {m.name for m in modules}

@@ -85,8 +85,9 @@ class CaseRun(BaseModel):
     notes: list[str] = Field(default_factory=list)
     output_tail: str = ""
     other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
-    noisy: str | None = Field(None, description="why the runner was busy or throttled (it measured longer)")
-    noisy_why: Phrase | None = Field(None, description="`noisy` as a phrase of the findings' catalog")
+    noisy: Phrase | None = Field(
+        None, description="why the runner was busy or throttled (it measured longer), a phrase of the findings' catalog"
+    )
     phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
 
 

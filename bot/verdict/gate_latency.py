@@ -49,13 +49,11 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.fail, key="performance.regression", **span))
     elif verdict == "inconclusive":
         report.verdict = "inconclusive"
-        key, noisy = "performance.inconclusive", {}
-        if run.noisy:
-            key, noisy = "performance.inconclusive_noisy", {"noisy": run.noisy, "pairs": est.pairs}
-        span["params"].update(noisy)
-        if run.noisy_why is not None:  # the runner's words through the catalog
-            del span["params"]["noisy"]
-            span["phrases"] = {"noisy": [run.noisy_why]}
+        key = "performance.inconclusive"
+        if run.noisy is not None:  # the runner's words through the catalog
+            key = "performance.inconclusive_noisy"
+            span["params"]["pairs"] = est.pairs
+            span["phrases"] = {"noisy": [run.noisy]}
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key=key, **span))
     cpu_time_verdict(report, head_t, base_t, max_regression_pct)
 

@@ -20,8 +20,7 @@ class Peak(BaseModel):
 
     tflops: float = Field(gt=0)
     gbps: float = Field(gt=0)
-    of: str = Field(description="a data-sheet row (a GPU), or how this CPU runner measured itself")
-    why: Phrase | None = Field(None, description="`of` as a message of the catalog")
+    of: Phrase = Field(description="whose: a data-sheet row (a GPU), or how this CPU runner measured itself")
 
 
 class NotRun(StrEnum):

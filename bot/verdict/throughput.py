@@ -81,8 +81,8 @@ def device_peak(gpu: str | None) -> Peak | None:
     name = (gpu or "").lower()
     for d in DEVICES:
         if d.match in name:
-            why = Phrase(key="peak.sheet", params={"device": d.label, "source": d.source})
-            return Peak(tflops=d.tflops, gbps=d.gbps, of=phrase(why), why=why)
+            sheet = Phrase(key="peak.sheet", params={"device": d.label, "source": d.source})
+            return Peak(tflops=d.tflops, gbps=d.gbps, of=sheet)
     return None
 
 
@@ -107,8 +107,8 @@ def throughput(flops: int | None, nbytes: int | None, report: CaseReport, peak: 
         base_gbps=_rate(nbytes, report.base_p50_ms, 1e9),
         peak_tflops=peak.tflops if peak else None,
         peak_gbps=peak.gbps if peak else None,
-        peak_of=peak.of if peak else "",
-        peak_why=peak.why if peak else None,
+        peak_of=phrase(peak.of) if peak else "",
+        peak_why=peak.of if peak else None,
     )
     return t.model_copy(
         update={

@@ -128,13 +128,13 @@ def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> Phras
 
 
 # The labels of latency's and plausibility's messages: on an agent case they are reported, never among its reasons.
-REPORTED = frozenset({"performance", "performance_inconclusive", "performance_not_judged", "implausible",
+_REPORTED = frozenset({"performance", "performance_inconclusive", "performance_not_judged", "implausible",
                       "implausible_speedup"})  # fmt: skip
 
 
-def reported(finding: Finding) -> bool:
+def _reported(finding: Finding) -> bool:
     """Whether the agent case's finding is latency or plausibility (shown beside it, deciding nothing)."""
-    return MESSAGES.get(finding.key, (None, ""))[0] in REPORTED
+    return MESSAGES.get(finding.key, (None, ""))[0] in _REPORTED
 
 
 def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseReport:
@@ -153,7 +153,7 @@ def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseRepo
         verdict = "base_fails" if same_build else "not_judged"
     else:
         verdict = "pass"
-    reasons = [render(f, case=False) for f in report.findings if not reported(f)]
+    reasons = [render(f, case=False) for f in report.findings if not _reported(f)]
     if verdict == "base_fails":
         reasons.append(BASE_FAILS_WHY["same" if same_build else "unbuilt" if not base_built else "wrong"])
     return AgentCaseReport(

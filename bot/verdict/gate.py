@@ -171,7 +171,8 @@ def kernel_verdict(
 
     A failing gate fails it; otherwise whatever only a person can accept makes it `needs_accept`, and whatever
     was not decided (a latency interval straddling the limit under the neutral policy, no case that could run,
-    what the review already put in `kernel.undecided`) makes it `undecided`: a pass is only what was judged."""
+    what the review already found undecided) makes it `undecided`: a pass is only what was judged. The verdict is
+    its findings' outcomes; the lines they add are for the outputs."""
     for s in static_findings:
         add_kernel(kernel, s if isinstance(s, Finding) else verbatim(s, Gate.static, Outcome.fail))
     kernel.cases = cases

@@ -9,7 +9,7 @@ from bot.models.report import ResourceCheckReport
 from bot.verdict.compile_errors import advised, describe, torch_cuda
 from bot.verdict.gate import case_verdict
 from bot.verdict.gate_resources import resource_findings
-from bot.verdict.messages import phrase, text
+from bot.verdict.messages import phrase, render, text
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").
 IN_A_REVIEW = (
@@ -41,6 +41,6 @@ def dry_case(case: Case, constraints: Constraints, run: CaseRun) -> tuple[bool, 
     within the case's tolerance."""
     report = case_verdict(case, constraints, run)
     if report.verdict in ("fail", "error"):
-        return True, f"{case.name}: {'; '.join(report.reasons)}"
+        return True, f"{case.name}: {'; '.join(render(f, case=False) for f in report.findings)}"
     err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
     return False, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"

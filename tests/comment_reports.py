@@ -11,6 +11,7 @@ from collections.abc import Callable
 from bot.agent.client import ChatResult
 from bot.agent.exchange import ReplyCut, answered
 from bot.edges.peak import measured_peak
+from bot.models.cost import CpuUse, SideCost, SimulatedCost
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
@@ -20,7 +21,6 @@ from bot.models.report import (
     CaseStatus,
     CompileError,
     Coverage,
-    CpuUse,
     Isolation,
     KernelReport,
     Listed,
@@ -30,8 +30,6 @@ from bot.models.report import (
     Resource,
     ResourceCheckReport,
     RunnerHealth,
-    SideCost,
-    SimulatedCost,
     aggregate_agents,
 )
 from bot.spend.budget import BudgetState

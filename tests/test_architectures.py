@@ -221,8 +221,10 @@ def test_gpu_peaks_are_the_data_sheets_dense_bf16_and_hbm_figures():
     ],
 )
 def test_each_part_finds_its_own_data_sheet_row(name: str, label: str, tflops: float, gbps: float) -> None:
+    from bot.wording.messages import phrase
+
     peak = device_peak(name)
-    assert peak is not None and peak.of.startswith(f"{label} (") and (peak.tflops, peak.gbps) == (tflops, gbps)
+    assert peak is not None and phrase(peak.of).startswith(f"{label} (") and (peak.tflops, peak.gbps) == (tflops, gbps)
 
 
 def test_a_measured_rate_is_judged_against_its_own_parts_peak() -> None:

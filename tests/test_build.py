@@ -98,8 +98,8 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
     from bot.models.report import CaseReport, CaseStatus, KernelReport
     from bot.review.coverage import not_judged_findings
     from bot.untrusted.build import compiled_files
+    from bot.verdict.findings import add_kernel
     from bot.verdict.gate import Policy, kernel_verdict
-    from bot.wording.messages import render
 
     k = load_kernel(Path(__file__).resolve().parent.parent / "kernels" / "deepgemm_tile")
     compiled = {d: compiled_files(k.folder, spec, d) for d, spec in k.manifest.build.items()}
@@ -112,7 +112,8 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
 
     def judged(paths: list[str]) -> KernelReport:
         report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
-        report.undecided.extend(render(f) for f in not_judged_findings(paths, folder, compiled, ["cpu"]))
+        for f in not_judged_findings(paths, folder, compiled, ["cpu"]):  # as the review adds them (verdict/kernel.py)
+            add_kernel(report, f)
         return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
 
     cuda = judged([f"{folder}/gemm_cuda.cu"])

@@ -48,6 +48,35 @@ def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_
     from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 
     c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed
-    c.verdict, c.reasons = "fail", ["head does not build"]
+    c.verdict, c.reasons, c.findings = "fail", ["head does not build"], []  # its line replaces its finding
     k = kernel_verdict(_k(), [], [c], Constraints(), Policy())
     assert k.reasons == ["sq: head does not build"] and k.findings[-1].params == {"text": "head does not build"}
+
+
+def test_the_fold_decides_from_the_findings_never_from_their_lines():
+    """A kernel's verdict is its findings' outcomes: the lines are what an output shows, and the fold reads none."""
+    from bot.config.manifest import Case, Constraints
+    from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+
+    ran = case_verdict(Case(name="sq"), Constraints(), None, "")
+    for outcome, verdict in ((Outcome.accept, "needs_accept"), (Outcome.undecided, "undecided")):
+        k = _k()
+        add_kernel(k, Finding(gate=Gate.acceptance, outcome=outcome, key="coverage.no_cases"))
+        k.accept_needed, k.undecided = [], []  # an output's lines, emptied: the finding still decides
+        assert kernel_verdict(k, [], [ran], Constraints(), Policy()).verdict == verdict
+    k = _k()
+    add_kernel(k, Finding(gate=Gate.static, outcome=Outcome.fail, key="coverage.no_cases"))
+    k.reasons = []
+    assert kernel_verdict(k, [], [ran], Constraints(), Policy()).verdict == "fail"
+
+
+def test_an_agent_cases_reasons_are_its_findings_but_latency_and_plausibility():
+    from bot.config.manifest import Case
+    from bot.verdict import agent_cases
+
+    c = CaseReport(name="tail", tolerance=0.01, verdict="fail", status="incorrect", base_correct=True)
+    add_case(c, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="run.no_result"))
+    add_case(c, Finding(gate=Gate.performance, outcome=Outcome.undecided, key="performance.few_samples"))
+    c.reasons = []  # what an output shows; the agent case's lines come from the findings
+    judged = agent_cases.judged(Case(name="tail"), c, base_built=True)
+    assert judged.verdict == "fail" and judged.reasons == ["head produced no result"]

@@ -8,6 +8,7 @@ import pytest
 from bot.config.manifest_tables import Case, Constraints
 from bot.models.report import CaseReport, Coverage, KernelReport, Listed
 from bot.verdict import change
+from bot.verdict.findings import add_kernel
 from bot.verdict.folds import combine, review_verdict, with_coverage
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 from tests import comment_reports as cr
@@ -47,11 +48,14 @@ def test_a_job_that_ran_nothing_leaves_no_no_case_ran_once_another_job_ran_a_cas
 
 def test_a_part_that_asks_for_a_person_or_errors_decides_in_the_order_of_severity():
     new = _part(cr.timed("square", 0.1, -1.0, 1.2))
-    new.accept_needed, new.verdict = ["new kernel"], "needs_accept"
+    add_kernel(new, change.new_kernel())  # as the review adds it
+    new.verdict = "needs_accept"
     lost = change.lost_part("k", "part-k@sm_100")
     assert combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]).verdict == "needs_accept"
     assert combine([new, lost]).verdict == "error"
     assert lost.reasons == ["its matrix job left no report (part-k@sm_100: crashed, cancelled or timed out)"]
+    new.accept_needed = []  # a part's lines are what the outputs show: its findings decide
+    assert combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]).verdict == "needs_accept"
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall
-from bot.verdict.gate_resources import resource_reasons
+from tests.gate_lines import resource_reasons
 
 
 def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
@@ -267,7 +267,11 @@ def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_
 
 def test_an_output_argument_the_kernel_never_wrote_is_named_with_its_element():
     from bot.models.report import Violation
-    from bot.verdict.gate_correctness import check_reasons
+    from bot.verdict.gate_correctness import check_findings
+    from bot.wording.messages import render
+
+    def check_reasons(check: Check, tol: float) -> list[str]:  # its lines as its case states them
+        return [render(f, case=False) for f in check_findings(check, tol)]
 
     never = Violation(metric="nan_inf", output="C", index=[199, 327], value=1.0, got=float("nan"), expected=3.25)
     check = Check(max_abs_err=0.0, nan_inf=True, failure=never.model_copy(update={"unwritten": True}))

@@ -12,7 +12,7 @@ from bot.config.manifest import Kernel, load_kernel
 from bot.config.manifest_tables import Case
 from bot.config.settings import load_settings
 from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
-from bot.models.finding import Gate, Outcome
+from bot.models.finding import Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import (
     AgentCaseRefusal,
@@ -211,9 +211,9 @@ def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():
 
 def test_a_rate_above_the_measured_cpu_peak_asks_for_it_again_and_fails_as_implausible():
     run = CaseEvidence(name="square", run=timed(1.0))
-    low = Peak(tflops=1e-6, gbps=1e-3, of="this runner, measured")
+    low = Peak(tflops=1e-6, gbps=1e-3, of=Phrase.as_written("this runner, measured"))
     assert second_looks(evidence(run, cpu_peak=low), rules(CPU), "off").refresh_cpu_peak
-    high = Peak(tflops=100.0, gbps=100.0, of="this runner, measured")
+    high = Peak(tflops=100.0, gbps=100.0, of=Phrase.as_written("this runner, measured"))
     assert not second_looks(evidence(run, cpu_peak=high), rules(CPU), "off").refresh_cpu_peak
     failed = judge_kernel(evidence(run, cpu_peak=low), rules(CPU), Policy())
     assert failed.verdict == "fail" and failed.cases[0].reasons[0].startswith("implausible: above the hardware limit")
@@ -244,7 +244,7 @@ def test_the_review_gathers_evidence_and_leaves_every_verdict_to_bot_verdict():
     and is decided in bot/verdict/; flow.py asks judge_kernel once per kernel, nothing else of review/ does."""
     deciding = {
         *("case_verdict", "kernel_verdict", "simulated_note", "judge_throughput", "compile_phrases"),
-        *("resource_reasons", "overall", "with_agent_cases", "not_run_report", "judge_case"),
+        *("resource_findings", "overall", "with_agent_cases", "not_run_report", "judge_case"),
     }
     modules = sorted((ROOT / "bot" / "review").glob("*.py"))
     assert {"flow.py", "cases.py", "fanout.py", "arch_jobs.py", "coverage.py", "check.py"} <= {m.name for m in modules}

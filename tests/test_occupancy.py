@@ -14,7 +14,6 @@ import pytest
 from bot.config.manifest_tables import Constraints
 from bot.models.report import AgentReport, Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
-from bot.verdict.gate_resources import resource_reasons
 from bot.verdict.occupancy import (
     BARRIERS,
     BLOCKS,
@@ -37,6 +36,7 @@ from bot.verdict.occupancy import (
     occupancy,
     table,
 )
+from tests.gate_lines import resource_reasons
 
 GRID_SOURCE = Path(__file__).parent / "data" / "occupancy" / "grid.cpp"
 

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest_tables import Case, Constraints
+from bot.models.cost import SideCost, SimulatedCost
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.judging import CaseRun, JudgeJob, MeasureSettings, ReferenceSource, SideEntry
-from bot.models.report import CaseReport, CaseStatus, Report, SideCost, SimulatedCost
+from bot.models.report import CaseReport, CaseStatus, Report
 from bot.present.status import acceptance_status
 from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases

@@ -21,7 +21,7 @@ from bot.untrusted.resources import (
     parse_ptxas,
 )
 from bot.untrusted.sandbox import Isolation, Sandbox
-from bot.verdict.gate_resources import resource_reasons
+from tests.gate_lines import resource_reasons
 
 DATA = Path(__file__).parent / "data" / "ptxas"
 NVCC = shutil.which("nvcc")

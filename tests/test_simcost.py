@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.models.cost import SideCost, SimulatedCost
 from bot.models.finding import Gate, Outcome
-from bot.models.report import CaseReport, SideCost, SimulatedCost
+from bot.models.report import CaseReport
 from bot.present.comment_md import delta_cell
 from bot.untrusted.runner.cost import Costs, parse_dump, side_cost
 from bot.untrusted.sandbox import Sandbox

@@ -9,6 +9,7 @@ import pytest
 
 from benchmarks.bootstrap import hierarchical_ratio_ci, ratio_ci
 from bot.config.manifest_tables import Case, Constraints
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
@@ -140,7 +141,7 @@ def test_a_2x_regression_fails_on_a_busy_runner_and_the_p50_columns_give_its_del
             "base": Timing(label="base", samples_ms=[x for p in base for x in p], processes=base),
         },
         other_cores=0.9,
-        noisy="noisy runner: other processes kept 0.9 of 2 cores busy",
+        noisy=Phrase.as_written("noisy runner: other processes kept 0.9 of 2 cores busy"),
     )
     report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
@@ -160,7 +161,7 @@ def test_an_undecided_interval_on_a_busy_runner_names_the_noise_and_the_measurem
             "head": Timing(label="head", samples_ms=[x for p in head for x in p], processes=head),
             "base": Timing(label="base", samples_ms=[x for p in base for x in p], processes=base),
         },
-        noisy="noisy runner: other processes kept 1.6 of 2 cores busy",
+        noisy=Phrase.as_written("noisy runner: other processes kept 1.6 of 2 cores busy"),
     )
     report = case_verdict(CASE, Constraints(), run)
     assert report.verdict == "inconclusive"

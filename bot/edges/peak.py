@@ -30,7 +30,6 @@ from pydantic import ValidationError
 from bot.edges.machine import cpu_name
 from bot.models.evidence import Peak
 from bot.models.finding import Phrase
-from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +82,7 @@ def _peak(data: dict[str, float]) -> Peak:
 
 def measured_peak(tflops: float, gbps: float, cpu: str) -> Peak:
     """This runner's measured peak, and whose it is (a message of the catalog)."""
-    why = Phrase(key="peak.cpu", params={"cpu": cpu})
-    return Peak(tflops=tflops, gbps=gbps, of=phrase(why), why=why)
+    return Peak(tflops=tflops, gbps=gbps, of=Phrase(key="peak.cpu", params={"cpu": cpu}))
 
 
 def _measure_in_child(repeats: int) -> dict[str, float]:

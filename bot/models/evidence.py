@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.cost import SimulatedCost
 from bot.models.finding import Finding, Phrase
 from bot.models.judging import CaseRun
-from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport, SimulatedCost
+from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport
 
 
 class Peak(BaseModel):
@@ -19,8 +20,7 @@ class Peak(BaseModel):
 
     tflops: float = Field(gt=0)
     gbps: float = Field(gt=0)
-    of: str = Field(description="a data-sheet row (a GPU), or how this CPU runner measured itself")
-    why: Phrase | None = Field(None, description="`of` as a message of the catalog")
+    of: Phrase = Field(description="whose: a data-sheet row (a GPU), or how this CPU runner measured itself")
 
 
 class NotRun(StrEnum):

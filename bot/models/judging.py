@@ -6,8 +6,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.cost import CpuUse
 from bot.models.finding import Phrase
-from bot.models.report import CaseStatus, CpuUse, OutputMetrics, Violation
+from bot.models.report import CaseStatus, OutputMetrics, Violation
 
 
 class MeasureSettings(BaseModel):
@@ -87,8 +88,9 @@ class CaseRun(BaseModel):
     notes: list[str] = Field(default_factory=list)
     output_tail: str = ""
     other_cores: float | None = Field(None, description="cores other processes kept busy during the timing")
-    noisy: str | None = Field(None, description="why the runner was busy or throttled (it measured longer)")
-    noisy_why: Phrase | None = Field(None, description="`noisy` as a phrase of the findings' catalog")
+    noisy: Phrase | None = Field(
+        None, description="why the runner was busy or throttled (it measured longer), a phrase of the findings' catalog"
+    )
     phases: dict[str, float] = Field(default_factory=dict, description="the judge's seconds per phase of the case")
 
 

@@ -6,7 +6,8 @@ import json
 import re
 from typing import Any
 
-from bot.models.report import Build, CaseReport, CaseStatus, CpuUse, KernelReport, RunnerHealth
+from bot.models.cost import CpuUse
+from bot.models.report import Build, CaseReport, CaseStatus, KernelReport, RunnerHealth
 from bot.present.digest import STOP_REASONS, Counts, KernelView, Line, undecided_summary
 from bot.text.i18n import N_
 from bot.text.i18n import gettext as _

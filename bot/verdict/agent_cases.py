@@ -7,7 +7,7 @@ import re
 from bot.config.manifest import KernelManifest
 from bot.config.manifest_tables import AgentCases, Case
 from bot.models.evidence import AdmittedCase, AgentAdmission
-from bot.models.finding import Gate, Outcome, Phrase
+from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import (
     AgentCaseRefusal,
     AgentCaseReport,
@@ -21,7 +21,7 @@ from bot.models.report import (
 from bot.text.i18n import N_
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel, verbatim
-from bot.wording.messages import phrase
+from bot.wording.messages import MESSAGES, phrase, render
 
 # report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
 NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
@@ -128,6 +128,16 @@ def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> Phras
     return None
 
 
+# The labels of latency's and plausibility's messages: on an agent case they are reported, never among its reasons.
+_REPORTED = frozenset({"performance", "performance_inconclusive", "performance_not_judged", "implausible",
+                      "implausible_speedup"})  # fmt: skip
+
+
+def _reported(finding: Finding) -> bool:
+    """Whether the agent case's finding is latency or plausibility (shown beside it, deciding nothing)."""
+    return MESSAGES.get(finding.key, (None, ""))[0] in _REPORTED
+
+
 def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseReport:
     """One agent case's verdict from the judge's report: head wrong where base is right fails the change; where base is
     wrong too (or is the same build, or does not build) it is "base fails too"; latency is reported, never gated."""
@@ -144,7 +154,7 @@ def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseRepo
         verdict = "base_fails" if same_build else "not_judged"
     else:
         verdict = "pass"
-    reasons = [r for r in report.reasons if not r.startswith(("performance", "implausible"))]
+    reasons = [render(f, case=False) for f in report.findings if not _reported(f)]
     if verdict == "base_fails":
         reasons.append(BASE_FAILS_WHY["same" if same_build else "unbuilt" if not base_built else "wrong"])
     return AgentCaseReport(

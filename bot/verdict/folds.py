@@ -3,6 +3,7 @@ verdict once coverage is known."""
 
 from __future__ import annotations
 
+from bot.models.finding import Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, Coverage, KernelReport, KernelVerdict, ReportVerdict
 from bot.verdict.gate import overall
 from bot.wording.messages import render
@@ -20,7 +21,8 @@ def _union(parts: list[KernelReport], field: str) -> list[str]:
 def combine(parts: list[KernelReport]) -> KernelReport:
     """One kernel's report from its architecture jobs' parts (the first architecture's part first): each case
     from the job that ran it, builds and resource checks from the first part, every reason and note once, and
-    the verdict folded again as kernel_verdict folds it (a "no case ran" of one job goes when another ran one)."""
+    the verdict folded again from their findings as kernel_verdict folds it (a "no case ran" of one job goes when
+    another ran one)."""
     first = parts[0]
     cases: dict[str, CaseReport] = {}
     for k in parts:
@@ -33,14 +35,13 @@ def combine(parts: list[KernelReport]) -> KernelReport:
     if ran:
         findings = [f for f in findings if f.key != "coverage.no_case_ran"]
     undecided = [u for u in _union(parts, "undecided") if not (ran and u in none_ran)]
-    reasons, accept = _union(parts, "reasons"), _union(parts, "accept_needed")
     failing = [k.verdict for k in parts if k.verdict in ("error", "fail")]
     verdict: KernelVerdict
     if failing:
         verdict = min(failing, key=VERDICT_ORDER.index)
-    elif accept:
+    elif any(f.outcome == Outcome.accept for f in findings):
         verdict = "needs_accept"
-    elif undecided:
+    elif any(f.outcome == Outcome.undecided for f in findings):
         verdict = "undecided"
     else:
         verdict = "pass" if any(k.verdict != "skipped" for k in parts) else "skipped"
@@ -48,9 +49,9 @@ def combine(parts: list[KernelReport]) -> KernelReport:
         update={
             "changed": any(k.changed for k in parts),
             "verdict": verdict,
-            "reasons": reasons,
+            "reasons": _union(parts, "reasons"),
             "undecided": undecided,
-            "accept_needed": accept,
+            "accept_needed": _union(parts, "accept_needed"),
             "notes": _union(parts, "notes"),
             "findings": findings,
             "cases": list(cases.values()),

@@ -24,7 +24,6 @@ from bot.verdict.gate_build import _compile_findings, _judge_resources
 from bot.verdict.gate_correctness import base_correct, check_findings, probe_findings, small_shape_findings
 from bot.verdict.gate_latency import _judge_latency
 from bot.verdict.plausible import speedup_findings as implausible_speedups
-from bot.wording.messages import phrase, render
 
 
 class Policy(BaseModel):
@@ -163,10 +162,9 @@ _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
 def _of_case(c: CaseReport, outcome: Outcome) -> list[Finding]:
-    """The case's findings as its kernel states them, one per line of its reasons (a line set outside the gate, with
-    no finding rendered to it, verbatim)."""
-    rendered = {render(f, case=False): f for f in c.findings}
-    found = [rendered[r] if r in rendered else verbatim(r, Gate.run, outcome) for r in c.reasons]
+    """The case's findings as its kernel states them (a case without findings, its lines made outside the gate or
+    read from an opgate.report/1 report: each line as written)."""
+    found = list(c.findings) or [verbatim(r, Gate.run, outcome) for r in c.reasons]
     if not found and c.verdict == "inconclusive":
         found = [_finding(Gate.performance, "performance.latency_undecided", outcome)]
     elif not found:
@@ -185,7 +183,8 @@ def kernel_verdict(
 
     A failing gate fails it; otherwise whatever only a person can accept makes it `needs_accept`, and whatever
     was not decided (a latency interval straddling the limit under the neutral policy, no case that could run,
-    what the review already put in `kernel.undecided`) makes it `undecided`: a pass is only what was judged."""
+    what the review already found undecided) makes it `undecided`: a pass is only what was judged. The verdict is
+    its findings' outcomes; the lines they add are for the outputs."""
     for s in static_findings:
         add_kernel(kernel, s if isinstance(s, Finding) else verbatim(s, Gate.static, Outcome.fail))
     kernel.cases = cases
@@ -222,7 +221,7 @@ def kernel_verdict(
         elif c.verdict == "inconclusive":
             for f in _of_case(c, Outcome.undecided):
                 add_kernel(kernel, f)
-    if kernel.reasons and worst in ("pass", "inconclusive", "skipped"):
+    if _found(kernel, Outcome.fail, Outcome.error) and worst in ("pass", "inconclusive", "skipped"):
         worst = "fail"
     if worst in ("fail", "error"):
         kernel.verdict = worst  # type: ignore[assignment]
@@ -230,7 +229,7 @@ def kernel_verdict(
     if not any(c.verdict != "skipped" for c in cases):
         if not cases and kernel.resource_check is not None and kernel.resource_check.status == "ok":
             add_kernel(kernel, _finding(Gate.coverage, "resources.only", Outcome.undecided))  # its one gate passed
-        elif cases or not kernel.undecided:  # a kernel undecided for its own reason needs no "no case" besides
+        elif cases or not _found(kernel, Outcome.undecided):  # undecided for its own reason: no "no case" besides
             if cases:
                 found = Finding(
                     gate=Gate.coverage,
@@ -243,26 +242,30 @@ def kernel_verdict(
             add_kernel(kernel, found)
     for f in implausible_speedups(cases, constraints.max_speedup):
         add_kernel(kernel, f)
-    if kernel.accept_needed:
+    if _found(kernel, Outcome.accept):
         kernel.verdict = "needs_accept"
-    elif kernel.undecided:
+    elif _found(kernel, Outcome.undecided):
         kernel.verdict = "undecided"
     else:
         kernel.verdict = "pass"
     return kernel
 
 
+def _found(kernel: KernelReport, *outcomes: Outcome) -> bool:
+    """Whether a finding on the kernel has one of `outcomes` (the fold decides from findings, never from lines)."""
+    return any(f.outcome in outcomes for f in kernel.findings)
+
+
 def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
     """The cases that did not run ("2 cuda cases (needs a CUDA GPU; …)"): one phrase per reason, its count and
-    devices, the reason as the cases' findings say it (a reason made elsewhere, as written)."""
-    by_reason: dict[str, tuple[list[Phrase], list[str]]] = {}
+    devices, the reason as the cases' findings say it (a case without findings: its reasons as written)."""
+    by_reason: dict[tuple[str, ...], tuple[list[Phrase], list[str]]] = {}  # one group per reason, as data
     for c in cases:
         if c.verdict == "skipped":
-            reason = "; ".join(c.reasons) or "not run"
             made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
-            if "; ".join(phrase(p) for p in made) != reason or not made:
-                made = [Phrase.as_written(reason)] if c.reasons else [Phrase(key="run.not_run")]
-            by_reason.setdefault(reason, (made, []))[1].append(c.device)
+            if not made:
+                made = [Phrase.as_written("; ".join(c.reasons))] if c.reasons else [Phrase(key="run.not_run")]
+            by_reason.setdefault(tuple(p.model_dump_json() for p in made), (made, []))[1].append(c.device)
     return [
         Phrase(
             key="coverage.case_group" if len(devices) == 1 else "coverage.cases_group",

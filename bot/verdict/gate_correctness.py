@@ -13,7 +13,6 @@ from bot.models.report import (
     Violation,
 )
 from bot.verdict.findings import BASE, HEAD, _finding
-from bot.wording.messages import render
 
 
 def _fmt(x: float | None) -> str:
@@ -28,13 +27,8 @@ def base_correct(run: CaseRun, tol: float) -> bool | None:
     if base is None:
         return None
     spot = run.spots.get(BASE)
-    wrong = any(check_reasons(c, tol) for c in (base, *run.probes.get(BASE, [])))
+    wrong = any(check_findings(c, tol) for c in (base, *run.probes.get(BASE, [])))
     return not (wrong or (spot is not None and spot.failed))
-
-
-def check_reasons(check: Check, tol: float) -> list[str]:
-    """Why one check (random inputs or a boundary probe) is wrong, as its case states it."""
-    return [render(f, case=False) for f in check_findings(check, tol)]
 
 
 def check_findings(check: Check, tol: float) -> list[Finding]:

@@ -3,13 +3,10 @@ cost beside p50."""
 
 from __future__ import annotations
 
+from bot.models.cost import SimulatedCost
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Timing
-from bot.models.report import (
-    CaseReport,
-    CaseStatus,
-    SimulatedCost,
-)
+from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.findings import BASE, HEAD, _finding, add_case, rerender_case
 
@@ -53,13 +50,11 @@ def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, 
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.fail, key="performance.regression", **span))
     elif verdict == "inconclusive":
         report.verdict = "inconclusive"
-        key, noisy = "performance.inconclusive", {}
-        if run.noisy:
-            key, noisy = "performance.inconclusive_noisy", {"noisy": run.noisy, "pairs": est.pairs}
-        span["params"].update(noisy)
-        if run.noisy_why is not None:  # the runner's words through the catalog
-            del span["params"]["noisy"]
-            span["phrases"] = {"noisy": [run.noisy_why]}
+        key = "performance.inconclusive"
+        if run.noisy is not None:  # the runner's words through the catalog
+            key = "performance.inconclusive_noisy"
+            span["params"]["pairs"] = est.pairs
+            span["phrases"] = {"noisy": [run.noisy]}
         add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key=key, **span))
     cpu_time_verdict(report, head_t, base_t, max_regression_pct)
 
@@ -147,7 +142,7 @@ def cpu_time_decides(report: CaseReport) -> None:
     it (issue 40, 2: on the same samples the CPU-time interval decides more comparisons at the same error rates,
     benchmarks/README.md). Never against a decisive wall-time interval: only an inconclusive latency verdict is
     decided here, and a CPU time decisively above the limit fails in `cpu_time_verdict` whatever the clock says."""
-    only = report.findings[0] if len(report.findings) == 1 and len(report.reasons) == 1 else None
+    only = report.findings[0] if len(report.findings) == 1 else None
     if report.verdict != "inconclusive" or only is None or only.key not in _INCONCLUSIVE:
         return
     report.verdict = "pass"

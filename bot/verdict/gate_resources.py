@@ -15,7 +15,6 @@ from bot.models.report import (
 )
 from bot.verdict.names import ARG_CHARS, LONGEST, base_name, families, template_args
 from bot.verdict.occupancy import SM90, Arch, drop_pct, occupancy, register_phrase, smem_phrase, table
-from bot.wording.messages import render
 
 # What base already had of an absolute rule, as the gate notes it (never the change's failure): docs/review.md
 IN_BASE = (
@@ -211,18 +210,6 @@ def _declared_finding(r: Resource, moved: str) -> Finding:
     if moved:
         return _resource("resources.declared_moved", r, Outcome.undecided, smem=smem, moved=moved)
     return _resource("resources.declared_new", r, Outcome.undecided, smem=smem)
-
-
-def resource_reasons(
-    head: list[Resource],
-    base: list[Resource],
-    constraints: Constraints,
-    threads: dict[str, int] | None = None,
-    arch: str = "sm_90a",
-) -> tuple[list[str], list[str]]:
-    """(failures, notes) of `resource_findings`, as lines."""
-    failures, notes = resource_findings(head, base, constraints, threads, arch)
-    return [render(f) for f in failures], [render(n) for n in notes]
 
 
 def _resource(key: str, r: Resource, outcome: Outcome = Outcome.fail, **fields: Any) -> Finding:

@@ -8,8 +8,8 @@ from bot.models.judging import CaseRun
 from bot.models.report import ResourceCheckReport
 from bot.verdict.compile_errors import advised, describe, torch_cuda
 from bot.verdict.gate import case_verdict
-from bot.verdict.gate_resources import resource_reasons
-from bot.wording.messages import phrase
+from bot.verdict.gate_resources import resource_findings
+from bot.wording.messages import ENGLISH, phrase, render
 
 # How a review will treat each of them: held against base's same function (docs/review.md, "What base already has").
 IN_A_REVIEW = (
@@ -22,8 +22,8 @@ def resource_failures(check: ResourceCheckReport, constraints: Constraints) -> l
     """Why head's figures on `check.arch` fail on their own: each launch error, then each resource over a limit
     (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:"; `opgate
     check` says once after them how a review will treat them (`IN_A_REVIEW`)."""
-    reasons, _ = resource_reasons(check.head, [], constraints, check.threads, check.arch)
-    return [*check.launch_errors, *(r.removeprefix("resource: ") for r in reasons)]
+    failures, _ = resource_findings(check.head, [], constraints, check.threads, check.arch)
+    return [*(phrase(p) for p in check.launch_errors_why), *(ENGLISH.text(f) for f in failures)]
 
 
 def runner_lacks(check: ResourceCheckReport) -> str | None:
@@ -41,6 +41,6 @@ def dry_case(case: Case, constraints: Constraints, run: CaseRun) -> tuple[bool, 
     within the case's tolerance."""
     report = case_verdict(case, constraints, run)
     if report.verdict in ("fail", "error"):
-        return True, f"{case.name}: {'; '.join(report.reasons)}"
+        return True, f"{case.name}: {'; '.join(render(f, case=False) for f in report.findings)}"
     err = "?" if report.max_abs_err is None else f"{report.max_abs_err:.3g}"
     return False, f"{case.name} (the smallest): entry and reference agree, max_abs_err {err} ≤ {report.tolerance:g}"

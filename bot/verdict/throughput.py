@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.models.cost import Throughput
 from bot.models.evidence import Peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
-from bot.models.report import CaseReport, Throughput
+from bot.models.report import CaseReport
 from bot.verdict.findings import add_case, rerender_case
 from bot.wording.messages import LABELS, phrase
 
@@ -80,8 +81,8 @@ def device_peak(gpu: str | None) -> Peak | None:
     name = (gpu or "").lower()
     for d in DEVICES:
         if d.match in name:
-            why = Phrase(key="peak.sheet", params={"device": d.label, "source": d.source})
-            return Peak(tflops=d.tflops, gbps=d.gbps, of=phrase(why), why=why)
+            sheet = Phrase(key="peak.sheet", params={"device": d.label, "source": d.source})
+            return Peak(tflops=d.tflops, gbps=d.gbps, of=sheet)
     return None
 
 
@@ -106,8 +107,8 @@ def throughput(flops: int | None, nbytes: int | None, report: CaseReport, peak: 
         base_gbps=_rate(nbytes, report.base_p50_ms, 1e9),
         peak_tflops=peak.tflops if peak else None,
         peak_gbps=peak.gbps if peak else None,
-        peak_of=peak.of if peak else "",
-        peak_why=peak.why if peak else None,
+        peak_of=phrase(peak.of) if peak else "",
+        peak_why=peak.of if peak else None,
     )
     return t.model_copy(
         update={

@@ -7,9 +7,9 @@ import time
 import torch
 
 from bot.config.manifest_tables import Limits
+from bot.models.cost import CpuUse
 from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Spot, Timing
-from bot.models.report import CpuUse
 from bot.phases import Phases
 from bot.verdict import metrics
 from bot.wording.messages import phrase
@@ -73,8 +73,7 @@ class CaseState:
         self.stop_reason: str | None = None
         self.tampered: Phrase | None = None  # why the measurement is rejected (bot/wording/messages.py measurement.*)
         self.other_cores: float | None = None
-        self.noisy: str | None = None
-        self.noisy_why: Phrase | None = None
+        self.noisy: Phrase | None = None
         self.phases = Phases()
 
     def enter(self, label: str, phase: str) -> None:
@@ -124,7 +123,6 @@ class CaseState:
             output_tail=output[-2000:],
             other_cores=self.other_cores,
             noisy=self.noisy,
-            noisy_why=self.noisy_why,
             phases={
                 **{k: round(v, 3) for k, v in self.phases.items()},
                 "total": round(time.perf_counter() - self.started, 3),

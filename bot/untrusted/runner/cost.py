@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.models.cost import SideCost, SimulatedCost
 from bot.models.judging import JudgeJob
-from bot.models.report import Isolation, SideCost, SimulatedCost
+from bot.models.report import Isolation
 from bot.text.safe import log_safe
 from bot.untrusted.runner import protocol
 from bot.untrusted.runner.spawn import EXT, IN, JUDGE_SLACK_S, OUT, RUN, run_trusted

@@ -13,8 +13,8 @@ import os
 import time
 from collections.abc import Callable
 
+from bot.models.cost import CpuUse
 from bot.models.finding import Phrase
-from bot.models.report import CpuUse
 from bot.untrusted.runner.health import busy_ticks
 from bot.wording.messages import phrase
 

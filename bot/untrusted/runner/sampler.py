@@ -24,7 +24,6 @@ from bot.untrusted.runner.cpu_accounting import CpuAccount, OtherLoad
 from bot.untrusted.runner.health import noisy_phrase, snapshot
 from bot.untrusted.runner.zygote import Raised, Worker, Zygote
 from bot.verdict.stats import EARLY_MIN_PAIRS, Paired, early_stop, paired
-from bot.wording.messages import phrase
 
 THROTTLE_FRACTION = 0.95  # a block measured below 95% of the highest SM clock seen is discarded
 BLOCK_MS = 20.0  # a timing block lasts about this long per side
@@ -149,8 +148,7 @@ class Sampler:
             pair += 1
             stop = self._stop(pair, time.monotonic() - started)
         self.state.other_cores = self.load.cores()
-        self.state.noisy_why = noisy_phrase(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
-        self.state.noisy = phrase(self.state.noisy_why) if self.state.noisy_why is not None else None
+        self.state.noisy = noisy_phrase(self.state.other_cores, self.judge.job.noise_limit_cores, snapshot())
         self._account()
         for label in labels:
             flat = [x for p in self.processes[label] for x in p]

@@ -2,7 +2,8 @@
 rendered in English: what report.json, the logs and the ledger keep.
 
 A message is a label (the gate as the reader sees it, "performance inconclusive") and a text with `{named}`
-parameters; its text lives in the module of its domain (`of_cases`, `of_resources`, `of_builds`, `of_review`). A
+parameters; its text lives in the data file of its domain (`cases.toml`, `resources.toml`, `builds.toml`,
+`review.toml`: one message a line, read once at import). A
 case's finding reads `label: text` on the case and `label: case text` on its kernel (without a label: `case: text`),
 so a sentence names gate, case, value and limit once. Numbers come pre-formatted in the parameters: they are
 identical in every language. A `Wording` renders through one translator: `ENGLISH` (this module's `render` and
@@ -11,11 +12,14 @@ identical in every language. A `Wording` renders through one translator: `ENGLIS
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bot.models.finding import Finding, Param, Phrase
-from bot.wording import of_builds, of_cases, of_resources, of_review
+
+DOMAINS = ("cases", "resources", "builds", "review")  # the catalog's data files beside this module, in this order
 
 # Label id -> English label. A label is what a reader sees before the colon; the gate itself is Finding.gate.
 LABELS: dict[str, str] = {
@@ -30,13 +34,15 @@ LABELS: dict[str, str] = {
     "resource": "resource",
 }
 
+
+def _read(domain: str) -> dict[str, tuple[str | None, str]]:
+    with (Path(__file__).parent / f"{domain}.toml").open("rb") as f:
+        table = tomllib.load(f)
+    return {key: (entry.get("label"), entry["text"]) for key, entry in table.items()}
+
+
 # Message id -> (label id or None, English text). Keep the ids stable: translations are keyed by the text.
-MESSAGES: dict[str, tuple[str | None, str]] = {
-    **of_cases.MESSAGES,
-    **of_resources.MESSAGES,
-    **of_builds.MESSAGES,
-    **of_review.MESSAGES,
-}
+MESSAGES: dict[str, tuple[str | None, str]] = {key: value for domain in DOMAINS for key, value in _read(domain).items()}
 
 # Parameters whose value is text opgate did not write, shown as written in every locale: an exception's message, a
 # compiler's line (a compile error's message), a data sheet's line (`source`, the figures a GPU's peak quotes).

@@ -14,7 +14,9 @@ __all__ = [
     "Phrase",
     "add_case",
     "add_kernel",
+    "case_lines",
     "case_stated",
+    "lines_of",
     "rerender_case",
     "stated",
     "verbatim",
@@ -81,6 +83,17 @@ def case_stated(report: CaseReport) -> list[Finding]:
     rendered = {render(f, case=False) for f in report.findings}
     made = [verbatim(r, Gate.run, outcome, case=report.name) for r in report.reasons if r not in rendered]
     return [*report.findings, *made]
+
+
+def lines_of(kernel: KernelReport, *outcomes: Outcome) -> list[str]:
+    """The kernel's findings of these outcomes as report.json's English lines, for the readers of text (the CI
+    summary's facts, tune, bisect)."""
+    return [render(f) for f in stated(kernel) if f.outcome in outcomes]
+
+
+def case_lines(report: CaseReport) -> list[str]:
+    """The case's findings as report.json's English lines (its `reasons`)."""
+    return [render(f, case=False) for f in case_stated(report)]
 
 
 HEAD, BASE = "head", "base"

@@ -403,6 +403,27 @@ def test_the_comment_reads_the_same_from_report_json():
         assert render_comment(_report_json_roundtrip(report)) == render_comment(report)
 
 
+def _without_lines(k: KernelReport) -> KernelReport:
+    """The kernel with every line its findings were rendered to emptied, its cases' and its candidate's too."""
+    cases = [c.model_copy(update={"reasons": []}) for c in k.cases]
+    candidate = _without_lines(k.candidate) if k.candidate is not None else None
+    return k.model_copy(update={"reasons": [], "undecided": [], "accept_needed": [], "notes": [], "cases": cases,
+                                "candidate": candidate})  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(set(cr.REPORTS) - {"biggest"}))  # biggest adds notes no finding makes
+def test_the_outputs_read_the_findings_never_their_lines(name: str):
+    """The comment (both locales), the status line and the plain text are the same with every line emptied: each
+    output renders the findings themselves."""
+    report = cr.REPORTS[name]()
+    bare = report.model_copy(update={"kernels": [_without_lines(k) for k in report.kernels]})
+    assert acceptance_status(bare) == acceptance_status(report)
+    assert digest.plain(bare) == digest.plain(report)
+    for locale in ("en", "zh-CN"):
+        with speaking(locale):
+            assert render_comment(bare, pr=cr.pr_for(bare)) == render_comment(report, pr=cr.pr_for(report))
+
+
 # -- the charts, drawn by mermaid.js in Chromium -----------------------------------------------------------
 
 

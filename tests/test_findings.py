@@ -80,3 +80,26 @@ def test_an_agent_cases_reasons_are_its_findings_but_latency_and_plausibility():
     c.reasons = []  # what an output shows; the agent case's lines come from the findings
     judged = agent_cases.judged(Case(name="tail"), c, base_built=True)
     assert judged.verdict == "fail" and judged.reasons == ["head produced no result"]
+
+
+def test_the_readers_of_text_take_the_lines_from_the_findings():
+    """The CI summary's facts, a tuning trial and bisect's side of a review read the findings' English lines: the
+    same with every line emptied (a line made outside the gates still stated, as written)."""
+    from bot.mainline.bisect import side
+    from bot.review.ci_summary import facts
+    from bot.tune.trial import trial_from
+    from tests import comment_reports as cr
+    from tests.test_comment import _without_lines
+
+    for name in sorted(set(cr.REPORTS) - {"biggest"}):  # biggest adds notes no finding makes
+        report = cr.REPORTS[name]()
+        bare = report.model_copy(update={"kernels": [_without_lines(k) for k in report.kernels]})
+        assert facts(bare) == facts(report), name
+        for k, b in zip(report.kernels, bare.kernels, strict=True):
+            trial = {"key": "t", "config": {}, "source": "agent", "patch": "", "run_id": "r", "seconds": 1.0}
+            assert trial_from(b, **trial) == trial_from(k, **trial), name  # type: ignore[arg-type]
+            assert [side(b, c) for c in [None, *b.cases]] == [side(k, c) for c in [None, *k.cases]], name
+    made = _k().model_copy(update={"reasons": ["not reviewed"]})
+    assert trial_from(made, key="t", config={}, source="agent", patch="", run_id="r", seconds=1.0).reasons == [
+        "not reviewed"
+    ]

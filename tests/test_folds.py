@@ -11,6 +11,7 @@ from bot.verdict import change
 from bot.verdict.findings import add_kernel
 from bot.verdict.folds import combine, review_verdict, with_coverage
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+from bot.wording.messages import render
 from tests import comment_reports as cr
 
 SQUARE = Case(name="square", device="cpu", shape={"m": 64})
@@ -56,6 +57,8 @@ def test_a_part_that_asks_for_a_person_or_errors_decides_in_the_order_of_severit
     assert lost.reasons == ["its matrix job left no report (part-k@sm_100: crashed, cancelled or timed out)"]
     new.accept_needed = []  # a part's lines are what the outputs show: its findings decide
     assert combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]).verdict == "needs_accept"
+    merged = combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))])  # and its lines are written from them
+    assert merged.accept_needed == [render(change.new_kernel())]
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.mainline.drift import CaseDrift, chain_ratio
+from bot.models.finding import Outcome
 from bot.models.judging import MeasureSettings
 from bot.models.report import CaseReport, CaseStatus, KernelReport
 from bot.verdict.compile_errors import describe
+from bot.verdict.findings import case_lines, lines_of
 
 SCHEMA = "opgate.bisect/1"
 DEFAULT_BUDGET_MIN = 20.0
@@ -162,24 +164,27 @@ def side(kernel: KernelReport | None, case: CaseReport | None) -> tuple[Side, st
     if kernel.verdict == "skipped" and not kernel.changed:
         return "good", "the kernel's sources are the good build's"
     if case is None:
-        why = "; ".join([*kernel.reasons, *kernel.undecided]) or f"the review of the kernel: {kernel.verdict}"
+        why = (
+            "; ".join(lines_of(kernel, Outcome.fail, Outcome.error) + lines_of(kernel, Outcome.undecided))
+            or f"the review of the kernel: {kernel.verdict}"
+        )
         return "skipped", why
     if case.status == CaseStatus.compile_fail:
         return "skipped", f"does not build{f': {_first_error(kernel)}' if _first_error(kernel) else ''}"
     if case.status == CaseStatus.skipped:
-        return "error", f"the case was not run: {'; '.join(case.reasons) or 'skipped'}"
+        return "error", f"the case was not run: {'; '.join(case_lines(case)) or 'skipped'}"
     if case.status != CaseStatus.ok:
-        return "skipped", f"{case.status.value}: {'; '.join(case.reasons)}"
+        return "skipped", f"{case.status.value}: {'; '.join(case_lines(case))}"
     limit = f"the {case.max_regression_pct:+.1f}% limit" if case.max_regression_pct is not None else "the limit"
     if case.regression_pct is None or case.ci95_pct is None or len(case.ci95_pct) != 2:
         if case.verdict == "pass" and case.stop_reason == "identical_build":
             return "good", "the same binary as the good build"
-        return "undecided", "; ".join(case.reasons) or "no latency interval against the good build"
+        return "undecided", "; ".join(case_lines(case)) or "no latency interval against the good build"
     if case.verdict == "fail":
         return "bad", f"{_span(case)} is above {limit}"
     if case.verdict == "pass":
         return "good", f"{_span(case)} is below {limit}"
-    return "undecided", "; ".join(case.reasons) or f"{_span(case)}: {case.verdict}"
+    return "undecided", "; ".join(case_lines(case)) or f"{_span(case)}: {case.verdict}"
 
 
 def _first_error(kernel: KernelReport) -> str:

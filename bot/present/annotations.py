@@ -26,6 +26,7 @@ from bot.models.report import CaseReport, KernelReport, Report
 from bot.text.i18n import N_, ngettext
 from bot.text.i18n import gettext as _
 from bot.text.safe import one_line
+from bot.verdict.findings import case_stated
 from bot.verdict.launch import plain
 from bot.wording import spoken
 
@@ -311,7 +312,7 @@ def _failed(case: CaseReport) -> bool:
 
 def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mapping[str, str]) -> list[Annotation]:
     """One annotation per failed case, at the definition of the entry its device's build calls: the case's failing
-    findings (its reasons where a line was made outside the gates)."""
+    failing findings (all it states where none fails; a line made outside the gates as written)."""
     out = []
     for case in (c for c in kernel.cases if _failed(c)):
         build = sources.builds.get(case.device)
@@ -320,11 +321,10 @@ def case_annotations(kernel: KernelReport, sources: KernelSources, texts: Mappin
         place = entry_line(build.entry, build, sources.files, texts)
         if place is None:
             continue
-        failing = [f for f in case.findings if f.outcome in (Outcome.fail, Outcome.error)]
-        why = (
-            "\n".join(dict.fromkeys(spoken.render(f, case=False) for f in failing))
-            or "\n".join(case.reasons)
-            or _("status %(status)s", status=case.status.value)
+        said = case_stated(case)
+        failing = [f for f in said if f.outcome in (Outcome.fail, Outcome.error)] or said
+        why = "\n".join(dict.fromkeys(spoken.render(f, case=False) for f in failing)) or _(
+            "status %(status)s", status=case.status.value
         )
         names = {"kernel": kernel.name, "case": case.name}
         title = (

@@ -11,9 +11,9 @@ from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, CaseStatus, KernelReport, Report
 from bot.text.i18n import N_, ngettext
 from bot.text.i18n import gettext as _
+from bot.verdict.findings import case_stated, stated
 from bot.verdict.names import short_names
 from bot.wording import spoken
-from bot.wording.messages import render
 
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
@@ -110,27 +110,24 @@ class Digest(_Model):
 MAX_BARS = 30
 
 
+NOT_RUN = Finding(gate=Gate.run, outcome=Outcome.undecided, key="run.not_run")
+
+
 def not_run_groups(cases: Iterable[CaseReport]) -> list[NotRun]:
-    """Cases that did not run, one group per reason, in order of first appearance."""
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    shown: dict[str, str] = {}
+    """Cases that did not run, one group per reason (the same findings), in order of first appearance; the reason
+    in the reader's locale."""
+    groups: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+    shown: dict[tuple[str, ...], str] = {}
     for c in cases:
         if c.status in NOT_RUN_STATUSES:
-            reason = "; ".join(c.reasons) or "not run"
+            found = [f.model_copy(update={"case": None}) for f in case_stated(c)]
+            reason = tuple(f.model_dump_json() for f in found)
             devices, names = groups.setdefault(reason, ([], []))
-            shown.setdefault(reason, _in_locale(c, reason))
+            shown.setdefault(reason, "; ".join(spoken.render(f) for f in found) or spoken.text(NOT_RUN))
             names.append(c.name)
             if c.device not in devices:
                 devices.append(c.device)
     return [NotRun(reason=shown[r], devices=d, names=n) for r, (d, n) in groups.items()]
-
-
-def _in_locale(c: CaseReport, reason: str) -> str:
-    """The case's reasons in the current locale where they are its findings' lines (report.json keeps English)."""
-    if c.findings and "; ".join(render(f, case=False) for f in c.findings) == reason:
-        return "; ".join(spoken.render(f, case=False) for f in c.findings)
-    none = Finding(gate=Gate.run, outcome=Outcome.undecided, key="run.not_run")
-    return reason if c.reasons else spoken.text(none)
 
 
 def count(cases: Iterable[CaseReport]) -> Counts:
@@ -154,26 +151,20 @@ def count(cases: Iterable[CaseReport]) -> Counts:
 
 
 _KIND = {Outcome.error: "error", Outcome.accept: "needs_accept", Outcome.undecided: "undecided"}
-
-
-def _findings_of(k: KernelReport) -> dict[str, Finding]:
-    """The kernel's lines -> the finding each was rendered from (a line made outside the gates has none)."""
-    return {render(f): f for f in k.findings}
+_FAILING = (Outcome.fail, Outcome.error)
 
 
 def kernel_lines(k: KernelReport) -> list[Line]:
-    """The kernel's reasons as lines, the worst first: why it fails (or could not be judged), why it needs a
-    person's /accept, what was not decided. Gate and case come from each line's finding, never from its text."""
-    found = _findings_of(k)
+    """The kernel's findings as lines in the reader's locale, the worst first: why it fails (or could not be judged),
+    why it needs a person's /accept, what was not decided. Gate, case and kind are the finding's."""
+    said = stated(k)
     short = short_names(sorted(_functions(k)))
-    failing = k.reasons if k.verdict in ("fail", "error") else []
+    failing = [f for f in said if f.outcome in _FAILING] if k.verdict in ("fail", "error") else []
+    accept = [f for f in said if f.outcome == Outcome.accept]
+    undecided = [f for f in said if f.outcome == Outcome.undecided]
     lines = []
-    for verdict, reasons in ((k.verdict, failing), ("needs_accept", k.accept_needed), ("undecided", k.undecided)):
-        for reason in reasons:
-            f = found.get(reason)
-            if f is None:  # made outside the gates (or an opgate.report/1 report): no gate to show
-                lines.append(Line(kernel=k.name, text=shorten(reason, short), verdict=verdict))  # type: ignore[arg-type]
-                continue
+    for verdict, found in ((k.verdict, failing), ("needs_accept", accept), ("undecided", undecided)):
+        for f in found:
             kind = verdict if f.case is None else _KIND.get(f.outcome, "fail")
             body = spoken.text(f) if f.case else shorten(spoken.text(f), short)
             lines.append(Line(kernel=k.name, case=f.case, gate=spoken.label(f), text=body, verdict=kind))  # type: ignore[arg-type]
@@ -183,15 +174,20 @@ def kernel_lines(k: KernelReport) -> list[Line]:
 def undecided_summary(k: KernelReport) -> str:
     """What was left undecided: "latency undecided on 2 cases; not everything it changes was run" ("" for nothing)."""
     latency = [c for c in k.cases if c.verdict == "inconclusive"]
-    found, names = _findings_of(k), {c.name for c in latency}
+    names = {c.name for c in latency}
     parts = [ngettext("latency undecided on %(num)s case", "latency undecided on %(num)s cases", len(latency))]
     parts = parts if latency else []
     if launches := list(dict.fromkeys(s for c in k.resource_checks() for s in c.launch_unmeasured)):
         more = _(" and %(n)s more", n=len(launches) - 1) if len(launches) > 1 else ""  # the status keeps 140 chars
         parts.insert(0, _("launch figures declared, not measured: %(first)s%(more)s", first=launches[0], more=more))
-    if any(u not in found or found[u].case not in names for u in k.undecided):
+    if any(f.case not in names for f in stated(k) if f.outcome == Outcome.undecided):
         parts.append(_("not everything it changes was run"))
     return _("; ").join(parts)
+
+
+def _unplaced(f: Finding) -> str:
+    """A finding without its kernel and outcome: a case's finding as its kernel states it, whatever it did there."""
+    return f.model_copy(update={"kernel": None, "outcome": Outcome.note}).model_dump_json()
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
@@ -200,14 +196,12 @@ def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:
     for c in k.cases:
         if c.verdict != "pass" or c.status in NOT_RUN_STATUSES:
             continue
-        for f in c.findings:
-            if render(f) in taken:
+        for f in case_stated(c):
+            if _unplaced(f) in taken:
                 continue
             lines.append(
                 Line(kernel=k.name, case=c.name, gate=spoken.label(f), text=spoken.text(f), verdict="undecided")
             )
-        if not c.findings:  # a case made outside the gates (or an opgate.report/1 report): its lines as they are
-            lines += [Line(kernel=k.name, case=c.name, text=r, verdict="undecided") for r in c.reasons]
     return lines
 
 
@@ -235,14 +229,19 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     notes: list[str] = []
     stats: list[str] = []
     resources: list[str] = []
-    found = _findings_of(k)
-    for note in k.notes:
-        f = found.get(note)
-        shown = spoken.render(f) if f else note  # a finding's line in the locale; a line made elsewhere as written
-        if (f.key == "performance.base_drift" if f else note.startswith(drift)) and drift:
+    for f in stated(k):
+        if f.outcome != Outcome.note:
+            continue
+        shown = spoken.render(f)  # in the reader's locale (a line made elsewhere: as written)
+        if f.key == "text":  # a line made outside the gates sits where what it says puts it (the drift, a function)
+            line = str(f.params["text"])
+            drifted, about_resources = line.startswith(drift), line in launch or line.split(": ", 1)[0] in functions
+        else:
+            drifted, about_resources = f.key == "performance.base_drift", f.key.startswith("resources.")
+        if drifted and drift:
             stats.append(shown)
-        elif note in launch or (f.key.startswith("resources.") if f else note.split(": ", 1)[0] in functions):
-            resources.append(shorten(shown, short))  # (a note without a finding: of a function, by its name)
+        elif about_resources:
+            resources.append(shorten(shown, short))
         else:
             notes.append(shown)
     return notes, stats, resources
@@ -263,7 +262,7 @@ def _bars(ran: list[CaseReport]) -> tuple[list[Bar], int]:
 def kernel_view(k: KernelReport, headline: set[tuple[str, str | None, str]]) -> KernelView:
     ran = [c for c in k.cases if c.status not in NOT_RUN_STATUSES]
     lines = [ln for ln in kernel_lines(k) if (ln.kernel, ln.case, ln.text) not in headline]
-    taken = {*k.reasons, *k.undecided, *k.accept_needed}
+    taken = {_unplaced(f) for f in stated(k) if f.outcome != Outcome.note}
     notes, stats, resources = _sort_notes(k)
     resource_failed = any(f.key.startswith("resources.") and f.outcome in (Outcome.fail, Outcome.error)
                           for f in k.findings)  # fmt: skip

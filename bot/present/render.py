@@ -9,8 +9,17 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.finding import Phrase
-from bot.models.report import AgentCaseRefusal, AgentCaseReport, AgentReport, Isolation, Occupancy, Report, Resource
+from bot.models.finding import Outcome, Phrase
+from bot.models.report import (
+    AgentCaseRefusal,
+    AgentCaseReport,
+    AgentReport,
+    Isolation,
+    KernelReport,
+    Occupancy,
+    Report,
+    Resource,
+)
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,
@@ -39,8 +48,10 @@ from bot.templates import TEMPLATES, environment
 from bot.text import i18n
 from bot.text.i18n import N_
 from bot.text.safe import Safe, code, comment_safe, fence, untrusted
+from bot.verdict.agent_cases import stated_reasons
+from bot.verdict.findings import stated
 from bot.verdict.gate_resources import declared_moved, is_rename, match_base, removed_in_head
-from bot.wording import messages, spoken
+from bot.wording import spoken
 
 # The top-level templates/ folder, shipped inside the package as bot.templates (pyproject.toml's package-dir).
 REVIEW_MARKER = Safe("<!-- opgate:review -->")  # Safe: printed as is, the bot finds its comment by it
@@ -62,10 +73,16 @@ def said(text: str) -> str:
 
 
 def agent_reasons(c: AgentCaseReport) -> str:
-    """An agent case's reasons in the current locale: a reason that is one of its case's findings as report.json
-    holds it (English) is that finding's line in the locale; any other through the catalog (`said`), or as written."""
-    lines = {messages.render(f, case=False): spoken.render(f, case=False) for f in c.case.findings}
-    return "; ".join(lines.get(r) or said(r) for r in c.reasons)
+    """An agent case's reasons in the current locale: its findings through the catalog; a reason made beside them
+    (base fails too) through the catalog too (`said`), or as written."""
+    return "; ".join(said(str(f.params["text"])) if f.key == "text" else spoken.render(f, case=False)
+                     for f in stated_reasons(c))  # fmt: skip
+
+
+def first_reason(k: KernelReport) -> str:
+    """The first reason the kernel fails or could not be judged, in the current locale ("" where none)."""
+    failing = (f for f in stated(k) if f.outcome in (Outcome.fail, Outcome.error))
+    return next((spoken.render(f) for f in failing), "")
 
 
 def agent_reason(a: AgentReport) -> str:
@@ -325,6 +342,7 @@ def jinja_env() -> jinja2.Environment:
         expected_line=expected_line,
         said=said,
         agent_reasons=agent_reasons,
+        first_reason=first_reason,
         agent_reason=agent_reason,
         agent_status=agent_status,
         refused_why=refused_why,

@@ -8,7 +8,9 @@ from bot.models.github import StatusState
 from bot.models.ledger import AcceptanceRow
 from bot.models.report import Report
 from bot.present import digest
+from bot.verdict.findings import case_stated
 from bot.verdict.status import AcceptanceDecision, acceptance_decision
+from bot.wording import spoken
 
 
 def acceptance_status(report: Report, acceptances: Sequence[AcceptanceRow] = ()) -> tuple[StatusState, str]:
@@ -50,9 +52,9 @@ def description(report: Report, decision: AcceptanceDecision) -> str:
     why = f" — {digest.line_text(lines[0], kernel=False)}" if lines else ""
     if first is None:
         for k in report.kernels:
-            case = next((c for c in k.cases if c.verdict in ("fail", "error") and c.reasons), None)
-            if case is not None:
-                first, why = k, f" — {case.name}: {case.reasons[0]}"
+            found = next(((c, f) for c in k.cases if c.verdict in ("fail", "error") for f in case_stated(c)), None)
+            if found is not None:
+                first, why = k, f" — {found[0].name}: {spoken.render(found[1], case=False)}"
                 break
     names = ", ".join(k.name for k in bad) or "see the comment"
     label = "gate failed" if report.verdict == "fail" else "could not judge"

@@ -14,8 +14,10 @@ from bot.config.settings import Settings
 from bot.ledger import Ledger
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts, Number, ResourceChange
 from bot.models.diff import FileChange
+from bot.models.finding import Outcome
 from bot.models.report import CaseReport, DiffStat, KernelReport, Report, Resource
 from bot.review.coverage import unclaimed_reason
+from bot.verdict.findings import case_lines, lines_of
 from bot.verdict.gate_resources import match_base
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,7 @@ def _case(c: CaseReport) -> CaseFacts:
         numbers={k: _round(v) for k, v in numbers.items() if v is not None},
         failure=_round(c.failure.model_dump(exclude_none=True)) if c.failure else None,
         failed_probes=probes,
-        reasons=list(c.reasons),
+        reasons=case_lines(c),
         log_tail=c.log_tail[-LOG_CHARS:],
     )
 
@@ -152,7 +154,7 @@ def _kernel(k: KernelReport, report: Report) -> KernelFacts:
     not_run: dict[str, list[str]] = {}
     for c in k.cases:
         if c.verdict == "skipped":
-            not_run.setdefault("; ".join(c.reasons) or "not run", []).append(c.name)
+            not_run.setdefault("; ".join(case_lines(c)) or "not run", []).append(c.name)
     check = k.resource_check
     quiet = [a for a in agents if a.status != "ok"]
     failing = sorted((c for c in k.cases if c.verdict not in ("pass", "skipped")), key=lambda c: SEVERITY[c.verdict])
@@ -160,10 +162,10 @@ def _kernel(k: KernelReport, report: Report) -> KernelFacts:
         name=k.name,
         domain=k.domain,
         verdict=k.verdict,
-        reasons=list(k.reasons),
-        undecided=list(k.undecided),
-        accept_needed=list(k.accept_needed),
-        notes=list(k.notes),
+        reasons=lines_of(k, Outcome.fail, Outcome.error),
+        undecided=lines_of(k, Outcome.undecided),
+        accept_needed=lines_of(k, Outcome.accept),
+        notes=lines_of(k, Outcome.note),
         diff=k.diff.model_dump() if k.diff else None,
         counts={
             "passed": sum(1 for c in k.cases if c.verdict == "pass"),

@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.config.settings import Settings
 from bot.ledger import Ledger
+from bot.models.finding import Outcome
 from bot.models.report import KernelReport, ProposedCase
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer
@@ -16,6 +17,7 @@ from bot.review.host import here
 from bot.review.orchestrate import write
 from bot.review.request import ReviewRequest
 from bot.tune.model import CaseResult, Source, Trial
+from bot.verdict.findings import case_lines, lines_of
 from bot.verdict.throughput import IMPLAUSIBLE
 
 MAX_FUNCTIONS = 3  # resource summary: the first few compiled functions
@@ -59,7 +61,7 @@ def trial_from(
             p50_ms=c.p50_ms,
             base_p50_ms=c.base_p50_ms,
             max_abs_err=c.max_abs_err,
-            reason=c.reasons[0] if c.reasons else "",
+            reason=next(iter(case_lines(c)), ""),
         )
         for c in k.cases
         if c.verdict != "skipped"
@@ -67,7 +69,7 @@ def trial_from(
     # nothing failed: the tuning loop weighs each case's interval itself (tune/analysis.py)
     judged = "pass" if k.verdict in ("undecided", "needs_accept") else k.verdict
     verdict = judged if judged in ("pass", "fail") else "error"
-    reasons = [*k.reasons, *k.accept_needed, *k.undecided]
+    reasons = lines_of(k, Outcome.fail, Outcome.error) + lines_of(k, Outcome.accept) + lines_of(k, Outcome.undecided)
     if k.verdict == "skipped":
         reasons.append("the review judged no change to this kernel")
     return Trial(

@@ -138,6 +138,16 @@ def _reported(finding: Finding) -> bool:
     return MESSAGES.get(finding.key, (None, ""))[0] in _REPORTED
 
 
+def stated_reasons(c: AgentCaseReport) -> list[Finding]:
+    """The agent case's reasons as findings the outputs render: its case's findings that count (not latency or
+    plausibility), then each reason none of them was rendered to (base fails too, a report before findings) as a
+    `verbatim` finding, its text as written (report.json's English; the comment looks it up in the catalog)."""
+    found = [f for f in c.case.findings if not _reported(f)]
+    rendered = {render(f, case=False) for f in found}
+    made = [verbatim(r, Gate.correctness, Outcome.note, case=c.name) for r in c.reasons if r not in rendered]
+    return [*found, *made]
+
+
 def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseReport:
     """One agent case's verdict from the judge's report: head wrong where base is right fails the change; where base is
     wrong too (or is the same build, or does not build) it is "base fails too"; latency is reported, never gated."""

@@ -7,7 +7,20 @@ from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import CaseReport, KernelReport
 from bot.wording.messages import render
 
-__all__ = ["Finding", "Gate", "Outcome", "Phrase", "add_case", "add_kernel", "rerender_case", "verbatim"]
+__all__ = [
+    "Finding",
+    "Gate",
+    "Outcome",
+    "Phrase",
+    "add_case",
+    "add_kernel",
+    "case_lines",
+    "case_stated",
+    "lines_of",
+    "rerender_case",
+    "stated",
+    "verbatim",
+]
 
 
 def add_case(report: CaseReport, finding: Finding) -> None:
@@ -46,6 +59,41 @@ def add_kernel(kernel: KernelReport, finding: Finding, *, once: bool = False) ->
 def verbatim(text: str, gate: Gate, outcome: Outcome, **where: str | int | None) -> Finding:
     """A line made elsewhere that has no message of its own yet (a compile failure's text, a launch error)."""
     return Finding(gate=gate, outcome=outcome, key="text", params={"text": text}, **where)  # type: ignore[arg-type]
+
+
+def stated(kernel: KernelReport) -> list[Finding]:
+    """What the kernel states, as the findings the outputs render: its findings, then each line none of them was
+    rendered to (made outside the gates, or read from an opgate.report/1 report) as a `verbatim` finding of the
+    outcome its list names, shown as written. Reading a line back is done here and nowhere else."""
+    failing = Outcome.error if kernel.verdict == "error" else Outcome.fail
+    lists = ((kernel.reasons, failing), (kernel.accept_needed, Outcome.accept), (kernel.undecided, Outcome.undecided),
+             (kernel.notes, Outcome.note))  # fmt: skip
+    rendered = {render(f) for f in kernel.findings}
+    made = [verbatim(line, Gate.review, outcome) for lines, outcome in lists for line in lines if line not in rendered]
+    return [*kernel.findings, *made]
+
+
+_CASE_OUTCOMES = {"error": Outcome.error, "fail": Outcome.fail, "pass": Outcome.note}
+
+
+def case_stated(report: CaseReport) -> list[Finding]:
+    """What the case states, as findings: its own, then each reason none of them was rendered to (made outside the
+    gates, an opgate.report/1 report) as a `verbatim` finding on the case, of its verdict's outcome."""
+    outcome = _CASE_OUTCOMES.get(report.verdict, Outcome.undecided)
+    rendered = {render(f, case=False) for f in report.findings}
+    made = [verbatim(r, Gate.run, outcome, case=report.name) for r in report.reasons if r not in rendered]
+    return [*report.findings, *made]
+
+
+def lines_of(kernel: KernelReport, *outcomes: Outcome) -> list[str]:
+    """The kernel's findings of these outcomes as report.json's English lines, for the readers of text (the CI
+    summary's facts, tune, bisect)."""
+    return [render(f) for f in stated(kernel) if f.outcome in outcomes]
+
+
+def case_lines(report: CaseReport) -> list[str]:
+    """The case's findings as report.json's English lines (its `reasons`)."""
+    return [render(f, case=False) for f in case_stated(report)]
 
 
 HEAD, BASE = "head", "base"

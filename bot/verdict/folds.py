@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bot.models.finding import Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, Coverage, KernelReport, KernelVerdict, ReportVerdict
+from bot.verdict.findings import stated
 from bot.verdict.gate import overall
 from bot.wording.messages import render
 
@@ -14,15 +15,18 @@ def _elsewhere(c: CaseReport) -> bool:
     return c.verdict == "skipped" and any(f.key == "run.other_job" for f in c.findings)
 
 
-def _union(parts: list[KernelReport], field: str) -> list[str]:
-    return list(dict.fromkeys(x for k in parts for x in getattr(k, field)))
+def _lines(parts: list[KernelReport], ran: bool, *outcomes: Outcome) -> list[str]:
+    """The parts' lines of these outcomes, each once, written from what each part states (a "no case ran" of one job
+    left out where another job ran a case)."""
+    found = (f for k in parts for f in stated(k) if f.outcome in outcomes)
+    return list(dict.fromkeys(render(f) for f in found if not (ran and f.key == "coverage.no_case_ran")))
 
 
 def combine(parts: list[KernelReport]) -> KernelReport:
     """One kernel's report from its architecture jobs' parts (the first architecture's part first): each case
-    from the job that ran it, builds and resource checks from the first part, every reason and note once, and
-    the verdict folded again from their findings as kernel_verdict folds it (a "no case ran" of one job goes when
-    another ran one)."""
+    from the job that ran it, builds and resource checks from the first part, the verdict folded again from
+    their findings as kernel_verdict folds it, and every line once, written from what the parts state (a "no case
+    ran" of one job goes when another ran one)."""
     first = parts[0]
     cases: dict[str, CaseReport] = {}
     for k in parts:
@@ -31,10 +35,8 @@ def combine(parts: list[KernelReport]) -> KernelReport:
                 cases[c.name] = c
     ran = any(c.verdict != "skipped" for c in cases.values())
     findings = list({f.model_dump_json(): f for k in parts for f in k.findings}.values())
-    none_ran = {render(f) for f in findings if f.key == "coverage.no_case_ran"}  # another job ran a case
     if ran:
         findings = [f for f in findings if f.key != "coverage.no_case_ran"]
-    undecided = [u for u in _union(parts, "undecided") if not (ran and u in none_ran)]
     failing = [k.verdict for k in parts if k.verdict in ("error", "fail")]
     verdict: KernelVerdict
     if failing:
@@ -49,10 +51,10 @@ def combine(parts: list[KernelReport]) -> KernelReport:
         update={
             "changed": any(k.changed for k in parts),
             "verdict": verdict,
-            "reasons": _union(parts, "reasons"),
-            "undecided": undecided,
-            "accept_needed": _union(parts, "accept_needed"),
-            "notes": _union(parts, "notes"),
+            "reasons": _lines(parts, ran, Outcome.fail, Outcome.error),
+            "undecided": _lines(parts, ran, Outcome.undecided),
+            "accept_needed": _lines(parts, ran, Outcome.accept),
+            "notes": _lines(parts, ran, Outcome.note),
             "findings": findings,
             "cases": list(cases.values()),
         }

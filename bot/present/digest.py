@@ -121,7 +121,7 @@ def not_run_groups(cases: Iterable[CaseReport]) -> list[NotRun]:
     for c in cases:
         if c.status in NOT_RUN_STATUSES:
             found = [f.model_copy(update={"case": None}) for f in case_stated(c)]
-            reason = tuple(f.model_dump_json() for f in found)
+            reason = tuple(repr(f.model_dump()) for f in found)  # a key (JSON refuses a lone surrogate)
             devices, names = groups.setdefault(reason, ([], []))
             shown.setdefault(reason, "; ".join(spoken.render(f) for f in found) or spoken.text(NOT_RUN))
             names.append(c.name)
@@ -186,8 +186,9 @@ def undecided_summary(k: KernelReport) -> str:
 
 
 def _unplaced(f: Finding) -> str:
-    """A finding without its kernel and outcome: a case's finding as its kernel states it, whatever it did there."""
-    return f.model_copy(update={"kernel": None, "outcome": Outcome.note}).model_dump_json()
+    """A finding without its kernel and outcome: a case's finding as its kernel states it, whatever it did there (a
+    key: its fields' repr, not JSON, which refuses a lone surrogate in hostile text)."""
+    return repr(f.model_copy(update={"kernel": None, "outcome": Outcome.note}).model_dump())
 
 
 def _case_notes(k: KernelReport, taken: set[str]) -> list[Line]:

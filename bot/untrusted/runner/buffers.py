@@ -145,11 +145,12 @@ def named_header(lay: Layout, addresses: Any, j: int, role: str = OUTPUT) -> lis
     return header
 
 
-def as_named(lay: Layout, outs: list[torch.Tensor]) -> str | None:
-    """Why fetched outputs are not the output arguments the judge named (dtype, shape), or None."""
-    named = lay.outputs
+def as_named(lay: Layout, outs: list[torch.Tensor], role: str = OUTPUT) -> str | None:
+    """Why fetched outputs (or, with another `role`, scratch) are not the buffers the judge named (dtype, shape), or
+    None."""
+    named, what = (lay.outputs, "output argument") if role == OUTPUT else (lay.scratch, "scratch buffer")
     if len(outs) != len(named):
-        return f"handed back {len(outs)} output argument(s), {len(named)} named"
+        return f"handed back {len(outs)} {what}(s), {len(named)} named"
     for b, o in zip(named, outs, strict=True):
         dtype = str(o.dtype).removeprefix("torch.")
         if dtype != b["dtype"] or list(o.shape) != list(b["shape"]):

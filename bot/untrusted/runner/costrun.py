@@ -43,10 +43,7 @@ def main(spec_path: str, in_dir: str, out_dir: str) -> None:
         flat = protocol.read_tensors(
             path, [e for s in grouped for e in s], max_bytes=int(case["max_bytes"]), device="cpu", nones=True
         )
-        sets, k = [], 0
-        for s in grouped:
-            sets.append(flat[k : k + len(s)])
-            k += len(s)
+        sets = protocol.grouped(flat, grouped)
         args, kwargs = list(case.get("args") or []), dict(case.get("kwargs") or {})  # the case's scalars
         call, writes = case.get("call"), list(case.get("writes") or [])  # an entry that writes into its arguments
         scalars = args if call is None else []

@@ -177,11 +177,7 @@ class Judge:
         self.seq += 1
         name = f"in-{self.seq}.bin"
         entries = protocol.write_tensors(str(self.root / "in" / name), [t for s in sets for t in s])
-        grouped, i = [], 0
-        for s in sets:
-            grouped.append(entries[i : i + len(s)])
-            i += len(s)
-        return name, grouped, os.path.getsize(self.root / "in" / name) + 1
+        return name, protocol.grouped(entries, sets), os.path.getsize(self.root / "in" / name) + 1
 
     def drop(self, name: str) -> None:
         (self.root / "in" / name).unlink(missing_ok=True)

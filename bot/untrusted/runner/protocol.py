@@ -125,6 +125,15 @@ def write_tensors(path: str, tensors: list[Any]) -> list[dict[str, Any]]:
     return entries
 
 
+def grouped(flat: list[Any], groups: list[list[Any]]) -> list[list[Any]]:
+    """`flat` cut into consecutive runs as long as each of `groups` (an input file's tensors, set by set)."""
+    out, i = [], 0
+    for g in groups:
+        out.append(flat[i : i + len(g)])
+        i += len(g)
+    return out
+
+
 def torch_uint8() -> Any:
     import torch
 

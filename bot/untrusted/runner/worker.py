@@ -81,7 +81,7 @@ def worker(request: dict[str, Any]) -> None:
     # module's names at import (to work while inputs load, where no clock runs) replaces what nothing here calls.
     # What they call in turn (torch) it can still replace: the sampler counts a load's CPU as the block's (sampler.py).
     recv, send = protocol.recv, protocol.send
-    read_tensors, write_tensors = protocol.read_tensors, protocol.write_tensors
+    read_tensors, write_tensors, group = protocol.read_tensors, protocol.write_tensors, protocol.grouped
     as_tensors, where_in_memory = _as_tensors, _where
     entry = load_entry(request["so"], request["module"], request["entry"])
     args, kwargs = list(request.get("args") or []), dict(request.get("kwargs") or {})  # the case's scalars
@@ -112,10 +112,7 @@ def worker(request: dict[str, Any]) -> None:
                 max_bytes=msg["max_bytes"],
                 nones=True,  # an optional tensor the case leaves out: passed to the entry as None
             )
-            sets, outputs, i = [], {}, 0
-            for s in entries:
-                sets.append(flat[i : i + len(s)])
-                i += len(s)
+            sets, outputs = group(flat, entries), {}
             # Output arguments: where each set's buffers lie, before any call (on the CPU the judge reads them there)
             named = [[s[i].view(s[i].shape) for i in writes] for s in sets]
             addresses = {}

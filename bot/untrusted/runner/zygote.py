@@ -261,11 +261,16 @@ class Worker:
                 raise WorkerGone(f"protocol broken: {exc}") from exc
         if header is None:
             raise WorkerGone(f"protocol broken: no outputs of input set {j} in the reply to the batch")
+        self.captured[j] = self._read_frozen({j: header}, _output_limit(refs))[j]
+
+    def _read_frozen(self, headers: dict[int, Any], max_bytes: int) -> dict[int, list[torch.Tensor]]:
+        """Per set, the tensors its header places in the worker's memory, read with the side's sandbox frozen; a bad
+        header or range, or a sandbox that would not freeze, is the worker's (WorkerGone)."""
         proc = self.side.proc
         assert proc is not None
         try:
             with self.side.phases.timed("capture"), frozen(proc.pid):
-                self.captured[j] = read_outputs(self.pid, header, max_bytes=_output_limit(refs))
+                return {j: read_outputs(self.pid, header, max_bytes=max_bytes) for j, header in headers.items()}
         except protocol.ProtocolError as exc:
             raise WorkerGone(f"protocol broken: {exc}") from exc
         except Unfrozen as exc:
@@ -277,46 +282,18 @@ class Worker:
         call ran); on a GPU fetched as a file, one set at a time."""
         assert self.layout is not None
         if self.gpu:
-            return {j: self._fetch_scratch(j, deadline) for j in sets}
+            limit = sum(math.prod(b["shape"]) * 8 for b in self.layout.scratch) + 4096
+            with self.side.phases.timed("fetch"):
+                fetched = {j: self._fetch(j, limit, deadline, scratch=True) for j in sets}
+            for got in fetched.values():
+                if (why := as_named(self.layout, got, role="scratch")) is not None:
+                    raise Raised(f"bad scratch: {why}")
+            return fetched
         try:
             headers = {j: named_header(self.layout, self.scratch_at, j, role="scratch") for j in sets}
         except ValueError as exc:
             raise WorkerGone(f"protocol broken: {exc}") from exc
-        limit = sum(h["nbytes"] for header in headers.values() for h in header) + 4096
-        proc = self.side.proc
-        assert proc is not None
-        try:
-            with self.side.phases.timed("capture"), frozen(proc.pid):
-                return {j: read_outputs(self.pid, header, max_bytes=limit) for j, header in headers.items()}
-        except protocol.ProtocolError as exc:
-            raise WorkerGone(f"protocol broken: {exc}") from exc
-        except Unfrozen as exc:
-            raise WorkerGone(str(exc)) from exc
-
-    def _fetch_scratch(self, j: int, deadline: float) -> list[torch.Tensor]:
-        assert self.layout is not None
-        with self.side.phases.timed("fetch"):
-            self.fetches += 1
-            self.side.send({"op": "fetch", "set": j, "seq": self.fetches, "scratch": True})
-            reply = self.side.expect("fetched", deadline)
-            name = f"out-{self.fetches}.bin"
-            if reply.get("file") != name:
-                raise WorkerGone("protocol broken: a scratch file it was not asked for")
-            limit = sum(math.prod(b["shape"]) * 8 for b in self.layout.scratch) + 4096
-            try:
-                got = protocol.read_tensors(
-                    str(self.side.out_dir / name), reply.get("tensors"), max_bytes=limit, device="cpu"
-                )
-            except protocol.ProtocolError as exc:
-                raise Raised(f"bad scratch: {exc}") from exc
-            finally:
-                (self.side.out_dir / name).unlink(missing_ok=True)
-        for b, t in zip(self.layout.scratch, got, strict=False):
-            if str(t.dtype).removeprefix("torch.") != b["dtype"] or list(t.shape) != list(b["shape"]):
-                raise Raised(f"bad scratch: handed back {b['name']} as {t.dtype} {list(t.shape)}")
-        if len(got) != len(self.layout.scratch):
-            raise Raised(f"bad scratch: handed back {len(got)} buffer(s), {len(self.layout.scratch)} named")
-        return got
+        return self._read_frozen(headers, sum(h["nbytes"] for header in headers.values() for h in header) + 4096)
 
     def outputs(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         """Set `j`'s outputs of the last batch: captured at `done` on the CPU, fetched as a file on a GPU."""
@@ -331,21 +308,23 @@ class Worker:
 
     def fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
         with self.side.phases.timed("fetch"):
-            return self._fetch(j, refs, deadline)
+            return self._fetch(j, _output_limit(refs), deadline)
 
-    def _fetch(self, j: int, refs: list[torch.Tensor], deadline: float) -> list[torch.Tensor]:
+    def _fetch(self, j: int, max_bytes: int, deadline: float, *, scratch: bool = False) -> list[torch.Tensor]:
+        """Set `j`'s outputs (or its scratch buffers) as the worker writes them into a file, read back bounded."""
+        what = "scratch" if scratch else "output"
         self.fetches += 1
-        self.side.send({"op": "fetch", "set": j, "seq": self.fetches})
+        self.side.send({"op": "fetch", "set": j, "seq": self.fetches, **({"scratch": True} if scratch else {})})
         reply = self.side.expect("fetched", deadline)
         name = f"out-{self.fetches}.bin"
         if reply.get("file") != name:
-            raise WorkerGone("protocol broken: an output file it was not asked for")
+            raise WorkerGone(f"protocol broken: {'a scratch' if scratch else 'an output'} file it was not asked for")
         try:
             outs = protocol.read_tensors(
-                str(self.side.out_dir / name), reply.get("tensors"), max_bytes=_output_limit(refs), device="cpu"
+                str(self.side.out_dir / name), reply.get("tensors"), max_bytes=max_bytes, device="cpu"
             )
         except protocol.ProtocolError as exc:
-            raise Raised(f"bad output: {exc}") from exc
+            raise Raised(f"bad {what}: {exc}") from exc
         finally:
             (self.side.out_dir / name).unlink(missing_ok=True)
         return outs

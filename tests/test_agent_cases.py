@@ -15,6 +15,7 @@ from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
 from bot.verdict import agent_cases
 from bot.verdict.gate import case_verdict
+from bot.verdict.written import written_agent_case, written_kernel
 from bot.wording.messages import MESSAGES
 
 ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
@@ -152,7 +153,7 @@ def test_head_wrong_where_base_is_right_fails_the_case_and_the_kernel():
     kernel.agent_cases = agent_cases.report("deepseek-v4", AgentAdmission(proposed=1), [case])
     agent_cases.fold(kernel)
     assert kernel.verdict == "fail"
-    assert kernel.reasons == [
+    assert written_kernel(kernel).reasons == [
         "correctness: agent case tail_15 (proposed by deepseek-v4) max_abs_err 1.5 > tolerance 1e-05 on out, "
         "first bad element out[46, 0]: got 0, reference 1.5"
     ]
@@ -170,7 +171,7 @@ def test_head_wrong_where_base_fails_too_is_reported_and_fails_nothing(base, upd
     base_built = update.pop("base_built", True)
     case = judged(WRONG, base, base_built=base_built, **update)
     assert case.verdict == "base_fails"
-    assert case.reasons[-1] == f"base fails too ({why}): not failed for it"
+    assert written_agent_case(case).reasons[-1] == f"base fails too ({why}): not failed for it"
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="undecided")
     kernel.agent_cases = agent_cases.report("deepseek-v4", AgentAdmission(proposed=1), [case])
     assert agent_cases.fold(kernel).verdict == "undecided" and kernel.reasons == []

@@ -28,8 +28,10 @@ from bot.tune.analysis import per_shape
 from bot.tune.trial import trial_from
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict import change
+from bot.verdict.findings import case_lines
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 from bot.verdict.throughput import device_peak, judge_throughput
+from bot.verdict.written import written, written_kernel
 from bot.wording.messages import render
 from tests import comment_reports as cr
 from tests.comment_checks import rows, structure_problems, text_of
@@ -66,7 +68,7 @@ def _gate(head: Kernel, base: Kernel, build_dir: Path) -> KernelReport:
     report = KernelReport(name=head.name, domain=head.manifest.domain, changed=True, verdict="skipped")
     report.resource_check, report.arch_checks = checks[0], checks[1:]
     passing = CaseReport(name="cpu_causal_512", tolerance=0.01, verdict="pass", p50_ms=1.0, base_p50_ms=1.0)
-    return kernel_verdict(report, [], [passing], rules, Policy())
+    return written_kernel(kernel_verdict(report, [], [passing], rules, Policy()))
 
 
 # -- the resource gate per architecture ----------------------------------------------------------------------
@@ -234,7 +236,7 @@ def test_a_measured_rate_is_judged_against_its_own_parts_peak() -> None:
     assert case.throughput is not None and case.verdict == "pass" and case.throughput.head_flops_pct == 69.45
     impossible = _timed(0.1, 0.21)  # 1,374 TFLOP/s on an H100: no such H100
     judge_throughput(impossible, flops, None, device_peak("NVIDIA H100 80GB HBM3"))
-    assert impossible.verdict == "fail" and impossible.reasons[0].startswith(
+    assert impossible.verdict == "fail" and case_lines(impossible)[0].startswith(
         "implausible: above the hardware limit — verify: head 1,374 TFLOP/s is 139% of the peak 989.5 TFLOP/s "
         "(NVIDIA H100 SXM"
     )
@@ -346,7 +348,7 @@ def test_merging_the_architecture_jobs_takes_each_case_from_the_job_that_ran_it(
     assert (sm90.report.kernels[0].verdict, sm100.report.kernels[0].verdict) == ("pass", "fail")
     assert (sm100.kernel, sm100.arch) == ("deepgemm_tile", "sm_100")
     merged, _ = fanout.merge([sm100, sm90], cr.BASE, cr.HEAD, cr.PR)
-    [k] = merged.kernels
+    [k] = written(merged).kernels
     assert [(c.name, c.verdict) for c in k.cases] == [("square_512", "pass"), ("gemm_4096", "fail")]
     assert k.verdict == "fail"
     assert k.reasons == ["performance: gemm_4096 p50 +9.10% (95% CI +8.20%..+10.30%) > 3% limit"]

@@ -7,18 +7,20 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any
 
 import pytest
 
 from bot.config.manifest_tables import Constraints, Launch
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
-from bot.models.report import Resource, ResourceCheckReport
+from bot.models.report import KernelReport, Resource, ResourceCheckReport
 from bot.text.i18n import speaking
 from bot.verdict.gate import Policy
 from bot.verdict.gate_resources import launch_in_base, resource_findings
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
+from bot.verdict.written import written_kernel
 from bot.wording import spoken
 from bot.wording.messages import phrase, render
 from tests.compile_repo import BASE_SPILL, make_compile_repo, prepend, review
@@ -31,6 +33,11 @@ ZH = "zh-CN"
 
 BWD = "void causal_conv1d_channellast_bwd_kernel<128, 4, true>(ConvParamsBwd)"
 FWD = "void causal_conv1d_fwd_kernel<128, 4>(ConvParamsBase)"
+
+
+def judged(*args: Any, **kw: Any) -> KernelReport:
+    """`judge_kernel`'s report as report.json states it (its findings' lines written)."""
+    return written_kernel(judge_kernel(*args, **kw))
 
 
 def spilling(function: str = BWD, stores: int = 8, loads: int = 8, registers: int = 255) -> Resource:
@@ -92,14 +99,14 @@ def test_registers_and_resident_warps_base_has_alike_are_noted_fewer_warps_than_
 
 def test_a_kernel_whose_only_breach_is_bases_passes_on_its_cases_with_the_note_and_is_undecided_without_them():
     check = ResourceCheckReport(status="ok", arch="sm_80", head=[spilling()], base=[spilling()])
-    passed = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[check]),
+    passed = judged(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[check]),
                           rules(CPU), Policy())  # fmt: skip
     assert passed.verdict == "pass" and passed.reasons == []
     assert [f.key for f in passed.findings if f.key.startswith("resources.")] == ["resources.in_base"]
-    alone = judge_kernel(evidence(resource_checks=[check]), rules(), Policy())
+    alone = judged(evidence(resource_checks=[check]), rules(), Policy())
     assert alone.verdict == "undecided" and alone.reasons == []  # resources judged, no case ran: never a plain pass
     worse = check.model_copy(update={"head": [spilling(stores=24)]})
-    assert judge_kernel(evidence(resource_checks=[worse]), rules(), Policy()).verdict == "fail"
+    assert judged(evidence(resource_checks=[worse]), rules(), Policy()).verdict == "fail"
 
 
 MANIFEST = "csrc/kernel.toml"
@@ -122,7 +129,7 @@ def _check(head: list[Resource], base: list[Resource]) -> ResourceCheckReport:
 def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_moved_one_is_not_passed():
     shared = _check([_unsized(64)], [_unsized(64)])
     assert launch_in_base(shared.launch_errors_why[0], shared.head, shared.base, shared.base_launch_errors_why) == []
-    k = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[shared]), rules(CPU),
+    k = judged(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[shared]), rules(CPU),
                      Policy())  # fmt: skip
     assert k.verdict == "pass" and k.reasons == []
     assert [n for n in k.notes if n.startswith("in base too: ")] == [
@@ -133,11 +140,11 @@ def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_move
     fewer = _check([_unsized(64)], [_unsized(64), _unsized(128)])  # head drops an instantiation: still base's gap
     assert launch_in_base(fewer.launch_errors_why[0], fewer.head, fewer.base, fewer.base_launch_errors_why) == []
     more = _check([_unsized(64), _unsized(128)], [_unsized(64)])  # a new instantiation nobody sizes: the change's
-    assert judge_kernel(evidence(resource_checks=[more]), rules(), Policy()).verdict == "fail"
+    assert judged(evidence(resource_checks=[more]), rules(), Policy()).verdict == "fail"
     fresh = _check([_unsized(64)], [Resource(function=SPARSE.format(64), registers=96)])
-    assert judge_kernel(evidence(resource_checks=[fresh]), rules(), Policy()).verdict == "fail"
+    assert judged(evidence(resource_checks=[fresh]), rules(), Policy()).verdict == "fail"
     moved = _check([_unsized(64, registers=128)], [_unsized(64)])  # blind on both sides, but its registers moved
-    k = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[moved]), rules(CPU),
+    k = judged(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[moved]), rules(CPU),
                      Policy())  # fmt: skip
     assert k.verdict == "undecided" and k.reasons == []
     assert [f.key for f in k.findings if f.outcome == Outcome.undecided] == ["resources.launch_in_base_moved"]
@@ -149,7 +156,7 @@ def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_move
 
 def test_a_launch_error_only_base_has_stays_a_note_about_base():
     mended = _check([Resource(function=SPARSE.format(64), registers=96)], [_unsized(64)])
-    k = judge_kernel(evidence(resource_checks=[mended]), rules(), Policy())
+    k = judged(evidence(resource_checks=[mended]), rules(), Policy())
     assert k.reasons == [] and any(n.startswith(f"base: {SPARSE.format(64)} uses dynamic shared") for n in k.notes)
 
 
@@ -193,8 +200,8 @@ def test_mains_record_keeps_what_base_already_had_visible(opgate, tmp_path):
     repo.write("kernels/deepgemm_tile/notes.txt", "a comment\n")
     head = repo.commit("a comment (#7)")
     check = ResourceCheckReport(status="ok", arch="sm_80", head=[spilling()], base=[spilling()])
-    judged = judge_kernel(evidence(resource_checks=[check]), rules(), Policy())
-    report = _report().model_copy(update={"base_sha": repo.base, "head_sha": head, "kernels": [judged]})
+    checked = judged(evidence(resource_checks=[check]), rules(), Policy())
+    report = _report().model_copy(update={"base_sha": repo.base, "head_sha": head, "kernels": [checked]})
     path = tmp_path / "report.json"
     path.write_text(report.to_json())
     args = ("history", "record", "--report", str(path), "--repo", str(repo.path))

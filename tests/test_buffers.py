@@ -11,16 +11,18 @@ import math
 import subprocess
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
-from bot.models.report import CaseStatus
+from bot.models.report import CaseReport, CaseStatus
 from bot.untrusted.runner import buffers
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
+from bot.verdict.written import written_case
 from tests.conftest import only_latency_can_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,11 @@ def make_inputs(case, device, seed):
 def reference(a, b, s):
     return (a @ b) * s
 '''
+
+
+def judged_case(*args: Any, **kw: Any) -> CaseReport:
+    """`case_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_case(case_verdict(*args, **kw))
 
 
 def test_the_layout_places_inputs_buffers_and_scalars_where_arguments_names_them():
@@ -123,7 +130,7 @@ def test_an_entry_that_writes_its_output_argument_passes_and_is_timed_with_spot_
     head = run.checks["head"]
     assert head.max_abs_err == 0.0 and [o.name for o in head.outputs] == ["C"]
     assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0  # every timed block's C was read
-    report = case_verdict(CASE, Constraints(max_regression_pct=50.0), run)
+    report = judged_case(CASE, Constraints(max_regression_pct=50.0), run)
     assert only_latency_can_fail(report) and report.p50_ms is not None, report.reasons
 
 
@@ -134,7 +141,7 @@ def test_an_element_the_kernel_never_writes_fails_naming_it(tmp_path, out_ext, v
     """The judge reads the buffer it allocated and named C: a returned answer or a C pointed elsewhere is not it."""
     run = run_cases(_job(tmp_path, {"base": out_ext(), "head": out_ext(variant)}))["mul"]
     assert run.status == CaseStatus.ok, run.detail
-    report = case_verdict(CASE, Constraints(max_regression_pct=50.0), run)
+    report = judged_case(CASE, Constraints(max_regression_pct=50.0), run)
     assert report.verdict == "fail"
     first = "C[199, 327]" if variant == "UNWRITTEN_LAST" else "C[0, 0]"
     assert report.failure is not None and report.failure.unwritten and report.failure.output == "C"
@@ -163,7 +170,7 @@ def test_a_reference_that_does_not_fit_the_output_arguments_is_named_as_the_refe
 @pytest.mark.parametrize("variant", ["", "UNWRITTEN_LAST", "REBIND"])
 def test_on_a_gpu_the_judge_fetches_the_output_arguments_it_allocated(tmp_path, out_ext, variant):
     run = run_cases(_job(tmp_path, {"base": out_ext(), "head": out_ext(*filter(None, [variant]))}, device="cuda"))
-    report = case_verdict(CASE.model_copy(update={"device": "cuda"}), Constraints(max_regression_pct=50.0), run["mul"])
+    report = judged_case(CASE.model_copy(update={"device": "cuda"}), Constraints(max_regression_pct=50.0), run["mul"])
     if not variant:
         assert not any(r.startswith(("correctness", "stability")) for r in report.reasons), report.reasons
         return

@@ -10,6 +10,7 @@ import pytest
 from bot.config.manifest_tables import BuildSpec
 from bot.untrusted.build import Built, plan_units, same_binary, unit_flags, unit_key
 from bot.untrusted.toolchain import toolchain
+from bot.verdict.written import written_kernel
 
 
 def build_key(folder: Path, spec: BuildSpec, config: dict[str, object], device: str, build_root: Path) -> object:
@@ -114,7 +115,7 @@ def test_a_changed_cuda_source_leaves_the_kernel_undecided_on_a_cpu_runner_a_cpu
         report = KernelReport(name="deepgemm_tile", domain="deepgemm", changed=True, verdict="skipped")
         for f in not_judged_findings(paths, folder, compiled, ["cpu"]):  # as the review adds them (verdict/kernel.py)
             add_kernel(report, f)
-        return kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy())
+        return written_kernel(kernel_verdict(report, [], [c.model_copy() for c in cases], Constraints(), Policy()))
 
     cuda = judged([f"{folder}/gemm_cuda.cu"])
     assert cuda.undecided == [

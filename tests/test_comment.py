@@ -21,6 +21,7 @@ from bot.text.i18n import speaking
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel
 from bot.verdict.gate import Policy, kernel_verdict
+from bot.verdict.written import written, written_kernel
 from tests import comment_reports as cr
 from tests.comment_checks import rows, sections, structure_problems, text_of
 from tests.hostile import HOSTILE, html, problems, table_breaks
@@ -70,7 +71,7 @@ def test_no_table_row_is_only_dashes_and_no_cell_is_empty(name: str):
 
 @pytest.mark.parametrize("name", sorted(cr.REPORTS))
 def test_each_reason_appears_once_in_the_headline_or_under_its_kernel(name: str):
-    report = cr.REPORTS[name]()
+    report = written(cr.REPORTS[name]())  # its lines as report.json writes them
     out = comment(name)
     assert [p for p in structure_problems(out, report) if p.startswith("shown")] == []
     for k in report.kernels:
@@ -333,7 +334,7 @@ def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limi
         ),  # made outside the gate
     ]
     k = KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped")
-    judged = kernel_verdict(k, [], cases, Constraints(), Policy())
+    judged = written_kernel(kernel_verdict(k, [], cases, Constraints(), Policy()))
     assert judged.reasons == [
         "correctness: sq max_abs_err 0.5 > tolerance 0.01",
         "performance: rg p50 +10.53% (95% CI +9.73%..+12.00%) > 3% limit",
@@ -350,10 +351,14 @@ def test_judge_kernel_states_each_failing_case_once_with_its_gate_value_and_limi
     assert judged.undecided == [
         "performance inconclusive: nc p50 +10.53% (95% CI +9.73%..+12.00%) straddles the 3% limit"
     ]
-    strict = kernel_verdict(k.model_copy(update={"reasons": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
+    strict = written_kernel(
+        kernel_verdict(k.model_copy(update={"findings": []}), [], cases, Constraints(), Policy(inconclusive="fail"))
+    )
     assert strict.reasons[3].startswith("performance inconclusive: nc p50 +10.53%") and strict.verdict == "error"
     outside = CaseReport(name="x", tolerance=0.01, verdict="fail", reasons=["head does not build"])
-    alone = kernel_verdict(k.model_copy(update={"reasons": []}), [], [outside], Constraints(), Policy())
+    alone = written_kernel(
+        kernel_verdict(k.model_copy(update={"findings": []}), [], [outside], Constraints(), Policy())
+    )
     assert alone.reasons == ["x: head does not build"]  # a case's reason made outside the gate, as "case: reason"
 
 
@@ -505,7 +510,7 @@ def test_agent_cases_are_listed_under_the_agents_name_and_only_the_one_base_pass
     assert problems(block) == []  # the refused name is inert code: no image, no link, no broken table
     report = cr.agent_cases()
     [k] = [k for k in report.kernels if k.agent_cases]
-    assert k.verdict == "fail" and [r for r in k.reasons if "agent case" in r] == [
+    assert k.verdict == "fail" and [r for r in written_kernel(k).reasons if "agent case" in r] == [
         "correctness: agent case tail_15 (proposed by deepseek-v4) max_abs_err 1.5 > tolerance 1e-05 on out, first "
         "bad element out[46, 0]: got 0, reference 1.5"
     ]

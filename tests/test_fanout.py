@@ -9,6 +9,7 @@ import pytest
 from bot.errors import InputError
 from bot.models.report import AgentReport, ProposedCase
 from bot.review import fanout
+from bot.verdict.written import written
 from tests.test_accept import BASE, HEAD, OLD, PR, make_report
 
 
@@ -25,7 +26,7 @@ def test_merge_joins_parts_and_a_missing_part_is_an_error(tmp_path: Path) -> Non
     report, unseen = fanout.merge(parts, BASE, HEAD, PR)
     assert [(k.name, k.verdict) for k in report.kernels] == [("deepgemm_tile", "pass"), ("flashmla_decode", "error")]
     assert report.verdict == "error" and report.agent.total_tokens == 7 and unseen == ["kernels/deepgemm_tile/big.cu"]
-    assert "left no report" in report.kernels[1].reasons[0]
+    assert "left no report" in written(report).kernels[1].reasons[0]
     with pytest.raises(InputError, match=r"reviewed b2b2b2b2b2\.\.\.a1a1a1a1a1, not b2b2b2b2b2\.\.\.c3c3"):
         fanout.merge(parts[:1], BASE, OLD, PR)
 

@@ -1,10 +1,12 @@
-"""Findings into reports: each outcome goes to its list, the lines are rendered from the findings."""
+"""Findings into reports: a gate adds findings only; report.json's lines are written from them, each outcome into
+the list that names it."""
 
 from __future__ import annotations
 
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.report import CaseReport, KernelReport
-from bot.verdict.findings import add_case, add_kernel, rerender_case, verbatim
+from bot.verdict.findings import add_case, add_kernel, replace_case_findings, verbatim
+from bot.verdict.written import written_agent_case, written_case, written_kernel
 from bot.wording.messages import render
 
 
@@ -12,12 +14,13 @@ def _k() -> KernelReport:
     return KernelReport(name="k", domain="d", changed=True, verdict="pass")
 
 
-def test_each_outcome_goes_to_the_list_that_names_it_and_the_kernel_is_filled_in():
+def test_each_outcome_is_written_to_the_list_that_names_it_and_the_kernel_is_filled_in():
     k = _k()
     for outcome in Outcome:
         add_kernel(k, Finding(gate=Gate.coverage, outcome=outcome, key="coverage.no_cases"))
     line = "the manifest has no case"
-    assert (k.reasons, k.undecided, k.accept_needed, k.notes) == ([line, line], [line], [line], [line])
+    w = written_kernel(k)
+    assert (w.reasons, w.undecided, w.accept_needed, w.notes) == ([line, line], [line], [line], [line])
     assert {f.kernel for f in k.findings} == {"k"} and [f.outcome for f in k.findings] == list(Outcome)
 
 
@@ -26,21 +29,21 @@ def test_once_keeps_a_line_from_being_added_twice():
     note = Finding(gate=Gate.resources, outcome=Outcome.note, key="resources.no_nvcc")
     add_kernel(k, note, once=True)
     add_kernel(k, note, once=True)
-    assert k.notes == ["resource check skipped: nvcc is not on the PATH"] and len(k.findings) == 1
+    assert written_kernel(k).notes == ["resource check skipped: nvcc is not on the PATH"] and len(k.findings) == 1
 
 
 def test_a_case_finding_names_its_case_and_its_line_does_not():
     c = CaseReport(name="sq", tolerance=0.01, verdict="fail")
     add_case(c, Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
-    assert c.findings[0].case == "sq" and c.reasons == ["head produced no result"]
+    assert c.findings[0].case == "sq" and written_case(c).reasons == ["head produced no result"]
     assert render(c.findings[0]) == "sq: head produced no result"
 
 
 def test_rewriting_a_cases_findings_keeps_the_lines_made_outside_the_gates():
     c = CaseReport(name="sq", tolerance=0.01, verdict="fail", reasons=["artifact refused: too large"])
     add_case(c, Finding(gate=Gate.run, outcome=Outcome.error, key="run.no_result"))
-    rerender_case(c, [verbatim("replaced", Gate.run, Outcome.fail)])
-    assert c.reasons == ["replaced", "artifact refused: too large"] and c.findings[0].case == "sq"
+    replace_case_findings(c, [verbatim("replaced", Gate.run, Outcome.fail)])
+    assert written_case(c).reasons == ["replaced", "artifact refused: too large"] and c.findings[0].case == "sq"
 
 
 def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_it_replaced():
@@ -50,7 +53,8 @@ def test_a_case_line_set_outside_the_gate_is_stated_as_written_not_by_a_finding_
     c = case_verdict(Case(name="sq"), Constraints(), None, "")  # "not run", then the review says why it failed
     c.verdict, c.reasons, c.findings = "fail", ["head does not build"], []  # its line replaces its finding
     k = kernel_verdict(_k(), [], [c], Constraints(), Policy())
-    assert k.reasons == ["sq: head does not build"] and k.findings[-1].params == {"text": "head does not build"}
+    assert written_kernel(k).reasons == ["sq: head does not build"]
+    assert k.findings[-1].params == {"text": "head does not build"}
 
 
 def test_the_fold_decides_from_the_findings_never_from_their_lines():
@@ -77,9 +81,8 @@ def test_an_agent_cases_reasons_are_its_findings_but_latency_and_plausibility():
     c = CaseReport(name="tail", tolerance=0.01, verdict="fail", status="incorrect", base_correct=True)
     add_case(c, Finding(gate=Gate.correctness, outcome=Outcome.fail, key="run.no_result"))
     add_case(c, Finding(gate=Gate.performance, outcome=Outcome.undecided, key="performance.few_samples"))
-    c.reasons = []  # what an output shows; the agent case's lines come from the findings
     judged = agent_cases.judged(Case(name="tail"), c, base_built=True)
-    assert judged.verdict == "fail" and judged.reasons == ["head produced no result"]
+    assert judged.verdict == "fail" and written_agent_case(judged).reasons == ["head produced no result"]
 
 
 def test_the_readers_of_text_take_the_lines_from_the_findings():

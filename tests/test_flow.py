@@ -25,6 +25,7 @@ from bot.untrusted.build import Built
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.sandbox import Sandbox
 from bot.verdict.findings import BASE, HEAD
+from bot.verdict.written import written
 from tests.conftest import KERNELS, REPO_CONFIG, KernelRepo, discover, git
 from tests.test_kernel import timed
 
@@ -124,7 +125,7 @@ def review_on(machine: Machine, runner: Recorded, repo: KernelRepo, head: str, t
     finally:
         ledger.close()
     assert report.environment == machine and runner.machines == [machine]
-    [kernel] = report.kernels
+    [kernel] = written(report).kernels  # as report.json states it
     return kernel
 
 

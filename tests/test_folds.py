@@ -11,6 +11,7 @@ from bot.verdict import change
 from bot.verdict.findings import add_kernel
 from bot.verdict.folds import combine, review_verdict, with_coverage
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+from bot.verdict.written import written_kernel
 from bot.wording.messages import render
 from tests import comment_reports as cr
 
@@ -20,7 +21,7 @@ BIG = Case(name="big", device="cuda", shape={"m": 4096})
 
 def _part(*cases: CaseReport) -> KernelReport:
     kernel = KernelReport(name="k", domain="d", changed=True, verdict="skipped")
-    return kernel_verdict(kernel, [], list(cases), Constraints(), Policy())
+    return written_kernel(kernel_verdict(kernel, [], list(cases), Constraints(), Policy()))  # as its part writes it
 
 
 def _elsewhere(case: Case, job: str) -> CaseReport:
@@ -32,7 +33,7 @@ def test_each_case_comes_from_the_job_that_ran_it_and_a_failing_part_fails_the_k
     first = _part(cr.timed("square", 0.1, -1.0, 1.2), _elsewhere(BIG, "sm_100"))
     second = _part(_elsewhere(SQUARE, "sm_90"), slower)
     assert (first.verdict, second.verdict) == ("pass", "fail")
-    merged = combine([first, second])
+    merged = written_kernel(combine([first, second]))
     assert [(c.name, c.verdict) for c in merged.cases] == [("square", "pass"), ("big", "fail")]
     assert merged.verdict == "fail" and merged.reasons == second.reasons
 
@@ -54,10 +55,12 @@ def test_a_part_that_asks_for_a_person_or_errors_decides_in_the_order_of_severit
     lost = change.lost_part("k", "part-k@sm_100")
     assert combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]).verdict == "needs_accept"
     assert combine([new, lost]).verdict == "error"
-    assert lost.reasons == ["its matrix job left no report (part-k@sm_100: crashed, cancelled or timed out)"]
+    assert written_kernel(lost).reasons == [
+        "its matrix job left no report (part-k@sm_100: crashed, cancelled or timed out)"
+    ]
     new.accept_needed = []  # a part's lines are what the outputs show: its findings decide
     assert combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]).verdict == "needs_accept"
-    merged = combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))])  # and its lines are written from them
+    merged = written_kernel(combine([new, _part(cr.timed("square", 0.1, -1.0, 1.2))]))  # its lines: from them
     assert merged.accept_needed == [render(change.new_kernel())]
 
 

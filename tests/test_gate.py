@@ -3,6 +3,8 @@ inconclusive policy, and a renamed template instantiation matched with its base.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from bot.config.manifest_tables import Case, Constraints
@@ -11,7 +13,18 @@ from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict, overall
+from bot.verdict.written import written_case, written_kernel
 from tests.gate_lines import resource_reasons
+
+
+def judged_case(*args: Any, **kw: Any) -> CaseReport:
+    """`case_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_case(case_verdict(*args, **kw))
+
+
+def judged_kernel(*args: Any, **kw: Any) -> KernelReport:
+    """`kernel_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_kernel(kernel_verdict(*args, **kw))
 
 
 def _samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
@@ -32,22 +45,22 @@ def test_gate_case_correctness_stability_and_latency():
             "base": Timing(label="base", samples_ms=_samples(1.0, 30, 2)),
         },
     )
-    slow = case_verdict(CASE, LIMITS, ok)
+    slow = judged_case(CASE, LIMITS, ok)
     assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +2")
-    wrong = case_verdict(
+    wrong = judged_case(
         CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.5)})
     )
     assert wrong.verdict == "fail" and wrong.status == CaseStatus.incorrect
     assert wrong.reasons == ["correctness: max_abs_err 0.5 > tolerance 0.01"]
-    nan = case_verdict(
+    nan = judged_case(
         CASE, LIMITS, CaseRun(status=CaseStatus.ok, checks={"head": Check(label="head", max_abs_err=0.0, nan_inf=True)})
     )
     assert nan.verdict == "fail" and nan.nan_inf
-    crashed = case_verdict(
+    crashed = judged_case(
         CASE, LIMITS, CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
     )
     assert crashed.verdict == "error" and crashed.reasons == ["head crashed: killed by signal 11 (SIGSEGV)"]
-    skipped = case_verdict(CASE, LIMITS, None, "needs a CUDA GPU")
+    skipped = judged_case(CASE, LIMITS, None, "needs a CUDA GPU")
     assert skipped.verdict == "skipped" and skipped.status == CaseStatus.skipped
 
 
@@ -61,7 +74,7 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
         threads={"attn<8>": 1024},
         base=[Resource(function="attn<8>", registers=96, smem_bytes=1024)],
     )
-    judged = kernel_verdict(
+    judged = judged_kernel(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
         [],
         [],
@@ -74,7 +87,7 @@ def test_resource_gate_occupancy_limits_and_a_missing_nvcc():
         "resource: attn<8> cannot be resident on an SM: 128 registers x 1024 threads = 131,072 allocated per block",
     ]
     assert "attn<8>: registers 96 -> 128" in judged.notes
-    none = kernel_verdict(
+    none = judged_kernel(
         KernelReport(
             name="k", domain="d", changed=True, verdict="skipped", resource_check=ResourceCheckReport(status="no_nvcc")
         ),
@@ -99,18 +112,18 @@ def test_gate_kernel_spills_fail_and_inconclusive_follows_the_policy():
         verdict="skipped",
         resource_check=ResourceCheckReport(status="ok", head=[spill], threads={spill.function: 128}),
     )
-    judged = kernel_verdict(kernel, [], [], LIMITS, Policy())
+    judged = judged_kernel(kernel, [], [], LIMITS, Policy())
     assert judged.verdict == "fail"
     assert judged.reasons == ["resource: gemm_kernel<128,128,64> spills 96 bytes (stores 48 B, loads 48 B)"]
-    unsure = case_verdict(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
-    neutral = kernel_verdict(
+    unsure = judged_case(CASE, LIMITS, None, "x").model_copy(update={"verdict": "inconclusive", "reasons": []})
+    neutral = judged_kernel(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
         [],
         [unsure],
         LIMITS,
         Policy(inconclusive="neutral"),
     )
-    strict = kernel_verdict(
+    strict = judged_kernel(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped"),
         [],
         [unsure],
@@ -209,7 +222,7 @@ def _run(head: Timing, base: Timing) -> CaseRun:
 
 def test_a_head_faster_on_the_clock_but_decisively_dearer_in_cpu_time_fails():
     """Issue 37, 3: a quarter of the work on a helper thread, 12 % more of it: wall -10 %, CPU time per call +12 %."""
-    report = case_verdict(CASE, LIMITS, _run(_timed(0.90, 1.12, 1), _timed(1.0, 1.0, 2)))
+    report = judged_case(CASE, LIMITS, _run(_timed(0.90, 1.12, 1), _timed(1.0, 1.0, 2)))
     assert report.verdict == "fail" and report.ci95_pct is not None and report.ci95_pct[1] < 0  # faster on the clock
     assert report.cpu_regression_pct is not None and 10.0 < report.cpu_regression_pct < 14.0
     assert report.cpu_ci95_pct is not None and report.cpu_ci95_pct[0] > 3.0
@@ -224,14 +237,14 @@ def test_a_head_faster_on_the_clock_but_decisively_dearer_in_cpu_time_fails():
 
 
 def test_cpu_time_within_the_limit_or_straddling_it_decides_nothing():
-    same = case_verdict(CASE, LIMITS, _run(_timed(0.90, 1.01, 1), _timed(1.0, 1.0, 2)))
+    same = judged_case(CASE, LIMITS, _run(_timed(0.90, 1.01, 1), _timed(1.0, 1.0, 2)))
     assert same.verdict == "pass" and same.reasons == [] and same.cpu_ci95_pct is not None
     assert same.cpu_ci95_pct[1] < 3.0 and delta_cell(same).endswith(
         f" · CPU {same.cpu_regression_pct:+.2f}% ({same.cpu_ci95_pct[0]:+.2f}..{same.cpu_ci95_pct[1]:+.2f})"
     )
     noisy = _timed(0.9, 1.0, 1)  # processes alternately 2 % below and 8 % above: the CPU interval straddles +3 %
     noisy.cpu_processes = [[x * (1.08 if p % 2 else 0.98) for x in row] for p, row in enumerate(noisy.cpu_processes)]
-    straddling = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    straddling = judged_case(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
     assert straddling.cpu_ci95_pct is not None and straddling.cpu_ci95_pct[0] < 3.0 < straddling.cpu_ci95_pct[1]
     assert straddling.verdict == "pass", straddling.reasons
 
@@ -242,7 +255,7 @@ def test_a_wall_time_pass_is_not_taken_while_the_cpu_time_straddles_above_the_li
     both clocks."""
     noisy = _timed(0.9, 1.0, 1)  # processes alternately 2 % and 20 % above base's CPU time: about +10 %, straddling
     noisy.cpu_processes = [[x * (1.20 if p % 2 else 1.02) for x in row] for p, row in enumerate(noisy.cpu_processes)]
-    leaning = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    leaning = judged_case(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
     assert leaning.ci95_pct is not None and leaning.ci95_pct[1] < 0  # the clock alone would pass it
     assert leaning.cpu_ci95_pct is not None and leaning.cpu_ci95_pct[0] < 3.0 < leaning.cpu_ci95_pct[1]
     assert leaning.cpu_regression_pct is not None and leaning.cpu_regression_pct > 3.0
@@ -254,13 +267,13 @@ def test_a_wall_time_pass_is_not_taken_while_the_cpu_time_straddles_above_the_li
 
 
 def test_a_head_failed_on_both_clocks_names_both_and_a_case_without_cpu_figures_has_none():
-    both = case_verdict(CASE, LIMITS, _run(_timed(1.2, 1.2, 1), _timed(1.0, 1.0, 2)))
+    both = judged_case(CASE, LIMITS, _run(_timed(1.2, 1.2, 1), _timed(1.0, 1.0, 2)))
     assert both.verdict == "fail" and [r.split(" ")[1] for r in both.reasons] == ["p50", "CPU"]
     assert delta_cell(both).startswith(f"**{both.regression_pct:+.2f}%**")
-    gpu = case_verdict(CASE, LIMITS, _run(_timed(0.9, None, 1), _timed(1.0, None, 2)))  # no CPU time: a GPU case
+    gpu = judged_case(CASE, LIMITS, _run(_timed(0.9, None, 1), _timed(1.0, None, 2)))  # no CPU time: a GPU case
     assert gpu.verdict == "pass" and gpu.cpu_regression_pct is None and gpu.cpu_ci95_pct is None
     assert "CPU" not in delta_cell(gpu)
-    undecided = case_verdict(CASE, LIMITS, _run(_timed(1.03, 1.15, 1), _timed(1.0, 1.0, 2)))  # the clock straddles
+    undecided = judged_case(CASE, LIMITS, _run(_timed(1.03, 1.15, 1), _timed(1.0, 1.0, 2)))  # the clock straddles
     assert undecided.verdict == "fail" and undecided.reasons[0].startswith("performance: CPU time per call")
     assert not any(r.startswith("performance inconclusive") for r in undecided.reasons)
 
@@ -294,7 +307,7 @@ def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_neve
         "launch figures declared, not measured: k/gemm.cu holds the launch: k/gemm.cu:40 gemm<<<…, 128, n>>> (…)"
     )
     check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=[unmeasured])
-    judged = kernel_verdict(
+    judged = judged_kernel(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
         [],
         [CaseReport(name="square", device="cpu", tolerance=0.01, verdict="pass")],
@@ -312,7 +325,7 @@ def test_a_wall_time_straddling_the_limit_is_decided_by_a_cpu_time_interval_with
     noisy = _timed(1.0, 1.01, 1)
     noisy.processes = [[x * (1.08 if p % 2 else 0.98) for x in row] for p, row in enumerate(noisy.processes)]
     noisy.samples_ms = [x for row in noisy.processes for x in row]
-    report = case_verdict(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
+    report = judged_case(CASE, LIMITS, _run(noisy, _timed(1.0, 1.0, 2)))
     assert report.ci95_pct is not None and report.ci95_pct[0] < 3.0 < report.ci95_pct[1]  # the clock straddles
     assert report.cpu_ci95_pct is not None and report.cpu_ci95_pct[1] < 3.0
     assert report.verdict == "pass" and report.reasons == []
@@ -320,13 +333,13 @@ def test_a_wall_time_straddling_the_limit_is_decided_by_a_cpu_time_interval_with
     cpu_straddles = noisy.model_copy(
         update={"cpu_processes": [[x * (1.08 if p % 2 else 0.98) for x in r] for p, r in enumerate(noisy.processes)]}
     )
-    undecided = case_verdict(CASE, LIMITS, _run(cpu_straddles, _timed(1.0, 1.0, 2)))  # neither clears it
+    undecided = judged_case(CASE, LIMITS, _run(cpu_straddles, _timed(1.0, 1.0, 2)))  # neither clears it
     assert undecided.verdict == "inconclusive" and undecided.reasons[0].startswith("performance inconclusive:")
     assert "decided" not in delta_cell(undecided)
 
 
 def test_a_decisive_wall_time_is_never_overturned_by_a_cpu_time_within_the_limit():
-    slow = case_verdict(CASE, LIMITS, _run(_timed(1.10, 1.0, 1), _timed(1.0, 1.0, 2)))  # sleeping: the clock fails
+    slow = judged_case(CASE, LIMITS, _run(_timed(1.10, 1.0, 1), _timed(1.0, 1.0, 2)))  # sleeping: the clock fails
     assert slow.ci95_pct is not None and slow.ci95_pct[0] > 3.0
     assert slow.cpu_ci95_pct is not None and slow.cpu_ci95_pct[1] < 3.0
     assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: p50 +")
@@ -338,12 +351,12 @@ def test_scratch_a_head_leaves_non_zero_fails_it_unless_base_leaves_it_so_too():
     production would start from its leftovers), and where base does so alike it is reported as base's, not failed."""
     dirty = Spot(label="head", checked=10, scratch_checked=250, scratch_left=250, scratch_first="workspace[0] = 3786")
     same = _run(_timed(1.0, 1.0, 1), _timed(1.0, 1.0, 2))
-    head_only = case_verdict(CASE, LIMITS, same.model_copy(update={"spots": {"head": dirty}}))
+    head_only = judged_case(CASE, LIMITS, same.model_copy(update={"spots": {"head": dirty}}))
     assert head_only.verdict == "fail" and head_only.reasons == [
         "correctness: left scratch non-zero after 250 of 250 timed calls, first at workspace[0] = 3786: every call "
         "gets zeroed scratch and must leave it zeroed, as in production, where nothing zeroes it between calls"
     ]
     base_too = {"head": dirty, "base": dirty.model_copy(update={"label": "base"})}
-    alike = case_verdict(CASE, LIMITS, same.model_copy(update={"spots": base_too}))
+    alike = judged_case(CASE, LIMITS, same.model_copy(update={"spots": base_too}))
     assert alike.verdict == "pass", alike.reasons
     assert any(line.startswith("in base too: scratch left non-zero after 250 of 250") for line in alike.reasons), alike

@@ -10,14 +10,16 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.config.manifest_tables import Case, Constraints
 from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
-from bot.models.report import CaseStatus
+from bot.models.report import CaseReport, CaseStatus
 from bot.untrusted.runner.sampler import block_order
 from bot.untrusted.runner.spawn import new_secret, run_cases
+from bot.verdict.findings import written_case
 from bot.verdict.gate import case_verdict
 from bot.wording.messages import phrase
 from tests.conftest import only_latency_can_fail
@@ -27,6 +29,11 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "kernels/deepgemm_tile/reference.py"
 CASE = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 32, "n": 32, "k": 32})
+
+
+def judged_case(*args: Any, **kw: Any) -> CaseReport:
+    """`case_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_case(case_verdict(*args, **kw))
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +86,7 @@ def test_identical_builds_pass_and_sampling_stops_once_decided_or_precise(ext_fa
     assert run.stop_reason in ("precision", "decided", "decided_cpu")
     assert run.checks["head"].max_abs_err is not None and run.checks["head"].max_abs_err < 1e-3
     assert run.spots["head"].checked >= 1 and run.spots["head"].failed == 0
-    report = case_verdict(CASE, Constraints(max_regression_pct=50.0), run)
+    report = judged_case(CASE, Constraints(max_regression_pct=50.0), run)
     assert report.verdict == "pass" and report.spot_checks >= 1
 
 
@@ -97,7 +104,7 @@ def test_sampling_stops_at_the_time_cap(ext_factory) -> None:
 def test_a_much_slower_head_fails_the_latency_gate(ext_factory) -> None:
     slower = job({"base": ext_factory(2000), "head": ext_factory(4000)}, max_seconds=4)
     run = run_cases(slower.model_copy(update={"noise_limit_cores": 99.0}))["tiny"]  # judged however busy
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
     assert report.regression_pct is not None and report.regression_pct > 20
     assert report.processes >= 3  # fresh processes per side, however busy the machine
@@ -113,7 +120,7 @@ def test_a_busy_runner_buys_more_measurement_and_a_2x_slower_head_still_fails(ex
             hog.kill()
             hog.wait()
     assert run.other_cores is not None and run.other_cores > 1.0 and run.noisy
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
     assert report.ci95_pct is not None and report.ci95_pct[0] > 3.0
     assert report.p50_ms is not None and report.base_p50_ms is not None
@@ -162,7 +169,7 @@ def test_boundary_probes_are_checked_untimed_on_both_sides_and_a_remeasurement_s
             ("large_magnitude", label, 0.0, None),
         ]
     assert [o.name for o in run.checks["head"].outputs] == ["c"]  # the reference's OUTPUTS
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert [p.verdict for p in report.probes] == ["pass", "pass"] and only_latency_can_fail(report), report.reasons
     again = run_cases(job({"base": so, "head": so}, max_seconds=0.3).model_copy(update={"probes": False}))["tiny"]
     assert again.status == CaseStatus.ok and again.probe_count is None and again.probes == {}
@@ -175,6 +182,6 @@ def test_a_side_wrong_on_the_random_inputs_is_not_probed_so_a_probe_cannot_turn_
     run = run_cases(job({"base": ext_factory(100), "head": ext_factory(100, "WRONG")}, max_seconds=0.3))["tiny"]
     assert run.status == CaseStatus.ok and run.probe_count == 2
     assert "head" not in run.probes and [c.probe for c in run.probes["base"]] == ["tile_edges", "large_magnitude"]
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "fail" and report.status == CaseStatus.incorrect and report.failure.probe is None
     assert report.p50_ms is None  # a wrong head is not timed

@@ -20,6 +20,7 @@ from bot.models.report import (
     CaseStatus,
     CompileError,
     DiffStat,
+    KernelReport,
     ProposedCase,
     Resource,
     ResourceCheckReport,
@@ -27,6 +28,7 @@ from bot.models.report import (
 from bot.verdict.findings import verbatim
 from bot.verdict.gate import Policy
 from bot.verdict.kernel import judge_kernel, second_looks
+from bot.verdict.written import written_kernel
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -48,6 +50,11 @@ def evidence(*cases: CaseEvidence, head: Build | None = None, base: Build | None
     builds = {"head": {"cpu": head or build()}, "base": {"cpu": base or build(key="k0")}}
     return KernelEvidence(name="deepgemm_tile", domain="deepgemm", changed=True, gathered=True, builds=builds,
                           cases=list(cases), **kw)  # fmt: skip
+
+
+def judged(ev: KernelEvidence, kernel: Kernel | None, policy: Policy) -> KernelReport:
+    """The kernel's verdict as report.json states it (its findings' lines written)."""
+    return written_kernel(judge_kernel(ev, kernel, policy))
 
 
 def samples(center: float, n: int, seed: int, noise: float = 0.01) -> list[float]:
@@ -76,7 +83,7 @@ def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undeci
         CaseEvidence(name="held", not_run=NotRun.held_out),
         CaseEvidence(name="nobuild", not_run=NotRun.no_build),
     )
-    report = judge_kernel(ev, rules(GPU, other, held, nobuild), Policy())
+    report = judged(ev, rules(GPU, other, held, nobuild), Policy())
     assert [(c.name, c.verdict, c.status, c.reasons) for c in report.cases] == [
         ("big", "skipped", CaseStatus.skipped, ["needs a CUDA GPU; this machine has none"]),
         ("other", "skipped", CaseStatus.skipped, ["runs in the sm_100 job of this review"]),
@@ -91,14 +98,14 @@ def test_cases_not_run_are_skipped_with_their_reason_and_leave_the_kernel_undeci
 def test_a_case_on_another_gpu_names_both_architectures():
     case = Case(name="b", device="cuda", dtype="bfloat16", shape={"m": 8}, arch="sm_100a")
     ev = evidence(CaseEvidence(name="b", not_run=NotRun.wrong_gpu), device="cuda", arch="sm_90", gpu="NVIDIA H200")
-    [c] = judge_kernel(ev, rules(case), Policy()).cases
+    [c] = judged(ev, rules(case), Policy()).cases
     assert c.reasons == ["runs on sm_100a; this runner's GPU is sm_90 (NVIDIA H200)"] and c.arch is None
 
 
 def test_a_crash_is_an_error_naming_the_side_and_keeping_its_output():
     crash = CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
     ev = evidence(CaseEvidence(name="square", run=crash, log_tail="Segmentation fault at 0x0"))
-    report = judge_kernel(ev, rules(CPU), Policy())
+    report = judged(ev, rules(CPU), Policy())
     [case] = report.cases
     assert (case.verdict, case.status, case.log_tail) == ("error", CaseStatus.crashed, "Segmentation fault at 0x0")
     assert report.verdict == "error"
@@ -108,14 +115,12 @@ def test_a_crash_is_an_error_naming_the_side_and_keeping_its_output():
 def test_a_head_that_does_not_build_fails_and_one_that_fails_as_base_does_is_undecided():
     failed = CaseEvidence(name="square", not_run=NotRun.head_build_failed)
     broken = build(ok=False, errors=[ERROR])
-    report = judge_kernel(evidence(failed, head=broken), rules(CPU), Policy())
+    report = judged(evidence(failed, head=broken), rules(CPU), Policy())
     [case] = report.cases
     assert (case.verdict, case.status, case.reasons) == ("fail", CaseStatus.compile_fail, ["head does not build"])
     assert report.verdict == "fail" and report.reasons[0].startswith("build (cpu): ")
     assert "kernels/k/body.cpp:3" in report.reasons[0]
-    alike = judge_kernel(
-        evidence(failed, head=broken, base=build(ok=False, key="k0", errors=[ERROR])), rules(CPU), Policy()
-    )
+    alike = judged(evidence(failed, head=broken, base=build(ok=False, key="k0", errors=[ERROR])), rules(CPU), Policy())
     [case] = alike.cases
     assert (case.verdict, case.reasons) == ("skipped", ["base and head fail to build alike"])
     assert alike.verdict == "undecided" and alike.reasons == []
@@ -124,52 +129,50 @@ def test_a_head_that_does_not_build_fails_and_one_that_fails_as_base_does_is_und
 
 def test_a_refused_artifact_is_an_error():
     refused = CaseEvidence(name="square", not_run=NotRun.artifact_refused, detail="sha256 mismatch")
-    report = judge_kernel(evidence(refused), rules(CPU), Policy())
+    report = judged(evidence(refused), rules(CPU), Policy())
     assert report.cases[0].reasons == ["artifact refused: sha256 mismatch"] and report.verdict == "error"
 
 
 def test_a_kernel_judged_by_its_resources_alone_is_undecided_and_a_spill_fails_it():
     ok = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=64)], base=[])
-    report = judge_kernel(evidence(resource_checks=[ok]), rules(), Policy())
+    report = judged(evidence(resource_checks=[ok]), rules(), Policy())
     assert report.verdict == "undecided" and report.undecided == ["resources checked; no case ran (needs a CUDA GPU)"]
     assert report.resource_check == ok and report.build is not None and report.build.resources == ok.head
     spill = ResourceCheckReport(status="ok", head=[Resource(function="k", registers=255, spill_bytes=64)])
-    failed = judge_kernel(
-        evidence(resource_checks=[ok, spill.model_copy(update={"arch": "sm_100a"})]), rules(), Policy()
-    )
+    failed = judged(evidence(resource_checks=[ok, spill.model_copy(update={"arch": "sm_100a"})]), rules(), Policy())
     assert failed.verdict == "fail"
     assert failed.reasons == ["resource: k spills 64 bytes (stores 0 B, loads 0 B) on sm_100a"]
     assert failed.arch_checks[0].arch == "sm_100a"
 
 
 def test_a_measured_case_passes_and_a_slower_head_fails_on_latency():
-    fast = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy())
+    fast = judged(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy())
     assert fast.verdict == "pass" and fast.cases[0].verdict == "pass"
-    slow = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.2))), rules(CPU), Policy())
+    slow = judged(evidence(CaseEvidence(name="square", run=timed(1.2))), rules(CPU), Policy())
     assert slow.verdict == "fail" and slow.reasons[0].startswith("performance: square p50 +2")
 
 
 def test_what_the_review_found_before_building_decides_first():
-    invalid = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, invalid="bad toml"), None, Policy())
+    invalid = judged(KernelEvidence(name="k", domain="d", changed=True, invalid="bad toml"), None, Policy())
     assert (invalid.verdict, invalid.reasons) == ("fail", ["invalid kernel definition: bad toml"])
     assert [(f.gate, f.outcome, f.key, f.params) for f in invalid.findings] == [
         (Gate.manifest, Outcome.fail, "manifest.invalid", {"error": "bad toml"})
     ]
-    removed = judge_kernel(KernelEvidence(name="k", domain="d", changed=True, removed=True), rules(CPU), Policy())
+    removed = judged(KernelEvidence(name="k", domain="d", changed=True, removed=True), rules(CPU), Policy())
     assert (removed.verdict, removed.notes) == ("skipped", ["kernel removed in head"])
     renamed = KernelEvidence(name="k", domain="d", changed=True, removed=True, renamed_to="k2")
-    assert judge_kernel(renamed, rules(CPU), Policy()).notes == [
+    assert judged(renamed, rules(CPU), Policy()).notes == [
         "renamed to k2 in head: judged there, by this kernel's manifest and reference"
     ]
     static = evidence(static=["tile_config.json: tile_m=96 not in {64,128,256}"])
-    judged = judge_kernel(static, rules(CPU), Policy())
-    assert (judged.verdict, judged.cases, judged.build) == ("fail", [], None)
+    flagged = judged(static, rules(CPU), Policy())
+    assert (flagged.verdict, flagged.cases, flagged.build) == ("fail", [], None)
     new = evidence(
         CaseEvidence(name="square", run=timed(1.0)),
         new_kernel=True,
         unread=[verbatim("kernels/x.cu: not compiled", Gate.coverage, Outcome.undecided)],
     )
-    asked = judge_kernel(new, rules(CPU), Policy())
+    asked = judged(new, rules(CPU), Policy())
     assert asked.verdict == "needs_accept"
     assert asked.accept_needed == ["new kernel: judged by its own manifest and reference, which this change wrote"]
     assert [f.gate for f in asked.findings if f.outcome == Outcome.accept] == [Gate.acceptance]
@@ -183,7 +186,7 @@ def test_the_change_the_review_found_is_stated_as_notes_in_order_each_a_finding(
         origin=Lineage(base="old_gemm", how="renamed", share=0.87),
         rules_changed=["kernels/deepgemm_tile/kernel.toml"],
     )
-    report = judge_kernel(ev, rules(CPU), Policy())
+    report = judged(ev, rules(CPU), Policy())
     assert report.notes[:3] == [
         "change size: 2 file(s) of this kernel changed, +5/-1 lines (what reverting this pull request undoes)",
         "renamed from old_gemm (87% of its bytes, git's rename/copy detection): judged by old_gemm's manifest, "
@@ -194,17 +197,17 @@ def test_the_change_the_review_found_is_stated_as_notes_in_order_each_a_finding(
     assert [f.key for f in notes][:3] == ["review.change_size", "review.renamed_from", "review.rules_changed"]
     assert notes[2].file == "kernels/deepgemm_tile/kernel.toml" and {f.gate for f in notes[:3]} == {Gate.review}
     copied = ev.model_copy(update={"origin": Lineage(base="old_gemm", how="copied", share=0.6), "rules_changed": []})
-    assert judge_kernel(copied, rules(CPU), Policy()).notes[1].startswith("copied from old_gemm (60% of its bytes")
+    assert judged(copied, rules(CPU), Policy()).notes[1].startswith("copied from old_gemm (60% of its bytes")
     elsewhere = KernelEvidence(name="k", domain="d", changed=True, gated_elsewhere=True)
-    assert judge_kernel(elsewhere, rules(CPU), Policy()).notes == ["agent only: built, run and gated in another job"]
+    assert judged(elsewhere, rules(CPU), Policy()).notes == ["agent only: built, run and gated in another job"]
 
 
 def test_an_identical_build_is_not_compared_and_a_drifting_base_is_noted():
     same = CaseEvidence(name="square", run=timed(1.0), identical_build=True, prior_base_p50_ms=0.5)
-    [case] = judge_kernel(evidence(same), rules(CPU), Policy()).cases
+    [case] = judged(evidence(same), rules(CPU), Policy()).cases
     assert case.stop_reason == "identical_build" and case.base_drift_pct is None
     drifted = CaseEvidence(name="square", run=timed(1.0), prior_base_p50_ms=0.9)
-    report = judge_kernel(evidence(drifted), rules(CPU), Policy())
+    report = judged(evidence(drifted), rules(CPU), Policy())
     assert report.cases[0].base_drift_pct is not None and report.cases[0].base_drift_pct > 5
     assert any(n.startswith("square: base measured +") for n in report.notes) and report.verdict == "pass"
 
@@ -215,16 +218,16 @@ def test_a_rate_above_the_measured_cpu_peak_asks_for_it_again_and_fails_as_impla
     assert second_looks(evidence(run, cpu_peak=low), rules(CPU), "off").refresh_cpu_peak
     high = Peak(tflops=100.0, gbps=100.0, of=Phrase.as_written("this runner, measured"))
     assert not second_looks(evidence(run, cpu_peak=high), rules(CPU), "off").refresh_cpu_peak
-    failed = judge_kernel(evidence(run, cpu_peak=low), rules(CPU), Policy())
+    failed = judged(evidence(run, cpu_peak=low), rules(CPU), Policy())
     assert failed.verdict == "fail" and failed.cases[0].reasons[0].startswith("implausible: above the hardware limit")
-    assert judge_kernel(evidence(run, cpu_peak=high), rules(CPU), Policy()).verdict == "pass"
+    assert judged(evidence(run, cpu_peak=high), rules(CPU), Policy()).verdict == "pass"
 
 
 def test_an_undecided_cpu_latency_is_counted_under_callgrind_only_where_asked():
     """Issue 40, 2: the count decides nothing, so a review runs no valgrind unless OPGATE_SIMULATE asks for it."""
     straddling = CaseEvidence(name="square", run=timed(1.03, noise=0.03))
     ev = evidence(straddling)
-    assert judge_kernel(ev, rules(CPU), Policy()).cases[0].verdict == "inconclusive"
+    assert judged(ev, rules(CPU), Policy()).cases[0].verdict == "inconclusive"
     assert second_looks(ev, rules(CPU), load_settings({}).simulate).simulate == []  # the default: not counted
     assert second_looks(ev, rules(CPU), load_settings({"OPGATE_SIMULATE": "undecided"}).simulate).simulate == ["square"]
     assert second_looks(ev, rules(CPU), "off").simulate == []
@@ -287,12 +290,12 @@ def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
         agent_admission=admission,
         agent_runs=[CaseEvidence(name="tail_15", run=timed(1.0))],
     )
-    block = judge_kernel(ev, rules(CPU), Policy()).agent_cases
+    block = judged(ev, rules(CPU), Policy()).agent_cases
     assert block is not None and (block.agent, block.proposed, block.note) == ("deepseek-v4", 2, "")
     assert [(c.name, c.verdict) for c in block.cases] == [("tail_15", "pass")]
     assert [(r.name, r.reason) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
     # nothing proposed: no block at all, whatever the manifest declares
-    assert judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
+    assert judged(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
 
 
 def test_the_matrix_is_admitted_in_one_place():

@@ -3,11 +3,14 @@ speedups sent to a person. Pure functions, and git's detection on a real scratch
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.config.manifest_tables import Constraints
 from bot.config.repo import RepoConfig
 from bot.models.report import CaseReport, KernelReport
 from bot.review.lineage import Origin, origins, renamed_to
 from bot.verdict.gate import Policy, kernel_verdict
+from bot.verdict.written import written_kernel
 
 SIZES = {
     "kernels/a/kernel.toml": 1000,
@@ -17,6 +20,11 @@ SIZES = {
     "kernels/own/kernel.toml": 1000,
     "kernels/own/body.cpp": 9000,
 }
+
+
+def judged_kernel(*args: Any, **kw: Any) -> KernelReport:
+    """`kernel_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_kernel(kernel_verdict(*args, **kw))
 
 
 def test_a_folder_that_comes_mostly_from_a_base_kernel_is_that_kernel_renamed_or_copied():
@@ -37,13 +45,13 @@ def _case(name: str, p50: float, base: float) -> CaseReport:
 
 def test_a_head_more_than_three_times_faster_than_base_needs_a_person():
     cases = [_case("square_512", 0.43, 27.1), _case("ragged", 1.0, 1.2)]
-    kernel = kernel_verdict(KernelReport(name="k", domain="d", changed=True, verdict="pass"), [], cases,
+    kernel = judged_kernel(KernelReport(name="k", domain="d", changed=True, verdict="pass"), [], cases,
                             Constraints(), Policy())  # fmt: skip
     assert kernel.verdict == "needs_accept"
     assert kernel.accept_needed == [
         "implausible speedup — verify: square_512 head p50 0.43 ms vs base 27.1 ms (63.0x faster, above max_speedup 3x)"
     ]
     relaxed = Constraints.model_validate(RepoConfig(thresholds={"max_speedup": 100}).constraints)
-    kernel = kernel_verdict(KernelReport(name="k", domain="d", changed=True, verdict="pass"), [], cases, relaxed,
+    kernel = judged_kernel(KernelReport(name="k", domain="d", changed=True, verdict="pass"), [], cases, relaxed,
                             Policy())  # fmt: skip
     assert kernel.verdict == "pass" and kernel.accept_needed == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import tomllib
+from typing import Any
 
 import pytest
 import torch
@@ -11,12 +12,23 @@ import torch
 from bot.config.manifest import KernelManifest
 from bot.config.manifest_tables import Case, Constraints, Limits, OutputLimits
 from bot.models.judging import CaseRun, Check
-from bot.models.report import CaseStatus, KernelReport, OutputMetrics, Violation
+from bot.models.report import CaseReport, CaseStatus, KernelReport, OutputMetrics, Violation
 from bot.untrusted.runner.case import compare
 from bot.verdict import metrics
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
+from bot.verdict.written import written_case, written_kernel
 
 CASE = Case(name="tiny", device="cpu", dtype="bfloat16", shape={"m": 4})
+
+
+def judged_case(*args: Any, **kw: Any) -> CaseReport:
+    """`case_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_case(case_verdict(*args, **kw))
+
+
+def judged_kernel(*args: Any, **kw: Any) -> KernelReport:
+    """`kernel_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_kernel(kernel_verdict(*args, **kw))
 
 
 def measure(name: str, out: torch.Tensor, ref: torch.Tensor) -> OutputMetrics:
@@ -123,7 +135,7 @@ def test_a_failing_probe_fails_the_case_and_its_reason_names_metric_output_index
     bad = compare([out], [torch.zeros(2, 3)], ["out"], limits).model_copy(
         update={"label": "head", "probe": "last_visible"}
     )
-    report = case_verdict(CASE, Constraints(), _run(good, [bad]))
+    report = judged_case(CASE, Constraints(), _run(good, [bad]))
     assert report.verdict == "fail" and report.status == CaseStatus.incorrect
     assert report.reasons == [
         "correctness: max_abs_err 0.5 > tolerance 0.01 on out, first bad element out[1, 2]: got 0.5, reference 0; "
@@ -139,12 +151,12 @@ def test_a_gated_relative_error_fails_with_its_own_reason():
     constraints = Constraints(max_rel_err=0.01)
     limits = CASE.limits(constraints)
     check = compare([torch.tensor([105.0, 1.0])], [torch.tensor([100.0, 1.0])], ["lse"], limits)
-    report = case_verdict(CASE, constraints, _run(check.model_copy(update={"label": "head"})))
+    report = judged_case(CASE, constraints, _run(check.model_copy(update={"label": "head"})))
     assert report.verdict == "fail"
     assert report.reasons[0].startswith("correctness: max_abs_err 5 > tolerance 0.01 on lse, first bad element lse[0]")
     loose = Constraints(tolerance=10.0, max_rel_err=0.01)
     check = compare([torch.tensor([105.0, 1.0])], [torch.tensor([100.0, 1.0])], ["lse"], CASE.limits(loose))
-    report = case_verdict(CASE, loose, _run(check.model_copy(update={"label": "head"})))
+    report = judged_case(CASE, loose, _run(check.model_copy(update={"label": "head"})))
     assert report.reasons == [
         "correctness: max_rel_err 0.05 > limit 0.01 on lse, first bad element lse[0]: got 105, reference 100"
     ]
@@ -159,7 +171,7 @@ def test_a_base_that_fails_a_probe_is_not_compared_on_latency():
         checks={"head": good, "base": good},
         probes={"head": [good.model_copy(update={"probe": "tile_edges"})], "base": [bad]},
     )
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "pass"
     assert report.reasons == ["base is itself incorrect on this case (boundary probe tile_edges); latency not compared"]
 
@@ -168,14 +180,14 @@ def test_a_kernel_whose_reference_has_no_probes_gets_a_note_never_a_failure():
     limits = CASE.limits(Constraints())
     good = compare([torch.zeros(2)], [torch.zeros(2)], ["out"], limits).model_copy(update={"label": "head"})
     none = CaseRun(status=CaseStatus.ok, checks={"head": good}, probe_count=0)
-    cases = [case_verdict(CASE, Constraints(), none)]
-    kernel = kernel_verdict(
+    cases = [judged_case(CASE, Constraints(), none)]
+    kernel = judged_kernel(
         KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped"), [], cases, Constraints(), Policy()
     )
     assert kernel.verdict == "pass"
     assert any(n.startswith("no boundary probes: the reference defines no make_probes") for n in kernel.notes)
-    probed = case_verdict(CASE, Constraints(), _run(good, [good.model_copy(update={"probe": "p"})]))
-    kernel = kernel_verdict(
+    probed = judged_case(CASE, Constraints(), _run(good, [good.model_copy(update={"probe": "p"})]))
+    kernel = judged_kernel(
         KernelReport(name="k", domain="deepgemm", changed=True, verdict="skipped"),
         [],
         [probed],

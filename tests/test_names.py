@@ -15,6 +15,7 @@ from bot.text.i18n import speaking
 from bot.verdict.gate import Policy, kernel_verdict
 from bot.verdict.launch import describe
 from bot.verdict.names import short_names
+from bot.verdict.written import written_kernel
 from bot.wording.messages import phrase
 from tests.comment_checks import structure_problems, text_of
 from tests.conftest import CHECK_REPO
@@ -56,7 +57,7 @@ def judged() -> KernelReport:
         launch_errors_why=described.errors,
     )
     kernel = KernelReport(name="conv1d", domain="conv", changed=True, verdict="pass", resource_check=check)
-    return kernel_verdict(kernel, [], [], Constraints(), Policy())
+    return written_kernel(kernel_verdict(kernel, [], [], Constraints(), Policy()))
 
 
 def _report(kernel: KernelReport) -> Report:

@@ -49,6 +49,27 @@ def test_a_review_of_an_unknown_revision_writes_an_error_report_and_records_it(
     assert recorded is not None and recorded.verdict == "error"
 
 
+def test_report_json_and_the_ledger_get_the_lines_written_from_the_findings(tmp_path: Path) -> None:
+    """The review keeps findings; `write` writes their English lines once, into report.json and the ledger alike."""
+    import tests.comment_reports as cr
+    from bot.review.orchestrate import write
+
+    settings = settings_for(tmp_path)
+    report = cr.fail_correctness()
+    ledger = open_ledger(settings.database_url)
+    try:
+        result = write(report, tmp_path / "out", [], ledger, settings, record=True, pr=None)
+        rows = ledger.db.rows("SELECT kernel, reasons_json FROM verdicts")
+    finally:
+        ledger.close()
+    on_disk = Report.model_validate_json((tmp_path / "out" / "report.json").read_text())
+    k = next(k for k in on_disk.kernels if k.verdict == "fail")
+    assert k.reasons[0].startswith("stability: ") and result.report.kernels == on_disk.kernels
+    recorded = [(r["kernel"], json.loads(r["reasons_json"])) for r in rows]
+    assert recorded == [(k.name, k.reasons) for k in on_disk.kernels]
+    assert all(k.reasons == [] for k in report.kernels)  # the review's own report holds findings only
+
+
 def test_the_comment_of_a_pull_request_says_when_the_configuration_allows_self_acceptance(
     kernel_repo: KernelRepo, tmp_path: Path
 ) -> None:

@@ -27,9 +27,10 @@ from bot.present.status import acceptance_status
 from bot.untrusted.runner.cost import Costs
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.untrusted.sandbox import Sandbox
-from bot.verdict.findings import add_case
+from bot.verdict.findings import add_case, case_lines
 from bot.verdict.gate import case_verdict
 from bot.verdict.gate_latency import simulated_note
+from bot.verdict.written import written_case
 from tests import redteam
 from tests.conftest import git, only_latency_can_fail
 from tests.github_server import FakeGitHub, load_fixture
@@ -268,7 +269,7 @@ def judge(sides: dict[str, Path], entries: dict[str, str] | None = None) -> tupl
         secret=new_secret(),
     )
     run = run_cases(job)["tiny"]
-    return run, case_verdict(TINY, Constraints(), run)
+    return run, written_case(case_verdict(TINY, Constraints(), run))  # its lines as report.json says them
 
 
 @pytest.mark.untimed  # correctness: a wrong side is never timed
@@ -474,10 +475,10 @@ def test_a_forged_callgrind_dump_decides_nothing(fake):
     span = {"delta": "+2.00%", "low": "-6.00%", "high": "+6.00%", "limit": "3"}
     add_case(report, Finding(gate=Gate.performance, outcome=Outcome.undecided, key="performance.inconclusive",
                              params=span))  # fmt: skip
-    assert report.reasons == ["performance inconclusive: p50 +2.00% (95% CI -6.00%..+6.00%) straddles the 3% limit"]
+    assert case_lines(report) == ["performance inconclusive: p50 +2.00% (95% CI -6.00%..+6.00%) straddles the 3% limit"]
     simulated_note(report, SimulatedCost(head=forged, base=b))
-    assert report.verdict == "inconclusive" and report.simulated and not report.simulated.decided, report.reasons
-    assert report.reasons[0].endswith("a model the counted code can lower, it decides nothing"), report.reasons
+    assert report.verdict == "inconclusive" and report.simulated and not report.simulated.decided, case_lines(report)
+    assert case_lines(report)[0].endswith("a model the counted code can lower, it decides nothing"), case_lines(report)
 
 
 # -- round three: acceptance stays in other people's hands (issue 37) -----------------------------------------------

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from bot.present.status import acceptance_status
 from bot.review.resource_check import flag_findings, resource_reads, without_unchanged
 from bot.text.i18n import english_runs, is_chinese, speaking
 from bot.verdict.gate import Policy, kernel_verdict
+from bot.verdict.written import written_kernel
 from bot.wording import spoken
 from tests.compile_repo import make_compile_repo, prepend, review
 from tests.conftest import git
@@ -43,6 +45,11 @@ RESOURCE_ONLY = """\
     [launch.functions.mla_kernel]
     dynamic_smem = "sizeof(Traits<cutlass::bfloat16_t>::SharedMemoryPlan)"
     """
+
+
+def judged_kernel(*args: Any, **kw: Any) -> KernelReport:
+    """`kernel_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_kernel(kernel_verdict(*args, **kw))
 
 
 def test_a_resource_only_manifest_with_flashmla_flags_and_a_sizeof_loads_and_lints(tmp_path):
@@ -116,14 +123,14 @@ def test_the_unchanged_note_gives_way_where_changed_files_went_unread():
     check = ResourceCheckReport(
         status="ok", head=[Resource(function="k(int)", registers=8)], launch_notes=["other"], unchanged="same"
     )
-    kernel = kernel_verdict(_kernel(check), [], [], Constraints(), Policy())
+    kernel = judged_kernel(_kernel(check), [], [], Constraints(), Policy())
     assert kernel.notes[:2] == [
         "other",
         "resource check: unchanged from base: 1 function(s) with the same registers, spills, stack, shared memory and "
         "occupancy",
     ]
     without_unchanged(check)
-    kernel = kernel_verdict(_kernel(check), [], [], Constraints(), Policy())
+    kernel = judged_kernel(_kernel(check), [], [], Constraints(), Policy())
     assert not any("unchanged from base" in n for n in kernel.notes)
     assert kernel.notes[1].startswith("resource check: the 1 compiled function(s) have base's registers")
     with speaking("zh-CN"):

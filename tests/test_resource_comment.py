@@ -20,6 +20,7 @@ from bot.text.safe import untrusted
 from bot.verdict.findings import add_kernel
 from bot.verdict.gate_resources import resource_findings
 from bot.verdict.names import abbreviate, short_names
+from bot.verdict.written import written_kernel
 from tests.comment_checks import structure_problems, text_of
 from tests.hostile import html
 
@@ -65,7 +66,7 @@ def test_a_cutlass_sized_name_is_abbreviated_in_the_reason_and_table_and_given_w
     [spill], _ = resource_findings(check.head, check.base, Constraints())  # as the gate finds it
     add_kernel(kernel, spill)
     short = "sm90::flash_fwd_splitkv_mla_kernel<Traits<cutlass::bfloat16_t>, …>"
-    assert kernel.reasons == [f"resource: {short} spills 14150 bytes (stores 7000 B, loads 7150 B)"]
+    assert written_kernel(kernel).reasons == [f"resource: {short} spills 14150 bytes (stores 7000 B, loads 7150 B)"]
     assert (spill.gate, spill.function, spill.value, spill.unit) == ("resources", FN, 14150, "B")  # whole, as data
     report = _report(kernel)
     md = render_comment(report)

@@ -15,6 +15,7 @@ from bot.models.report import CaseReport
 from bot.present.comment_md import delta_cell
 from bot.untrusted.runner.cost import Costs, parse_dump, side_cost
 from bot.untrusted.sandbox import Sandbox
+from bot.verdict.findings import case_lines
 from bot.verdict.gate_latency import simulated_note
 from tests import comment_reports as cr
 
@@ -85,7 +86,7 @@ def test_a_simulated_cost_above_the_limit_is_reported_and_decides_nothing():
     simulated_note(slower, _cost(1_050_000, 1_000_000))
     assert slower.verdict == "inconclusive" and slower.simulated and slower.simulated.ratio == 1.05
     assert not slower.simulated.decided
-    assert slower.reasons == [
+    assert case_lines(slower) == [
         "performance inconclusive: p50 +2.00% (95% CI -1.00%..+6.00%) straddles the 3% limit"
         + TAIL.format("1.050", "1.050")
     ]
@@ -98,15 +99,17 @@ def test_a_simulated_cost_within_the_limit_or_outside_the_clock_decides_nothing_
         case = _undecided()
         simulated_note(case, _cost(head, 1_000_000))
         assert case.verdict == "inconclusive" and case.simulated and not case.simulated.decided
-        assert case.reasons[0].endswith(TAIL.format(shown, shown)), case.reasons
+        assert case_lines(case)[0].endswith(TAIL.format(shown, shown)), case_lines(case)
         assert delta_cell(case) == f"+2.00% (-1.00..+6.00) ❔ · simulated x{shown}"
     decided = CaseReport(name="c", tolerance=0.01, verdict="pass", regression_pct=-5.0, ci95_pct=[-6.0, -4.0])
     simulated_note(decided, _cost(1_200_000, 1_000_000))  # `always`: reported beside p50, never overrides
-    assert decided.verdict == "pass" and decided.simulated and decided.simulated.ratio == 1.2 and not decided.reasons
+    assert (
+        decided.verdict == "pass" and decided.simulated and decided.simulated.ratio == 1.2 and not case_lines(decided)
+    )
     assert delta_cell(decided) == "-5.00% (-6.00..-4.00) · simulated x1.200"
     missing = _undecided()
     simulated_note(missing, SimulatedCost(error="valgrind is not installed"))
-    assert missing.verdict == "inconclusive" and missing.reasons[0].endswith("; no simulated cost: valgrind is not "
+    assert missing.verdict == "inconclusive" and case_lines(missing)[0].endswith("; no simulated cost: valgrind is not "
                                                                              "installed")  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,12 @@ from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
 from bot.verdict.gate import case_verdict
 from bot.verdict.stats import latency_verdict
+from bot.verdict.written import written_case
+
+
+def judged_case(*args: Any, **kw: Any) -> CaseReport:
+    """`case_verdict`'s report as report.json states it (its findings' lines written)."""
+    return written_case(case_verdict(*args, **kw))
 
 
 def test_t_quantiles_match_the_printed_tables():
@@ -143,7 +150,7 @@ def test_a_2x_regression_fails_on_a_busy_runner_and_the_p50_columns_give_its_del
         other_cores=0.9,
         noisy=Phrase.as_written("noisy runner: other processes kept 0.9 of 2 cores busy"),
     )
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "fail", report.reasons
     assert report.reasons[0].startswith("performance: p50 +") and report.reasons[0].endswith("> 3% limit")
     assert report.ci95_pct is not None and report.ci95_pct[0] > 3.0
@@ -163,7 +170,7 @@ def test_an_undecided_interval_on_a_busy_runner_names_the_noise_and_the_measurem
         },
         noisy=Phrase.as_written("noisy runner: other processes kept 1.6 of 2 cores busy"),
     )
-    report = case_verdict(CASE, Constraints(), run)
+    report = judged_case(CASE, Constraints(), run)
     assert report.verdict == "inconclusive"
     assert report.reasons[0].startswith("performance inconclusive: p50 ")
     assert report.reasons[0].endswith(
@@ -333,7 +340,7 @@ def test_the_sampler_never_stops_where_the_gate_would_decide_otherwise_on_the_sa
             if early is None:
                 continue
             cut = _run_of(*(side[:n] for side in sides))
-            report = case_verdict(CASE, Constraints(), cut)
+            report = judged_case(CASE, Constraints(), cut)
             cpu = stats.paired(sides[2][:n], sides[3][:n])
             expected = stats.decide(cpu, 3.0, last=False)  # the CPU time decided the stop: the gate follows it
             wall = stats.paired(sides[0][:n], sides[1][:n])

@@ -286,9 +286,12 @@ class CaseReport(_Model):
     )
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(
-        default_factory=list, description="its findings, rendered in English (bot/wording/messages.py)"
+        default_factory=list,
+        description="its findings in English, written with report.json (bot/verdict/findings.py `written`)",
     )
-    findings: list[Finding] = Field(default_factory=list, description="what the gates found on this case, as data")
+    findings: list[Finding] = Field(
+        default_factory=list, description="what the gates found on this case, as data: the one record of it"
+    )
     log_tail: str = Field("", description="the workers' last output when a side crashed or hung (PR code: untrusted)")
     base_correct: bool | None = Field(
         None, description="base right on the same inputs and probes (None: base was not checked on them)"
@@ -335,7 +338,14 @@ class AgentCaseReport(_Model):
     shape: dict[str, int]
     params: dict[str, Any] = Field(default_factory=dict)
     verdict: AgentCaseVerdict
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(
+        default_factory=list,
+        description="why, in English: its case's findings but latency and plausibility, then `base_fails`; written "
+        "with report.json (bot/verdict/written.py)",
+    )
+    base_fails: Literal["same", "unbuilt", "wrong"] | None = Field(
+        None, description="verdict base_fails: base is the same build, does not build, or is wrong on it too"
+    )
     case: CaseReport = Field(description="the judge's evidence, as for any case (its latency reported, not gated)")
 
 
@@ -370,8 +380,8 @@ class KernelReport(_Model):
     notes: list[str] = Field(default_factory=list, description="reported, never fatal (the change's size…)")
     findings: list[Finding] = Field(
         default_factory=list,
-        description="what the gates found, as data: reasons, undecided, accept_needed and notes are rendered from "
-        "them (a line made outside the gates may have none)",
+        description="what the gates found, as data: the one record of it. reasons, undecided, accept_needed and "
+        "notes are its English lines, written with report.json (bot/verdict/findings.py `written`)",
     )
     build: Build | None = None
     base_build: Build | None = None

@@ -30,6 +30,7 @@ from bot.text.safe import one_line
 from bot.verdict import expectations
 from bot.verdict.change import review_failed
 from bot.verdict.folds import review_verdict
+from bot.verdict.written import written
 
 if TYPE_CHECKING:
     from bot.review.flow import Reviewer
@@ -101,12 +102,12 @@ def _review(
         record = request.only_kernel is None and not request.agent_only
         if record:
             report = ci_summary.attach(report, settings, ledger, offline=request.offline, out=request.out)
-        written = write(report, request.out, reviewer.unseen, ledger, settings, record=record, pr=request.pr)
-        written.service_errors, written.failure = list(reviewer.service_errors), failure
+        result = write(report, request.out, reviewer.unseen, ledger, settings, record=record, pr=request.pr)
+        result.service_errors, result.failure = list(reviewer.service_errors), failure
         if not request.agent_only and reviewer.head is not None:
-            written.annotations = annotate.gather(report, reviewer.changes, reviewer.head, lint)
-    annotate.write(request.out, written.annotations)
-    return written
+            result.annotations = annotate.gather(report, reviewer.changes, reviewer.head, lint)
+    annotate.write(request.out, result.annotations)
+    return result
 
 
 def with_agent_matrix(request: ReviewRequest) -> ReviewRequest:
@@ -138,11 +139,11 @@ def _merge(request: ReviewRequest, settings: Settings, ledger: Ledger) -> Review
     planned = fanout.read_plan(request.planned) if request.planned is not None else None
     report, unseen = fanout.merge(parts, request.base, request.head, request.pr, agents=agents, planned=planned)
     report = ci_summary.attach(report, settings, ledger, offline=request.offline, out=request.out)
-    written = write(report, request.out, unseen, ledger, settings, record=True, pr=request.pr)
-    written.annotations = ordered(a for part in parts for a in annotate.read(part.folder))
-    annotate.write(request.out, written.annotations)
-    log.info("merged %d part(s) into %s", len(parts), written.report_path)
-    return written
+    result = write(report, request.out, unseen, ledger, settings, record=True, pr=request.pr)
+    result.annotations = ordered(a for part in parts for a in annotate.read(part.folder))
+    annotate.write(request.out, result.annotations)
+    log.info("merged %d part(s) into %s", len(parts), result.report_path)
+    return result
 
 
 def write(
@@ -157,8 +158,9 @@ def write(
 ) -> ReviewResult:
     """report.json, the agent's unseen files and comment.md (what --post posts) into `out`; the review in the
     ledger when `record`. With a pull request the comment carries its history (acceptances, token spend). The
-    agents' expected metrics are held against the measurements here, where every part has been merged."""
-    report = expectations.attach(report)
+    agents' expected metrics are held against the measurements here, where every part has been merged, and the
+    findings' English lines written (`bot/verdict/written.py`: report.json, the ledger and the result hold them)."""
+    report = written(expectations.attach(report))
     out.mkdir(parents=True, exist_ok=True)
     report_path, comment_path = out / "report.json", out / "comment.md"
     report_path.write_text(redact(report.to_json()))

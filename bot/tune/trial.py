@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.config.settings import Settings
 from bot.ledger import Ledger
-from bot.models.finding import Outcome
+from bot.models.finding import Gate, Outcome
 from bot.models.report import KernelReport, ProposedCase
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer
@@ -17,7 +17,7 @@ from bot.review.host import here
 from bot.review.orchestrate import write
 from bot.review.request import ReviewRequest
 from bot.tune.model import CaseResult, Source, Trial
-from bot.verdict.findings import case_lines, lines_of
+from bot.verdict.findings import case_lines, lines_of, verbatim
 from bot.verdict.throughput import IMPLAUSIBLE
 
 MAX_FUNCTIONS = 3  # resource summary: the first few compiled functions
@@ -126,5 +126,6 @@ def review_candidate(
         write(report, out, reviewer.unseen, ledger, settings, record=False, pr=None)
     found = next((k for k in report.kernels if k.name == kernel), None)
     if found is None:  # pragma: no cover - only_kernel reviews exactly this kernel
-        found = KernelReport(name=kernel, domain="unknown", changed=False, verdict="error", reasons=["not reviewed"])
+        unread = [verbatim("not reviewed", Gate.review, Outcome.error)]
+        found = KernelReport(name=kernel, domain="unknown", changed=False, verdict="error", findings=unread)
     return found, time.perf_counter() - started

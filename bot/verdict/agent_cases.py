@@ -140,9 +140,11 @@ def _reported(finding: Finding) -> bool:
 
 def stated_reasons(c: AgentCaseReport) -> list[Finding]:
     """The agent case's reasons as findings the outputs render: its case's findings that count (not latency or
-    plausibility), then each reason none of them was rendered to (base fails too, a report before findings) as a
-    `verbatim` finding, its text as written (report.json's English; the comment looks it up in the catalog)."""
+    plausibility), then why base fails too, a `verbatim` finding of its English (the comment looks it up in the
+    catalog), then each line of a report before these fields that none of them was rendered to, as written."""
     found = [f for f in c.case.findings if not _reported(f)]
+    if c.base_fails is not None:
+        found.append(verbatim(BASE_FAILS_WHY[c.base_fails], Gate.correctness, Outcome.note, case=c.name))
     rendered = {render(f, case=False) for f in found}
     made = [verbatim(r, Gate.correctness, Outcome.note, case=c.name) for r in c.reasons if r not in rendered]
     return [*found, *made]
@@ -164,11 +166,9 @@ def judged(case: Case, report: CaseReport, *, base_built: bool) -> AgentCaseRepo
         verdict = "base_fails" if same_build else "not_judged"
     else:
         verdict = "pass"
-    reasons = [render(f, case=False) for f in report.findings if not _reported(f)]
-    if verdict == "base_fails":
-        reasons.append(BASE_FAILS_WHY["same" if same_build else "unbuilt" if not base_built else "wrong"])
+    why = ("same" if same_build else "unbuilt" if not base_built else "wrong") if verdict == "base_fails" else None
     return AgentCaseReport(
-        name=case.name, shape=dict(case.shape), params=dict(case.params), verdict=verdict, reasons=reasons,
+        name=case.name, shape=dict(case.shape), params=dict(case.params), verdict=verdict, base_fails=why,
         case=report.model_copy(update={"base_drift_pct": None}),
     )  # fmt: skip
 
@@ -191,7 +191,9 @@ def fold(kernel: KernelReport) -> KernelReport:
         # the case's own failing findings, named as the agent's case: "correctness: agent case tail_15 (…) …"
         found = [f for f in c.case.findings if f.outcome in (Outcome.fail, Outcome.error)]
         if not found:
-            found = [verbatim(r, Gate.correctness, Outcome.fail) for r in c.reasons or [f"fail: {c.case.status.value}"]]
+            found = [f.model_copy(update={"outcome": Outcome.fail}) for f in stated_reasons(c)]
+        if not found:
+            found = [verbatim(f"fail: {c.case.status.value}", Gate.correctness, Outcome.fail)]
         for f in found:
             add_kernel(kernel, f.model_copy(update={"case": named}))
     if kernel.verdict != "error":

@@ -17,43 +17,30 @@ __all__ = [
     "case_lines",
     "case_stated",
     "lines_of",
-    "rerender_case",
+    "replace_case_findings",
     "stated",
     "verbatim",
 ]
 
 
 def add_case(report: CaseReport, finding: Finding) -> None:
-    """The finding on its case: kept, and its line among the case's reasons (the case is not named again)."""
-    finding = finding.model_copy(update={"case": report.name})
-    report.findings.append(finding)
-    report.reasons.append(render(finding, case=False))
+    """The finding on its case (the case is not named again in its line)."""
+    report.findings.append(finding.model_copy(update={"case": report.name}))
 
 
-def rerender_case(report: CaseReport, findings: list[Finding]) -> None:
-    """Replace the case's findings (a later gate rewrote them); its reasons follow (a line made outside the gates
-    stays after them)."""
-    made = {render(f, case=False) for f in report.findings}
+def replace_case_findings(report: CaseReport, findings: list[Finding]) -> None:
+    """The case's findings replaced (a later gate rewrote them: the CPU time decided, a tail added)."""
     report.findings = [f.model_copy(update={"case": report.name}) for f in findings]
-    report.reasons = [render(f, case=False) for f in report.findings] + [r for r in report.reasons if r not in made]
 
 
 def add_kernel(kernel: KernelReport, finding: Finding, *, once: bool = False) -> None:
-    """The finding on its kernel, its line in the list its outcome names: reasons (fail, error), undecided,
-    accept_needed, notes. `once`: not again when the same line is there already."""
+    """The finding on its kernel. `once`: not again when the kernel has it already, on whatever architecture (a
+    launch note, "resources unchanged": said once for every architecture the kernel ships for)."""
     finding = finding.model_copy(update={"kernel": kernel.name})
-    line = render(finding)
-    into = {
-        Outcome.fail: kernel.reasons,
-        Outcome.error: kernel.reasons,
-        Outcome.undecided: kernel.undecided,
-        Outcome.accept: kernel.accept_needed,
-        Outcome.note: kernel.notes,
-    }[finding.outcome]
-    if once and line in into:
+    anywhere = finding.model_copy(update={"arch": None})
+    if once and anywhere in [f.model_copy(update={"arch": None}) for f in kernel.findings]:
         return
     kernel.findings.append(finding)
-    into.append(line)
 
 
 def verbatim(text: str, gate: Gate, outcome: Outcome, **where: str | int | None) -> Finding:

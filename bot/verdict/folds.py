@@ -7,7 +7,6 @@ from bot.models.finding import Outcome
 from bot.models.report import VERDICT_ORDER, CaseReport, Coverage, KernelReport, KernelVerdict, ReportVerdict
 from bot.verdict.findings import stated
 from bot.verdict.gate import overall
-from bot.wording.messages import render
 
 
 def _elsewhere(c: CaseReport) -> bool:
@@ -15,18 +14,11 @@ def _elsewhere(c: CaseReport) -> bool:
     return c.verdict == "skipped" and any(f.key == "run.other_job" for f in c.findings)
 
 
-def _lines(parts: list[KernelReport], ran: bool, *outcomes: Outcome) -> list[str]:
-    """The parts' lines of these outcomes, each once, written from what each part states (a "no case ran" of one job
-    left out where another job ran a case)."""
-    found = (f for k in parts for f in stated(k) if f.outcome in outcomes)
-    return list(dict.fromkeys(render(f) for f in found if not (ran and f.key == "coverage.no_case_ran")))
-
-
 def combine(parts: list[KernelReport]) -> KernelReport:
     """One kernel's report from its architecture jobs' parts (the first architecture's part first): each case
     from the job that ran it, builds and resource checks from the first part, the verdict folded again from
-    their findings as kernel_verdict folds it, and every line once, written from what the parts state (a "no case
-    ran" of one job goes when another ran one)."""
+    their findings as kernel_verdict folds it. Its findings are what the parts state, each once (a "no case ran" of
+    one job goes when another ran one); its lines are written from them with report.json."""
     first = parts[0]
     cases: dict[str, CaseReport] = {}
     for k in parts:
@@ -34,7 +26,7 @@ def combine(parts: list[KernelReport]) -> KernelReport:
             if c.name not in cases or (_elsewhere(cases[c.name]) and not _elsewhere(c)):
                 cases[c.name] = c
     ran = any(c.verdict != "skipped" for c in cases.values())
-    findings = list({repr(f.model_dump()): f for k in parts for f in k.findings}.values())  # not JSON: lone surrogates
+    findings = list({repr(f.model_dump()): f for k in parts for f in stated(k)}.values())  # not JSON: lone surrogates
     if ran:
         findings = [f for f in findings if f.key != "coverage.no_case_ran"]
     failing = [k.verdict for k in parts if k.verdict in ("error", "fail")]
@@ -51,10 +43,7 @@ def combine(parts: list[KernelReport]) -> KernelReport:
         update={
             "changed": any(k.changed for k in parts),
             "verdict": verdict,
-            "reasons": _lines(parts, ran, Outcome.fail, Outcome.error),
-            "undecided": _lines(parts, ran, Outcome.undecided),
-            "accept_needed": _lines(parts, ran, Outcome.accept),
-            "notes": _lines(parts, ran, Outcome.note),
+            **{name: [] for name in ("reasons", "undecided", "accept_needed", "notes")},  # read into the findings
             "findings": findings,
             "cases": list(cases.values()),
         }

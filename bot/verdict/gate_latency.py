@@ -8,7 +8,7 @@ from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Timing
 from bot.models.report import CaseReport, CaseStatus
 from bot.verdict import stats
-from bot.verdict.findings import BASE, HEAD, _finding, add_case, rerender_case
+from bot.verdict.findings import BASE, HEAD, _finding, add_case, replace_case_findings
 
 
 def _judge_latency(report: CaseReport, run: CaseRun, max_regression_pct: float, *, with_base: bool = True) -> None:
@@ -103,7 +103,7 @@ def cpu_time_verdict(report: CaseReport, head: Timing, base: Timing, max_regress
     cpu_time = Finding(
         gate=Gate.performance, outcome=Outcome.fail, key="performance.cpu_time", tail=_wall_tail(report), **cpu
     )
-    rerender_case(report, [*kept, cpu_time.model_copy(update={"case": report.name})])
+    replace_case_findings(report, [*kept, cpu_time.model_copy(update={"case": report.name})])
 
 
 def _wall_tail(report: CaseReport) -> list[Phrase]:
@@ -146,7 +146,7 @@ def cpu_time_decides(report: CaseReport) -> None:
     if report.verdict != "inconclusive" or only is None or only.key not in _INCONCLUSIVE:
         return
     report.verdict = "pass"
-    rerender_case(report, [])
+    replace_case_findings(report, [])
 
 
 def _blocks(head: Timing, base: Timing) -> list[tuple[list[float], list[float], list[bool]]]:
@@ -183,7 +183,7 @@ def simulated_note(report: CaseReport, sim: SimulatedCost) -> None:
 
 def _add_tail(report: CaseReport, tail: Phrase) -> None:
     """Every finding of the case, one more phrase at its end ("; the simulated cost … decides nothing")."""
-    rerender_case(report, [f.model_copy(update={"tail": [*f.tail, tail]}) for f in report.findings])
+    replace_case_findings(report, [f.model_copy(update={"tail": [*f.tail, tail]}) for f in report.findings])
 
 
 _INCONCLUSIVE = ("performance.inconclusive", "performance.inconclusive_noisy")

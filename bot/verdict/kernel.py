@@ -144,7 +144,7 @@ def not_run_report(case: Case, ce: CaseEvidence, ev: KernelEvidence, constraints
 def _not_run(case: Case, constraints: Constraints, status: CaseStatus, verdict: str, why: Phrase) -> CaseReport:
     """A case not handed to the judge that fails or errors for it (head does not build, an artifact refused)."""
     report = case_verdict(case, constraints, None, "")
-    report.status, report.verdict, report.reasons, report.findings = status, verdict, [], []  # type: ignore[assignment]
+    report.status, report.verdict, report.findings = status, verdict, []  # type: ignore[assignment]
     outcome = Outcome.fail if verdict == "fail" else Outcome.error
     add_case(report, Finding(gate=Gate.run, outcome=outcome, key=why.key, params=dict(why.params)))
     return report

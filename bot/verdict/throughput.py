@@ -9,7 +9,7 @@ from bot.models.cost import Throughput
 from bot.models.evidence import Peak
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import CaseReport
-from bot.verdict.findings import add_case, rerender_case
+from bot.verdict.findings import add_case, replace_case_findings
 from bot.wording.messages import LABELS, phrase
 
 IMPLAUSIBLE = LABELS["implausible"]  # the label of a case above the hardware limit (Gate.plausibility)
@@ -171,7 +171,7 @@ def judge_throughput(report: CaseReport, flops: int | None, nbytes: int | None, 
         kept = [
             f for f in report.findings if f.key not in ("performance.inconclusive", "performance.inconclusive_noisy")
         ]
-        rerender_case(report, [found, *kept])
+        replace_case_findings(report, [found, *kept])
     if over := over_peak_phrases(t, "base"):
         add_case(
             report,

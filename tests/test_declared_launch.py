@@ -14,6 +14,7 @@ from bot.text.i18n import speaking
 from bot.verdict.gate import Policy
 from bot.verdict.gate_resources import resource_findings
 from bot.verdict.kernel import judge_kernel
+from bot.verdict.written import written_kernel
 from bot.wording import spoken
 from bot.wording.messages import render
 from tests.test_kernel import CPU, evidence, rules, timed
@@ -94,7 +95,7 @@ def test_an_instantiation_base_lacks_is_undecided_and_a_plain_function_is_judged
 def _report(check: ResourceCheckReport) -> tuple[Report, str]:
     kernel = judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[check]), rules(CPU),
                           Policy())  # fmt: skip
-    report = Report(base_sha="a" * 40, head_sha="b" * 40, verdict=kernel.verdict, kernels=[kernel],
+    report = Report(base_sha="a" * 40, head_sha="b" * 40, verdict=kernel.verdict, kernels=[written_kernel(kernel)],
                     agent=AgentReport(status="offline"), environment=Machine(device="cpu", python="3.11"),
                     created_at="2026-01-01T00:00:00+00:00", opgate_version="0")  # fmt: skip
     return report, render_comment(report)

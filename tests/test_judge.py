@@ -19,8 +19,8 @@ from bot.models.judging import JudgeJob, MeasureSettings, ReferenceSource
 from bot.models.report import CaseReport, CaseStatus
 from bot.untrusted.runner.sampler import block_order
 from bot.untrusted.runner.spawn import new_secret, run_cases
-from bot.verdict.findings import written_case
 from bot.verdict.gate import case_verdict
+from bot.verdict.written import written_case
 from bot.wording.messages import phrase
 from tests.conftest import only_latency_can_fail
 

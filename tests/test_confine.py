@@ -96,7 +96,7 @@ print(os.read(r, 65536).decode(), os.getpid())
 def test_a_worker_can_write_into_no_other_process_of_its_sandbox():
     sandbox = Sandbox.detect()
     if not sandbox.isolated:
-        pytest.fail(f"this test needs the sandbox: {sandbox.isolation.reason}")
+        pytest.fail(f"this test needs the sandbox: {sandbox.isolation}")
     spec = Spec(binds=[Bind(RUNNER / "confine.py", "/opgate/run/confine.py")], pid1=True)
     code, output = sandbox.run(spec, [sys.executable, "-c", INSIDE], timeout=60)
     assert code == 0, output

@@ -27,6 +27,7 @@ from bot.models.report import (
 from bot.verdict.findings import verbatim
 from bot.verdict.gate import Policy
 from bot.verdict.kernel import judge_kernel, second_looks
+from bot.wording.messages import phrase
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -290,7 +291,7 @@ def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
     block = judge_kernel(ev, rules(CPU), Policy()).agent_cases
     assert block is not None and (block.agent, block.proposed, block.note) == ("deepseek-v4", 2, "")
     assert [(c.name, c.verdict) for c in block.cases] == [("tail_15", "pass")]
-    assert [(r.name, r.reason) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
+    assert [(r.name, phrase(r.reason)) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
     # nothing proposed: no block at all, whatever the manifest declares
     assert judge_kernel(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted.runner import confine
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
@@ -109,7 +110,7 @@ def test_a_worker_can_write_into_no_other_process_of_its_sandbox():
 def test_paths_are_rewritten_once_for_a_plain_process_even_when_the_cache_path_holds_a_sandbox_path():
     """Issue 24, 7: the default cache ~/.cache/opgate/build holds /opgate/build, and a bound object's host path was
     rewritten a second time: ninja looked for <cache>/root/.cache/opgate/build/…/objects/….o."""
-    plain = Sandbox(Isolation(mode="none", reason="test"), None)
+    plain = Sandbox(Isolation(mode="none", reason=Phrase.as_written("test")), None)
     cache = Path("/root/.cache/opgate/build")
     spec = Spec(
         binds=[

@@ -277,9 +277,9 @@ def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
     judges from it and admits nothing again: deepgemm_tile's manifest has no [agent_cases], yet the admission's case
     and refusal are what the report shows (admitting again would have said "no [agent_cases]")."""
     tail = AdmittedCase(name="tail_15", device="cpu", dtype="bfloat16", shape={"m": 47, "n": 64, "k": 64})
-    admission = AgentAdmission(
-        proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]")]
-    )
+    outside = Phrase(key="bound.outside", params={"value": 5000, "lo": 1, "hi": 256})
+    bound = Phrase(key="agent.bound", params={"part": "shape", "key": "m"}, phrases={"why": [outside]})
+    admission = AgentAdmission(proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason=bound)])
     matrix = [ProposedCase(name="tail_15", shape=tail.shape), ProposedCase(name="huge", shape={"m": 5000})]
     ev = evidence(
         CaseEvidence(name="square", run=timed(1.0)),

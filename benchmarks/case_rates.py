@@ -21,6 +21,9 @@ from pathlib import Path
 
 from scratch import ROOT, commit_all, kernel_repo
 
+from bot.models.finding import Phrase
+from bot.wording.messages import phrase
+
 KERNELS = ("deepgemm_tile", "flashmla_decode", "v41_attention_splitk")
 
 
@@ -69,7 +72,8 @@ def main() -> None:
                     f"| {kernel} | {c['name']} | {c['p50_ms']:.4g} ms | {_rate(flops)} | "
                     f"{_rate(t['head_gbps'])} | {share} | {c['verdict']} |"
                 )
-                peak_of = peak_of or f"{t['peak_of']}: {t['peak_tflops'] * 1e3:.4g} GFLOP/s, {t['peak_gbps']:.4g} GB/s"
+                whose = phrase(Phrase.model_validate(t["peak_of"])) if t["peak_of"] else ""
+                peak_of = peak_of or f"{whose}: {t['peak_tflops'] * 1e3:.4g} GFLOP/s, {t['peak_gbps']:.4g} GB/s"
     print(f"\npeak: {peak_of}")
 
 

@@ -190,9 +190,9 @@ def report(kernels: list[KernelReport], **update: object) -> Report:
     from bot.verdict.gate import overall
 
     verdict = overall(kernels)
-    agent = AgentReport(
-        status="offline", domain="deepgemm", model="deepseek-v4", reason="--offline given: the agent was not asked"
-    )
+    from bot.agent.run import OFFLINE
+
+    agent = AgentReport(status="offline", domain="deepgemm", model="deepseek-v4", reason=OFFLINE)
     r = Report(
         base_sha=BASE,
         head_sha=HEAD,
@@ -428,7 +428,6 @@ def base_has() -> Report:
     from bot.config.manifest_tables import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import describe
-    from bot.wording.messages import phrase
 
     bwd = "void conv1d_channellast_bwd<128, 4, true>(ConvParamsBwd)"
     sparse, combine = "void flash::sparse_decode<64>(Params)", "void flash::combine<8>(Params)"
@@ -447,9 +446,8 @@ def base_has() -> Report:
         head=h.resources,
         base=b.resources,
         threads=bounds,
-        launch_errors=[phrase(e) for e in h.errors],
-        launch_errors_why=h.errors,
-        base_launch_errors_why=b.errors,
+        launch_errors=h.errors,
+        base_launch_errors=b.errors,
     )
     k = KernelReport(name="conv1d", domain="deepgemm", changed=True, verdict="skipped", resource_check=check)
     k = kernel_verdict(k, [], [skipped("fwd_b1")], Constraints(), Policy())
@@ -464,7 +462,6 @@ def launch_lines() -> Report:
     from bot.config.manifest_tables import Constraints, Launch
     from bot.verdict.gate import Policy, kernel_verdict
     from bot.verdict.launch import ReadBack, SiteTouch, describe, read_back, touch_phrase, undecided_launches
-    from bot.wording.messages import phrase
 
     folder = "kernels/flashmla_decode"
     manifest = f"{folder}/kernel.toml"
@@ -495,13 +492,10 @@ def launch_lines() -> Report:
         head=described,
         base=base.resources,
         threads=bounds,
-        launch_errors=[phrase(e) for e in head.errors],
-        launch_errors_why=head.errors,
-        launch_notes=[phrase(n) for n in notes],
-        launch_notes_why=notes,
-        base_launch_errors_why=base.errors,
-        launch_undecided=[phrase(u) for u in undecided],
-        launch_undecided_why=undecided,
+        launch_errors=head.errors,
+        launch_notes=notes,
+        base_launch_errors=base.errors,
+        launch_undecided=undecided,
         launch_unmeasured=[combine_site],
     )
     k = KernelReport(name="flashmla_decode", domain="flashmla", changed=True, verdict="skipped", resource_check=check)
@@ -523,7 +517,7 @@ def expectations() -> Report:
     }
     timed_only = k.model_copy(update={"cases": [c for c in k.cases if c.device == "cuda"]})  # none timed against base
     checks = [*check_kernel(k, expected), *check_kernel(timed_only, {"p50_change": -3.0})]
-    agent = r.agent.model_copy(update={"status": "ok", "reason": "", "expectations": checks})
+    agent = r.agent.model_copy(update={"status": "ok", "reason": None, "expectations": checks})
     return r.model_copy(update={"agents": [agent], "agent": agent})
 
 
@@ -623,7 +617,7 @@ def review_error() -> Report:
 
 def no_change() -> Report:
     r = report([])
-    skipped_agent = AgentReport(status="skipped", reason="no kernel changed")
+    skipped_agent = aggregate_agents([])
     return r.model_copy(update={"agents": [], "agent": skipped_agent})
 
 
@@ -744,7 +738,7 @@ def agents_not_asked() -> Report:
         run.said(AgentReport(status=status, domain=domain, model="deepseek-v4"), reason)  # type: ignore[arg-type]
         for domain, status, reason in why
     ]
-    lacked = {"inputs_missing": [phrase(p) for p in MISSING], "inputs_missing_why": MISSING}
+    lacked = {"inputs_missing": MISSING}
     agents[3] = agents[3].model_copy(update=lacked)  # what moe's prompt lacked: no history, no file read
     hit = run.said(AgentReport(status="ok", domain="scan", model="deepseek-v4", cached=True), run.cached(CREATED))
     agents.append(hit)
@@ -784,7 +778,7 @@ def ci_summary_offline() -> Report:
 
 def ci_summary_key_unset() -> Report:
     agent = ci_summary_asked({}, offline=False)
-    assert agent.reason == "TAOTOKEN_API_KEY_CI_SUMMARY is not set"
+    assert agent.reason is not None and phrase(agent.reason) == "TAOTOKEN_API_KEY_CI_SUMMARY is not set"
     return with_ci_summary(agent)
 
 

@@ -16,7 +16,7 @@ from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
 from bot.verdict import agent_cases
 from bot.verdict.gate import case_verdict
 from bot.verdict.written import written_agent_case, written_kernel
-from bot.wording.messages import MESSAGES
+from bot.wording.messages import MESSAGES, phrase
 
 ROW_SCALE = Path(__file__).parent / "fixtures" / "row_scale"
 
@@ -34,7 +34,7 @@ def entry(name: str = "tail_15", **fields: object) -> ProposedCase:
 
 def refused(*entries: ProposedCase, rules: KernelManifest | None = None) -> list[tuple[str, str]]:
     admission = agent_cases.admit(list(entries), rules or manifest())
-    return [(r.name, r.reason) for r in admission.refused]
+    return [(r.name, phrase(r.reason)) for r in admission.refused]
 
 
 def test_an_entry_within_the_bounds_runs_as_a_case_of_the_manifests_device_dtype_and_limits():
@@ -75,7 +75,7 @@ def test_a_name_in_use_and_entries_over_max_cases_are_refused():
     entries = [entry("rows_64"), entry("a"), entry("a"), entry("b"), entry("c"), entry("d"), entry("bad name!")]
     admission = agent_cases.admit(entries, manifest())
     assert [c.name for c in admission.cases] == ["a", "b", "c"]  # max_cases = 3
-    assert [(r.name, r.reason) for r in admission.refused] == [
+    assert [(r.name, phrase(r.reason)) for r in admission.refused] == [
         ("rows_64", "the name rows_64 is already a case of this kernel or of the matrix"),
         ("a", "the name a is already a case of this kernel or of the matrix"),
         ("d", "over max_cases = 3 of [agent_cases]"),

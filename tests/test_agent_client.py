@@ -14,6 +14,7 @@ from bot.agent.client import GatewayClient, GatewayError, validate_base_url
 from bot.agent.retry import Failure, RetryPolicy
 from bot.agent.review import PatchError, parse_review, validate_patch
 from bot.errors import InputError
+from bot.wording.messages import phrase
 from tests import agent_world
 from tests.agent_world import CONFIG_DIFF, KEY, VARIABLE, Sleeps, change, run_ask
 from tests.gateway import QUOTA_429, RATE_429, Gateway, Step, completion, message
@@ -200,7 +201,7 @@ def test_the_same_prompt_is_answered_from_the_cache_for_0_tokens(gateway, ledger
     second, _ = run_ask(gateway, ledger, tmp_path)
     assert len(gateway.requests) == 1
     assert first.total_tokens == 1555 and second.total_tokens == 0 and second.requests == 0
-    assert second.status == "ok" and second.cached and "cached reply" in second.reason
+    assert second.status == "ok" and second.cached and "cached reply" in phrase(second.reason)
     assert second.risk_notes == GOOD["risk_notes"]
     rows = ledger.usage()
     assert [(r.status, r.cached, r.total_tokens, r.usage_source) for r in rows][-1] == ("cached", True, 0, "cache")
@@ -208,7 +209,11 @@ def test_the_same_prompt_is_answered_from_the_cache_for_0_tokens(gateway, ledger
 
 def test_over_budget_the_agent_is_not_asked_and_the_row_says_so(gateway, ledger, tmp_path):
     report, _ = run_ask(gateway, ledger, tmp_path, OPGATE_BUDGET_WEEKLY_DEEPGEMM="1000")
-    assert report.status == "over_budget" and "gates still run" in report.reason and "of 1000" in report.reason
+    assert (
+        report.status == "over_budget"
+        and "gates still run" in phrase(report.reason)
+        and "of 1000" in phrase(report.reason)
+    )
     assert gateway.requests == []
     assert [(r.status, r.total_tokens) for r in ledger.usage()] == [("over_budget", 0)]
 
@@ -235,7 +240,7 @@ def test_a_per_request_budget_leaves_files_out_and_returns_them(gateway, sqlite_
 
 def test_a_frame_over_the_per_request_budget_is_over_budget_without_a_call(gateway, sqlite_ledger, tmp_path):
     report, _ = run_ask(gateway, sqlite_ledger, tmp_path, OPGATE_BUDGET_REQUEST_DEEPGEMM="50")
-    assert report.status == "over_budget" and "OPGATE_BUDGET_REQUEST_DEEPGEMM" in report.reason
+    assert report.status == "over_budget" and "OPGATE_BUDGET_REQUEST_DEEPGEMM" in phrase(report.reason)
     assert gateway.requests == []
 
 

@@ -13,6 +13,7 @@ import pytest
 from bot.agent.review import AgentOutputError, PatchError, parse_review, validate_patch
 from bot.ledger import Ledger
 from bot.review.candidates import CandidateError, applied, staged_problem
+from bot.wording.messages import phrase
 from tests.agent_world import CONFIG_DIFF, run_ask
 from tests.conftest import git
 from tests.gateway import Gateway, completion
@@ -185,7 +186,8 @@ def test_an_oversized_reply_twice_is_an_agent_error_with_the_reason_in_the_repor
     gateway.push(completion(flood), completion(flood))
     report, _ = run_ask(gateway, sqlite_ledger, tmp_path)
     assert report.status == "error" and report.risk_notes == []
-    assert "reply is over" in report.reason and "after one repair request" in report.reason
+    said = phrase(report.reason) if report.reason is not None else ""
+    assert "reply is over" in said and "after one repair request" in said
 
 
 # -- usage a gateway does not report usably ---------------------------------------------------------------

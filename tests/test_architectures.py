@@ -19,6 +19,7 @@ from bot.ledger.db import Database
 from bot.mainline.drift import Reference, drift
 from bot.mainline.record import MainCommit, figures
 from bot.mainline.store import History
+from bot.models.finding import Phrase
 from bot.models.report import CaseReport, KernelReport, Machine
 from bot.present.render import render_comment
 from bot.review import fanout
@@ -32,6 +33,7 @@ from bot.verdict.findings import case_lines
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 from bot.verdict.throughput import device_peak, judge_throughput
 from bot.verdict.written import written, written_kernel
+from bot.wording.messages import phrase as render_phrase
 from bot.wording.messages import render
 from tests import comment_reports as cr
 from tests.comment_checks import rows, structure_problems, text_of
@@ -288,7 +290,8 @@ def test_a_cpu_case_whose_head_beats_the_runners_measured_peak_fails_the_review(
     for name in ("square_512", "ragged_200x328x264"):
         t = cases[name]["throughput"]
         assert cases[name]["verdict"] == "fail" and t["head_tflops"] * 1e3 > peak["gflops"]
-        assert t["peak_of"].startswith("this runner's ") and t["head_flops_pct"] > 100
+        assert render_phrase(Phrase.model_validate(t["peak_of"])).startswith("this runner's ")
+        assert t["head_flops_pct"] > 100
         assert cases[name]["reasons"][0].startswith("implausible: above the hardware limit — verify: head ")
     assert "**implausible** `square_512` above the hardware limit — verify" in run.comment
 

@@ -22,7 +22,7 @@ from bot.verdict.kernel import judge_kernel
 from bot.verdict.launch import describe
 from bot.verdict.written import written_kernel
 from bot.wording import spoken
-from bot.wording.messages import phrase, render
+from bot.wording.messages import render
 from tests.compile_repo import BASE_SPILL, make_compile_repo, prepend, review
 from tests.test_kernel import CPU, evidence, rules, timed
 
@@ -122,13 +122,12 @@ def _check(head: list[Resource], base: list[Resource]) -> ResourceCheckReport:
     h = describe(head, bounds, Launch(), {}, MANIFEST, arch="sm_90a")
     b = describe(base, bounds, Launch(), {}, MANIFEST, arch="sm_90a")
     return ResourceCheckReport(status="ok", head=h.resources, base=b.resources, threads=bounds,
-                               launch_errors=[phrase(e) for e in h.errors], launch_errors_why=h.errors,
-                               base_launch_errors_why=b.errors)  # fmt: skip
+                               launch_errors=h.errors, base_launch_errors=b.errors)  # fmt: skip
 
 
 def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_moved_one_is_not_passed():
     shared = _check([_unsized(64)], [_unsized(64)])
-    assert launch_in_base(shared.launch_errors_why[0], shared.head, shared.base, shared.base_launch_errors_why) == []
+    assert launch_in_base(shared.launch_errors[0], shared.head, shared.base, shared.base_launch_errors) == []
     k = judged(evidence(CaseEvidence(name="square", run=timed(1.0)), resource_checks=[shared]), rules(CPU),
                      Policy())  # fmt: skip
     assert k.verdict == "pass" and k.reasons == []
@@ -138,7 +137,7 @@ def test_a_launch_kernel_toml_does_not_size_in_base_alike_is_noted_a_new_or_move
         "fails no pull request until a change makes it worse"
     ]
     fewer = _check([_unsized(64)], [_unsized(64), _unsized(128)])  # head drops an instantiation: still base's gap
-    assert launch_in_base(fewer.launch_errors_why[0], fewer.head, fewer.base, fewer.base_launch_errors_why) == []
+    assert launch_in_base(fewer.launch_errors[0], fewer.head, fewer.base, fewer.base_launch_errors) == []
     more = _check([_unsized(64), _unsized(128)], [_unsized(64)])  # a new instantiation nobody sizes: the change's
     assert judged(evidence(resource_checks=[more]), rules(), Policy()).verdict == "fail"
     fresh = _check([_unsized(64)], [Resource(function=SPARSE.format(64), registers=96)])

@@ -23,7 +23,7 @@ from bot.present.render import render_comment
 from bot.present.status import acceptance_status
 from bot.review import ci_summary as summary
 from bot.spend import budget, tokens
-from bot.wording.messages import phrase
+from bot.wording.messages import MESSAGES, phrase
 from tests import comment_reports as cr
 from tests.ci_summary_world import GITHUB, INJECTION, KEY, failing, reply_for
 from tests.comment_checks import structure_problems, text_of
@@ -154,8 +154,7 @@ def test_a_cached_second_review_costs_no_tokens(gateway, tmp_path):
     assert first.ci_summary is not None and second.ci_summary is not None
     assert second.ci_summary.agent.cached and second.ci_summary.agent.total_tokens == 0
     assert second.ci_summary.summary == first.ci_summary.summary
-    assert "0 tokens spent" in second.ci_summary.agent.reason and "0 tokens spent" in render_comment(second)
-    assert said_alike(second.ci_summary.agent)
+    assert "0 tokens spent" in said(second.ci_summary.agent) and "0 tokens spent" in render_comment(second)
     rows = usage_rows(tmp_path)
     assert [(r["status"], r["total_tokens"], r["domain"]) for r in rows] == [
         ("ok", 1555, "ci_summary"),
@@ -199,9 +198,7 @@ def test_an_unusable_reply_gets_one_repair_and_a_second_one_is_an_error_not_a_cr
     gateway.push(completion("not json"), completion(json.dumps({"summary": "no verdicts"})))
     again = ask(failing().model_copy(update={"head_sha": "1" * 40}), settings, tmp_path)
     assert again.ci_summary is not None and again.ci_summary.agent.status == "error"
-    assert "reply rejected after one repair request" in again.ci_summary.agent.reason and said_alike(
-        again.ci_summary.agent
-    )
+    assert "reply rejected after one repair request" in said(again.ci_summary.agent)
     assert "Failed: reply rejected" in render_comment(again)
     assert sorted(p.name for p in (tmp_path / "out" / "agent_candidates").iterdir()) == [
         "111111111111_ci_summary.rejected-repair.txt",
@@ -214,8 +211,7 @@ def test_a_gateway_failure_is_reported_in_the_section_never_raised(gateway, tmp_
     gateway.push(openai_error(401, "invalid_api_key"))
     r = ask(failing(), settings_for(gateway, tmp_path), tmp_path)
     assert r.ci_summary is not None and r.ci_summary.agent.status == "error"
-    assert VARIABLE in r.ci_summary.agent.reason and KEY not in r.ci_summary.agent.reason
-    assert said_alike(r.ci_summary.agent)
+    assert VARIABLE in said(r.ci_summary.agent) and KEY not in said(r.ci_summary.agent)
     assert r.verdict == "fail"
 
 
@@ -262,9 +258,10 @@ def test_hostile_text_in_every_summary_field_renders_inert():
         assert section.count("evil") >= 6  # summary, cause, next, cannot tell, contradiction, left out: all shown
 
 
-def said_alike(agent: AgentReport) -> bool:
-    """report.json's English reason is its phrase's English (bot/agent may not import the catalog the comment uses)."""
-    return agent.why is not None and phrase(agent.why) == agent.reason
+def said(agent: AgentReport) -> str:
+    """The agent's reason in English: a phrase of the catalog (bot/agent may not import it; the comment renders it)."""
+    assert agent.reason is not None and agent.reason.key in MESSAGES, agent
+    return phrase(agent.reason)
 
 
 def test_every_reason_the_summary_is_not_asked_for_is_the_same_as_its_phrase(tmp_path):
@@ -274,10 +271,13 @@ def test_every_reason_the_summary_is_not_asked_for_is_the_same_as_its_phrase(tmp
         facts = CiSummaryFacts(base_sha=cr.BASE, head_sha=cr.HEAD, verdict="fail", kernels=[])
         with Ledger(tmp_path / "ledger.sqlite") as ledger:
             out = agent_summary.ask(facts, settings=settings, ledger=ledger, offline=offline, candidates_dir=tmp_path)
-        assert out.agent.reason and said_alike(out.agent), out.agent
-    for english, why in (
-        agent_summary.prompt_over_budget(9_120, 4_000),
-        agent_summary.rejected("cut off", repaired=False),
-        agent_summary.rejected("bad", repaired=True),
-    ):
+        assert said(out.agent), out.agent
+    for why, english in (
+        (agent_summary.prompt_over_budget(9_120, 4_000),
+         "the prompt needs 9120 tokens even shortened, over the per-request budget of 4000 "
+         "(OPGATE_BUDGET_REQUEST_CI_SUMMARY)"),
+        (agent_summary.rejected("cut off", repaired=False), "reply rejected: cut off"),
+        (agent_summary.rejected("bad", repaired=True), "reply rejected after one repair request: bad"),
+        (agent_summary.OFFLINE, "--offline given"),
+    ):  # fmt: skip
         assert phrase(why) == english

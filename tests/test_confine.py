@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted.runner import confine
 from bot.untrusted.sandbox import Bind, Sandbox, Spec
@@ -96,7 +97,7 @@ print(os.read(r, 65536).decode(), os.getpid())
 def test_a_worker_can_write_into_no_other_process_of_its_sandbox():
     sandbox = Sandbox.detect()
     if not sandbox.isolated:
-        pytest.fail(f"this test needs the sandbox: {sandbox.isolation.reason}")
+        pytest.fail(f"this test needs the sandbox: {sandbox.isolation}")
     spec = Spec(binds=[Bind(RUNNER / "confine.py", "/opgate/run/confine.py")], pid1=True)
     code, output = sandbox.run(spec, [sys.executable, "-c", INSIDE], timeout=60)
     assert code == 0, output
@@ -109,7 +110,7 @@ def test_a_worker_can_write_into_no_other_process_of_its_sandbox():
 def test_paths_are_rewritten_once_for_a_plain_process_even_when_the_cache_path_holds_a_sandbox_path():
     """Issue 24, 7: the default cache ~/.cache/opgate/build holds /opgate/build, and a bound object's host path was
     rewritten a second time: ninja looked for <cache>/root/.cache/opgate/build/…/objects/….o."""
-    plain = Sandbox(Isolation(mode="none", reason="test"), None)
+    plain = Sandbox(Isolation(mode="none", reason=Phrase.as_written("test")), None)
     cache = Path("/root/.cache/opgate/build")
     spec = Spec(
         binds=[

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import InputError
+from bot.models.finding import Phrase
 from bot.models.report import AgentReport, ProposedCase
 from bot.review import fanout
 from bot.verdict.written import written
@@ -60,7 +61,7 @@ def test_a_part_is_untrusted_data_checked_against_the_plan(tmp_path: Path) -> No
 
 
 def test_agent_parts_replace_the_offline_agent_reviews_of_the_parts(tmp_path: Path) -> None:
-    offline = AgentReport(status="offline", domain="deepgemm", reason="--offline")
+    offline = AgentReport(status="offline", domain="deepgemm", reason=Phrase.as_written("--offline"))
     part = _part(tmp_path / "part-deepgemm_tile", ["deepgemm_tile"], [offline])
     asked = _part(tmp_path / "agent-deepgemm_tile", [], [AgentReport(status="ok", domain="deepgemm", total_tokens=42)])
     report, _ = fanout.merge([part], BASE, HEAD, PR, agents=[asked])
@@ -95,7 +96,9 @@ def test_agent_cases_reads_only_the_parts_test_matrix_and_who_proposed_it(tmp_pa
 
 
 def test_an_agent_that_did_not_answer_leaves_no_matrix_and_says_why(tmp_path: Path) -> None:
-    failed = AgentReport(status="error", domain="deepgemm", kernel="deepgemm_tile", reason="gateway 502 twice")
+    failed = AgentReport(
+        status="error", domain="deepgemm", kernel="deepgemm_tile", reason=Phrase.as_written("gateway 502 twice")
+    )
     matrix = fanout.read_agent_cases(_agent_part(tmp_path / "agent-a", failed), "deepgemm_tile", BASE, HEAD)
     assert matrix.cases == [] and matrix.not_run == (
         "the agent's review did not answer (error: gateway 502 twice): no test matrix to run"

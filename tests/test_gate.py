@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from bot.config.manifest_tables import Case, Constraints
-from bot.models.finding import Outcome
+from bot.models.finding import Outcome, Phrase
 from bot.models.judging import CaseRun, Check, Spot, Timing
 from bot.models.report import CaseReport, CaseStatus, KernelReport, Resource
 from bot.present.comment_md import delta_cell
@@ -306,7 +306,8 @@ def test_a_launch_that_is_declared_not_measured_leaves_the_kernel_undecided_neve
     unmeasured = (
         "launch figures declared, not measured: k/gemm.cu holds the launch: k/gemm.cu:40 gemm<<<…, 128, n>>> (…)"
     )
-    check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=[unmeasured])
+    undecided = [Phrase.as_written(unmeasured)]
+    check = ResourceCheckReport(status="ok", head=[same], base=[same], launch_undecided=undecided)
     judged = judged_kernel(
         KernelReport(name="k", domain="d", changed=True, verdict="skipped", resource_check=check),
         [],

@@ -14,6 +14,7 @@ from bot.config.repo import RepoConfig, load_config
 from bot.config.settings import load_settings
 from bot.errors import InputError
 from bot.ledger import Ledger
+from bot.wording.messages import phrase
 from tests.agent_world import CONFIG_DIFF, KERNEL, KEY, VARIABLE, Sleeps, change
 from tests.conftest import REPO_CONFIG
 from tests.gateway import CUT, Gateway, completion, deepseek, tool_calls, truncated
@@ -77,8 +78,8 @@ def test_a_reply_cut_off_twice_stops_and_says_at_which_limits(gateway, ledger, t
     gateway.push(truncated(CUT, completion_tokens=2048), truncated(CUT, completion_tokens=4096))
     report = run_ask(gateway, ledger, tmp_path)
     assert report.status == "error" and len(gateway.requests) == 2  # no repair request cut off the same way
-    assert 'cut off at max_tokens 2048 (finish_reason "length"), and again at max_tokens 4096' in report.reason
-    assert "not valid JSON" not in report.reason and "repair" not in report.reason
+    assert 'cut off at max_tokens 2048 (finish_reason "length"), and again at max_tokens 4096' in phrase(report.reason)
+    assert "not valid JSON" not in phrase(report.reason) and "repair" not in phrase(report.reason)
     assert [r.total_tokens for r in ledger.usage()] == [1234 + 2048, 1234 + 4096]
 
 
@@ -86,8 +87,8 @@ def test_a_larger_allowance_that_does_not_fit_the_budget_is_not_sent(gateway, le
     gateway.push(truncated(CUT, completion_tokens=20000))
     report = run_ask(gateway, ledger, tmp_path, OPGATE_AGENT_MAX_TOKENS="20000", OPGATE_BUDGET_WEEKLY_DEEPGEMM="50000")
     assert report.status == "error" and len(gateway.requests) == 1
-    assert "cut off at max_tokens 20000" in report.reason
-    assert "max_tokens 40000 does not fit the budget" in report.reason
+    assert "cut off at max_tokens 20000" in phrase(report.reason)
+    assert "max_tokens 40000 does not fit the budget" in phrase(report.reason)
     assert [r.status for r in ledger.usage()] == ["ok", "over_budget"]
 
 
@@ -95,9 +96,9 @@ def test_a_truncated_repair_reply_is_not_asked_again(gateway, ledger, tmp_path) 
     gateway.push(completion("Sure! {risk_notes: [..."), truncated(CUT))
     report = run_ask(gateway, ledger, tmp_path)
     assert report.status == "error" and len(gateway.requests) == 2
-    assert "not valid JSON" in report.reason and "the repair reply: the reply was cut off at max_tokens 2048" in (
+    assert "not valid JSON" in phrase(
         report.reason
-    )
+    ) and "the repair reply: the reply was cut off at max_tokens 2048" in (phrase(report.reason))
 
 
 # ---------------------------------------------------------------------------- content null with tool_calls
@@ -109,8 +110,8 @@ def test_a_tool_call_reply_says_so_in_the_repair_and_the_report(gateway, ledger,
     assert report.status == "error"
     repair = gateway.bodies[1]["messages"][-1]["content"]
     assert "no text (content null) but 1 tool call(s) (run_shell)" in repair
-    assert "2 tool call(s) (run_shell, read_file); opgate offers no tools" in report.reason
-    assert "not valid JSON" not in report.reason
+    assert "2 tool call(s) (run_shell, read_file); opgate offers no tools" in phrase(report.reason)
+    assert "not valid JSON" not in phrase(report.reason)
 
 
 def test_a_tool_call_reply_then_an_answer_is_fine(gateway, ledger, tmp_path) -> None:

@@ -338,9 +338,9 @@ def test_a_reply_cut_off_is_worded_by_the_catalog_not_passed_on_as_an_error() ->
 
     cut = cr.cut_twice()
     assert cut.why is not None
-    english, why = run.rejected(str(cut), repaired=False, why=cut.why)
+    why = run.rejected(str(cut), repaired=False, why=cut.why)
     assert "error" not in why.params
-    assert catalog.phrase(why) == english
+    assert catalog.phrase(why) == f"agent reply rejected: {cut}"
     with speaking(ZH):
         zh = spoken.phrase(why)
     assert is_chinese(zh) and "8192" in zh and "OPGATE_AGENT_MAX_TOKENS" in zh
@@ -378,8 +378,8 @@ def test_a_reply_without_text_and_its_repair_cut_off_are_worded_by_the_catalog(t
         with_repair(Asker(), [], reader, tmp_path / "reply")
     cut = raised.value
     assert cut.why is not None
-    english, why = run.rejected(str(cut), repaired=False, why=cut.why)
-    assert catalog.phrase(why) == english
+    why = run.rejected(str(cut), repaired=False, why=cut.why)
+    assert catalog.phrase(why) == f"agent reply rejected: {cut}"
     with speaking(ZH):
         zh = spoken.phrase(why)
     assert is_chinese(zh) and "run_kernel" in zh and "4096" in zh
@@ -392,8 +392,8 @@ def test_the_ci_summary_s_reply_cut_off_is_worded_by_the_catalog() -> None:
     from bot.agent import ci_summary
 
     cut = cr.cut_twice()
-    english, why = ci_summary.rejected(str(cut), repaired=False, why=cut.why)
-    assert catalog.phrase(why) == english
+    why = ci_summary.rejected(str(cut), repaired=False, why=cut.why)
+    assert catalog.phrase(why) == f"reply rejected: {cut}"
     with speaking(ZH):
         zh = spoken.phrase(why)
     assert is_chinese(zh) and "8192" in zh and "cut off" not in zh

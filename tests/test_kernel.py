@@ -29,6 +29,7 @@ from bot.verdict.findings import verbatim
 from bot.verdict.gate import Policy
 from bot.verdict.kernel import judge_kernel, second_looks
 from bot.verdict.written import written_kernel
+from bot.wording.messages import phrase
 from tests.conftest import ROOT
 
 CPU = Case(name="square", device="cpu", dtype="bfloat16", shape={"m": 64, "n": 64, "k": 64}, flops="2*m*n*k")
@@ -279,9 +280,9 @@ def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
     judges from it and admits nothing again: deepgemm_tile's manifest has no [agent_cases], yet the admission's case
     and refusal are what the report shows (admitting again would have said "no [agent_cases]")."""
     tail = AdmittedCase(name="tail_15", device="cpu", dtype="bfloat16", shape={"m": 47, "n": 64, "k": 64})
-    admission = AgentAdmission(
-        proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason="shape.m = 5000 is outside [1, 256]")]
-    )
+    outside = Phrase(key="bound.outside", params={"value": 5000, "lo": 1, "hi": 256})
+    bound = Phrase(key="agent.bound", params={"part": "shape", "key": "m"}, phrases={"why": [outside]})
+    admission = AgentAdmission(proposed=2, cases=[tail], refused=[AgentCaseRefusal(name="huge", reason=bound)])
     matrix = [ProposedCase(name="tail_15", shape=tail.shape), ProposedCase(name="huge", shape={"m": 5000})]
     ev = evidence(
         CaseEvidence(name="square", run=timed(1.0)),
@@ -293,7 +294,7 @@ def test_the_agent_cases_are_judged_from_the_reviews_one_admission():
     block = judged(ev, rules(CPU), Policy()).agent_cases
     assert block is not None and (block.agent, block.proposed, block.note) == ("deepseek-v4", 2, "")
     assert [(c.name, c.verdict) for c in block.cases] == [("tail_15", "pass")]
-    assert [(r.name, r.reason) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
+    assert [(r.name, phrase(r.reason)) for r in block.refused] == [("huge", "shape.m = 5000 is outside [1, 256]")]
     # nothing proposed: no block at all, whatever the manifest declares
     assert judged(evidence(CaseEvidence(name="square", run=timed(1.0))), rules(CPU), Policy()).agent_cases is None
 

@@ -1,19 +1,26 @@
-"""report.json's JSON Schema: generated from the models, published in docs/, and every example report holds to it."""
+"""report.json's JSON Schema: generated from the models, published in docs/, and every example report holds to it;
+one field per fact (schema /3), and the reports written before it still read."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from bot.config.manifest_tables import Case, Constraints
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check
 from bot.models.report import SCHEMA, CaseStatus, KernelReport, Report
 from bot.models.schema import report_schema, schema_text
+from bot.present.render import render_comment
+from bot.present.status import acceptance_status
+from bot.text.i18n import speaking
 from bot.verdict.gate import Policy, case_verdict, kernel_verdict
 from bot.verdict.written import written
 from tests import comment_reports as cr
@@ -85,3 +92,76 @@ def test_the_reports_folder_holds_to_the_schema():
         data = json.loads(path.read_text())
         if data.get("schema") == SCHEMA:
             assert _problems(data) == [], path
+
+
+def _models(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[type[BaseModel]]:
+    """`model` and every model its fields hold, at any depth."""
+    seen = set() if seen is None else seen
+    if model in seen:
+        return seen
+    seen.add(model)
+    hints = typing.get_type_hints(model)
+    for name in model.model_fields:
+        todo = [hints[name]]
+        while todo:
+            kind = todo.pop()
+            todo.extend(typing.get_args(kind))
+            if isinstance(kind, type) and issubclass(kind, BaseModel):
+                _models(kind, seen)
+    return seen
+
+
+def test_no_report_model_holds_an_english_field_beside_a_phrase_of_the_same_fact():
+    """Schema /3: one field per fact. The phrase is the data, the comment renders it (in English through
+    bot.wording.messages, in the reader's language through bot.wording.spoken); no `X` in English beside `X_why`,
+    no `reason`, `note` or `detail` beside a `why`."""
+    twins = []
+    for model in sorted(_models(Report), key=lambda m: m.__name__):
+        fields = set(model.model_fields)
+        twins += [f"{model.__name__}.{f}" for f in sorted(fields) if f.endswith("_why")]
+        twins += [f"{model.__name__}.{f}+why" for f in ("reason", "note", "detail") if f in fields and "why" in fields]
+    assert twins == []
+
+
+REPORT_2 = ROOT / "tests" / "data" / "report2"  # report.json texts opgate wrote at schema /2 (tests/comment_reports.py)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in REPORT_2.glob("*.json")))
+def test_a_report_2_reads_back_into_the_comment_its_report_renders(name: str):
+    """A report.json written before schema /3 (its lines in English, each with its phrase beside it, or none) reads
+    into the /3 models: each phrase under the plain name, else the English as written; the comment, in English and
+    zh-CN, and the status are those of the report it was written from."""
+    text = (REPORT_2 / f"{name}.json").read_text()
+    assert json.loads(text)["schema"] == "opgate.report/2"
+    old, now = Report.model_validate_json(text), written(getattr(cr, name)())  # its lines as report.json has them
+    assert old.schema_ == "opgate.report/2" and now.schema_ == SCHEMA == "opgate.report/3"
+    for locale in ("en", "zh-CN"):
+        with speaking(locale):
+            assert render_comment(old) == render_comment(now)
+            assert render_comment(old, pr=cr.pr_for(old)) == render_comment(now, pr=cr.pr_for(now))
+    assert acceptance_status(old) == acceptance_status(now)
+    # the data too: the same phrases (the sum of several agents' reasons, never shown, was one English line at /2;
+    # why base fails too was a line of an agent case's reasons, now `base_fails` beside them)
+    kept = {
+        "schema_": True,
+        "agent": {"reason"},
+        "kernels": {"__all__": {"agent_cases": {"cases": {"__all__": {"base_fails"}}}}},
+    }
+    assert old.model_dump(exclude=kept) == now.model_dump(exclude=kept)  # type: ignore[arg-type]
+    assert Report.model_validate_json(old.to_json()) == old  # and it writes back as /3's fields
+
+
+def test_a_report_2_line_without_its_phrase_reads_as_written():
+    """An older report whose English line has no phrase beside it (or not one for each line): the line as written."""
+    data = json.loads((REPORT_2 / "launch_lines.json").read_text())
+    check = data["kernels"][0]["resource_check"]
+    check["launch_notes"], check["launch_notes_why"] = ["a line of its own"], []
+    agent = data["agents"][0] if data["agents"] else data["agent"]
+    agent.update(reason="asked elsewhere", why=None, inputs=["the diff"], inputs_why=[])
+    data["isolation"] = {"mode": "none", "reason": "no bwrap on this runner", "tool": None, "why": None}
+    old = Report.model_validate(data)
+    [notes] = [k.resource_check.launch_notes for k in old.kernels if k.resource_check is not None]
+    assert [(p.key, p.params) for p in notes] == [("text", {"text": "a line of its own"})]
+    shown = old.agents[0] if old.agents else old.agent
+    assert shown.reason == Phrase.as_written("asked elsewhere") and shown.inputs == [Phrase.as_written("the diff")]
+    assert old.isolation is not None and old.isolation.reason == Phrase.as_written("no bwrap on this runner")

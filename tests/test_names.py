@@ -16,7 +16,6 @@ from bot.verdict.gate import Policy, kernel_verdict
 from bot.verdict.launch import describe
 from bot.verdict.names import short_names
 from bot.verdict.written import written_kernel
-from bot.wording.messages import phrase
 from tests.comment_checks import structure_problems, text_of
 from tests.conftest import CHECK_REPO
 from tests.hostile import html
@@ -53,8 +52,7 @@ def judged() -> KernelReport:
         status="ok",
         arch="sm_80",
         head=described.resources,
-        launch_errors=[phrase(e) for e in described.errors],
-        launch_errors_why=described.errors,
+        launch_errors=described.errors,
     )
     kernel = KernelReport(name="conv1d", domain="conv", changed=True, verdict="pass", resource_check=check)
     return written_kernel(kernel_verdict(kernel, [], [], Constraints(), Policy()))

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from bot import __version__
+from bot.models.finding import Phrase
+from bot.wording.messages import phrase
 from tests.conftest import ROOT, git
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -122,8 +124,8 @@ def test_the_wheel_in_a_fresh_venv_reviews_a_repository_with_kernels_in_ops_and_
     decided = all(c["verdict"] == "pass" for c in kernel["cases"])
     assert kernel["verdict"] == ("pass" if decided else "undecided"), kernel
     assert kernel["cases"][0]["max_abs_err"] is not None and kernel["cases"][0]["max_abs_err"] <= 1e-2
-    assert (
-        report["agent"]["status"] == "offline" and "TAOTOKEN_API_KEY_MOE_AGENT is not set" in report["agent"]["reason"]
+    assert report["agent"]["status"] == "offline" and "TAOTOKEN_API_KEY_MOE_AGENT is not set" in phrase(
+        Phrase.model_validate(report["agent"]["reason"])
     )
     comment = (tmp_path / "out" / "comment.md").read_text()  # rendered from the templates inside the wheel
     assert comment.startswith("<!-- opgate:review -->") and "`scale_bias`" in comment

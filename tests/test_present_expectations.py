@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.models.finding import Phrase
 from bot.models.report import ExpectationCheck
 from bot.present.expectations import expected_line
 from bot.present.render import render_comment
@@ -28,7 +29,8 @@ def test_a_resource_and_a_speedup_read_as_the_figure_they_were_held_against():
     )
     speedup = ExpectationCheck(
         metric="speedup", expected=1.05, quantity="p50 change", subject="square_512", expected_value=-4.761905,
-        measured=-5.0, low=-6.0, high=-4.0, unit="%", outcome="inside", note="speedup ×1.05 read as a p50 change",
+        measured=-5.0, low=-6.0, high=-4.0, unit="%", outcome="inside",
+        note=Phrase(key="expect.speedup_read", params={"speedup": "1.05"}),
     )  # fmt: skip
     assert expected_line(speedup) == (
         "`speedup` on `square_512`: expected p50 change \u22124.8 %, measured \u22125.0 % (\u22126.0..\u22124.0)"

@@ -57,7 +57,7 @@ KEY_ENV = {
 def _needs_the_sandbox() -> None:
     isolation = Sandbox.detect().isolation
     if isolation.mode != "bwrap":  # a red-team suite that skips would hide a hole: fail loudly instead
-        pytest.fail(f"the red-team suite needs the sandbox: {isolation.reason}")
+        pytest.fail(f"the red-team suite needs the sandbox: {isolation}")
 
 
 def review(opgate, repo, *extra: str, env: dict[str, str] | None = None):

@@ -17,6 +17,7 @@ import pytest
 from bot.config.manifest import load_kernel
 from bot.config.manifest_tables import Constraints
 from bot.lint import lint_paths
+from bot.models.finding import Phrase
 from bot.models.report import KernelReport, Report, Resource, ResourceCheckReport
 from bot.present.status import acceptance_status
 from bot.review.resource_check import flag_findings, resource_reads, without_unchanged
@@ -121,7 +122,10 @@ def test_the_unchanged_note_gives_way_where_changed_files_went_unread():
     """The check records the fact (every function as in base); the gate says it, in the reader's language, and says
     what it compared, never "unchanged from base", where changed files went unread."""
     check = ResourceCheckReport(
-        status="ok", head=[Resource(function="k(int)", registers=8)], launch_notes=["other"], unchanged="same"
+        status="ok",
+        head=[Resource(function="k(int)", registers=8)],
+        launch_notes=[Phrase.as_written("other")],
+        unchanged="same",
     )
     kernel = judged_kernel(_kernel(check), [], [], Constraints(), Policy())
     assert kernel.notes[:2] == [

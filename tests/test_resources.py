@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest_tables import Constraints
+from bot.models.finding import Phrase
 from bot.untrusted import resources
 from bot.untrusted.resources import (
     ResourceCheck,
@@ -482,7 +483,7 @@ def test_a_unit_that_differs_only_in_comments_is_compiled_once_for_both_sides(tm
     """Issue 54, 2: a unit is keyed by its text as the compile preprocesses it: comments, the lines they shift and
     trailing blanks leave the key alone, base and head share one compile, and a second check compiles nothing; without
     bubblewrap too, where nvcc sees each checkout's own paths."""
-    sandbox = Sandbox.detect() if isolated else Sandbox(Isolation(mode="none", reason="test"), None)
+    sandbox = Sandbox.detect() if isolated else Sandbox(Isolation(mode="none", reason=Phrase.as_written("test")), None)
     commented = "// a comment\n/* a block\n   of two lines */\n" + UNIT.replace("x[0] = 2;", "x[0] = 2;   // two")
     head, base = _side(tmp_path / "head", commented), _side(tmp_path / "base", UNIT)
     sides, cache = {"head": [head], "base": [base]}, tmp_path / "cache"

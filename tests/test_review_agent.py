@@ -11,6 +11,8 @@ import pytest
 from werkzeug import Request, Response
 
 from bot.ledger import Ledger
+from bot.models.finding import Phrase
+from bot.wording.messages import phrase
 from tests.conftest import KernelRepo, make_repo
 from tests.gateway import Gateway, completion
 
@@ -25,6 +27,11 @@ REVIEW_JSON = {
     "local_commands": ["opgate review --base main --head HEAD --offline"],
     "expected_metrics": {"latency_p50_ms": 0.2, "max_abs_err": 0.001},
 }
+
+
+def said(written: dict) -> str:
+    """A phrase report.json holds (schema /3: the phrase, no English twin), in English."""
+    return phrase(Phrase.model_validate(written))
 
 
 def with_key(
@@ -94,7 +101,7 @@ def test_a_reply_that_is_not_json_is_an_agent_error_and_the_gates_still_decide(o
     run, _, head = run_with_agent(opgate, kernel_repo, httpserver, completion("Sure! The tile looks fine."))
     assert run.code == 1
     assert run.report["agent"]["status"] == "error"
-    assert "not valid JSON" in run.report["agent"]["reason"]
+    assert "not valid JSON" in said(run.report["agent"]["reason"])
     assert run.kernel("deepgemm_tile")["verdict"] == "fail"
     assert run.report["agent"]["total_tokens"] == 2 * 1555  # the reply and its one repair request are counted
     kept = run.out / "agent_candidates" / f"{head[:12]}_deepgemm_tile.rejected.txt"
@@ -116,7 +123,7 @@ def test_an_unreachable_gateway_exits_3_with_the_local_verdict_written(opgate, k
     run = with_key(opgate, kernel_repo, head, "http://127.0.0.1:9")
     assert run.code == 3, run.stdout + run.stderr
     assert run.report["verdict"] == "pass" and run.report["agent"]["status"] == "error"
-    assert "unreachable" in run.report["agent"]["reason"]
+    assert "unreachable" in said(run.report["agent"]["reason"])
     assert CANARY not in run.stdout + run.stderr + run.comment
 
 
@@ -135,7 +142,7 @@ def test_a_pr_cannot_choose_which_key_the_agent_uses(opgate, kernel_repo, httpse
         key_variable="TAOTOKEN_API_KEY_FLASHMLA_AGENT",
     )
     assert run.report["agent"]["status"] == "offline"
-    assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in run.report["agent"]["reason"]
+    assert "TAOTOKEN_API_KEY_DEEPGEMM_AGENT is not set" in said(run.report["agent"]["reason"])
     assert len(httpserver.log) == 0
 
 
@@ -287,8 +294,10 @@ def test_the_agents_test_matrix_fails_a_head_bug_no_manifest_case_reaches_and_sp
     [tail] = block["cases"]
     assert tail["name"] == "tail_15" and tail["verdict"] == "fail" and tail["case"]["base_correct"] is True
     assert tail["case"]["failure"]["index"][0] == 46  # the last row, never written
-    assert [(r["name"], r["reason"]) for r in block["refused"]] == [("huge", "shape.m = 5000 is outside [1, 256]")]
-    assert block["refused"][0]["why"]["key"] == "agent.bound"  # the catalog's message, shown in the comment's language
+    assert [(r["name"], said(r["reason"])) for r in block["refused"]] == [
+        ("huge", "shape.m = 5000 is outside [1, 256]")
+    ]
+    assert block["refused"][0]["reason"]["key"] == "agent.bound"  # the catalog's message, in the comment's language
     reason = next(r for r in kernel["reasons"] if "agent case" in r)
     assert reason.startswith("correctness: agent case tail_15 (proposed by deepseek-v4)")
     assert '"test_matrix"' in gateway.bodies[0]["messages"][0]["content"]  # the prompt asks for it, with bounds
@@ -346,5 +355,5 @@ def test_the_agent_job_sends_the_changed_function_whole_from_base_and_head(opgat
     assert functions.count("void gemm_tiled(") == 2 and functions.count("// head's own line") == 1
     assert "base figures: not available — main's history in this ledger holds no figures of deepgemm_tile" in user
     [agent] = run.report["agents"]
-    assert "2 changed function(s) whole" in agent["inputs"]
-    assert any(m.startswith("base figures: not available") for m in agent["inputs_missing"])
+    assert "2 changed function(s) whole" in [said(p) for p in agent["inputs"]]
+    assert any(said(m).startswith("base figures: not available") for m in agent["inputs_missing"])

@@ -71,7 +71,7 @@ def test_a_bound_checkout_shows_its_sources_but_not_gits_folder_or_a_local_env_f
 
     sandbox = Sandbox.detect()
     if not sandbox.isolated:
-        pytest.fail(f"this test needs the sandbox: {sandbox.isolation.reason}")
+        pytest.fail(f"this test needs the sandbox: {sandbox.isolation}")
     tree = tmp_path / "repo"
     (tree / ".git").mkdir(parents=True)
     (tree / ".git" / "config").write_text("extraheader = AUTHORIZATION: basic c2VjcmV0LXRva2Vu\n")

@@ -10,8 +10,9 @@ import pytest
 
 from bot.commands.summary import render_token_summary
 from bot.ledger import open_ledger
-from bot.models.ledger import UsageRow
-from bot.models.report import CaseReport, KernelReport
+from bot.models.finding import Phrase
+from bot.models.ledger import ExpectationRow, UsageRow
+from bot.models.report import CaseReport, ExpectationCheck, KernelReport
 from bot.spend import tokens
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 from bot.tune.result import render_tune
@@ -157,9 +158,32 @@ def test_a_tune_candidates_expected_metrics_are_held_against_its_trial_stored_on
             (None, run.run_id, "config:a", "registers", "not_measured"),
         ]  # stored once: the repeat is answered from the stored trial
         back = store.trial("deepgemm_tile", BASE, "cpu", "config:a")
-        # read back as stored: the ledger keeps each note in English (tune.md is English), not its catalog phrase
-        assert back is not None and back.expectations == [c.model_copy(update={"why": None}) for c in checks]
+        # read back as stored: the ledger keeps each note's phrase (as JSON), tune.md renders it
+        assert back is not None and back.expectations == checks
+        assert [c.note.key if c.note else None for c in back.expectations] == [
+            "expect.speedup_read",
+            "expect.no_resources",
+        ]
     text = render_tune(outcome("b" * 40, "{}\n").model_copy(update={"trials": [back]}))
     assert "**Expected by the agent, beside what the trial measured:**" in text
     assert "`speedup` on `square_512`: expected p50 change −4.8 %, measured −4.0 % (−5.0..−3.0)" in text
     assert "`registers`: expected 96, not measured" in text
+
+
+def test_an_expectation_row_written_before_report_schema_3_reads_its_english_note() -> None:
+    """A row of `agent_expectations` from before schema /3 holds its note in English: it reads as report /2's note
+    (the catalog's message where opgate wrote it, else as written); a row since holds the phrase as JSON."""
+    row = ExpectationRow(kernel="k", domain="d", metric="speedup", expected="1.05", outcome="inside",
+                         note="speedup ×1.05 read as a p50 change")  # fmt: skip
+
+    def read(r: ExpectationRow) -> ExpectationCheck:
+        return ExpectationCheck.model_validate({"metric": r.metric, "expected": 1.05, "outcome": r.outcome,
+                                                "note": r.said()})  # fmt: skip
+
+    assert read(row).note == Phrase(key="expect.speedup_read", params={"speedup": "1.05"})
+    assert read(row.model_copy(update={"note": "a note"})).note == Phrase.as_written("a note")
+    assert read(row.model_copy(update={"note": ""})).note is None
+    since = ExpectationRow(**{**row.model_dump(), "note": Phrase(key="expect.exact")})
+    assert since.note == '{"key":"expect.exact","params":{},"phrases":{}}' and read(since).note == Phrase(
+        key="expect.exact"
+    )

@@ -54,15 +54,15 @@ def test_an_apparmor_refusal_is_named_with_the_sysctl_and_the_fix(refused, tmp_p
     isolation, bwrap = refused(**{"kernel.apparmor_restrict_unprivileged_userns": "1"})
     fake = tmp_path / "bwrap"
     assert bwrap is None and isolation.mode == "none"
-    assert isolation.reason == (
+    assert isolation.reason is not None and phrase(isolation.reason) == (
         f"bubblewrap cannot start here ({fake}: {UID_MAP_REFUSED}): AppArmor restricts unprivileged user namespaces "
         "here (kernel.apparmor_restrict_unprivileged_userns = 1, Ubuntu's default since 23.10): give "
         f"{fake} an AppArmor profile that allows userns, or set the sysctl to 0 "
         "(docs/security.md#ubuntu-2404-and-apparmor)"
     )
-    assert isolation.why is not None and phrase(isolation.why) == isolation.reason  # the catalog's, in English
+    assert isolation.reason.key == "sandbox.refused_because"  # the catalog's message, rendered in English above
     with speaking("zh-CN"):
-        chinese = spoken.phrase(isolation.why)
+        chinese = spoken.phrase(isolation.reason)
     assert chinese.startswith(
         f"bubblewrap 无法在此启动（{fake}: {UID_MAP_REFUSED}）：此处 AppArmor 限制了非特权用户命名空间"
     )
@@ -73,13 +73,18 @@ def test_an_apparmor_refusal_is_named_with_the_sysctl_and_the_fix(refused, tmp_p
 
 def test_a_refusal_the_host_settings_do_not_explain_names_no_cause(refused):
     isolation, _ = refused(**{"kernel.apparmor_restrict_unprivileged_userns": "0"})
-    assert isolation.reason.endswith(f"bwrap: {UID_MAP_REFUSED})")  # bwrap's own words, no guessed cause
+    assert isolation.reason is not None and phrase(isolation.reason).endswith(
+        f"bwrap: {UID_MAP_REFUSED})"
+    )  # bwrap's own words, no guessed cause
     isolation, _ = refused(
         "bwrap: execvp /bin/sh: No such file or directory", **{"kernel.apparmor_restrict_unprivileged_userns": "1"}
     )
-    assert "AppArmor" not in isolation.reason  # another failure: not blamed on AppArmor
+    assert isolation.reason is not None and "AppArmor" not in phrase(
+        isolation.reason
+    )  # another failure: not blamed on AppArmor
 
 
 def test_user_namespaces_turned_off_are_named_too(refused):
     isolation, _ = refused("bwrap: No permissions to creating new namespace", **{"user.max_user_namespaces": "0"})
-    assert "user namespaces are turned off (user.max_user_namespaces = 0" in isolation.reason
+    assert isolation.reason is not None
+    assert "user namespaces are turned off (user.max_user_namespaces = 0" in phrase(isolation.reason)

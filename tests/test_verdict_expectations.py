@@ -8,6 +8,7 @@ import json
 from bot.ledger import open_ledger
 from bot.models.report import AgentReport, Report
 from bot.verdict.expectations import attach, check_kernel
+from bot.wording.messages import phrase
 from tests import comment_reports as cr
 from tests import ledger_world
 from tests.pg import Cluster, pg_cluster, pg_url  # noqa: F401  (fixtures)
@@ -93,9 +94,11 @@ def test_an_expectation_nothing_measured_matches_is_not_measured_with_the_reason
         ("max_abs_err", "not_measured"),
         ("p50@gemm_4096", "not_measured"),
     ]
-    assert checks[0].note == "no measured quantity has this name"
-    assert checks[1].note == "the expected value is not a number"
-    assert checks[2].note == "the case it names has no timed p50"  # gemm_4096 was skipped (no GPU)
+    assert [phrase(c.note) if c.note else "" for c in checks] == [
+        "no measured quantity has this name",
+        "the expected value is not a number",
+        "the case it names has no timed p50",  # gemm_4096 was skipped (no GPU)
+    ]
 
 
 def test_an_expected_error_is_a_ceiling():

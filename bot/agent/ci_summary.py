@@ -168,11 +168,9 @@ def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, Said | N
     where = f"[domains.{CI_SUMMARY_DOMAIN}] task in {settings.repo_config.where()}"
     path = settings.repo_config.task_path(CI_SUMMARY_DOMAIN)
     if path is None:
-        english = f"the {CI_SUMMARY_DOMAIN} domain names no task file ({where})"
-        return None, (english, Phrase(key="ci.no_task", params={"domain": CI_SUMMARY_DOMAIN, "where": where}))
+        return None, Phrase(key="ci.no_task", params={"domain": CI_SUMMARY_DOMAIN, "where": where})
     if not path.is_file():
-        english = f"its task file {path} does not exist ({where})"
-        return None, (english, Phrase(key="ci.task_missing", params={"path": str(path), "where": where}))
+        return None, Phrase(key="ci.task_missing", params={"path": str(path), "where": where})
     try:
         task = load_task(path)
         validate_base_url(task.provider.base_url)
@@ -180,45 +178,37 @@ def _task(settings: Settings, variable: str) -> tuple[AgentTask | None, Said | N
         return None, refused(exc)
     if task.provider.api_key_env != variable:
         named = task.provider.api_key_env
-        english = f"its task file names {named}, but the {CI_SUMMARY_DOMAIN} domain's key is {variable}"
         params = {"variable": named, "domain": CI_SUMMARY_DOMAIN, "expected": variable}
-        return None, (english, Phrase(key="ci.key_mismatch", params=params))
+        return None, Phrase(key="ci.key_mismatch", params=params)
     return task, None
 
 
 def refused(exc: InputError) -> Said:
     """A task file or base URL the input checks refused: its message, as written."""
-    error = one_line(exc, limit=400)
-    return error, Phrase(key="agent.gateway_error", params={"error": error})
+    return Phrase(key="agent.gateway_error", params={"error": one_line(exc, limit=400)})
 
 
 def not_configured() -> Said:
-    english = f"no {CI_SUMMARY_DOMAIN} domain is configured"
-    return english, Phrase(key="ci.no_domain", params={"domain": CI_SUMMARY_DOMAIN})
+    return Phrase(key="ci.no_domain", params={"domain": CI_SUMMARY_DOMAIN})
 
 
-OFFLINE: Said = ("--offline given", Phrase(key="ci.offline"))
+OFFLINE: Said = Phrase(key="ci.offline")  # --offline given
 
 
 def key_unset(variable: str) -> Said:
-    return f"{variable} is not set", Phrase(key="ci.key_unset", params={"variable": variable})
+    return Phrase(key="ci.key_unset", params={"variable": variable})
 
 
 def prompt_over_budget(tokens: int, limit: int) -> Said:
     variable = f"OPGATE_BUDGET_REQUEST_{CI_SUMMARY_DOMAIN.upper()}"
-    english = f"the prompt needs {tokens} tokens even shortened, over the per-request budget of {limit} ({variable})"
-    return english, Phrase(key="ci.prompt_over_budget", params={"tokens": tokens, "limit": limit,
-                                                               "variable": variable})  # fmt: skip
+    return Phrase(key="ci.prompt_over_budget", params={"tokens": tokens, "limit": limit, "variable": variable})
 
 
 def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:
     """The reply failed validation or was cut off; `why`: `error` as a phrase of the catalog where opgate wrote it
     (AgentOutputError.why), else `error` is shown as written."""
     key = "ci.rejected_repair" if repaired else "ci.rejected"
-    phrase = Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
-    if repaired:
-        return f"reply rejected after one repair request: {error}", phrase
-    return f"reply rejected: {error}", phrase
+    return Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
 
 
 def ask(
@@ -286,11 +276,11 @@ def ask(
         said(agent, cached(answer.cached_at))
     elif answer.outcome == "over_budget":
         agent.status = "over_budget"
-        said(agent, (answer.reason, answer.why or Phrase.as_written(answer.reason)))
+        said(agent, answer.why or Phrase.as_written(answer.reason))
         return out
     elif answer.outcome == "gateway_error":
         agent.status = "error"
-        said(agent, (answer.reason, Phrase(key="agent.gateway_error", params={"error": answer.reason})))
+        said(agent, Phrase(key="agent.gateway_error", params={"error": answer.reason}))
         log.warning("the %s request failed: %s; the review is otherwise unchanged", CI_SUMMARY_DOMAIN, answer.reason)
         return out
     elif answer.outcome in ("cut", "rejected"):

@@ -31,13 +31,12 @@ from bot.models.finding import Phrase
 from bot.models.ledger import UsageRow
 from bot.models.report import AgentReport
 from bot.spend import budget
-from bot.text.i18n import N_
 
 log = logging.getLogger(__name__)
 
 TEMPERATURE = 0.1
 
-OFFLINE = N_("--offline given: the agent was not asked")  # report.json keeps it in English; shown translated
+OFFLINE = Phrase(key="agent.offline")  # --offline given: the agent was not asked
 
 
 def cache_key(wire: str, model: str, messages: list[dict[str, str]], max_tokens: int) -> str:
@@ -284,8 +283,8 @@ def ask(
         return said(report, over_budget(answer.reason, answer.why)), unseen
     elif answer.outcome == "gateway_error":
         report.status = "error"
-        said(report, (answer.reason, Phrase(key="agent.gateway_error", params={"error": answer.reason})))
-        raise AgentFailed(report, unseen) from answer.error
+        said(report, Phrase(key="agent.gateway_error", params={"error": answer.reason}))
+        raise AgentFailed(report, unseen, answer.reason) from answer.error
     elif answer.outcome in ("cut", "rejected"):
         report.status = "error"
         return said(report, rejected(answer.reason, repaired=answer.outcome == "rejected", why=answer.why)), unseen
@@ -293,54 +292,40 @@ def ask(
     return _ok(report, answer.reply, answer.model or task.model, kernel, head_sha, candidates_dir), unseen
 
 
-# Why the agent was not asked or gave no reply, in English (report.json's `reason`) and as the same message of the
-# catalog (bot/wording/messages.py; the agent's room does not import it: tests/test_agent_run.py holds the two equal).
-Said = tuple[str, Phrase]
+# Why the agent was not asked or gave no reply: a message of the catalog (bot/wording/messages.py), by its key —
+# the agent's room does not import the catalog; report.json keeps the phrase, the comment renders it.
+Said = Phrase
 
 
 def said(report: AgentReport, reason: Said) -> AgentReport:
-    report.reason, report.why = reason
+    report.reason = reason
     return report
 
 
 def no_task(kernel: str) -> Said:
-    return f"{kernel} has no agent task file", Phrase(key="agent.no_task", params={"kernel": kernel})
+    return Phrase(key="agent.no_task", params={"kernel": kernel})
 
 
 def key_mismatch(variable: str, domain: str, expected: str) -> Said:
-    english = (
-        f"the task file names {variable}, but the {domain} domain's key is {expected} "
-        f"([tool.opgate.domains.{domain}] key): the agent was not asked"
-    )
-    params = {"variable": variable, "domain": domain, "expected": expected}
-    return english, Phrase(key="agent.key_mismatch", params=params)
+    return Phrase(key="agent.key_mismatch", params={"variable": variable, "domain": domain, "expected": expected})
 
 
 def key_unset(variable: str) -> Said:
-    return f"{variable} is not set: the agent was not asked", Phrase(
-        key="agent.key_unset", params={"variable": variable}
-    )
+    return Phrase(key="agent.key_unset", params={"variable": variable})
 
 
 def prompt_over_budget(tokens: int, limit: int, domain: str) -> Said:
     variable = f"OPGATE_BUDGET_REQUEST_{domain.upper()}"
-    english = (
-        f"the prompt needs {tokens} tokens without any diff, over the per-request budget of {limit} ({variable}); "
-        "the agent was not asked, the gates still run"
-    )
-    return english, Phrase(key="agent.prompt_over_budget", params={"tokens": tokens, "limit": limit,
-                                                                   "variable": variable})  # fmt: skip
+    return Phrase(key="agent.prompt_over_budget", params={"tokens": tokens, "limit": limit, "variable": variable})
 
 
 def cached(when: str) -> Said:
-    english = f"cached reply of {when} for the same model and prompt: 0 tokens spent"
-    return english, Phrase(key="agent.cached", params={"when": when})
+    return Phrase(key="agent.cached", params={"when": when})
 
 
 def over_budget(reason: str, why: Phrase | None) -> Said:
     """The budget refused a request (its reason as a phrase where it has one, else as written)."""
-    english = f"{reason}; the agent was not asked, the gates still run"
-    return english, Phrase(key="agent.over_budget", phrases={"why": [why or Phrase.as_written(reason)]})
+    return Phrase(key="agent.over_budget", phrases={"why": [why or Phrase.as_written(reason)]})
 
 
 def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:
@@ -348,10 +333,7 @@ def rejected(error: str, *, repaired: bool, why: Phrase | None = None) -> Said:
     validation error as the reader raised it; `why`: the same as a message of the catalog, where opgate wrote it
     (a reply cut off: ReplyCut.why), else `error` is shown as written."""
     key = "agent.rejected_repair" if repaired else "agent.rejected"
-    phrase = Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
-    if repaired:
-        return f"agent reply rejected after one repair request: {error}", phrase
-    return f"agent reply rejected: {error}", phrase
+    return Phrase(key=key, phrases={"error": [why]}) if why is not None else Phrase(key=key, params={"error": error})
 
 
 def base_figures(ledger: Ledger, kernel: str, base_sha: str | None) -> Baseline:
@@ -418,27 +400,24 @@ def gather(
     return found, missing
 
 
-def seen(pieces: list[Piece]) -> list[tuple[str, Phrase]]:
-    """What the prompt carried besides the task and the diff, as the comment names it, each line with the same line
-    as a phrase of the message catalog (which the comment renders)."""
-    out = [(p.label, p.label_why) for p in pieces if p.material != "functions"]
+def seen(pieces: list[Piece]) -> list[Phrase]:
+    """What the prompt carried besides the task and the diff, as phrases of the message catalog (which the comment
+    renders)."""
+    out = [p.label_why for p in pieces if p.material != "functions"]
     functions = [p for p in pieces if p.material == "functions"]
     if functions:
-        why = Phrase(key="agent.piece_functions", params={"count": len(functions)})
-        out.append((f"{len(functions)} changed function(s) whole", why))
+        out.append(Phrase(key="agent.piece_functions", params={"count": len(functions)}))
     return out
 
 
 def inputs_of(report: AgentReport, trimmed: prompt.Trimmed, missing: list[tuple[str, Phrase]]) -> None:
     """What the agent's prompt carried and lacked (`missing`: the materials not available; then the pieces the trim
-    left out for size) onto its report, each line in English with its phrase beside it."""
-    saw = seen(trimmed.pieces)
-    report.inputs, report.inputs_why = [line for line, _ in saw], [why for _, why in saw]
-    lacked = list(missing)
+    left out for size) onto its report, each line a phrase of the catalog."""
+    report.inputs = seen(trimmed.pieces)
+    lacked = [why for _, why in missing]
     if trimmed.dropped:
-        left_out = Phrase(key="agent.left_out", phrases={"pieces": [p.label_why for p in trimmed.dropped]})
-        lacked.append((f"left out for size: {'; '.join(p.label for p in trimmed.dropped)}", left_out))
-    report.inputs_missing, report.inputs_missing_why = [line for line, _ in lacked], [why for _, why in lacked]
+        lacked.append(Phrase(key="agent.left_out", phrases={"pieces": [p.label_why for p in trimmed.dropped]}))
+    report.inputs_missing = lacked
 
 
 def _ok(
@@ -459,8 +438,8 @@ def _ok(
 class AgentFailed(Exception):
     """Carries the agent section out of a failed call so the review can still be written."""
 
-    def __init__(self, report: AgentReport, unseen: list[str]) -> None:
-        super().__init__(report.reason)
+    def __init__(self, report: AgentReport, unseen: list[str], error: str) -> None:
+        super().__init__(error)
         self.report = report
         self.unseen = unseen
 

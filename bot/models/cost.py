@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.models.finding import Phrase
 
@@ -61,5 +63,16 @@ class Throughput(_Model):
     head_bytes_pct: float | None = Field(None, description="head's GB/s in % of peak_gbps")
     base_flops_pct: float | None = None
     base_bytes_pct: float | None = None
-    peak_of: str = Field("", description="whose peak: a data-sheet row, or the measurement of this CPU runner")
-    peak_why: Phrase | None = Field(None, description="`peak_of` as a message of the catalog (None: before it)")
+    peak_of: Phrase | None = Field(
+        None, description="whose peak: a data-sheet row, or the measurement of this CPU runner"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """report.json /1, /2: `peak_of` in English, its phrase beside it under `peak_why`."""
+        if isinstance(data, dict) and ("peak_why" in data or isinstance(data.get("peak_of"), str)):
+            data = dict(data)
+            english, said = data.get("peak_of"), data.pop("peak_why", None)
+            data["peak_of"] = said if said is not None else (Phrase.as_written(english) if english else None)
+        return data

@@ -3,9 +3,11 @@ agent's expectations and proposals."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from bot.models.finding import Phrase
 
 
 class BaselineRow(BaseModel):
@@ -129,7 +131,23 @@ class ExpectationRow(BaseModel):
     high: float | None = None
     unit: str = ""
     outcome: Literal["inside", "outside", "not_measured"]
-    note: str = ""
+    note: str = Field(
+        "",
+        description="the check's note (ExpectationCheck.note), its phrase as JSON; in a row written before report "
+        "schema /3 its English",
+    )
+
+    @field_validator("note", mode="before")
+    @classmethod
+    def _as_json(cls, note: Any) -> Any:
+        """A check's phrase (or its dump) as JSON; none as ""."""
+        if note is None:
+            return ""
+        return Phrase.model_validate(note).model_dump_json() if isinstance(note, Phrase | dict) else note
+
+    def said(self) -> dict[str, Any] | str:
+        """The note as ExpectationCheck reads it: its phrase, or an older row's English (read as report /2's)."""
+        return Phrase.model_validate_json(self.note).model_dump() if self.note.startswith("{") else self.note
 
 
 ProposalKind = Literal["candidate", "tune", "agent_case"]

@@ -1,16 +1,19 @@
-"""The `report.json` contract (schema opgate.report/2; /1 reports still read) as pydantic models."""
+"""The `report.json` contract (schema opgate.report/3; /1 and /2 reports still read) as pydantic models."""
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from bot.models.cost import CpuUse, SimulatedCost, Throughput
 from bot.models.finding import Finding, Phrase
 
-SCHEMA: Literal["opgate.report/2"] = "opgate.report/2"  # /2: findings per kernel and case (bot/models/finding.py)
+# Schema history: /2 = findings per kernel and case (bot/models/finding.py); /3 = the English twin fields removed
+# (`launch_notes` beside `launch_notes_why`, `reason` beside `why` …), their phrases kept under the plain names.
+SCHEMA: Literal["opgate.report/3"] = "opgate.report/3"
 
 
 class CaseStatus(StrEnum):
@@ -27,6 +30,52 @@ class CaseStatus(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# How /1 and /2 said an expectation's value was read, without a phrase beside it: the catalog's message for each.
+_READ_AS = {
+    "an expected error is a ceiling: inside when the measured error is at most it": Phrase(key="expect.ceiling"),
+    "an exact figure: inside when equal": Phrase(key="expect.exact"),
+    "inside within ±0.5 points": Phrase(key="expect.within"),
+}
+
+
+# The agent's reasons /1 and /2 wrote without a phrase beside them (`--offline`; the sum when no kernel changed).
+_UNPHRASED = {
+    "--offline given: the agent was not asked": "agent.offline",
+    "no kernel changed": "agent.no_kernel_changed",
+}
+
+
+def _speedup_read(note: str) -> Phrase | None:
+    """/1 and /2's "speedup ×2 read as a p50 change" as its message of the catalog; None for any other note."""
+    found = re.fullmatch(r"speedup ×(\S+) read as a p50 change", note)
+    return Phrase(key="expect.speedup_read", params={"speedup": found[1]}) if found else None
+
+
+def _phrase_of(data: Any, name: str, why: str = "why", *, empty: bool = False) -> Any:
+    """A /1 or /2 report's `name` in English and its phrase under `why` (where it has one) as one phrase under
+    `name`: the phrase, else the English as written (`empty`: "" too; else "" is none)."""
+    if isinstance(data, dict) and (why in data or isinstance(data.get(name), str)):
+        data = dict(data)
+        english, said = data.get(name), data.pop(why, None)
+        if said is not None:
+            data[name] = said
+        elif isinstance(english, str) and (english or empty):
+            data[name] = Phrase.as_written(english)
+        else:
+            data.pop(name, None)
+    return data
+
+
+def _phrases_of(data: Any, name: str, why: str) -> Any:
+    """A /1 or /2 report's lines `name` in English and their phrases under `why` as one list of phrases under
+    `name`: the phrases where the report has one for each line, else each line as written."""
+    if isinstance(data, dict) and (why in data or any(isinstance(x, str) for x in data.get(name) or [])):
+        data = dict(data)
+        english, said = list(data.get(name) or []), list(data.pop(why, None) or [])
+        data[name] = said if len(said) == len(english) else [Phrase.as_written(x) for x in english]
+    return data
 
 
 class Occupancy(_Model):
@@ -128,33 +177,27 @@ class ResourceCheckReport(_Model):
     base: list[Resource] = Field(default_factory=list)
     base_status: ResourceStatus | None = None
     threads: dict[str, int] = Field(default_factory=dict, description="function -> max threads per block")
-    launch_errors: list[str] = Field(
-        default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails)"
+    launch_errors: list[Phrase] = Field(
+        default_factory=list, description="head's kernel.toml [launch] could not describe a launch (fails), one a line"
     )
-    launch_notes: list[str] = Field(
-        default_factory=list, description="about the launch descriptions, resources unchanged from base (not fatal)"
-    )
-    launch_errors_why: list[Phrase] = Field(
-        default_factory=list, description="launch_errors as the catalog's phrases, one per line (its English)"
-    )
-    launch_notes_why: list[Phrase] = Field(default_factory=list, description="launch_notes as phrases, one per line")
-    base_launch_errors_why: list[Phrase] = Field(
+    launch_notes: list[Phrase] = Field(
         default_factory=list,
-        description="base's kernel.toml [launch] errors, as phrases: what head shares of them is base's, noted, "
-        "never this change's failure",
+        description="about the launch descriptions, resources unchanged from base (not fatal), one a line",
+    )
+    base_launch_errors: list[Phrase] = Field(
+        default_factory=list,
+        description="base's kernel.toml [launch] errors: what head shares of them is base's, noted, never this "
+        "change's failure",
     )
     unchanged: Literal["same", "unread"] | None = Field(
         None,
         description="same: every compiled function has base's registers, spills, stack, shared memory and occupancy; "
         "unread: the same, but changed files the check does not read are not judged (a finding, not a note line)",
     )
-    launch_undecided: list[str] = Field(
+    launch_undecided: list[Phrase] = Field(
         default_factory=list,
         description="launches a changed file can move whose figures are declared, not measured or read back: their "
-        "shared memory and occupancy are undecided",
-    )
-    launch_undecided_why: list[Phrase] = Field(
-        default_factory=list, description="launch_undecided as phrases, one per line"
+        "shared memory and occupancy are undecided (one a line)",
     )
     launch_sites: list[str] = Field(
         default_factory=list, description="the changed files that hold a launch or what its size is computed from"
@@ -171,6 +214,17 @@ class ResourceCheckReport(_Model):
     base_log_tail: str = Field("", description="base's compile log when base does not compile")
     errors: list[CompileError] = Field(default_factory=list, description="head's first error of each failed unit")
     base_errors: list[CompileError] = Field(default_factory=list, description="base's first error of each failed unit")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """/1, /2: each launch list in English beside its phrases (`launch_errors_why` …); base's as phrases only."""
+        for name in ("launch_errors", "launch_notes", "launch_undecided"):
+            data = _phrases_of(data, name, f"{name}_why")
+        if isinstance(data, dict) and "base_launch_errors_why" in data:
+            data = dict(data)
+            data["base_launch_errors"] = data.pop("base_launch_errors_why")
+        return data
 
 
 class NsightKernel(_Model):
@@ -351,8 +405,13 @@ class AgentCaseReport(_Model):
 
 class AgentCaseRefusal(_Model):
     name: str
-    reason: str = Field(description="why base's [agent_cases] refused it, in English")
-    why: Phrase | None = Field(None, description="the reason as a message of the catalog (None: a report before it)")
+    reason: Phrase = Field(description="why base's [agent_cases] refused it")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """/1, /2: `reason` in English, its phrase beside it under `why`."""
+        return _phrase_of(data, "reason", empty=True)
 
 
 class AgentCasesReport(_Model):
@@ -421,8 +480,16 @@ class ExpectationCheck(_Model):
     high: float | None = None
     unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
     outcome: Literal["inside", "outside", "not_measured"]
-    note: str = Field("", description="why it was not measured, or how the value was read")
-    why: Phrase | None = Field(None, description="why it was not measured, as a message of the catalog")
+    note: Phrase | None = Field(None, description="why it was not measured, or how the value was read")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """/1, /2: `note` in English, its phrase beside it under `why` where it had one (why it was not measured);
+        how a value was read had none: read back as the catalog's message for it."""
+        note = data.get("note") if isinstance(data, dict) and data.get("why") is None else None
+        read = (_READ_AS.get(note) or _speedup_read(note)) if isinstance(note, str) else None
+        return _phrase_of({**data, "why": read} if read is not None else data, "note")
 
 
 class InlineNote(_Model):
@@ -439,8 +506,7 @@ class AgentReport(_Model):
     domain: str | None = None
     kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
     model: str | None = None
-    reason: str = ""
-    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
+    reason: Phrase | None = Field(None, description="why the agent was not asked or gave no reply")
     requests: int = 0
     cached: bool = False
     prompt_tokens: int = 0
@@ -460,29 +526,43 @@ class AgentReport(_Model):
         default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
     )
     test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
-    inputs: list[str] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
-    inputs_why: list[Phrase] = Field(
-        default_factory=list, description="`inputs` as messages of the catalog (empty: a report before them)"
-    )
-    inputs_missing: list[str] = Field(
+    inputs: list[Phrase] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
+    inputs_missing: list[Phrase] = Field(
         default_factory=list, description="materials the domain asks for that were not available or left out for size"
     )
-    inputs_missing_why: list[Phrase] = Field(
-        default_factory=list, description="`inputs_missing` as messages of the catalog (empty: a report before them)"
-    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """/1, /2: `reason`, `inputs` and `inputs_missing` in English, their phrases beside them (`why`, `*_why`);
+        the reasons they wrote without one read back as the catalog's message for them."""
+        reason = data.get("reason") if isinstance(data, dict) and data.get("why") is None else None
+        if isinstance(reason, str) and reason in _UNPHRASED:
+            data = {**data, "why": Phrase(key=_UNPHRASED[reason])}
+        data = _phrase_of(data, "reason")
+        for name in ("inputs", "inputs_missing"):
+            data = _phrases_of(data, name, f"{name}_why")
+        return data
+
+
+def _joined(reasons: list[Phrase]) -> Phrase | None:
+    """Several agents' reasons as one phrase (joined by "; "); one as itself."""
+    if len(reasons) < 2:
+        return next(iter(reasons), None)
+    return Phrase(key="agent.reasons", phrases={"reasons": reasons})
 
 
 def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
     """The report's `agent` block: the sum over every domain asked in this review."""
     if not agents:
-        return AgentReport(status="skipped", reason="no kernel changed")
+        return AgentReport(status="skipped", reason=Phrase(key="agent.no_kernel_changed"))
     statuses = [a.status for a in agents]
     status = next((s for s in ("error", "over_budget", "ok", "offline") if s in statuses), "skipped")
     return AgentReport(
         status=status,  # type: ignore[arg-type]
         domain=",".join(sorted({a.domain or "" for a in agents})),
         model=",".join(sorted({a.model for a in agents if a.model})) or None,
-        reason="; ".join(a.reason for a in agents if a.reason),
+        reason=_joined([a.reason for a in agents if a.reason is not None]),
         requests=sum(a.requests for a in agents),
         prompt_tokens=sum(a.prompt_tokens for a in agents),
         completion_tokens=sum(a.completion_tokens for a in agents),
@@ -566,13 +646,18 @@ class Isolation(_Model):
     """How processes running repository code were isolated in this review."""
 
     mode: Literal["bwrap", "none"]
-    reason: str = ""
+    reason: Phrase | None = Field(None, description="why it ran without a sandbox")
     tool: str | None = None
-    why: Phrase | None = Field(None, description="`reason` as a message of the catalog (None: a report before it)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_3(cls, data: Any) -> Any:
+        """/1, /2: `reason` in English, its phrase beside it under `why`."""
+        return _phrase_of(data, "reason")
 
 
 class Report(_Model):
-    schema_: Literal["opgate.report/1", "opgate.report/2"] = Field(SCHEMA, alias="schema")
+    schema_: Literal["opgate.report/1", "opgate.report/2", "opgate.report/3"] = Field(SCHEMA, alias="schema")
     base_sha: str
     head_sha: str
     pr: int | None = None

@@ -139,9 +139,5 @@ def peak_share(c: CaseReport) -> str:
 
 def peaks(cases: list[CaseReport]) -> list[str]:
     """The peaks the shares are taken of, each once (a data-sheet row, or this CPU runner's measurement)."""
-    shown = (
-        spoken.phrase(t.peak_why) if t.peak_why is not None else t.peak_of  # a report before its phrase
-        for t in (c.throughput for c in cases)
-        if t is not None and (t.peak_why is not None or t.peak_of)
-    )
+    shown = (spoken.phrase(t.peak_of) for t in (c.throughput for c in cases) if t is not None and t.peak_of)
     return list(dict.fromkeys(shown))

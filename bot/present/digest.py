@@ -13,7 +13,7 @@ from bot.text.i18n import N_, ngettext
 from bot.text.i18n import gettext as _
 from bot.verdict.findings import case_stated, stated
 from bot.verdict.names import short_names
-from bot.wording import spoken
+from bot.wording import messages, spoken
 
 HEADLINE_LINES = 10  # failing lines in the headline; the rest are listed under their kernel
 NOT_RUN_STATUSES = (CaseStatus.skipped, CaseStatus.compile_fail)
@@ -225,7 +225,7 @@ def _sort_notes(k: KernelReport) -> tuple[list[str], list[str], list[str]]:
     """(notes, statistics notes, resource notes): each note shown once, beside what it is about."""
     functions = _functions(k)
     short = short_names(sorted(functions))
-    launch = {n for check in k.resource_checks() for n in check.launch_notes}
+    launch = {messages.phrase(n) for check in k.resource_checks() for n in check.launch_notes}
     drift = tuple(f"{c.name}: base measured " for c in k.cases)
     notes: list[str] = []
     stats: list[str] = []
@@ -348,7 +348,8 @@ def plain(report: Report) -> list[str]:
     d = digest(report, headline_lines=len(report.kernels) * 1000)
     out = []
     if report.isolation is not None and report.isolation.mode == "none":
-        out.append(f"warning: isolation none, PR code ran without a sandbox ({report.isolation.reason})")
+        why = report.isolation.reason
+        out.append(f"warning: isolation none, PR code ran without a sandbox ({messages.phrase(why) if why else ''})")
     for ln in d.lines:
         out.append(f"{PLAIN[ln.verdict]}: {line_text(ln)}")
     if d.kernels:

@@ -37,8 +37,7 @@ def expected_line(c: ExpectationCheck) -> Safe:
     metric, subject = f"`{code(c.metric)}`", f"`{code(c.subject)}`"
     name = _("%(metric)s on %(subject)s", metric=metric, subject=subject) if c.subject else metric
     if c.outcome == "not_measured" or c.measured is None:
-        said = spoken.phrase(c.why) if c.why is not None else c.note  # an older report: as written
-        why = f" ({untrusted(said)})" if said else ""
+        why = f" ({untrusted(spoken.phrase(c.note))})" if c.note is not None else ""
         shown = c.expected if isinstance(c.expected, str) else f"{c.expected:g}"
         return Safe(_("%(name)s: expected %(shown)s, not measured%(why)s", name=name, shown=untrusted(shown), why=why))
     expected = c.expected_value if c.expected_value is not None else 0.0
@@ -48,7 +47,8 @@ def expected_line(c: ExpectationCheck) -> Safe:
         fmt = (lambda x: _signed(x)) if change else (lambda x: f"{x:.4g}")
         measured += f" ({fmt(c.low)}..{fmt(c.high)})"
     what = _(c.quantity) if c.quantity else _("value")  # bot/verdict/expectations.py's quantity names
-    note = f"; {untrusted(c.note)}" if c.note and c.quantity == "p50 change" and "speedup" in c.note else ""
+    read = c.note is not None and c.note.key == "expect.speedup_read"  # the only note beside a measured figure
+    note = f"; {untrusted(spoken.phrase(c.note))}" if read and c.note is not None else ""
     line = _(
         "%(name)s: expected %(what)s %(expected)s, measured %(measured)s — %(outcome)s%(note)s",
         name=name, what=what, expected=_figure(expected, c.unit, signed=change), measured=measured,

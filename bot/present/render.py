@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
-from bot.models.finding import Outcome, Phrase
+from bot.models.finding import Outcome
 from bot.models.report import (
     AgentCaseRefusal,
     AgentCaseReport,
@@ -86,9 +86,8 @@ def first_reason(k: KernelReport) -> str:
 
 
 def agent_reason(a: AgentReport) -> str:
-    """Why an agent was not asked or gave no reply, in the current locale (its phrase; a report from before it, or
-    a reason with none: through the catalog, `said`, or as written)."""
-    return spoken.phrase(a.why) if a.why is not None else said(a.reason)
+    """Why an agent was not asked or gave no reply, in the current locale ("" where it has no reason)."""
+    return spoken.phrase(a.reason) if a.reason is not None else ""
 
 
 # An agent's status (AgentReport.status), as the comment's agent section shows it (in English: the word itself).
@@ -101,31 +100,23 @@ def agent_status(a: AgentReport) -> str:
 
 
 def refused_why(x: AgentCaseRefusal) -> str:
-    """Why an agent case was refused, in the current locale (a report from before its phrase: as written)."""
-    return spoken.phrase(x.why) if x.why is not None else said(x.reason)
-
-
-def _lines(english: list[str], why: list[Phrase]) -> list[str]:
-    """Lines stored in English with a phrase beside each, in the current locale (a report from before its phrases,
-    which has none for each line: as written)."""
-    if len(why) != len(english):
-        return english
-    return [spoken.phrase(p) for p in why]
+    """Why an agent case was refused, in the current locale."""
+    return spoken.phrase(x.reason)
 
 
 def inputs_missing(a: AgentReport) -> list[str]:
     """What the agent's prompt lacked, in the current locale."""
-    return _lines(a.inputs_missing, a.inputs_missing_why)
+    return [spoken.phrase(p) for p in a.inputs_missing]
 
 
 def inputs_seen(a: AgentReport) -> list[str]:
     """What the agent's prompt carried besides the task and the diff, in the current locale."""
-    return _lines(a.inputs, a.inputs_why)
+    return [spoken.phrase(p) for p in a.inputs]
 
 
 def isolation_why(x: Isolation) -> str:
-    """Why the review ran without a sandbox, in the current locale (a report from before its phrase: as written)."""
-    return spoken.phrase(x.why) if x.why is not None else x.reason
+    """Why the review ran without a sandbox, in the current locale ("" where it has no reason)."""
+    return spoken.phrase(x.reason) if x.reason is not None else ""
 
 
 def tokens(x: int | None) -> str:

@@ -35,6 +35,7 @@ from bot.verdict.launch import base_name, instances
 from bot.verdict.occupancy import no_table
 from bot.verdict.ready import IN_A_REVIEW, dry_case, resource_failures, runner_lacks
 from bot.verdict.static import check_tunables
+from bot.wording.messages import phrase
 
 NOT_CHECKED = "not checked on this runner"
 
@@ -149,7 +150,8 @@ class Checker:
     @property
     def unisolated(self) -> str | None:
         """Why nothing is sandboxed here, or None."""
-        return None if self.sandbox.isolated else self.sandbox.isolation.reason
+        why = self.sandbox.isolation.reason
+        return None if self.sandbox.isolated else (phrase(why) if why is not None else "")
 
     def check(self, kernel: Kernel) -> KernelCheck:
         """Check one kernel; every problem is caught and named, nothing raises for what the kernel does."""

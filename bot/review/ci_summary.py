@@ -19,6 +19,7 @@ from bot.models.report import CaseReport, DiffStat, KernelReport, Report, Resour
 from bot.review.coverage import unclaimed_reason
 from bot.verdict.findings import case_lines, lines_of
 from bot.verdict.gate_resources import match_base
+from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,7 @@ def _kernel(k: KernelReport, report: Report) -> KernelFacts:
         resources=resource_changes(k),
         resource_check=check.status if check is not None and check.status != "ok" else None,
         logs=_logs(k),
-        agent="; ".join(f"{a.status}: {a.reason}" for a in quiet) or None,
+        agent="; ".join(f"{a.status}: {phrase(a.reason) if a.reason else ''}" for a in quiet) or None,
         risk_notes=[n for a in agents for n in a.risk_notes],
     )
 
@@ -216,5 +217,6 @@ def attach(
         facts(report), settings=settings, ledger=ledger, offline=offline, candidates_dir=out / "agent_candidates",
         session=session,
     )  # fmt: skip
-    log.info("%s summary: %s %s", CI_SUMMARY_DOMAIN, summary.agent.status, summary.agent.reason)
+    why = summary.agent.reason
+    log.info("%s summary: %s %s", CI_SUMMARY_DOMAIN, summary.agent.status, phrase(why) if why is not None else "")
     return report.model_copy(update={"ci_summary": summary})

@@ -26,6 +26,7 @@ from bot.review.coverage import coverage, unclaimed_reason
 from bot.text.safe import one_line
 from bot.verdict.change import lost_part
 from bot.verdict.folds import combine, review_verdict
+from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ def read_agent_cases(folder: Path, kernel: str, base_sha: str, head_sha: str) ->
         return AgentMatrix(not_run=f"the agent part holds no agent review of {kernel}: no test matrix to run")
     agent = agents[0]
     if agent.status != "ok":
-        why = f"{agent.status}: {one_line(agent.reason, limit=200)}" if agent.reason else agent.status
+        why = f"{agent.status}: {one_line(phrase(agent.reason), limit=200)}" if agent.reason else agent.status
         return AgentMatrix(not_run=f"the agent's review did not answer ({why}): no test matrix to run")
     if len(agent.test_matrix) > MAX_AGENT_CASES:
         raise InputError(

@@ -64,6 +64,7 @@ from bot.verdict.folds import review_verdict
 from bot.verdict.gate import Policy
 from bot.verdict.kernel import judge_kernel
 from bot.verdict.static import tunable_findings
+from bot.wording.messages import phrase
 
 log = logging.getLogger(__name__)
 
@@ -400,7 +401,7 @@ class Reviewer:
             )
         except AgentFailed as exc:
             agent, unseen = exc.report, exc.unseen
-            self.service_errors.append(agent.reason)
+            self.service_errors.append(phrase(agent.reason) if agent.reason is not None else agent.status)
         agent.inline_notes = place_notes(agent.risk_notes, touched)
         self.agents.append(agent)
         self.unseen.extend(unseen)

@@ -16,6 +16,7 @@ from bot.models.report import KernelReport, Machine, RunnerHealth
 from bot.review.cases import Builds, KernelCases
 from bot.untrusted.runner.health import snapshot
 from bot.untrusted.sandbox import Sandbox
+from bot.wording.messages import phrase
 
 
 class CaseRunner(Protocol):
@@ -60,7 +61,8 @@ def here(settings: Settings, *, agent_only: bool = False, require_isolation: boo
         )
     sandbox = Sandbox.detect()
     if (require_isolation or settings.require_isolation) and not sandbox.isolated:
-        raise InputError(f"--require-isolation: {sandbox.isolation.reason}")
+        why = sandbox.isolation.reason
+        raise InputError(f"--require-isolation: {phrase(why) if why is not None else 'no sandbox'}")
     return Host(machine, sandbox, snapshot())
 
 

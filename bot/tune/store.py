@@ -289,5 +289,6 @@ def expectation_row(c: ExpectationCheck, run_id: str, key: str, kernel: str, dom
 
 
 def _check(r: ExpectationRow) -> ExpectationCheck:
-    fields = set(ExpectationCheck.model_fields) - {"metric", "expected"}
-    return ExpectationCheck(metric=r.metric, expected=json.loads(r.expected), **r.model_dump(include=fields))
+    fields = set(ExpectationCheck.model_fields) - {"metric", "expected", "note"}
+    read = {"metric": r.metric, "expected": json.loads(r.expected), "note": r.said(), **r.model_dump(include=fields)}
+    return ExpectationCheck.model_validate(read)

@@ -26,7 +26,6 @@ from bot.config.secrets import is_secret_variable
 from bot.models.finding import Phrase
 from bot.models.report import Isolation
 from bot.untrusted import userns
-from bot.wording.messages import phrase
 
 SANDBOX_UID = 65534  # "nobody" inside the sandbox
 PATH_INSIDE = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin"
@@ -130,8 +129,8 @@ def refusal(reasons: list[str], cause: Phrase | None = None) -> Phrase:
 
 
 def unisolated(why: Phrase) -> Isolation:
-    """No sandbox, and why: the reason in English as report.json has always kept it, and as a catalog message."""
-    return Isolation(mode="none", reason=phrase(why), why=why)
+    """No sandbox, and why (a message of the catalog)."""
+    return Isolation(mode="none", reason=why)
 
 
 def base_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -21,7 +21,7 @@ from bot.models.report import (
 from bot.text.i18n import N_
 from bot.text.safe import one_line
 from bot.verdict.findings import add_kernel, verbatim
-from bot.wording.messages import MESSAGES, phrase, render
+from bot.wording.messages import MESSAGES, render
 
 # report.json keeps these in English; the comment shows each through the catalog (bot/present/render.py `said`).
 NO_TABLE = N_("base's kernel.toml declares no [agent_cases]: the agent's test matrix is not run")
@@ -114,8 +114,8 @@ def cases(admission: AgentAdmission) -> list[Case]:
 
 
 def refusal(name: str, why: Phrase) -> AgentCaseRefusal:
-    """A refused entry: its reason as report.json keeps it (English) and as the catalog renders it in any locale."""
-    return AgentCaseRefusal(name=name, reason=phrase(why), why=why)
+    """A refused entry and why, a message of the catalog (rendered in the reader's locale)."""
+    return AgentCaseRefusal(name=name, reason=why)
 
 
 def _resolvable(rules: KernelManifest, entry: ProposedCase, dtype: str) -> Phrase | None:

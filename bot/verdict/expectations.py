@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from bot.models.finding import Phrase
 from bot.models.report import CaseReport, ExpectationCheck, KernelReport, Report, Resource, ResourceCheckReport
 from bot.text.i18n import N_
-from bot.wording.messages import phrase
 
 # A metric name is the agent's free text (at most 100 characters): it is read as words. Each quantity is named by
 # the words any of its spellings holds; the first row that matches wins (so "spill" before "registers": the users'
@@ -84,11 +83,8 @@ def check_kernel(kernel: KernelReport, expected: Mapping[str, float | str]) -> l
 
 
 def _not_measured(metric: str, value: float | str, why: Phrase, quantity: str = "") -> ExpectationCheck:
-    """Why nothing measured matches: the note in English (report.json), `why` its phrase of the catalog."""
-    note = phrase(why)
-    return ExpectationCheck(
-        metric=metric, expected=value, quantity=quantity, outcome="not_measured", note=note, why=why
-    )
+    """Why nothing measured matches, a phrase of the catalog."""
+    return ExpectationCheck(metric=metric, expected=value, quantity=quantity, outcome="not_measured", note=why)
 
 
 def _without_subjects(kernel: KernelReport, metric: str) -> str:
@@ -153,14 +149,15 @@ def _latency(
                 continue
             scale = c.base_p50_ms / 100.0
             low, high = c.base_p50_ms + lo * scale, c.base_p50_ms + hi * scale
-            checks.append(_held(metric, value, "p50", c.name, x, c.p50_ms, low, high, "ms", ""))
+            checks.append(_held(metric, value, "p50", c.name, x, c.p50_ms, low, high, "ms", None))
             continue
-        note, change = "", x
+        note: Phrase | None = None
+        change = x
         if speedup:  # read per case into `change`: `x` stays the agent's value for the next case
             if x <= 0:
                 checks.append(_not_measured(metric, value, Phrase(key="expect.speedup_above_0"), "p50 change"))
                 continue
-            change, note = (1.0 / x - 1.0) * 100.0, f"speedup ×{x:g} read as a p50 change"
+            change, note = (1.0 / x - 1.0) * 100.0, Phrase(key="expect.speedup_read", params={"speedup": f"{x:g}"})
         checks.append(_held(metric, value, N_("p50 change"), c.name, change, c.regression_pct, lo, hi, "%", note))
     return checks
 
@@ -175,7 +172,7 @@ def _held(
     low: float,
     high: float,
     unit: str,
-    note: str,
+    note: Phrase | None,
 ) -> ExpectationCheck:
     return ExpectationCheck(
         metric=metric,
@@ -209,7 +206,7 @@ def _error(kernel: KernelReport, metric: str, value: float | str, expected: floa
                 expected_value=expected,
                 measured=c.max_abs_err,
                 outcome="inside" if c.max_abs_err <= expected else "outside",
-                note="an expected error is a ceiling: inside when the measured error is at most it",
+                note=Phrase(key="expect.ceiling"),
             )
         )
     return checks
@@ -256,7 +253,7 @@ def _resource(
                 measured=measured,
                 unit=quantity.unit,
                 outcome="inside" if abs(measured - expected) <= slack else "outside",
-                note="an exact figure: inside when equal" if not slack else "inside within ±0.5 points",
+                note=Phrase(key="expect.exact" if not slack else "expect.within"),
             )
         )
     return checks

@@ -70,16 +70,16 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         else:
             found = _finding(Gate.build, "resources.base_compile_fail_log", Outcome.note, arch=check.arch)
         add_kernel(kernel, found.model_copy(update={"arch": arch}))
-    for e in _launch_lines(check.launch_errors, check.launch_errors_why):
+    for e in check.launch_errors:
         add_kernel(kernel, _launch_error(e, check).model_copy(update={"tail": on, "arch": arch}))
-    for e in check.base_launch_errors_why:
-        if e not in check.launch_errors_why:  # base's own, which head mends or lacks: reported, never head's fault
+    for e in check.base_launch_errors:
+        if e not in check.launch_errors:  # base's own, which head mends or lacks: reported, never head's fault
             own = Phrase(key="launch.base", phrases={"detail": [e]})
             base_own = _launch(own, Outcome.note, "resources.launch_note")
             add_kernel(kernel, base_own.model_copy(update={"arch": arch}), once=True)
-    for u in _launch_lines(check.launch_undecided, check.launch_undecided_why):
+    for u in check.launch_undecided:
         add_kernel(kernel, _launch(u, Outcome.undecided).model_copy(update={"tail": on, "arch": arch}))
-    for note in _launch_lines(check.launch_notes, check.launch_notes_why):
+    for note in check.launch_notes:
         add_kernel(kernel, _launch(note, Outcome.note, "resources.launch_note").model_copy(update={"arch": arch}),
                    once=True)  # fmt: skip
     if check.unchanged is not None:
@@ -91,11 +91,9 @@ def _judge_arch(kernel: KernelReport, check: ResourceCheckReport, constraints: C
         add_kernel(kernel, f.model_copy(update={"tail": [*f.tail, *on], "arch": arch}))
 
 
-def _launch_error(line: str | Phrase, check: ResourceCheckReport) -> Finding:
+def _launch_error(line: Phrase, check: ResourceCheckReport) -> Finding:
     """Head's launch error: a failure, unless base's kernel.toml has it alike (`launch_in_base`)."""
-    if not isinstance(line, Phrase):
-        return _launch(line, Outcome.fail, head=check.head)
-    moved = launch_in_base(line, check.head, check.base, check.base_launch_errors_why)
+    moved = launch_in_base(line, check.head, check.base, check.base_launch_errors)
     if moved is None:
         return _launch(line, Outcome.fail, head=check.head)
     if moved:
@@ -105,18 +103,10 @@ def _launch_error(line: str | Phrase, check: ResourceCheckReport) -> Finding:
     return Finding(gate=Gate.resources, outcome=Outcome.note, key="resources.launch_in_base", phrases=shared)
 
 
-def _launch_lines(english: list[str], why: list[Phrase]) -> list[str] | list[Phrase]:
-    """A resource check's launch lines as its phrases; as written where a report has none for each (an older one)."""
-    return why if len(why) == len(english) else english
-
-
-def _launch(
-    line: str | Phrase, outcome: Outcome, key: str = "resources.launch", head: Sequence[Resource] = ()
-) -> Finding:
-    """One launch error, undecided launch or launch note as a resources finding (its phrase the detail; an older
-    report's line shown as written). One about a template's instantiations (`launch.unsized`) names them as data:
-    `family`, `functions` (`head`'s unsized ones) and the first as its `function` (where annotations place it)."""
-    detail = line if isinstance(line, Phrase) else Phrase.as_written(line)
+def _launch(detail: Phrase, outcome: Outcome, key: str = "resources.launch", head: Sequence[Resource] = ()) -> Finding:
+    """One launch error, undecided launch or launch note as a resources finding (its phrase the detail). One about
+    a template's instantiations (`launch.unsized`) names them as data: `family`, `functions` (`head`'s unsized
+    ones) and the first as its `function` (where annotations place it)."""
     found = Finding(gate=Gate.resources, outcome=outcome, key=key, phrases={"detail": [detail]})
     if detail.key == "launch.unsized" and isinstance(family := detail.params.get("name"), str):
         unsized = [r.function for r in head if r.extern_smem and r.dynamic_smem_bytes is None]

@@ -23,7 +23,7 @@ def resource_failures(check: ResourceCheckReport, constraints: Constraints) -> l
     (spills, registers, shared memory, occupancy), as the review's gate words them without its "resource:"; `opgate
     check` says once after them how a review will treat them (`IN_A_REVIEW`)."""
     failures, _ = resource_findings(check.head, [], constraints, check.threads, check.arch)
-    return [*(phrase(p) for p in check.launch_errors_why), *(ENGLISH.text(f) for f in failures)]
+    return [*(phrase(p) for p in check.launch_errors), *(ENGLISH.text(f) for f in failures)]
 
 
 def runner_lacks(check: ResourceCheckReport) -> str | None:

@@ -107,8 +107,7 @@ def throughput(flops: int | None, nbytes: int | None, report: CaseReport, peak: 
         base_gbps=_rate(nbytes, report.base_p50_ms, 1e9),
         peak_tflops=peak.tflops if peak else None,
         peak_gbps=peak.gbps if peak else None,
-        peak_of=phrase(peak.of) if peak else "",
-        peak_why=peak.of if peak else None,
+        peak_of=peak.of if peak else None,
     )
     return t.model_copy(
         update={
@@ -162,8 +161,8 @@ def judge_throughput(report: CaseReport, flops: int | None, nbytes: int | None, 
             outcome=Outcome.fail,
             key="plausibility.over_peak",
             case=report.name,
-            params={} if t.peak_why else {"peak_of": t.peak_of},
-            phrases={"over": over, "peak_of": [t.peak_why]} if t.peak_why else {"over": over},
+            params={} if t.peak_of else {"peak_of": ""},
+            phrases={"over": over, "peak_of": [t.peak_of]} if t.peak_of else {"over": over},
             value=pct,
             limit=100.0,
             unit="%",

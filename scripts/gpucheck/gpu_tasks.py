@@ -44,11 +44,13 @@ def seconds_left() -> float:
 
 def sandbox() -> int:
     from bot.untrusted.sandbox import Sandbox, Spec, gpu_devices
+    from bot.wording.messages import phrase
 
     box = Sandbox.detect()
     details: dict[str, Any] = {"isolation": box.isolation.model_dump(), "gpu_devices": [str(p) for p in gpu_devices()]}
     if not box.isolated:
-        write_step_json("failed", f"no sandbox, reviews here run with isolation none: {box.isolation.reason}", details)
+        why = phrase(box.isolation.reason) if box.isolation.reason is not None else ""
+        write_step_json("failed", f"no sandbox, reviews here run with isolation none: {why}", details)
         return 1
     code, out = box.run(Spec(gpu=True), [sys.executable, "-c", CUDA_SMOKE], timeout=180)
     details["cuda_inside"] = one_line(out, 1000)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bot.models.cost import SideCost, SimulatedCost
+from bot.models.finding import Phrase
 from bot.models.judging import JudgeJob
 from bot.models.report import Isolation
 from bot.text.safe import log_safe
@@ -297,7 +298,10 @@ def main(job_path: str) -> None:
     import torch
 
     torch.set_num_threads(1)
-    inside = Isolation(mode="none", reason="the cost process itself runs in the sandbox (its reference is untrusted)")
+    inside = Isolation(
+        mode="none",
+        reason=Phrase.as_written("the cost process itself runs in the sandbox (its reference is untrusted)"),
+    )
     sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
     costs = Costs(job, sandbox)
     try:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, JudgeJob
 from bot.models.report import CaseStatus, Isolation
 from bot.untrusted.runner.blame import REFERENCE_LABEL, ReferenceFailed
@@ -39,7 +40,9 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     job = JudgeJob.model_validate_json(Path(job_path).read_text())
     job = job.model_copy(update={"time": False, "probes": False})
     torch.set_num_threads(1)
-    inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
+    inside = Isolation(
+        mode="none", reason=Phrase.as_written("the judge itself runs in the sandbox (its reference is untrusted)")
+    )
     sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
     try:
         judge = Judge(job, sandbox)

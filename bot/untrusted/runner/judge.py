@@ -363,7 +363,9 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
     # CPU cases: one thread, so the judge never competes with a timed worker; a GPU case's inputs are drawn
     # on every core (the worker's calls run on the GPU, and the judge is idle while they do).
     torch.set_num_threads((os.cpu_count() or 1) if any(c["device"] == "cuda" for c in job.cases) else 1)
-    inside = Isolation(mode="none", reason="the judge itself runs in the sandbox (its reference is untrusted)")
+    inside = Isolation(
+        mode="none", reason=Phrase.as_written("the judge itself runs in the sandbox (its reference is untrusted)")
+    )
     sandbox = Sandbox.detect() if job.isolate_workers else Sandbox(inside, None)
     try:
         judge = Judge(job, sandbox)

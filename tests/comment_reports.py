@@ -11,11 +11,11 @@ from collections.abc import Callable
 from bot.agent.client import ChatResult
 from bot.agent.exchange import ReplyCut, answered
 from bot.edges.peak import measured_peak
+from bot.models.agent_report import AgentReport, aggregate_agents
 from bot.models.cost import CpuUse, SideCost, SimulatedCost
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.ledger import AcceptanceRow, UsageRow
 from bot.models.report import (
-    AgentReport,
     Build,
     CaseReport,
     CaseStatus,
@@ -30,7 +30,6 @@ from bot.models.report import (
     Resource,
     ResourceCheckReport,
     RunnerHealth,
-    aggregate_agents,
 )
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import PrContext, pr_context
@@ -748,7 +747,7 @@ def agents_not_asked() -> Report:
 
 def with_ci_summary(agent: AgentReport, **summary: object) -> Report:
     """The failing review with the CI summary's section: asked and answered, or why not (bot/agent/ci_summary.py)."""
-    from bot.models.report import CiSummary
+    from bot.models.agent_report import CiSummary
 
     agent = agent.model_copy(update={"domain": "ci_summary"})
     return fail_latency().model_copy(update={"ci_summary": CiSummary(agent=agent, **summary)})  # type: ignore[arg-type]

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from bot.mainline.drift import Reference
 from bot.mainline.record import MainCommit
+from bot.models.agent_report import AgentReport
 from bot.models.ledger import CaseFigure
-from bot.models.report import (
-    AgentReport,
-    Build,
-    CaseReport,
-    KernelReport,
-    Machine,
-    Report,
-    Resource,
-    ResourceCheckReport,
-)
+from bot.models.report import Build, CaseReport, KernelReport, Machine, Report, Resource, ResourceCheckReport
 
 REF = Reference(label="v0.3", sha="r" * 40, committed_at="2026-01-01T00:00:00+00:00")
 

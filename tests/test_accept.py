@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from bot.ledger import open_ledger
+from bot.models.agent_report import AgentReport
 from bot.models.github import CommitPeople, PullInfo, Role
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import AgentReport, KernelReport, Machine, Report
+from bot.models.report import KernelReport, Machine, Report
 from bot.present.render import render_accept_reply
 from bot.verdict.accept import (
     AcceptCommand,

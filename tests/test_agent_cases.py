@@ -10,9 +10,10 @@ import pytest
 
 from bot.config.manifest import KernelManifest, load_kernel
 from bot.errors import InputError
+from bot.models.agent_report import ProposedCase
 from bot.models.evidence import AgentAdmission
 from bot.models.judging import CaseRun, Check, Timing
-from bot.models.report import CaseStatus, KernelReport, ProposedCase, Violation
+from bot.models.report import CaseStatus, KernelReport, Violation
 from bot.verdict import agent_cases
 from bot.verdict.gate import case_verdict
 from bot.verdict.written import written_agent_case, written_kernel

@@ -230,7 +230,8 @@ def test_a_reported_count_larger_than_the_estimate_is_kept(gateway, sqlite_ledge
 
 
 def test_the_comment_says_when_tokens_are_estimated():
-    from bot.models.report import AgentReport, Machine, Report
+    from bot.models.agent_report import AgentReport
+    from bot.models.report import Machine, Report
     from bot.present.render import render_comment
 
     agent = AgentReport(status="ok", domain="deepgemm", requests=2, total_tokens=900, usage_estimated=1)

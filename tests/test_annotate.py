@@ -12,17 +12,9 @@ from bot.config.manifest_tables import Constraints
 from bot.config.repo import load_config
 from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge
+from bot.models.agent_report import AgentReport
 from bot.models.finding import Finding, Gate, Outcome
-from bot.models.report import (
-    AgentReport,
-    CaseReport,
-    CaseStatus,
-    KernelReport,
-    Machine,
-    Report,
-    Resource,
-    ResourceCheckReport,
-)
+from bot.models.report import CaseReport, CaseStatus, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.annotations import placed_annotations
 from bot.review import annotate
 from bot.review.changes import parse_diff

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest_tables import Constraints
+from bot.models.agent_report import AgentReport
 from bot.models.diff import FileChange
 from bot.models.finding import Finding, Gate, Outcome
 from bot.models.github import Annotation
 from bot.models.report import (
-    AgentReport,
     CaseReport,
     CaseStatus,
     Coverage,

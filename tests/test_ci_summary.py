@@ -17,8 +17,9 @@ from bot.agent import estimate
 from bot.config.settings import Settings, load_settings
 from bot.config.task import load_task
 from bot.ledger import Ledger, open_ledger
+from bot.models.agent_report import AgentReport, CiSummary
 from bot.models.ci_summary import CiSummaryFacts
-from bot.models.report import AgentReport, CiSummary, Report
+from bot.models.report import Report
 from bot.present.render import render_comment
 from bot.present.status import acceptance_status
 from bot.review import ci_summary as summary

@@ -10,7 +10,7 @@ import pytest
 from bot.agent import ci_summary_reply as limits
 from bot.agent.ci_summary_reply import parse_ci_summary
 from bot.agent.review import AgentOutputError
-from bot.models.report import AgentReport, CiSummary, CiSummaryCause
+from bot.models.agent_report import AgentReport, CiSummary, CiSummaryCause
 from bot.present.render import COMMENT_LIMIT, render_comment
 from bot.review import ci_summary as summary
 from tests import comment_reports as cr

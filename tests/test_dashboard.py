@@ -12,8 +12,9 @@ from bot.ledger import open_ledger
 from bot.mainline.drift import Reference, checks, drift
 from bot.mainline.record import MainCommit, ResourceFigure
 from bot.mainline.store import History
+from bot.models.agent_report import AgentReport
 from bot.models.ledger import AcceptanceRow, CaseFigure, UsageRow
-from bot.models.report import AgentReport, CaseReport, KernelReport, Machine, Report
+from bot.models.report import CaseReport, KernelReport, Machine, Report
 from bot.tune.model import RoundEvent, Trial
 from bot.tune.space import config_key
 from bot.tune.store import TuningStore

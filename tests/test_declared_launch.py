@@ -6,9 +6,10 @@ findings out; and the comment's resources table marks the figure "(declared)".""
 from __future__ import annotations
 
 from bot.config.manifest_tables import Constraints
+from bot.models.agent_report import AgentReport
 from bot.models.evidence import CaseEvidence
 from bot.models.finding import Outcome
-from bot.models.report import AgentReport, Machine, Report, Resource, ResourceCheckReport
+from bot.models.report import Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.text.i18n import speaking
 from bot.verdict.gate import Policy

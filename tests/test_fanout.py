@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bot.errors import InputError
+from bot.models.agent_report import AgentReport, ProposedCase
 from bot.models.finding import Phrase
-from bot.models.report import AgentReport, ProposedCase
 from bot.review import fanout
 from bot.verdict.written import written
 from tests.test_accept import BASE, HEAD, OLD, PR, make_report

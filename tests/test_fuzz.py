@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from bot.agent.review import AgentOutputError, PatchError, parse_review, validate_patch
 from bot.edges.events import parse_issue_comment_event, parse_pull_request_event
 from bot.errors import InputError
-from bot.models.report import AgentReport, Report
+from bot.models.agent_report import AgentReport
+from bot.models.report import Report
 from bot.present.render import render_comment
 from bot.review.changes import parse_diff, touching
 from bot.review.coverage import coverage

@@ -11,6 +11,7 @@ import numpy as np
 from bot.config.manifest import Kernel, load_kernel
 from bot.config.manifest_tables import Case
 from bot.config.settings import load_settings
+from bot.models.agent_report import ProposedCase
 from bot.models.evidence import AdmittedCase, AgentAdmission, CaseEvidence, KernelEvidence, Lineage, NotRun, Peak
 from bot.models.finding import Gate, Outcome, Phrase
 from bot.models.judging import CaseRun, Check, Timing
@@ -21,7 +22,6 @@ from bot.models.report import (
     CompileError,
     DiffStat,
     KernelReport,
-    ProposedCase,
     Resource,
     ResourceCheckReport,
 )

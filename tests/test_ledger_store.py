@@ -124,7 +124,8 @@ def test_the_postgresql_cluster_fixture_serves_databases(pg_cluster: Cluster):  
 
 
 def test_a_review_and_its_verdicts_round_trip(url):
-    from bot.models.report import AgentReport, KernelReport, Machine, Report
+    from bot.models.agent_report import AgentReport
+    from bot.models.report import KernelReport, Machine, Report
 
     report = Report(
         base_sha="b" * 40,

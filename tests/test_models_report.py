@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.models.agent_report import AgentReport, aggregate_agents
 from bot.models.finding import Phrase
-from bot.models.report import AgentReport, aggregate_agents
 from bot.wording.messages import phrase
 
 

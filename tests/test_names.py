@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from bot.config.manifest import load_kernel
 from bot.config.manifest_tables import Constraints, Launch
-from bot.models.report import AgentReport, KernelReport, Machine, Report, Resource, ResourceCheckReport
+from bot.models.agent_report import AgentReport
+from bot.models.report import KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.annotations import EntryPlace, KernelSources, Sources, for_review
 from bot.present.render import render_comment
 from bot.review.check import KernelCheck, resource_step

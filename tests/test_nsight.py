@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.models.report import AgentReport, CaseReport, KernelReport, Machine, NsightKernel, NsightMetrics, Report
+from bot.models.agent_report import AgentReport
+from bot.models.report import CaseReport, KernelReport, Machine, NsightKernel, NsightMetrics, Report
 from bot.present.render import render_comment
 from bot.untrusted import nsight
 

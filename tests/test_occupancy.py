@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.config.manifest_tables import Constraints
-from bot.models.report import AgentReport, Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
+from bot.models.agent_report import AgentReport
+from bot.models.report import Build, KernelReport, Machine, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.verdict.occupancy import (
     BARRIERS,

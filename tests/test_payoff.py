@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.ledger import Ledger
+from bot.models.agent_report import AgentReport, ExpectationCheck
 from bot.models.ledger import ExpectationRow, ProposalRow, UsageRow
-from bot.models.report import AgentReport, ExpectationCheck
 from bot.spend.budget import iso_week, week_start
 from bot.spend.payoff import STOP_TEXT, Rate, improving, payoff
 from bot.tune.model import RoundEvent, Trial

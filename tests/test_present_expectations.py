@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.models.agent_report import ExpectationCheck
 from bot.models.finding import Phrase
-from bot.models.report import ExpectationCheck
 from bot.present.expectations import expected_line
 from bot.present.render import render_comment
 from tests.test_verdict_expectations import _with_expectations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.models.report import AgentReport, InlineNote
+from bot.models.agent_report import AgentReport, InlineNote
 from bot.present.notes import notes_marker, review_body, review_notes
 from bot.present.render import render_comment
 from tests import comment_reports as cr

@@ -13,8 +13,9 @@ import pytest
 from bot.edges import publish
 from bot.edges.events import PullRequestEvent
 from bot.ledger import open_ledger
+from bot.models.agent_report import AgentReport
 from bot.models.ledger import AcceptanceRow, UsageRow
-from bot.models.report import AgentReport, Build, Resource
+from bot.models.report import Build, Resource
 from bot.present.render import REVIEW_MARKER, render_comment
 from bot.present.status import acceptance_status
 from bot.spend import pull_request

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.config.settings import load_settings
 from bot.ledger import open_ledger
-from bot.models.report import AgentReport
+from bot.models.agent_report import AgentReport
 from bot.spend.budget import BudgetState
 from bot.spend.pull_request import domain_spend, pr_context, pr_domains, week_budgets
 from tests.conftest import REPO_CONFIG

@@ -6,15 +6,8 @@ from __future__ import annotations
 import re
 
 from bot.config.manifest_tables import Constraints
-from bot.models.report import (
-    AgentReport,
-    KernelReport,
-    Machine,
-    Occupancy,
-    Report,
-    Resource,
-    ResourceCheckReport,
-)
+from bot.models.agent_report import AgentReport
+from bot.models.report import KernelReport, Machine, Occupancy, Report, Resource, ResourceCheckReport
 from bot.present.render import render_comment
 from bot.text.safe import untrusted
 from bot.verdict.findings import add_kernel

@@ -11,8 +11,9 @@ import pytest
 
 from bot.edges.github import GitHubEdge
 from bot.edges.publish import post_notes
+from bot.models.agent_report import AgentReport
 from bot.models.diff import FileChange
-from bot.models.report import AgentReport, Report
+from bot.models.report import Report
 from bot.present.notes import notes_marker
 from bot.review.notes import head_lines, place, place_notes
 from tests import comment_reports as cr

@@ -10,9 +10,10 @@ import pytest
 
 from bot.commands.summary import render_token_summary
 from bot.ledger import open_ledger
+from bot.models.agent_report import ExpectationCheck
 from bot.models.finding import Phrase
 from bot.models.ledger import ExpectationRow, UsageRow
-from bot.models.report import CaseReport, ExpectationCheck, KernelReport
+from bot.models.report import CaseReport, KernelReport
 from bot.spend import tokens
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 from bot.tune.result import render_tune

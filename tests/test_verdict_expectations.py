@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from bot.ledger import open_ledger
-from bot.models.report import AgentReport, Report
+from bot.models.agent_report import AgentReport
+from bot.models.report import Report
 from bot.verdict.expectations import attach, check_kernel
 from bot.wording.messages import phrase
 from tests import comment_reports as cr

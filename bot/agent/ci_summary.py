@@ -23,9 +23,9 @@ from bot.config.settings import Settings
 from bot.config.task import AgentTask, load_task
 from bot.errors import InputError
 from bot.ledger import Ledger
+from bot.models.agent_report import AgentReport, CiSummary, CiSummaryCause
 from bot.models.ci_summary import CaseFacts, CiSummaryFacts, KernelFacts
 from bot.models.finding import Phrase
-from bot.models.report import AgentReport, CiSummary, CiSummaryCause
 from bot.text.i18n import LANGUAGES
 from bot.text.safe import one_line
 

@@ -14,9 +14,9 @@ from pydantic import BaseModel
 from bot.agent.client import ChatResult, GatewayError
 from bot.agent.review import AgentOutputError
 from bot.ledger import Ledger, now
+from bot.models.agent_report import AgentReport
 from bot.models.finding import Phrase
 from bot.models.ledger import CachedReply
-from bot.models.report import AgentReport
 from bot.text.redact import scrub
 
 T = TypeVar("T")

@@ -11,8 +11,8 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from bot.config.manifest import KERNELS_DIR
+from bot.models.agent_report import ProposedCase
 from bot.models.finding import Phrase
-from bot.models.report import ProposedCase
 from bot.text.safe import one_line
 
 MAX_PATCH_BYTES = 64 * 1024

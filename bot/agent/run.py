@@ -26,10 +26,10 @@ from bot.config.repo import Material
 from bot.config.settings import Settings
 from bot.config.task import AgentTask
 from bot.ledger import Ledger
+from bot.models.agent_report import AgentReport
 from bot.models.diff import FileChange
 from bot.models.finding import Phrase
 from bot.models.ledger import UsageRow
-from bot.models.report import AgentReport
 from bot.spend import budget
 
 log = logging.getLogger(__name__)

@@ -7,10 +7,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bot.models.agent_report import ProposedCase
 from bot.models.cost import SimulatedCost
 from bot.models.finding import Finding, Phrase
 from bot.models.judging import CaseRun
-from bot.models.report import AgentCaseRefusal, Build, DiffStat, ProposedCase, ResourceCheckReport
+from bot.models.report import AgentCaseRefusal, Build, DiffStat, ResourceCheckReport
 
 
 class Peak(BaseModel):

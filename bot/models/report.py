@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bot.models.agent_report import AgentReport, CiSummary
+from bot.models.before3 import phrase_of, phrases_of
 from bot.models.cost import CpuUse, SimulatedCost, Throughput
 from bot.models.finding import Finding, Phrase
 
@@ -30,52 +31,6 @@ class CaseStatus(StrEnum):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-# How /1 and /2 said an expectation's value was read, without a phrase beside it: the catalog's message for each.
-_READ_AS = {
-    "an expected error is a ceiling: inside when the measured error is at most it": Phrase(key="expect.ceiling"),
-    "an exact figure: inside when equal": Phrase(key="expect.exact"),
-    "inside within ±0.5 points": Phrase(key="expect.within"),
-}
-
-
-# The agent's reasons /1 and /2 wrote without a phrase beside them (`--offline`; the sum when no kernel changed).
-_UNPHRASED = {
-    "--offline given: the agent was not asked": "agent.offline",
-    "no kernel changed": "agent.no_kernel_changed",
-}
-
-
-def _speedup_read(note: str) -> Phrase | None:
-    """/1 and /2's "speedup ×2 read as a p50 change" as its message of the catalog; None for any other note."""
-    found = re.fullmatch(r"speedup ×(\S+) read as a p50 change", note)
-    return Phrase(key="expect.speedup_read", params={"speedup": found[1]}) if found else None
-
-
-def _phrase_of(data: Any, name: str, why: str = "why", *, empty: bool = False) -> Any:
-    """A /1 or /2 report's `name` in English and its phrase under `why` (where it has one) as one phrase under
-    `name`: the phrase, else the English as written (`empty`: "" too; else "" is none)."""
-    if isinstance(data, dict) and (why in data or isinstance(data.get(name), str)):
-        data = dict(data)
-        english, said = data.get(name), data.pop(why, None)
-        if said is not None:
-            data[name] = said
-        elif isinstance(english, str) and (english or empty):
-            data[name] = Phrase.as_written(english)
-        else:
-            data.pop(name, None)
-    return data
-
-
-def _phrases_of(data: Any, name: str, why: str) -> Any:
-    """A /1 or /2 report's lines `name` in English and their phrases under `why` as one list of phrases under
-    `name`: the phrases where the report has one for each line, else each line as written."""
-    if isinstance(data, dict) and (why in data or any(isinstance(x, str) for x in data.get(name) or [])):
-        data = dict(data)
-        english, said = list(data.get(name) or []), list(data.pop(why, None) or [])
-        data[name] = said if len(said) == len(english) else [Phrase.as_written(x) for x in english]
-    return data
 
 
 class Occupancy(_Model):
@@ -220,7 +175,7 @@ class ResourceCheckReport(_Model):
     def _before_3(cls, data: Any) -> Any:
         """/1, /2: each launch list in English beside its phrases (`launch_errors_why` …); base's as phrases only."""
         for name in ("launch_errors", "launch_notes", "launch_undecided"):
-            data = _phrases_of(data, name, f"{name}_why")
+            data = phrases_of(data, name, f"{name}_why")
         if isinstance(data, dict) and "base_launch_errors_why" in data:
             data = dict(data)
             data["base_launch_errors"] = data.pop("base_launch_errors_why")
@@ -372,16 +327,6 @@ ReportVerdict = Literal["pass", "fail", "error", "undecided", "needs_accept"]
 VERDICT_ORDER = ("error", "fail", "needs_accept", "undecided", "pass", "skipped")  # the worst first
 
 
-class ProposedCase(BaseModel):
-    """One entry of the agent's test matrix as its reply gives it (untrusted: base's [agent_cases] admits it or not)."""
-
-    model_config = ConfigDict(extra="allow")  # an unknown key is refused with its reason, never dropped unseen
-
-    name: str  # any text: the reply's size bounds it, a refusal shows its first 64 characters
-    shape: dict[str, Any] = Field(default_factory=dict, max_length=16)
-    params: dict[str, Any] = Field(default_factory=dict, max_length=16)
-
-
 AgentCaseVerdict = Literal["pass", "fail", "base_fails", "not_judged"]
 
 
@@ -411,7 +356,7 @@ class AgentCaseRefusal(_Model):
     @classmethod
     def _before_3(cls, data: Any) -> Any:
         """/1, /2: `reason` in English, its phrase beside it under `why`."""
-        return _phrase_of(data, "reason", empty=True)
+        return phrase_of(data, "reason", empty=True)
 
 
 class AgentCasesReport(_Model):
@@ -460,141 +405,6 @@ class KernelReport(_Model):
     def resource_checks(self) -> list[ResourceCheckReport]:
         """The resource check of every architecture, the first one first."""
         return ([self.resource_check] if self.resource_check is not None else []) + list(self.arch_checks)
-
-
-class ExpectationCheck(_Model):
-    """One `expected_metrics` entry of the agent held against what the review measured (bot/verdict/expectations.py).
-
-    inside: the expected value lies in the measured 95 % interval (a p50 change), equals the exact figure ptxas or the
-    occupancy table gives (registers, spills, shared memory, occupancy), or bounds the measured error from above
-    (max_abs_err); outside: it does not; not_measured: no measurement of this review matches the name (or the value
-    is not a number)."""
-
-    metric: str = Field(description="the agent's name for it (untrusted text)")
-    expected: float | str = Field(description="the agent's value, as it sent it")
-    quantity: str = Field("", description="what it was matched to: p50 change, p50, max_abs_err, registers, …")
-    subject: str = Field("", description="the case, or the function (and architecture), whose figure it is")
-    expected_value: float | None = Field(None, description="the expected value in the measured figure's unit")
-    measured: float | None = None
-    low: float | None = Field(None, description="the measured 95 % interval's low end (a p50 change or p50)")
-    high: float | None = None
-    unit: str = Field("", description="% (a change), ms, bytes, registers, % occupancy")
-    outcome: Literal["inside", "outside", "not_measured"]
-    note: Phrase | None = Field(None, description="why it was not measured, or how the value was read")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _before_3(cls, data: Any) -> Any:
-        """/1, /2: `note` in English, its phrase beside it under `why` where it had one (why it was not measured);
-        how a value was read had none: read back as the catalog's message for it."""
-        note = data.get("note") if isinstance(data, dict) and data.get("why") is None else None
-        read = (_READ_AS.get(note) or _speedup_read(note)) if isinstance(note, str) else None
-        return _phrase_of({**data, "why": read} if read is not None else data, "note")
-
-
-class InlineNote(_Model):
-    """A risk note that names a file and a line of the diff (head's side): posted on that line, in opgate's pull-request
-    review of the head commit (bot/review/notes.py places it; the note's text is the agent's, untrusted)."""
-
-    path: str = Field(description="the repository path the diff names")
-    line: int = Field(description="the line in head's file, inside a hunk of the diff")
-    note: str = Field(description="the risk note as the agent wrote it")
-
-
-class AgentReport(_Model):
-    status: Literal["ok", "offline", "skipped", "over_budget", "error"]
-    domain: str | None = None
-    kernel: str | None = Field(None, description="the kernel whose change it reviewed (None: a sum, or the summary)")
-    model: str | None = None
-    reason: Phrase | None = Field(None, description="why the agent was not asked or gave no reply")
-    requests: int = 0
-    cached: bool = False
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    usage_estimated: int = Field(
-        0, description="answered requests whose usage the gateway did not report usably: tokens are estimated"
-    )
-    risk_notes: list[str] = Field(default_factory=list)
-    candidate_patch: str | None = None
-    local_commands: list[str] = Field(default_factory=list)
-    expected_metrics: dict[str, float | str] = Field(default_factory=dict)
-    inline_notes: list[InlineNote] = Field(
-        default_factory=list, description="the risk notes that name a line inside the diff (posted on that line)"
-    )
-    expectations: list[ExpectationCheck] = Field(
-        default_factory=list, description="each expected_metrics entry beside what was measured (the kernel's agent)"
-    )
-    test_matrix: list[ProposedCase] = Field(default_factory=list, description="cases the agent asks the judge to run")
-    inputs: list[Phrase] = Field(default_factory=list, description="what the prompt carried besides the task and diff")
-    inputs_missing: list[Phrase] = Field(
-        default_factory=list, description="materials the domain asks for that were not available or left out for size"
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _before_3(cls, data: Any) -> Any:
-        """/1, /2: `reason`, `inputs` and `inputs_missing` in English, their phrases beside them (`why`, `*_why`);
-        the reasons they wrote without one read back as the catalog's message for them."""
-        reason = data.get("reason") if isinstance(data, dict) and data.get("why") is None else None
-        if isinstance(reason, str) and reason in _UNPHRASED:
-            data = {**data, "why": Phrase(key=_UNPHRASED[reason])}
-        data = _phrase_of(data, "reason")
-        for name in ("inputs", "inputs_missing"):
-            data = _phrases_of(data, name, f"{name}_why")
-        return data
-
-
-def _joined(reasons: list[Phrase]) -> Phrase | None:
-    """Several agents' reasons as one phrase (joined by "; "); one as itself."""
-    if len(reasons) < 2:
-        return next(iter(reasons), None)
-    return Phrase(key="agent.reasons", phrases={"reasons": reasons})
-
-
-def aggregate_agents(agents: list[AgentReport]) -> AgentReport:
-    """The report's `agent` block: the sum over every domain asked in this review."""
-    if not agents:
-        return AgentReport(status="skipped", reason=Phrase(key="agent.no_kernel_changed"))
-    statuses = [a.status for a in agents]
-    status = next((s for s in ("error", "over_budget", "ok", "offline") if s in statuses), "skipped")
-    return AgentReport(
-        status=status,  # type: ignore[arg-type]
-        domain=",".join(sorted({a.domain or "" for a in agents})),
-        model=",".join(sorted({a.model for a in agents if a.model})) or None,
-        reason=_joined([a.reason for a in agents if a.reason is not None]),
-        requests=sum(a.requests for a in agents),
-        prompt_tokens=sum(a.prompt_tokens for a in agents),
-        completion_tokens=sum(a.completion_tokens for a in agents),
-        total_tokens=sum(a.total_tokens for a in agents),
-        usage_estimated=sum(a.usage_estimated for a in agents),
-        risk_notes=[n for a in agents for n in a.risk_notes],
-        candidate_patch=next((a.candidate_patch for a in agents if a.candidate_patch), None),
-    )
-
-
-class CiSummaryCause(_Model):
-    """One likely cause the CI summary names, tied to a kernel and its cases (agent text: untrusted)."""
-
-    kernel: str | None = None
-    cases: list[str] = Field(default_factory=list)
-    text: str
-
-
-class CiSummary(_Model):
-    """The ci_summary domain's reading of what was measured: asked after the gates, never gating. `agent` says
-    whether it was asked (status, reason, tokens); the rest is the validated reply, shown as untrusted text."""
-
-    agent: AgentReport
-    summary: str = ""
-    likely_cause: list[CiSummaryCause] = Field(default_factory=list)
-    look_next: list[str] = Field(default_factory=list)
-    cannot_tell: list[str] = Field(default_factory=list, description="what the data cannot tell, as the reply says")
-    contradictions: list[str] = Field(
-        default_factory=list, description="where the reply contradicts a measured verdict (opgate's check)"
-    )
-    prompt_estimate: int = Field(0, description="the prompt's offline token estimate (cl100k_base)")
-    left_out: list[str] = Field(default_factory=list, description="what the prompt left out or shortened for size")
 
 
 class Listed(_Model):
@@ -653,7 +463,7 @@ class Isolation(_Model):
     @classmethod
     def _before_3(cls, data: Any) -> Any:
         """/1, /2: `reason` in English, its phrase beside it under `why`."""
-        return _phrase_of(data, "reason")
+        return phrase_of(data, "reason")
 
 
 class Report(_Model):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.models.report import ExpectationCheck
+from bot.models.agent_report import ExpectationCheck
 from bot.text.i18n import N_
 from bot.text.i18n import gettext as _
 from bot.text.safe import Safe, code, untrusted

@@ -9,17 +9,9 @@ from typing import Any
 import jinja2
 from pydantic import BaseModel, ConfigDict
 
+from bot.models.agent_report import AgentReport
 from bot.models.finding import Outcome
-from bot.models.report import (
-    AgentCaseRefusal,
-    AgentCaseReport,
-    AgentReport,
-    Isolation,
-    KernelReport,
-    Occupancy,
-    Report,
-    Resource,
-)
+from bot.models.report import AgentCaseRefusal, AgentCaseReport, Isolation, KernelReport, Occupancy, Report, Resource
 from bot.present.arches import achieved, arch_blocks, peak_share, peaks
 from bot.present.comment_md import (
     ICONS,

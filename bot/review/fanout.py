@@ -18,7 +18,8 @@ from bot.config.repo import RepoConfig
 from bot.edges import gitio
 from bot.edges.machine import detect
 from bot.errors import InputError
-from bot.models.report import AgentReport, KernelReport, ProposedCase, Report, aggregate_agents
+from bot.models.agent_report import AgentReport, ProposedCase, aggregate_agents
+from bot.models.report import KernelReport, Report
 from bot.review.arch_jobs import job_arches
 from bot.review.changes import parse_diff, touching
 from bot.review.checkout import no_manifest

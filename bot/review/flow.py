@@ -19,19 +19,11 @@ from bot.config.settings import Settings
 from bot.edges import gitio
 from bot.errors import InputError
 from bot.ledger import Ledger
+from bot.models.agent_report import AgentReport, ProposedCase, aggregate_agents
 from bot.models.diff import FileChange
 from bot.models.evidence import KernelEvidence, Lineage
 from bot.models.finding import Finding
-from bot.models.report import (
-    AgentReport,
-    Coverage,
-    KernelReport,
-    Machine,
-    ProposedCase,
-    Report,
-    ResourceCheckReport,
-    aggregate_agents,
-)
+from bot.models.report import Coverage, KernelReport, Machine, Report, ResourceCheckReport
 from bot.phases import Phases
 from bot.present.progress import Steps
 from bot.review.candidates import CandidateError, applied

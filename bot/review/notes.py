@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from bot.models.agent_report import InlineNote
 from bot.models.diff import FileChange
-from bot.models.report import InlineNote
 
 # "kernels/x/gemm.cu:142", "gemm.cu:142:", "gemm.cu line 142", "gemm.cu (line 142)", "gemm.cu, line 142", "L142"
 # after the name: a file name with an extension, then the line.

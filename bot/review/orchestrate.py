@@ -17,9 +17,10 @@ from bot.edges import gitio, publish
 from bot.edges.github import GitHubEdge
 from bot.errors import InputError, OpgateError, ServiceError
 from bot.ledger import Ledger, open_ledger
+from bot.models.agent_report import aggregate_agents
 from bot.models.github import Annotation
 from bot.models.ledger import AcceptanceRow
-from bot.models.report import Report, aggregate_agents
+from bot.models.report import Report
 from bot.present.annotations import ordered
 from bot.present.render import render_comment
 from bot.review import annotate, ci_summary, fanout

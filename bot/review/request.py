@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.models.report import ProposedCase
+from bot.models.agent_report import ProposedCase
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.models.report import ExpectationCheck, ProposedCase
+from bot.models.agent_report import ExpectationCheck, ProposedCase
 from bot.verdict.plausible import IMPLAUSIBLE
 
 Source = Literal["base", "agent", "exhaustive", "policy", "verify"]

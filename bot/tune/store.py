@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from bot.ledger.db import Database, now
 from bot.ledger.store import Ledger
+from bot.models.agent_report import ExpectationCheck
 from bot.models.ledger import ExpectationRow
-from bot.models.report import ExpectationCheck
 from bot.tune.model import CaseResult, RoundEvent, Stop, Trial
 
 _EVENT_COLUMNS = ["seq", "round", "source", "outcome", "candidate_key", "tokens", "elapsed_s", "detail"]

@@ -9,8 +9,9 @@ from typing import Any
 
 from bot.config.settings import Settings
 from bot.ledger import Ledger
+from bot.models.agent_report import ProposedCase
 from bot.models.finding import Gate, Outcome
-from bot.models.report import KernelReport, ProposedCase
+from bot.models.report import KernelReport
 from bot.review.candidates import applied
 from bot.review.flow import Reviewer
 from bot.review.host import here

@@ -6,6 +6,7 @@ import re
 
 from bot.config.manifest import KernelManifest
 from bot.config.manifest_tables import AgentCases, Case
+from bot.models.agent_report import ProposedCase
 from bot.models.evidence import AdmittedCase, AgentAdmission
 from bot.models.finding import Finding, Gate, Outcome, Phrase
 from bot.models.report import (
@@ -16,7 +17,6 @@ from bot.models.report import (
     CaseReport,
     CaseStatus,
     KernelReport,
-    ProposedCase,
 )
 from bot.text.i18n import N_
 from bot.text.safe import one_line

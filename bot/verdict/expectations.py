@@ -7,8 +7,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from bot.models.agent_report import ExpectationCheck
 from bot.models.finding import Phrase
-from bot.models.report import CaseReport, ExpectationCheck, KernelReport, Report, Resource, ResourceCheckReport
+from bot.models.report import CaseReport, KernelReport, Report, Resource, ResourceCheckReport
 from bot.text.i18n import N_
 
 # A metric name is the agent's free text (at most 100 characters): it is read as words. Each quantity is named by

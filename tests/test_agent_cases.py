@@ -12,6 +12,7 @@ from bot.config.manifest import KernelManifest, load_kernel
 from bot.errors import InputError
 from bot.models.agent_report import ProposedCase
 from bot.models.evidence import AgentAdmission
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun, Check, Timing
 from bot.models.report import CaseStatus, KernelReport, Violation
 from bot.verdict import agent_cases
@@ -175,24 +176,26 @@ def test_head_wrong_where_base_fails_too_is_reported_and_fails_nothing(base, upd
     assert written_agent_case(case).reasons[-1] == f"base fails too ({why}): not failed for it"
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="undecided")
     kernel.agent_cases = agent_cases.report("deepseek-v4", AgentAdmission(proposed=1), [case])
-    assert agent_cases.fold(kernel).verdict == "undecided" and kernel.reasons == []
+    assert agent_cases.fold(kernel).verdict == "undecided" and written_kernel(kernel).reasons == []
 
 
 def test_an_agent_cases_latency_is_reported_never_gated():
     case = judged(RIGHT, RIGHT, timings=SLOWER)
     assert case.case.verdict == "fail" and case.case.regression_pct == pytest.approx(100.0)  # the judge's view
-    assert case.verdict == "pass" and case.reasons == []  # the agent case's: latency shown, not a gate
+    assert case.verdict == "pass" and written_agent_case(case).reasons == []  # latency shown, not a gate
     kernel = KernelReport(name="row_scale", domain="deepgemm", changed=True, verdict="pass")
     kernel.agent_cases = agent_cases.report("m", AgentAdmission(proposed=1), [case])
     assert agent_cases.fold(kernel).verdict == "pass"
 
 
 def test_a_head_crash_after_base_checked_right_fails_and_a_reference_failure_is_not_judged():
-    crashed = judged(None, RIGHT, status=CaseStatus.crashed, failed_label="head", detail="SIGSEGV")
+    crashed = judged(None, RIGHT, status=CaseStatus.crashed, failed_label="head", detail=Phrase.as_written("SIGSEGV"))
     assert crashed.verdict == "fail"
-    reference = judged(None, None, status=CaseStatus.crashed, failed_label="the reference", detail="raised")
+    reference = judged(
+        None, None, status=CaseStatus.crashed, failed_label="the reference", detail=Phrase.as_written("raised")
+    )
     assert reference.verdict == "not_judged" and reference.case.base_correct is None
-    base_crash = judged(None, None, status=CaseStatus.crashed, failed_label="base", detail="SIGSEGV")
+    base_crash = judged(None, None, status=CaseStatus.crashed, failed_label="base", detail=Phrase.as_written("SIGSEGV"))
     assert base_crash.verdict == "base_fails"
 
 

@@ -23,6 +23,7 @@ from bot.untrusted.runner import buffers
 from bot.untrusted.runner.spawn import new_secret, run_cases
 from bot.verdict.gate import case_verdict
 from bot.verdict.written import written_case
+from bot.wording.messages import phrase
 from tests.conftest import only_latency_can_fail
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +160,7 @@ def test_a_reference_that_does_not_fit_the_output_arguments_is_named_as_the_refe
     wrong = REFERENCE.replace("return (a @ b) * s", "return (a @ b)[:, :-1]")
     run = run_cases(_job(tmp_path, {"head": out_ext()}, wrong))["mul"]
     assert run.status == CaseStatus.crashed and run.failed_label == "the reference"
-    assert run.detail == (
+    assert phrase(run.detail) == (
         "ops/reference.py: reference() returned C of shape [200, 327], but [buffers.C] gives [200, 328] (case mul)"
     )
 

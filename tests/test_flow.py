@@ -14,6 +14,7 @@ from bot.config.settings import Settings, load_settings
 from bot.errors import InputError
 from bot.ledger import Ledger, open_ledger
 from bot.models.evidence import CaseEvidence, KernelEvidence, NotRun
+from bot.models.finding import Phrase
 from bot.models.judging import CaseRun
 from bot.models.report import CaseStatus, KernelReport, Machine
 from bot.present.progress import Steps
@@ -101,7 +102,11 @@ class Recorded:
 
     def run(self, rules: Kernel, builds: Builds, evidence: KernelEvidence, *, trusted_reference: bool,
             held_out: frozenset[str] = frozenset(), looks: bool = True) -> None:  # fmt: skip
-        crashed = CaseRun(status=CaseStatus.crashed, detail=self.crash, failed_label=HEAD) if self.crash else None
+        crashed = (
+            CaseRun(status=CaseStatus.crashed, detail=Phrase.as_written(self.crash), failed_label=HEAD)
+            if self.crash
+            else None
+        )
         evidence.cases = [
             CaseEvidence(name=c.name, run=crashed or timed(self.head_ms))
             if c.device in builds[HEAD]

@@ -57,7 +57,11 @@ def test_gate_case_correctness_stability_and_latency():
     )
     assert nan.verdict == "fail" and nan.nan_inf
     crashed = judged_case(
-        CASE, LIMITS, CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
+        CASE,
+        LIMITS,
+        CaseRun(
+            status=CaseStatus.crashed, detail=Phrase.as_written("killed by signal 11 (SIGSEGV)"), failed_label="head"
+        ),
     )
     assert crashed.verdict == "error" and crashed.reasons == ["head crashed: killed by signal 11 (SIGSEGV)"]
     skipped = judged_case(CASE, LIMITS, None, "needs a CUDA GPU")

@@ -104,7 +104,9 @@ def test_a_case_on_another_gpu_names_both_architectures():
 
 
 def test_a_crash_is_an_error_naming_the_side_and_keeping_its_output():
-    crash = CaseRun(status=CaseStatus.crashed, detail="killed by signal 11 (SIGSEGV)", failed_label="head")
+    crash = CaseRun(
+        status=CaseStatus.crashed, detail=Phrase.as_written("killed by signal 11 (SIGSEGV)"), failed_label="head"
+    )
     ev = evidence(CaseEvidence(name="square", run=crash, log_tail="Segmentation fault at 0x0"))
     report = judged(ev, rules(CPU), Policy())
     [case] = report.cases

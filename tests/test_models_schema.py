@@ -114,9 +114,11 @@ def _models(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) ->
 def test_no_report_model_holds_an_english_field_beside_a_phrase_of_the_same_fact():
     """Schema /3: one field per fact. The phrase is the data, the comment renders it (in English through
     bot.wording.messages, in the reader's language through bot.wording.spoken); no `X` in English beside `X_why`,
-    no `reason`, `note` or `detail` beside a `why`."""
+    no `reason`, `note` or `detail` beside a `why`. The judge's result too (`CaseRun`, what the gate reads)."""
+    from bot.models.judging import CaseRun
+
     twins = []
-    for model in sorted(_models(Report), key=lambda m: m.__name__):
+    for model in sorted(_models(Report) | _models(CaseRun), key=lambda m: m.__name__):
         fields = set(model.model_fields)
         twins += [f"{model.__name__}.{f}" for f in sorted(fields) if f.endswith("_why")]
         twins += [f"{model.__name__}.{f}+why" for f in ("reason", "note", "detail") if f in fields and "why" in fields]

@@ -31,6 +31,7 @@ from bot.verdict.findings import add_case, case_lines
 from bot.verdict.gate import case_verdict
 from bot.verdict.gate_latency import simulated_note
 from bot.verdict.written import written_case
+from bot.wording.messages import phrase
 from tests import redteam
 from tests.conftest import git, only_latency_can_fail
 from tests.github_server import FakeGitHub, load_fixture
@@ -303,7 +304,7 @@ def test_module_init_code_cannot_start_processes_either(fake):
     """The extension's module init runs in the worker under the filter: a helper process it forks is refused."""
     run, report = judge({"base": fake("honest"), "head": fake("helper", onload=redteam.HELPER_ON_LOAD)})
     assert report.verdict == "error" and run.failed_label == "head", (report.reasons, run.detail)
-    assert "Operation not permitted" in run.detail, run.detail
+    assert "Operation not permitted" in phrase(run.detail), run.detail
 
 
 @pytest.mark.untimed  # a protocol error
@@ -311,7 +312,7 @@ def test_a_frame_nested_too_deep_is_an_error_of_that_side_not_a_judge_crash(fake
     """Issue 24, 5: a 200 KB [[[[…]]]] reply crashed the judge (RecursionError): every case blamed on the runner."""
     run, report = judge({"base": fake("honest"), "head": fake("deep", onload=redteam.DEEP_FRAME)})
     assert run.status == CaseStatus.crashed and run.failed_label == "head", run.detail
-    assert "protocol broken" in run.detail and "nested" in run.detail, run.detail
+    assert "protocol broken" in phrase(run.detail) and "nested" in phrase(run.detail), run.detail
     assert report.verdict == "error" and report.reasons[0].startswith("head crashed"), report.reasons
 
 
@@ -320,7 +321,7 @@ def test_a_tensor_header_of_impossible_shape_is_an_error_of_that_side_not_a_judg
     """Issue 24, 5: shape [0, 2**70] with nbytes 0 made read_tensors raise TypeError inside the judge."""
     run, report = judge({"base": fake("honest"), "head": fake("bad_header", onload=redteam.BAD_HEADER)})
     assert run.status == CaseStatus.crashed and run.failed_label == "head", run.detail
-    assert "protocol broken" in run.detail and "shape" in run.detail, run.detail
+    assert "protocol broken" in phrase(run.detail) and "shape" in phrase(run.detail), run.detail
     assert report.verdict == "error", report.reasons
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from bot.models.before3 import phrase_of
 from bot.models.finding import Phrase
 
 
@@ -71,8 +72,4 @@ class Throughput(_Model):
     @classmethod
     def _before_3(cls, data: Any) -> Any:
         """report.json /1, /2: `peak_of` in English, its phrase beside it under `peak_why`."""
-        if isinstance(data, dict) and ("peak_why" in data or isinstance(data.get("peak_of"), str)):
-            data = dict(data)
-            english, said = data.get("peak_of"), data.pop("peak_why", None)
-            data["peak_of"] = said if said is not None else (Phrase.as_written(english) if english else None)
-        return data
+        return phrase_of(data, "peak_of", "peak_why")

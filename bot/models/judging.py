@@ -72,8 +72,11 @@ class CaseRun(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     status: CaseStatus
-    detail: str = ""
-    why: Phrase | None = Field(None, description="`detail` as a phrase of the findings' catalog, where it has one")
+    detail: Phrase | None = Field(
+        None,
+        description="why it did not finish, or what a dry run did, as a phrase of the catalog (text it has no message "
+        "for, an exception's or a worker's words: as written)",
+    )
     failed_label: str | None = Field(None, description="side that was running when it crashed or hung")
     checks: dict[str, Check] = Field(default_factory=dict)
     probes: dict[str, list[Check]] = Field(default_factory=dict, description="side -> its boundary-probe checks")

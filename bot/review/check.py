@@ -346,10 +346,10 @@ def _dry_run(
         if run is None:
             continue  # the dry run stopped at an earlier case's problem
         if run.failed_label == REFERENCE_LABEL or (run.status == "crashed" and not run.checks):
-            result.failed(step, _located(run.detail, kernel))
+            result.failed(step, _located(_said(run), kernel))
             return run.failed_label == REFERENCE_LABEL
         if run.status == "skipped":
-            result.passed(step, f"{case.name}: {run.detail}")
+            result.passed(step, f"{case.name}: {_said(run)}")
             continue
         failed, line = dry_case(case, constraints, run)
         (result.failed if failed else result.passed)(step, line)
@@ -375,11 +375,16 @@ def _reference_only(kernel: Kernel, cases: list[Case], settings: Settings, resul
             if run is None:
                 continue
             if run.status != "skipped":
-                result.failed("reference", _located(run.detail, kernel) + on_cpu)
+                result.failed("reference", _located(_said(run), kernel) + on_cpu)
                 return
-            if run.detail.startswith("reference ran"):
-                result.passed("reference", f"{case.name} (the smallest): {run.detail}{on_cpu}")
+            if run.detail is not None and run.detail.key == "dry.reference_ran":
+                result.passed("reference", f"{case.name} (the smallest): {_said(run)}{on_cpu}")
                 break
+
+
+def _said(run: CaseRun) -> str:
+    """What the dry run said of a case, in English (opgate check's lines)."""
+    return phrase(run.detail) if run.detail is not None else ""
 
 
 def _located(detail: str, kernel: Kernel) -> str:

@@ -76,19 +76,15 @@ def case_verdict(
         report.status, report.verdict = run.status, "error"
         who = run.failed_label or "the runner"
         status = run.status.value
-        failed = _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status, detail=run.detail)
-        if run.why is not None:  # its words through the catalog (the worker's output and an exception's verbatim)
-            failed = failed.model_copy(
-                update={"params": {"who": who, "status": status}, "phrases": {"detail": [run.why]}}
-            )
-        add_case(report, failed)
+        detail = {"detail": [run.detail or Phrase.as_written("")]}  # through the catalog; a worker's words verbatim
+        add_case(report, _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status).model_copy(
+            update={"phrases": detail}))  # fmt: skip
         return report
     if run.status == CaseStatus.tampered:
         report.status, report.verdict = run.status, "error"
-        rejected = _finding(Gate.measurement, "measurement.rejected", Outcome.error, detail=run.detail)
-        if run.why is not None:
-            rejected = rejected.model_copy(update={"params": {}, "phrases": {"detail": [run.why]}})
-        add_case(report, rejected)
+        detail = {"detail": [run.detail or Phrase.as_written("")]}
+        add_case(report, _finding(Gate.measurement, "measurement.rejected", Outcome.error).model_copy(
+            update={"phrases": detail}))  # fmt: skip
         return report
     if head is None:
         report.status, report.verdict = CaseStatus.crashed, "error"

@@ -95,19 +95,16 @@ class CaseState:
         return Phrase(key="where.side", params={"side": self.label}, phrases={"phase": [step]})
 
     def result(self, status: str, detail: str | Phrase, output: str) -> CaseRun:
-        """The case's run; `detail` why it did not finish (a phrase of the catalog, kept beside its English line)."""
-        why = detail if isinstance(detail, Phrase) else None
+        """The case's run; `detail` why it did not finish (a phrase of the catalog; text without one, as written)."""
+        why = detail if isinstance(detail, Phrase) else Phrase.as_written(detail) if detail else None
         if status == "ok" and self.tampered:
-            status, detail, why = "tampered", self.tampered, self.tampered
-        if output and detail:
+            status, why = "tampered", self.tampered
+        if output and why is not None:
             last = output.splitlines()[-1][:300]
-            inner = why or Phrase.as_written(str(detail))
-            why = Phrase(key="run.with_output", params={"worker_output": last}, phrases={"detail": [inner]})
-        detail = phrase(why) if why is not None else str(detail)
+            why = Phrase(key="run.with_output", params={"worker_output": last}, phrases={"detail": [why]})
         return CaseRun(
             status=status,  # type: ignore[arg-type]
-            detail=detail,
-            why=why,
+            detail=why,
             failed_label=self.label if status in ("timeout", "crashed") else None,
             checks=self.checks,
             probes=self.probes,

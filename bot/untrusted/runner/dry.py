@@ -33,7 +33,7 @@ def _emit(emit: Callable[[str], None], name: str, run: CaseRun) -> None:
 
 
 def _failed(detail: str) -> CaseRun:
-    return CaseRun(status=CaseStatus.crashed, detail=detail, failed_label=REFERENCE_LABEL)
+    return CaseRun(status=CaseStatus.crashed, detail=Phrase.as_written(detail), failed_label=REFERENCE_LABEL)
 
 
 def main(job_path: str, emit: Callable[[str], None] = print) -> None:
@@ -68,8 +68,8 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
                 return
             sizes[case["name"]] = sum(t.numel() for t in inputs if t is not None)
             shapes = ", ".join(_shape(t) for t in inputs)
-            note = f"inputs drawn in {judge.draw_seconds:.2f} s: {shapes}"
-            _emit(emit, case["name"], CaseRun(status=CaseStatus.skipped, detail=note))
+            drawn = Phrase(key="dry.inputs_drawn", params={"seconds": f"{judge.draw_seconds:.2f}", "shapes": shapes})
+            _emit(emit, case["name"], CaseRun(status=CaseStatus.skipped, detail=drawn))
         smallest = min(job.cases, key=lambda c: sizes[c["name"]])
         _emit(emit, smallest["name"], judge.run_case(smallest) if job.sides else _reference(judge, smallest))
     finally:
@@ -98,7 +98,8 @@ def _reference(judge: Judge, case: dict[str, Any]) -> CaseRun:
         return _failed(f"{ref}: {judge.job.reference.function}() returned a non-tensor output {', '.join(odd)}")
     shapes = ", ".join(_shape(t) for t in outputs)
     seconds = time.perf_counter() - started
-    return CaseRun(status=CaseStatus.skipped, detail=f"reference ran once in {seconds:.2f} s: {shapes}")
+    ran = Phrase(key="dry.reference_ran", params={"seconds": f"{seconds:.2f}", "shapes": shapes})
+    return CaseRun(status=CaseStatus.skipped, detail=ran)
 
 
 if __name__ == "__main__":

@@ -371,7 +371,7 @@ def main(job_path: str, emit: Callable[[str], None] = print) -> None:
         judge = Judge(job, sandbox)
     except ReferenceFailed as exc:  # the reference does not import: every case says where, none runs
         for case in job.cases:
-            run = CaseRun(status=CaseStatus.crashed, detail=str(exc), failed_label=REFERENCE_LABEL)
+            run = CaseRun(status=CaseStatus.crashed, detail=Phrase.as_written(str(exc)), failed_label=REFERENCE_LABEL)
             emit(json.dumps({"case": case["name"], "run": run.model_dump()}))
         return
     try:

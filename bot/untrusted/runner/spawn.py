@@ -66,7 +66,8 @@ def run_cases(
         log.warning("%s%s", failure, f": {tail}" if tail else "")
         for case in job.cases:
             runs.setdefault(
-                case["name"], CaseRun(status=CaseStatus.crashed, detail=failure + (f": {tail}" if tail else ""))
+                case["name"],
+                CaseRun(status=CaseStatus.crashed, detail=Phrase.as_written(failure + (f": {tail}" if tail else ""))),
             )
     return runs
 

@@ -19,7 +19,7 @@ from bot.models.report import (
     ReportVerdict,
 )
 from bot.verdict.compile_errors import described
-from bot.verdict.findings import BASE, HEAD, _finding, add_case, add_kernel, verbatim
+from bot.verdict.findings import BASE, HEAD, _finding, add_case, add_kernel, case_stated, verbatim
 from bot.verdict.gate_build import _compile_findings, _judge_resources
 from bot.verdict.gate_correctness import base_correct, check_findings, probe_findings, small_shape_findings
 from bot.verdict.gate_latency import _judge_latency
@@ -158,9 +158,8 @@ _ORDER = {"error": 3, "fail": 2, "inconclusive": 1, "pass": 0, "skipped": -1}
 
 
 def _of_case(c: CaseReport, outcome: Outcome) -> list[Finding]:
-    """The case's findings as its kernel states them (a case without findings, its lines made outside the gate or
-    read from an opgate.report/1 report: each line as written)."""
-    found = list(c.findings) or [verbatim(r, Gate.run, outcome) for r in c.reasons]
+    """The case's findings as its kernel states them (`case_stated`: a line with no finding of its own, as written)."""
+    found = case_stated(c)
     if not found and c.verdict == "inconclusive":
         found = [_finding(Gate.performance, "performance.latency_undecided", outcome)]
     elif not found:
@@ -258,9 +257,8 @@ def not_run_phrases(cases: list[CaseReport]) -> list[Phrase]:
     by_reason: dict[tuple[str, ...], tuple[list[Phrase], list[str]]] = {}  # one group per reason, as data
     for c in cases:
         if c.verdict == "skipped":
-            made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in c.findings]
-            if not made:
-                made = [Phrase.as_written("; ".join(c.reasons))] if c.reasons else [Phrase(key="run.not_run")]
+            made = [Phrase(key=f.key, params=f.params, phrases=f.phrases) for f in case_stated(c)]
+            made = made or [Phrase(key="run.not_run")]
             by_reason.setdefault(tuple(p.model_dump_json() for p in made), (made, []))[1].append(c.device)
     return [
         Phrase(

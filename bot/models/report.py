@@ -296,7 +296,7 @@ class CaseReport(_Model):
     verdict: Literal["pass", "fail", "inconclusive", "skipped", "error"]
     reasons: list[str] = Field(
         default_factory=list,
-        description="its findings in English, written with report.json (bot/verdict/findings.py `written`)",
+        description="its findings in English, written with report.json (bot/verdict/written.py)",
     )
     findings: list[Finding] = Field(
         default_factory=list, description="what the gates found on this case, as data: the one record of it"
@@ -385,7 +385,7 @@ class KernelReport(_Model):
     findings: list[Finding] = Field(
         default_factory=list,
         description="what the gates found, as data: the one record of it. reasons, undecided, accept_needed and "
-        "notes are its English lines, written with report.json (bot/verdict/findings.py `written`)",
+        "notes are its English lines, written with report.json (bot/verdict/written.py)",
     )
     build: Build | None = None
     base_build: Build | None = None

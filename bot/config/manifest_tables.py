@@ -316,12 +316,17 @@ class Work(_Strict):
     bytes: Expression | None = Field(None, description='bytes moved to and from memory, e.g. "2*(m*k + k*n) + 4*m*n"')
 
 
+def _evaluated(text: Expression, shape: dict[str, int]) -> int:
+    """An expression of the manifest over a case's shape (its names checked first); expr.ExprError otherwise."""
+    if isinstance(text, str):
+        expr.check(text, set(shape))
+    return expr.value(text, shape)
+
+
 def _amount(key: str, text: Expression, shape: dict[str, int]) -> int:
     """The value of a case's `flops`/`bytes` over its shape (ValueError naming the expression otherwise)."""
     try:
-        if isinstance(text, str):
-            expr.check(text, set(shape))
-        amount = expr.value(text, shape)
+        amount = _evaluated(text, shape)
     except expr.ExprError as exc:
         raise ValueError(f"{key} = {text!r}: {exc}") from None
     if amount <= 0:
@@ -345,9 +350,7 @@ class Buffer(_Strict):
         dims = []
         for text in self.shape:
             try:
-                if isinstance(text, str):
-                    expr.check(text, set(shape))
-                dim = expr.value(text, shape)
+                dim = _evaluated(text, shape)
             except expr.ExprError as exc:
                 raise ValueError(f"{text!r}: {exc}") from None
             if dim < 0:

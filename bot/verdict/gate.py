@@ -72,19 +72,17 @@ def case_verdict(
     report.sandbox_cpu = dict(run.cpu)
     report.other_cores = run.other_cores
     report.judge_seconds = dict(run.phases)
+    said = {"detail": [run.detail or Phrase.as_written("")]}  # why, through the catalog; a worker's words verbatim
     if run.status in (CaseStatus.timeout, CaseStatus.crashed):
         report.status, report.verdict = run.status, "error"
-        who = run.failed_label or "the runner"
-        status = run.status.value
-        detail = {"detail": [run.detail or Phrase.as_written("")]}  # through the catalog; a worker's words verbatim
-        add_case(report, _finding(Gate.run, "run.side_failed", Outcome.error, who=who, status=status).model_copy(
-            update={"phrases": detail}))  # fmt: skip
+        side = {"who": run.failed_label or "the runner", "status": run.status.value}
+        failed = Finding(gate=Gate.run, outcome=Outcome.error, key="run.side_failed", params=side, phrases=said)
+        add_case(report, failed)
         return report
     if run.status == CaseStatus.tampered:
         report.status, report.verdict = run.status, "error"
-        detail = {"detail": [run.detail or Phrase.as_written("")]}
-        add_case(report, _finding(Gate.measurement, "measurement.rejected", Outcome.error).model_copy(
-            update={"phrases": detail}))  # fmt: skip
+        rejected = Finding(gate=Gate.measurement, outcome=Outcome.error, key="measurement.rejected", phrases=said)
+        add_case(report, rejected)
         return report
     if head is None:
         report.status, report.verdict = CaseStatus.crashed, "error"

@@ -8,6 +8,7 @@ from bot.models.report import CaseReport, KernelReport
 from bot.wording.messages import render
 
 __all__ = [
+    "LISTS",
     "Finding",
     "Gate",
     "Outcome",
@@ -48,15 +49,22 @@ def verbatim(text: str, gate: Gate, outcome: Outcome, **where: str | int | None)
     return Finding(gate=gate, outcome=outcome, key="text", params={"text": text}, **where)  # type: ignore[arg-type]
 
 
+# A kernel's line lists in report.json and the outcomes each holds (`reasons`: a failing kernel's, else an erring one's)
+LISTS: dict[str, tuple[Outcome, ...]] = {"reasons": (Outcome.fail, Outcome.error), "accept_needed": (Outcome.accept,),
+                                          "undecided": (Outcome.undecided,), "notes": (Outcome.note,)}  # fmt: skip
+
+
 def stated(kernel: KernelReport) -> list[Finding]:
     """What the kernel states, as the findings the outputs render: its findings, then each line none of them was
     rendered to (made outside the gates, or read from an opgate.report/1 report) as a `verbatim` finding of the
     outcome its list names, shown as written. Reading a line back is done here and nowhere else."""
-    failing = Outcome.error if kernel.verdict == "error" else Outcome.fail
-    lists = ((kernel.reasons, failing), (kernel.accept_needed, Outcome.accept), (kernel.undecided, Outcome.undecided),
-             (kernel.notes, Outcome.note))  # fmt: skip
     rendered = {render(f) for f in kernel.findings}
-    made = [verbatim(line, Gate.review, outcome) for lines, outcome in lists for line in lines if line not in rendered]
+    made = [
+        verbatim(line, Gate.review, outcomes[-1] if kernel.verdict == "error" else outcomes[0])
+        for name, outcomes in LISTS.items()
+        for line in getattr(kernel, name)
+        if line not in rendered
+    ]
     return [*kernel.findings, *made]
 
 

@@ -4,15 +4,10 @@ ledger and the review's result hold its lines. A report read back from its JSON 
 
 from __future__ import annotations
 
-from bot.models.finding import Outcome
 from bot.models.report import AgentCaseReport, CaseReport, KernelReport, Report
 from bot.verdict.agent_cases import stated_reasons
-from bot.verdict.findings import case_lines, stated
+from bot.verdict.findings import LISTS, case_lines, stated
 from bot.wording.messages import render
-
-# each of a kernel's lists and the outcomes it holds
-_LISTS = {"reasons": (Outcome.fail, Outcome.error), "accept_needed": (Outcome.accept,),
-          "undecided": (Outcome.undecided,), "notes": (Outcome.note,)}  # fmt: skip
 
 
 def written(report: Report) -> Report:
@@ -24,7 +19,7 @@ def written(report: Report) -> Report:
 def written_kernel(kernel: KernelReport) -> KernelReport:
     """One kernel as report.json holds it (`written`)."""
     found = stated(kernel)
-    lines = {name: [render(f) for f in found if f.outcome in outcomes] for name, outcomes in _LISTS.items()}
+    lines = {name: [render(f) for f in found if f.outcome in outcomes] for name, outcomes in LISTS.items()}
     cases = [written_case(c) for c in kernel.cases]
     candidate = written_kernel(kernel.candidate) if kernel.candidate is not None else None
     block = kernel.agent_cases
